@@ -1,0 +1,134 @@
+/* The executor: runs a graph on given inputs. Runtime values are tensors,
+ * sequences of tensors, optionals or maps (ai.onnx.ml). Kernels sit behind
+ * one small interface and are looked up per (domain, op_type, opset) after
+ * shape and type inference, by the planner. */
+#ifndef ONNXSCOPE_EXEC_H
+#define ONNXSCOPE_EXEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "onnxscope/ir.h"
+#include "onnxscope/tensor.h"
+#include "onnxscope/threadpool.h"
+
+typedef enum {
+    OX_RV_TENSOR = 0,
+    OX_RV_SEQUENCE,
+    OX_RV_OPTIONAL,   /* optional: `items` holds 0 (none) or 1 element */
+    OX_RV_MAP,        /* keys tensor in `t`, values sequence/tensor in items[0] */
+} ox_rval_kind;
+
+typedef struct ox_rval ox_rval;
+struct ox_rval {
+    ox_rval_kind kind;
+    ox_tensor *t;       /* OX_RV_TENSOR (owned) */
+    ox_rval **items;    /* sequence elements / optional payload (owned) */
+    int n_items;
+    int cap_items;      /* allocated entries (ox_rval_seq_push keeps it) */
+    ox_type *elem_type; /* element type of an empty sequence/optional, may be NULL */
+};
+
+ox_rval *ox_rval_tensor(ox_tensor *t);   /* takes ownership of t */
+ox_rval *ox_rval_sequence(void);
+ox_rval *ox_rval_optional_none(const ox_type *elem_type);
+ox_status ox_rval_seq_push(ox_rval *seq, ox_rval *item);
+ox_rval *ox_rval_clone(const ox_rval *v); /* shares tensor bytes */
+void ox_rval_free(ox_rval *v);
+
+/* Compares got with an expected value the way the ONNX backend suite does:
+ * same kind, dtype and shape; floating types |got-exp| <= atol + rtol*|exp|
+ * with NaN equal to NaN; integers, bools and strings exactly. On mismatch
+ * writes a one-line reason (first differing element, count) into why. */
+bool ox_rval_allclose(const ox_rval *got, const ox_rval *exp, double rtol,
+                      double atol, char *why, size_t why_len);
+
+typedef struct ox_exec ox_exec;
+
+/* What a kernel sees. Inputs are read-only; the kernel creates its outputs
+ * with ox_kernel_output (which places them in the planned arena when a slot
+ * exists) or by setting out[i] itself for non-tensor outputs. */
+typedef struct ox_kernel_ctx {
+    const ox_node *node;
+    int64_t opset;            /* version of the node's domain in the model */
+    int n_in;
+    ox_rval *const *in;       /* NULL for omitted optional inputs */
+    int n_out;
+    ox_rval **out;            /* set by the kernel; NULL for omitted outputs */
+    ox_exec *exec;            /* for subgraphs (If/Loop/Scan) and scratch */
+    ox_thread_pool *pool;     /* may be NULL: run serially (see threadpool.h) */
+    ox_error *err;
+    void *priv;               /* executor-private: the running scope */
+} ox_kernel_ctx;
+
+typedef ox_status (*ox_kernel_fn)(ox_kernel_ctx *ctx);
+
+/* Input i as a tensor, or NULL when absent or not a tensor. */
+const ox_tensor *ox_kernel_in(const ox_kernel_ctx *c, int i);
+/* Allocates output i as a tensor of the given type and shape, zero-filled
+ * only if the caller asks (kernels normally write every element). */
+ox_tensor *ox_kernel_output(ox_kernel_ctx *c, int i, ox_dtype dt, int rank,
+                            const int64_t *dims);
+/* Sets output i to an existing tensor (takes ownership). */
+void ox_kernel_set_output(ox_kernel_ctx *c, int i, ox_tensor *t);
+
+typedef struct ox_kernel_entry {
+    const char *domain;      /* "" default, "ai.onnx.ml", "com.microsoft" */
+    const char *op_type;
+    int since_version;       /* applies from this opset up to the next entry's */
+    ox_kernel_fn fn;
+} ox_kernel_entry;
+
+/* Kernel families each provide a table terminated by a zero entry; the
+ * registry (src/exec/kernels.c) lists them. */
+extern const ox_kernel_entry ox_kernels_elementwise[];
+extern const ox_kernel_entry ox_kernels_reduce[];
+extern const ox_kernel_entry ox_kernels_nn[];
+extern const ox_kernel_entry ox_kernels_tensor[];
+extern const ox_kernel_entry ox_kernels_control[];
+extern const ox_kernel_entry ox_kernels_sequence[];
+extern const ox_kernel_entry ox_kernels_misc[];
+
+/* Highest entry with since_version <= opset, or NULL. */
+ox_kernel_fn ox_kernel_lookup(const char *domain, const char *op_type, int64_t opset);
+const ox_kernel_entry *ox_kernel_find(const char *domain, const char *op_type,
+                                      int64_t opset);
+/* True when some opset of (domain, op_type) has a kernel. */
+bool ox_kernel_exists(const char *domain, const char *op_type);
+/* Every registered entry, sorted by domain, op_type, since_version. */
+int ox_kernel_count(void);
+const ox_kernel_entry *ox_kernel_at(int i);
+
+/* ---- running graphs ------------------------------------------------------ */
+
+typedef struct ox_exec_opts {
+    int threads;              /* 0 = number of cores */
+    bool keep_intermediates;  /* for debugging/folding: keep every value */
+} ox_exec_opts;
+
+/* Prepares an executor for m's main graph (runs inference if needed). */
+ox_status ox_exec_new(ox_model *m, const ox_exec_opts *opts, ox_exec **out,
+                      ox_error *err);
+void ox_exec_free(ox_exec *e);
+/* Runs the main graph. inputs are given in graph-input order (initializer
+ * inputs may be NULL to use the initializer). outputs receive new values
+ * in graph-output order (caller frees each with ox_rval_free). */
+ox_status ox_exec_run(ox_exec *e, int n_inputs, ox_rval *const *inputs,
+                      int n_outputs, ox_rval **outputs, ox_error *err);
+/* Runs a subgraph g with the given input values, resolving outer-scope
+ * names through `scope` (used by If/Loop/Scan kernels). */
+typedef struct ox_scope ox_scope;
+ox_status ox_exec_subgraph(ox_kernel_ctx *c, const ox_graph *g, int n_inputs,
+                           ox_rval *const *inputs, int n_outputs,
+                           ox_rval **outputs);
+
+/* The model an executor runs, and its pool (NULL when single-threaded). */
+const ox_model *ox_exec_model(const ox_exec *e);
+ox_thread_pool *ox_exec_pool(const ox_exec *e);
+
+/* Runs a single node on constant inputs (constant folding). */
+ox_status ox_exec_node(const ox_model *m, const ox_node *n, int n_in,
+                       ox_rval *const *in, int n_out, ox_rval **out,
+                       ox_error *err);
+
+#endif

@@ -1,0 +1,50 @@
+/* Loading and saving .onnx files. Loading maps the file and views
+ * initializer bytes in place; external data is resolved relative to the
+ * model's folder and refused when it would escape it. Saving is atomic. */
+#ifndef ONNXSCOPE_IO_H
+#define ONNXSCOPE_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "onnxscope/ir.h"
+
+typedef struct ox_load_opts {
+    bool skip_external;   /* do not resolve external data (info on headers only) */
+    void (*progress)(void *ctx, double frac); /* optional, called while loading */
+    void *progress_ctx;
+} ox_load_opts;
+
+/* Loads path into a new model (*out, caller frees with ox_model_free).
+ * Errors: OX_EIO (missing/unreadable file), OX_EPARSE (not a valid ONNX
+ * protobuf), OX_EMODEL (structurally invalid). err->msg names the problem
+ * without the file name; front ends prefix it. */
+ox_status ox_load(const char *path, const ox_load_opts *opts, ox_model **out,
+                  ox_error *err);
+/* Loads from memory (copied); external data relative to base_dir (may be NULL). */
+ox_status ox_load_buffer(const void *data, size_t len, const char *base_dir,
+                         ox_model **out, ox_error *err);
+
+typedef struct ox_save_opts {
+    bool overwrite_input;     /* allow writing over m->path */
+    size_t external_threshold;/* tensors >= this many bytes go external (0 = only if needed) */
+    const char *external_name;/* external file name, default "<out>.data" */
+    bool force_external;      /* write every tensor >= threshold externally */
+} ox_save_opts;
+
+/* Writes m to path atomically (temp file + rename). When the serialized
+ * model would exceed 2 GiB, large tensors go to an external data file. */
+ox_status ox_save(const ox_model *m, const char *path, const ox_save_opts *opts,
+                  ox_error *err);
+/* Serializes to a malloc'ed buffer (no external data). */
+ox_status ox_save_buffer(const ox_model *m, void **data, size_t *len, ox_error *err);
+
+/* Reads a serialized TensorProto (.pb test data) into a tensor. */
+ox_status ox_tensor_load_pb(const char *path, ox_tensor **out, ox_error *err);
+ox_status ox_tensor_save_pb(const ox_tensor *t, const char *path, ox_error *err);
+
+/* Structural equality of two models (nodes, attributes, names, tensors
+ * byte-equal, types); on difference writes where into err and returns false. */
+bool ox_model_equal(const ox_model *a, const ox_model *b, ox_error *err);
+
+#endif

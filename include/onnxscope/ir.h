@@ -1,0 +1,367 @@
+/* The graph IR: Model, Graph (nested for If/Loop/Scan bodies and function
+ * bodies), Node, Value, Attribute. Values are named edges with one producer
+ * (a node output, a graph input or an initializer) and a list of consumers;
+ * the editing API keeps those links consistent. */
+#ifndef ONNXSCOPE_IR_H
+#define ONNXSCOPE_IR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "onnxscope/status.h"
+#include "onnxscope/tensor.h"
+
+typedef struct ox_model ox_model;
+typedef struct ox_graph ox_graph;
+typedef struct ox_node ox_node;
+typedef struct ox_value ox_value;
+typedef struct ox_attr ox_attr;
+typedef struct ox_type ox_type;
+
+/* ---- types ---------------------------------------------------------- */
+
+typedef enum {
+    OX_TYPE_NONE = 0,     /* type unknown */
+    OX_TYPE_TENSOR,
+    OX_TYPE_SPARSE_TENSOR,
+    OX_TYPE_SEQUENCE,
+    OX_TYPE_MAP,
+    OX_TYPE_OPTIONAL,
+} ox_type_kind;
+
+/* A dimension: a known value (>= 0), a symbol, or unknown. */
+typedef struct ox_dim {
+    int64_t value;  /* -1 when not known */
+    char *param;    /* symbol name or NULL */
+    char *denotation;
+} ox_dim;
+
+struct ox_type {
+    ox_type_kind kind;
+    ox_dtype elem;        /* tensor/sparse: element type; map: key type */
+    bool has_shape;       /* tensor/sparse: shape known (possibly partially) */
+    int rank;
+    ox_dim *dims;         /* rank entries */
+    ox_type *inner;       /* sequence/optional element, map value */
+    char *denotation;
+};
+
+ox_type *ox_type_new_tensor(ox_dtype elem, int rank, const int64_t *dims);
+ox_type *ox_type_clone(const ox_type *t);
+void ox_type_free(ox_type *t);
+/* True if tensor type with known rank and every dim value known. */
+bool ox_type_is_static(const ox_type *t);
+/* Formats "float32[1,3,N,?]" into buf. */
+const char *ox_type_str(const ox_type *t, char *buf, size_t len);
+bool ox_type_equal(const ox_type *a, const ox_type *b);
+
+/* ---- attributes ------------------------------------------------------- */
+
+typedef enum {
+    OX_ATTR_UNDEFINED = 0,
+    OX_ATTR_FLOAT = 1,
+    OX_ATTR_INT = 2,
+    OX_ATTR_STRING = 3,
+    OX_ATTR_TENSOR = 4,
+    OX_ATTR_GRAPH = 5,
+    OX_ATTR_FLOATS = 6,
+    OX_ATTR_INTS = 7,
+    OX_ATTR_STRINGS = 8,
+    OX_ATTR_TENSORS = 9,
+    OX_ATTR_GRAPHS = 10,
+    OX_ATTR_SPARSE_TENSOR = 11,
+    OX_ATTR_SPARSE_TENSORS = 12,
+    OX_ATTR_TYPE_PROTO = 13,
+    OX_ATTR_TYPE_PROTOS = 14,
+} ox_attr_type;
+
+/* A sparse tensor: values (1-D) and indices (1-D linearized or 2-D [nnz,rank]). */
+typedef struct ox_sparse {
+    ox_tensor *values;
+    ox_tensor *indices;
+    int rank;
+    int64_t dims[OX_MAX_RANK];
+} ox_sparse;
+
+struct ox_attr {
+    char *name;
+    ox_attr_type type;
+    char *ref_attr_name;  /* function bodies: reference to caller's attribute */
+    char *doc_string;
+    float f;
+    int64_t i;
+    ox_bytes s;
+    ox_tensor *t;
+    ox_graph *g;
+    ox_sparse *sparse;
+    ox_type *tp;
+    int n;                /* element count of the list forms below */
+    float *floats;
+    int64_t *ints;
+    ox_bytes *strings;
+    ox_tensor **tensors;
+    ox_graph **graphs;
+    ox_sparse **sparses;
+    ox_type **tps;
+};
+
+/* ---- values, nodes, graphs -------------------------------------------- */
+
+/* Every use record's node lives in the value's own graph: a read from
+ * inside a subgraph is recorded as {owner, -1}, where owner is the node of
+ * the value's graph that (transitively) holds that subgraph, once per read
+ * (node input or subgraph output). */
+typedef struct ox_use {
+    ox_node *node;
+    int input;          /* index into node->inputs; -1 for an implicit
+                         * (outer-scope) use by a subgraph of node */
+} ox_use;
+
+struct ox_value {
+    char *name;
+    ox_graph *graph;      /* graph whose namespace defines it */
+    ox_type *type;        /* may be NULL when unknown */
+    ox_node *producer;    /* NULL for graph inputs and initializers */
+    int producer_output;
+    ox_tensor *init;      /* initializer data, or NULL */
+    bool is_input;        /* listed in graph->inputs */
+    bool is_output;       /* listed in graph->outputs */
+    bool has_value_info;  /* listed in value_info when loaded */
+    char *doc_string;
+    ox_use *uses;
+    int n_uses, cap_uses;
+    int mark;             /* scratch for passes/analysis */
+    void *user;           /* scratch pointer for analysis */
+    /* Constant value propagated by shape inference (infer.h), owned by the
+     * value: free it with ox_tensor_free when the value is freed; a clone
+     * may share it with ox_tensor_share or leave it NULL. */
+    ox_tensor *known;
+    int slot;             /* position in graph->values, kept by the graph */
+};
+
+typedef struct ox_kv {
+    char *key;
+    char *value;
+} ox_kv;
+
+struct ox_node {
+    int id;               /* unique within the model, stable across edits */
+    char *name;
+    char *op_type;
+    char *domain;         /* "" for the default domain */
+    char *overload;
+    char *doc_string;
+    ox_graph *graph;      /* owning graph */
+    int n_inputs, n_outputs;
+    ox_value **inputs;    /* NULL entries are omitted optional inputs */
+    ox_value **outputs;   /* NULL entries are omitted optional outputs */
+    int n_attrs;
+    ox_attr *attrs;
+    int n_meta;
+    ox_kv *meta;
+    int index;            /* position in graph->nodes, kept by the graph */
+    int mark;             /* scratch */
+    void *user;           /* scratch */
+};
+
+struct ox_graph {
+    char *name;
+    char *doc_string;
+    ox_model *model;
+    ox_graph *parent;     /* outer scope for subgraphs, NULL at top */
+    ox_node *owner;       /* node holding this subgraph as an attribute */
+    ox_node **nodes;
+    int n_nodes, cap_nodes;
+    ox_value **inputs;
+    int n_inputs;
+    ox_value **outputs;
+    int n_outputs;
+    ox_value **values;    /* every value defined in this scope */
+    int n_values, cap_values;
+    struct ox_strmap *index; /* name -> value */
+    ox_sparse **sparse_inits; /* sparse initializers, kept verbatim */
+    char **sparse_names;
+    int n_sparse;
+    ox_kv *meta;
+    int n_meta;
+    void *quant_annotations; /* packed TensorAnnotation list, kept verbatim */
+    size_t quant_annotations_len;
+};
+
+typedef struct ox_opset {
+    char *domain;
+    int64_t version;
+} ox_opset;
+
+/* A model-local function (FunctionProto). Its body is a graph whose inputs
+ * and outputs are the function's formal parameters. */
+typedef struct ox_function {
+    char *name, *domain, *overload, *doc_string;
+    char **attr_names;
+    int n_attr_names;
+    ox_attr *attr_defaults;
+    int n_attr_defaults;
+    ox_opset *opsets;
+    int n_opsets;
+    ox_graph *body;
+    ox_kv *meta;
+    int n_meta;
+} ox_function;
+
+/* Verbatim, packed protobuf bytes of model parts we do not interpret
+ * (training info, device configuration): re-emitted unchanged on save. */
+typedef struct ox_blob {
+    void *data;
+    size_t len;
+} ox_blob;
+
+struct ox_model {
+    int64_t ir_version;
+    char *producer_name, *producer_version, *domain, *doc_string;
+    int64_t model_version;
+    ox_opset *opsets;
+    int n_opsets;
+    ox_kv *meta;
+    int n_meta;
+    ox_graph *graph;
+    ox_function *functions;
+    int n_functions;
+    ox_blob *training_info;
+    int n_training_info;
+    ox_blob *configuration;
+    int n_configuration;
+    int next_node_id;
+    char *path;           /* file the model came from, or NULL */
+    char *dir;            /* its folder, for external data */
+    ox_buffer *file_buf;  /* the mapped file, kept alive by tensor views */
+    uint64_t file_size;
+    /* Problems the loader tolerated so that `check` can report them
+     * (a value assigned twice, an undefined input ...). */
+    char **load_issues;
+    int n_load_issues;
+    /* Private to src/ir: model-wide name registries (name -> use count) that
+     * make ox_graph_new_value and ox_model_unique_node_name O(1). */
+    struct ox_strmap *value_names;
+    struct ox_strmap *node_names;
+    uint64_t name_counter;
+};
+
+/* ---- construction and lifetime ----------------------------------------- */
+
+ox_model *ox_model_new(void);
+void ox_model_free(ox_model *m);
+/* Deep copy of the IR; tensor bytes are shared by reference. */
+ox_model *ox_model_clone(const ox_model *m);
+/* Opset version imported for a domain ("" or "ai.onnx" = default), or -1. */
+int64_t ox_model_opset(const ox_model *m, const char *domain);
+void ox_model_set_opset(ox_model *m, const char *domain, int64_t version);
+
+ox_graph *ox_graph_new(ox_model *m, ox_graph *parent);
+void ox_graph_free(ox_graph *g);
+
+/* Finds a value visible from g (searching outer scopes), or NULL. */
+ox_value *ox_graph_lookup(const ox_graph *g, const char *name);
+/* Finds a value defined in g's own scope, or NULL. */
+ox_value *ox_graph_find(const ox_graph *g, const char *name);
+/* Returns the value named `name` in g's scope, creating an untyped one.
+ * NULL for NULL or "" (the name of an omitted optional input/output). */
+ox_value *ox_graph_value(ox_graph *g, const char *name);
+/* A fresh value with a name unique in the model, derived from hint (hint
+ * itself when free, else hint_N). */
+ox_value *ox_graph_new_value(ox_graph *g, const char *hint);
+/* Renames a value (the new name must be free in its scope). */
+ox_status ox_value_rename(ox_value *v, const char *name, ox_error *err);
+
+ox_status ox_graph_add_input(ox_graph *g, ox_value *v);
+ox_status ox_graph_add_output(ox_graph *g, ox_value *v);
+/* Makes v an initializer holding t (takes ownership of t). */
+ox_status ox_graph_set_initializer(ox_graph *g, ox_value *v, ox_tensor *t);
+/* Removes a value that has no producer and no uses from its scope (also
+ * from the graph's input/output lists); does nothing otherwise. O(values
+ * of g): prefer ox_graph_prune_values for many. */
+void ox_graph_remove_value(ox_graph *g, ox_value *v);
+
+/* ---- nodes ------------------------------------------------------------ */
+
+/* Creates a node appended at the end of g (call ox_graph_toposort or insert
+ * at a position with ox_node_move). inputs/outputs may contain NULL. */
+ox_node *ox_node_new(ox_graph *g, const char *op_type, const char *domain,
+                     const char *name, int n_in, ox_value *const *in,
+                     int n_out, ox_value *const *out);
+/* Removes and frees a node; its outputs lose their producer (they stay in
+ * the scope as unproduced values until removed). */
+void ox_node_remove(ox_node *n);
+/* Removes and frees many nodes of g in one pass: O(nodes of g) in total,
+ * where calling ox_node_remove for each costs O(nodes of g) per call.
+ * NULLs, duplicates and nodes of other graphs in the list are ignored. */
+void ox_graph_remove_nodes(ox_graph *g, ox_node *const *nodes, int count);
+/* Removes every value of g's own scope that has no producer, no uses, no
+ * initializer and is neither a graph input nor output; returns the count. */
+int ox_graph_prune_values(ox_graph *g);
+/* Replaces input i (updating consumer lists). v may be NULL. An index at or
+ * past n_inputs grows the list, filling the gap with NULL (same for
+ * ox_node_set_output). */
+void ox_node_set_input(ox_node *n, int i, ox_value *v);
+void ox_node_set_output(ox_node *n, int i, ox_value *v);
+/* Moves n to position pos in its graph's node list. */
+void ox_node_move(ox_node *n, int pos);
+
+ox_attr *ox_node_attr(const ox_node *n, const char *name);
+int64_t ox_node_attr_i(const ox_node *n, const char *name, int64_t dflt);
+float ox_node_attr_f(const ox_node *n, const char *name, float dflt);
+/* Returns the string attribute or dflt. */
+const char *ox_node_attr_s(const ox_node *n, const char *name, const char *dflt);
+/* Returns the count and points *out at the ints, or -1 if absent. */
+int ox_node_attr_ints(const ox_node *n, const char *name, const int64_t **out);
+/* Adds or replaces an attribute (the node takes a deep copy of a). */
+ox_attr *ox_node_set_attr(ox_node *n, const ox_attr *a);
+ox_attr *ox_node_set_attr_i(ox_node *n, const char *name, int64_t v);
+ox_attr *ox_node_set_attr_f(ox_node *n, const char *name, float v);
+ox_attr *ox_node_set_attr_s(ox_node *n, const char *name, const char *s);
+ox_attr *ox_node_set_attr_ints(ox_node *n, const char *name, int count, const int64_t *v);
+/* Takes ownership of t. */
+ox_attr *ox_node_set_attr_t(ox_node *n, const char *name, ox_tensor *t);
+void ox_node_remove_attr(ox_node *n, const char *name);
+bool ox_node_is_default_domain(const ox_node *n);
+/* True if op_type matches and domain is default. */
+bool ox_node_is(const ox_node *n, const char *op_type);
+
+void ox_attr_free_contents(ox_attr *a);
+void ox_attr_copy(ox_attr *dst, const ox_attr *src, ox_graph *parent_scope);
+
+/* ---- editing ------------------------------------------------------------ */
+
+/* Redirects every use of `from` (including outer-scope uses inside
+ * subgraphs, and graph-output listing) to `to`. */
+void ox_value_replace_uses(ox_value *from, ox_value *to);
+/* Refreshes outer-scope use records for subgraphs of n (call after editing
+ * a subgraph's body). Rebuilds every use list (and the parent/owner links of
+ * subgraphs, node indexes, value slots) of the scope tree containing g from
+ * the node inputs and graph outputs: O(model).
+ * Outer-scope reads are recorded as a use {node, -1} on the outer value by
+ * the node that lives in the value's own graph and (transitively) holds the
+ * reading subgraph, once per read. A subgraph should get its owner
+ * (g->owner = node) before nodes are added to it; a loader that attaches
+ * subgraphs afterwards calls ox_graph_relink(m->graph) once at the end. */
+void ox_graph_relink(ox_graph *g);
+
+/* Sorts g's nodes topologically (stable: keeps the existing order where it
+ * is valid). On a cycle returns OX_EMODEL naming a node on it. */
+ox_status ox_graph_toposort(ox_graph *g, ox_error *err);
+
+/* Visits g and every nested subgraph (depth-first, parents first). */
+typedef void (*ox_graph_visit_fn)(ox_graph *g, void *ctx);
+void ox_graph_visit(ox_graph *g, ox_graph_visit_fn fn, void *ctx);
+/* Counts nodes of g including nested subgraphs. */
+int ox_graph_count_nodes(const ox_graph *g, bool recursive);
+
+/* Model-wide unique node name derived from hint; malloc'ed, caller frees.
+ * The name is reserved: later calls never return it again. */
+char *ox_model_unique_node_name(ox_model *m, const char *hint);
+
+/* ---- small helpers -------------------------------------------------------- */
+
+char *ox_strdup(const char *s);  /* NULL-safe; aborts never: returns NULL on OOM */
+void *ox_xcalloc(size_t n, size_t size); /* returns NULL on overflow/OOM */
+
+#endif

@@ -1,0 +1,35 @@
+/* The subcommands of the command-line front end. Each takes the arguments
+ * after the command name (argv[0] is the command) and returns the process
+ * exit code: 0 ok, 1 model or check failed, 2 usage error, 3 I/O error. */
+#ifndef ONNXSCOPE_CLI_COMMANDS_H
+#define ONNXSCOPE_CLI_COMMANDS_H
+
+#include <stdio.h>
+
+#include "onnxscope/infer.h"
+#include "onnxscope/ir.h"
+
+int ox_cmd_info(int argc, char **argv);
+int ox_cmd_check(int argc, char **argv);
+int ox_cmd_run(int argc, char **argv);
+int ox_cmd_test_backend(int argc, char **argv);
+int ox_cmd_dot(int argc, char **argv);
+
+/* Helpers shared by the commands (cli_util.c). */
+
+/* Prints "onnxscope: FILE: message" on stderr. */
+void ox_cli_error(const char *file, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Loads a model, printing a one-line error and returning NULL on failure;
+ * *exit_code receives 1 (bad model) or 3 (I/O). */
+ox_model *ox_cli_load(const char *path, int *exit_code);
+/* Handles --shape / --dim option arguments into opts; returns false (after
+ * printing) on a malformed argument. */
+bool ox_cli_add_shape(ox_infer_opts *opts, const char *arg);
+bool ox_cli_add_dim(ox_infer_opts *opts, const char *arg);
+/* "12.3 M", "4.09 G" */
+const char *ox_cli_si(double v, char *buf, size_t len);
+/* "13.2 MiB" */
+const char *ox_cli_bytes(double v, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,51 @@
+/* onnxscope's entry point: dispatches to a subcommand, or opens the TUI
+ * when given only a model path. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "tui/tui.h"
+
+typedef struct command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"info", ox_cmd_info, "summary of a model: graph, opsets, ops, params, cost"},
+    {"check", ox_cmd_check, "validate a model; exit 1 with a report on errors"},
+    {"run", ox_cmd_run, "run a model on given or random inputs"},
+    {"test-backend", ox_cmd_test_backend, "run ONNX backend test cases"},
+    {"dot", ox_cmd_dot, "export the graph as DOT/SVG/PNG/PDF"},
+};
+
+static void usage(FILE *fp)
+{
+    fprintf(fp, "usage: onnxscope MODEL              open the interactive viewer\n"
+                "       onnxscope COMMAND [ARGS...]  (COMMAND --help for its options)\n\n"
+                "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(fp, "  %-14s %s\n", commands[i].name, commands[i].summary);
+    fprintf(fp, "\nexit codes: 0 ok, 1 model or check failed, 2 usage error, 3 I/O error\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("onnxscope %s\n", ONNXSCOPE_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].fn(argc - 1, argv + 1);
+    return ox_tui_main(argc, argv);
+}

@@ -1,0 +1,715 @@
+/* Loading a .onnx file into the IR: map the file, lift the main graph's
+ * initializer payloads out of the byte stream (so they are viewed, never
+ * copied), unpack the rest with protobuf-c and convert it. */
+#include "onnxscope/io.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/convert.h"
+#include "io/wire.h"
+
+ox_status ox_map_file(const char *path, ox_buffer **out, ox_error *err);
+
+/* Payloads below this size are copied by protobuf-c: not worth a view. */
+#define VIEW_THRESHOLD 256
+/* Deeper nesting than this is hostile input, not a real model. */
+#define MAX_DEPTH 64
+
+typedef struct loader {
+    ox_model *m;
+    ox_extctx *ext;
+    ox_buffer *owner;        /* mapped file, for views */
+    const ox_wire_view *views;
+    int n_views;
+    ox_error *err;
+} loader;
+
+static ox_status convert_graph(loader *L, const Onnx__GraphProto *gp, ox_graph *g,
+                               bool main_graph, int depth);
+
+static void add_issue(ox_model *m, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void add_issue(ox_model *m, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char **ni = realloc(m->load_issues, (size_t)(m->n_load_issues + 1) * sizeof *ni);
+    if (!ni)
+        return;
+    m->load_issues = ni;
+    m->load_issues[m->n_load_issues++] = ox_strdup(buf);
+}
+
+static const char *nz(const char *s)
+{
+    return s ? s : "";
+}
+
+static ox_kv *convert_kvs(Onnx__StringStringEntryProto *const *e, size_t n, int *out_n)
+{
+    *out_n = 0;
+    if (!n)
+        return NULL;
+    ox_kv *kv = calloc(n, sizeof *kv);
+    if (!kv)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        kv[i].key = ox_strdup(nz(e[i]->key));
+        kv[i].value = ox_strdup(nz(e[i]->value));
+    }
+    *out_n = (int)n;
+    return kv;
+}
+
+static ox_status convert_sparse(loader *L, const Onnx__SparseTensorProto *sp,
+                                ox_sparse **out)
+{
+    ox_sparse *s = calloc(1, sizeof *s);
+    if (!s)
+        return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+    ox_status st = OX_OK;
+    if (sp->n_dims > OX_MAX_RANK) {
+        free(s);
+        return ox_errorf(L->err, OX_EMODEL, "sparse tensor rank %zu exceeds %d",
+                         sp->n_dims, OX_MAX_RANK);
+    }
+    s->rank = (int)sp->n_dims;
+    for (size_t i = 0; i < sp->n_dims; i++)
+        s->dims[i] = sp->dims[i];
+    if (sp->values)
+        st = ox_tensor_from_proto(sp->values, NULL, NULL, L->ext, &s->values, L->err);
+    if (st == OX_OK && sp->indices)
+        st = ox_tensor_from_proto(sp->indices, NULL, NULL, L->ext, &s->indices, L->err);
+    if (st != OX_OK) {
+        ox_tensor_free(s->values);
+        ox_tensor_free(s->indices);
+        free(s);
+        return st;
+    }
+    *out = s;
+    return OX_OK;
+}
+
+/* Attribute type for IR < 2 files that carry no discriminator. */
+static int guess_attr_type(const Onnx__AttributeProto *a)
+{
+    if (a->has_f) return OX_ATTR_FLOAT;
+    if (a->has_i) return OX_ATTR_INT;
+    if (a->has_s) return OX_ATTR_STRING;
+    if (a->t) return OX_ATTR_TENSOR;
+    if (a->g) return OX_ATTR_GRAPH;
+    if (a->sparse_tensor) return OX_ATTR_SPARSE_TENSOR;
+    if (a->tp) return OX_ATTR_TYPE_PROTO;
+    if (a->n_floats) return OX_ATTR_FLOATS;
+    if (a->n_ints) return OX_ATTR_INTS;
+    if (a->n_strings) return OX_ATTR_STRINGS;
+    if (a->n_tensors) return OX_ATTR_TENSORS;
+    if (a->n_graphs) return OX_ATTR_GRAPHS;
+    if (a->n_sparse_tensors) return OX_ATTR_SPARSE_TENSORS;
+    if (a->n_type_protos) return OX_ATTR_TYPE_PROTOS;
+    return OX_ATTR_UNDEFINED;
+}
+
+static ox_bytes bytes_dup(const ProtobufCBinaryData *b)
+{
+    ox_bytes r = {0, NULL};
+    r.data = malloc(b->len + 1);
+    if (!r.data)
+        return r;
+    if (b->len)
+        memcpy(r.data, b->data, b->len);
+    r.data[b->len] = 0;
+    r.len = b->len;
+    return r;
+}
+
+/* Converts an attribute; graph attributes become subgraphs of `scope`
+ * owned by `owner` (may be NULL for function attribute defaults). */
+static ox_status convert_attr(loader *L, const Onnx__AttributeProto *ap, ox_attr *a,
+                              ox_graph *scope, ox_node *owner, int depth)
+{
+    memset(a, 0, sizeof *a);
+    a->name = ox_strdup(nz(ap->name));
+    if (ap->ref_attr_name && *ap->ref_attr_name)
+        a->ref_attr_name = ox_strdup(ap->ref_attr_name);
+    if (ap->doc_string && *ap->doc_string)
+        a->doc_string = ox_strdup(ap->doc_string);
+    int type = ap->has_type ? (int)ap->type : guess_attr_type(ap);
+    a->type = (ox_attr_type)type;
+    ox_status st = OX_OK;
+    switch (type) {
+    case OX_ATTR_FLOAT:
+        a->f = ap->f;
+        break;
+    case OX_ATTR_INT:
+        a->i = ap->i;
+        break;
+    case OX_ATTR_STRING:
+        a->s = bytes_dup(&ap->s);
+        break;
+    case OX_ATTR_TENSOR:
+        if (ap->t)
+            st = ox_tensor_from_proto(ap->t, NULL, NULL, L->ext, &a->t, L->err);
+        break;
+    case OX_ATTR_SPARSE_TENSOR:
+        if (ap->sparse_tensor)
+            st = convert_sparse(L, ap->sparse_tensor, &a->sparse);
+        break;
+    case OX_ATTR_TYPE_PROTO:
+        a->tp = ox_type_from_proto(ap->tp, 0);
+        break;
+    case OX_ATTR_GRAPH:
+        if (ap->g) {
+            a->g = ox_graph_new(L->m, scope);
+            if (!a->g)
+                return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+            a->g->owner = owner;
+            st = convert_graph(L, ap->g, a->g, false, depth + 1);
+        }
+        break;
+    case OX_ATTR_FLOATS:
+        a->n = (int)ap->n_floats;
+        if (a->n) {
+            a->floats = malloc(sizeof(float) * ap->n_floats);
+            if (!a->floats)
+                return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+            memcpy(a->floats, ap->floats, sizeof(float) * ap->n_floats);
+        }
+        break;
+    case OX_ATTR_INTS:
+        a->n = (int)ap->n_ints;
+        if (a->n) {
+            a->ints = malloc(sizeof(int64_t) * ap->n_ints);
+            if (!a->ints)
+                return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+            memcpy(a->ints, ap->ints, sizeof(int64_t) * ap->n_ints);
+        }
+        break;
+    case OX_ATTR_STRINGS:
+        a->n = (int)ap->n_strings;
+        if (a->n) {
+            a->strings = calloc(ap->n_strings, sizeof *a->strings);
+            if (!a->strings)
+                return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+            for (size_t i = 0; i < ap->n_strings; i++)
+                a->strings[i] = bytes_dup(&ap->strings[i]);
+        }
+        break;
+    case OX_ATTR_TENSORS:
+        a->n = (int)ap->n_tensors;
+        if (a->n) {
+            a->tensors = calloc(ap->n_tensors, sizeof *a->tensors);
+            if (!a->tensors)
+                return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+            for (size_t i = 0; i < ap->n_tensors && st == OX_OK; i++)
+                st = ox_tensor_from_proto(ap->tensors[i], NULL, NULL, L->ext,
+                                          &a->tensors[i], L->err);
+        }
+        break;
+    case OX_ATTR_SPARSE_TENSORS:
+        a->n = (int)ap->n_sparse_tensors;
+        if (a->n) {
+            a->sparses = calloc(ap->n_sparse_tensors, sizeof *a->sparses);
+            if (!a->sparses)
+                return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+            for (size_t i = 0; i < ap->n_sparse_tensors && st == OX_OK; i++)
+                st = convert_sparse(L, ap->sparse_tensors[i], &a->sparses[i]);
+        }
+        break;
+    case OX_ATTR_TYPE_PROTOS:
+        a->n = (int)ap->n_type_protos;
+        if (a->n) {
+            a->tps = calloc(ap->n_type_protos, sizeof *a->tps);
+            if (!a->tps)
+                return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+            for (size_t i = 0; i < ap->n_type_protos; i++)
+                a->tps[i] = ox_type_from_proto(ap->type_protos[i], 0);
+        }
+        break;
+    case OX_ATTR_GRAPHS:
+        a->n = (int)ap->n_graphs;
+        if (a->n) {
+            a->graphs = calloc(ap->n_graphs, sizeof *a->graphs);
+            if (!a->graphs)
+                return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+            for (size_t i = 0; i < ap->n_graphs && st == OX_OK; i++) {
+                a->graphs[i] = ox_graph_new(L->m, scope);
+                if (!a->graphs[i])
+                    return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+                a->graphs[i]->owner = owner;
+                st = convert_graph(L, ap->graphs[i], a->graphs[i], false, depth + 1);
+            }
+        }
+        break;
+    default:
+        add_issue(L->m, "attribute '%s' has unknown type %d", nz(ap->name), type);
+        a->type = OX_ATTR_UNDEFINED;
+        break;
+    }
+    return st;
+}
+
+static ox_status convert_value_info(loader *L, ox_graph *g, const Onnx__ValueInfoProto *vi,
+                                    ox_value **out, bool lookup_outer)
+{
+    const char *name = nz(vi->name);
+    ox_value *v = lookup_outer ? ox_graph_lookup(g, name) : NULL;
+    if (!v)
+        v = ox_graph_value(g, name);
+    if (!v)
+        return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+    if (vi->type) {
+        ox_type *t = ox_type_from_proto(vi->type, 0);
+        if (t) {
+            ox_type_free(v->type);
+            v->type = t;
+        }
+    }
+    if (vi->doc_string && *vi->doc_string && !v->doc_string)
+        v->doc_string = ox_strdup(vi->doc_string);
+    *out = v;
+    return OX_OK;
+}
+
+static ox_status convert_node(loader *L, const Onnx__NodeProto *np, ox_graph *g,
+                              int depth)
+{
+    size_t nin = np->n_input, nout = np->n_output;
+    ox_value **in = calloc(nin + 1, sizeof *in);
+    ox_value **out = calloc(nout + 1, sizeof *out);
+    if (!in || !out) {
+        free(in);
+        free(out);
+        return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+    }
+    const char *nname = nz(np->name);
+    const char *op = nz(np->op_type);
+    ox_status st = OX_OK;
+    for (size_t i = 0; i < nin; i++) {
+        const char *s = nz(np->input[i]);
+        if (!*s)
+            continue;
+        in[i] = ox_graph_lookup(g, s);
+        if (!in[i])
+            in[i] = ox_graph_value(g, s); /* defined later (unsorted) or undefined */
+    }
+    for (size_t i = 0; i < nout && st == OX_OK; i++) {
+        const char *s = nz(np->output[i]);
+        if (!*s)
+            continue;
+        ox_value *v = ox_graph_find(g, s);
+        if (v && (v->producer || v->init || v->is_input)) {
+            st = ox_errorf(L->err, OX_EMODEL,
+                           "value '%s' is assigned more than once (again by node '%s' (%s))",
+                           s, nname, op);
+            break;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (out[j] && strcmp(nz(np->output[j]), s) == 0)
+                st = ox_errorf(L->err, OX_EMODEL,
+                               "node '%s' (%s) lists output '%s' twice", nname, op, s);
+        out[i] = v ? v : ox_graph_value(g, s);
+    }
+    ox_node *n = NULL;
+    if (st == OX_OK) {
+        n = ox_node_new(g, op, nz(np->domain), nname, (int)nin, in, (int)nout, out);
+        if (!n)
+            st = ox_errorf(L->err, OX_ENOMEM, "out of memory");
+    }
+    free(in);
+    free(out);
+    if (st != OX_OK)
+        return st;
+    if (np->overload && *np->overload)
+        n->overload = ox_strdup(np->overload);
+    if (np->doc_string && *np->doc_string)
+        n->doc_string = ox_strdup(np->doc_string);
+    n->meta = convert_kvs(np->metadata_props, np->n_metadata_props, &n->n_meta);
+    if (np->n_attribute) {
+        n->attrs = calloc(np->n_attribute, sizeof *n->attrs);
+        if (!n->attrs)
+            return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+        for (size_t i = 0; i < np->n_attribute && st == OX_OK; i++) {
+            st = convert_attr(L, np->attribute[i], &n->attrs[i], g, n, depth);
+            n->n_attrs = (int)i + 1;
+        }
+        for (int i = 0; i < n->n_attrs && st == OX_OK; i++)
+            for (int j = 0; j < i; j++)
+                if (strcmp(n->attrs[i].name, n->attrs[j].name) == 0) {
+                    add_issue(L->m, "node '%s' (%s): attribute '%s' given twice",
+                              nname, op, n->attrs[i].name);
+                    break;
+                }
+    }
+    return st;
+}
+
+static ox_status convert_graph(loader *L, const Onnx__GraphProto *gp, ox_graph *g,
+                               bool main_graph, int depth)
+{
+    if (depth > MAX_DEPTH)
+        return ox_errorf(L->err, OX_EPARSE, "subgraphs nested too deeply");
+    ox_status st = OX_OK;
+    if (gp->name && *gp->name)
+        g->name = ox_strdup(gp->name);
+    if (gp->doc_string && *gp->doc_string)
+        g->doc_string = ox_strdup(gp->doc_string);
+    g->meta = convert_kvs(gp->metadata_props, gp->n_metadata_props, &g->n_meta);
+
+    for (size_t i = 0; i < gp->n_initializer; i++) {
+        const Onnx__TensorProto *tp = gp->initializer[i];
+        const ox_wire_view *view =
+            main_graph && (int)i < L->n_views ? &L->views[i] : NULL;
+        ox_tensor *t;
+        st = ox_tensor_from_proto(tp, view, L->owner, L->ext, &t, L->err);
+        if (st != OX_OK)
+            return st;
+        const char *name = nz(tp->name);
+        ox_value *v = ox_graph_find(g, name);
+        if (v && v->init) {
+            ox_tensor_free(t);
+            return ox_errorf(L->err, OX_EMODEL, "initializer '%s' is defined twice", name);
+        }
+        if (!v)
+            v = ox_graph_value(g, name);
+        if (!v || ox_graph_set_initializer(g, v, t) != OX_OK) {
+            ox_tensor_free(t);
+            return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+        }
+    }
+    if (gp->n_sparse_initializer) {
+        g->sparse_inits = calloc(gp->n_sparse_initializer, sizeof *g->sparse_inits);
+        if (!g->sparse_inits)
+            return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+        for (size_t i = 0; i < gp->n_sparse_initializer; i++) {
+            st = convert_sparse(L, gp->sparse_initializer[i], &g->sparse_inits[i]);
+            if (st != OX_OK)
+                return st;
+            g->n_sparse = (int)i + 1;
+            const char *nm = g->sparse_inits[i]->values ? g->sparse_inits[i]->values->name : NULL;
+            /* A sparse initializer defines a value in this scope. */
+            if (nm && *nm && !ox_graph_value(g, nm))
+                return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+        }
+    }
+    for (size_t i = 0; i < gp->n_input; i++) {
+        ox_value *v;
+        if (ox_graph_find(g, nz(gp->input[i]->name)) &&
+            ox_graph_find(g, nz(gp->input[i]->name))->is_input)
+            return ox_errorf(L->err, OX_EMODEL, "graph input '%s' is listed twice",
+                             nz(gp->input[i]->name));
+        st = convert_value_info(L, g, gp->input[i], &v, false);
+        if (st != OX_OK)
+            return st;
+        if (ox_graph_add_input(g, v) != OX_OK)
+            return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < gp->n_node; i++) {
+        st = convert_node(L, gp->node[i], g, depth);
+        if (st != OX_OK)
+            return st;
+    }
+    for (size_t i = 0; i < gp->n_value_info; i++) {
+        ox_value *v;
+        st = convert_value_info(L, g, gp->value_info[i], &v, true);
+        if (st != OX_OK)
+            return st;
+        v->has_value_info = true;
+    }
+    for (size_t i = 0; i < gp->n_output; i++) {
+        ox_value *v;
+        st = convert_value_info(L, g, gp->output[i], &v, true);
+        if (st != OX_OK)
+            return st;
+        if (ox_graph_add_output(g, v) != OX_OK)
+            return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+    }
+    if (gp->n_quantization_annotation) {
+        /* Kept verbatim: packed as a sequence of length-prefixed messages. */
+        size_t total = 0;
+        for (size_t i = 0; i < gp->n_quantization_annotation; i++)
+            total += protobuf_c_message_get_packed_size(
+                         &gp->quantization_annotation[i]->base) + 10;
+        uint8_t *buf = malloc(total);
+        if (!buf)
+            return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+        size_t off = 0;
+        for (size_t i = 0; i < gp->n_quantization_annotation; i++) {
+            size_t n = protobuf_c_message_get_packed_size(
+                &gp->quantization_annotation[i]->base);
+            size_t v = n;
+            do {
+                buf[off++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+                v >>= 7;
+            } while (v);
+            off += protobuf_c_message_pack(&gp->quantization_annotation[i]->base,
+                                           buf + off);
+        }
+        g->quant_annotations = buf;
+        g->quant_annotations_len = off;
+    }
+    return OX_OK;
+}
+
+static ox_status convert_function(loader *L, const Onnx__FunctionProto *fp,
+                                  ox_function *f)
+{
+    f->name = ox_strdup(nz(fp->name));
+    f->domain = ox_strdup(nz(fp->domain));
+    if (fp->overload && *fp->overload)
+        f->overload = ox_strdup(fp->overload);
+    if (fp->doc_string && *fp->doc_string)
+        f->doc_string = ox_strdup(fp->doc_string);
+    f->meta = convert_kvs(fp->metadata_props, fp->n_metadata_props, &f->n_meta);
+    if (fp->n_attribute) {
+        f->attr_names = calloc(fp->n_attribute, sizeof(char *));
+        if (!f->attr_names)
+            return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+        for (size_t i = 0; i < fp->n_attribute; i++)
+            f->attr_names[i] = ox_strdup(nz(fp->attribute[i]));
+        f->n_attr_names = (int)fp->n_attribute;
+    }
+    if (fp->n_opset_import) {
+        f->opsets = calloc(fp->n_opset_import, sizeof *f->opsets);
+        if (!f->opsets)
+            return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+        for (size_t i = 0; i < fp->n_opset_import; i++) {
+            f->opsets[i].domain = ox_strdup(nz(fp->opset_import[i]->domain));
+            f->opsets[i].version = fp->opset_import[i]->version;
+        }
+        f->n_opsets = (int)fp->n_opset_import;
+    }
+    f->body = ox_graph_new(L->m, NULL);
+    if (!f->body)
+        return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+    ox_status st = OX_OK;
+    if (fp->n_attribute_proto) {
+        f->attr_defaults = calloc(fp->n_attribute_proto, sizeof *f->attr_defaults);
+        if (!f->attr_defaults)
+            return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+        for (size_t i = 0; i < fp->n_attribute_proto && st == OX_OK; i++) {
+            st = convert_attr(L, fp->attribute_proto[i], &f->attr_defaults[i], f->body,
+                              NULL, 1);
+            f->n_attr_defaults = (int)i + 1;
+        }
+    }
+    for (size_t i = 0; i < fp->n_input && st == OX_OK; i++) {
+        ox_value *v = ox_graph_value(f->body, nz(fp->input[i]));
+        if (!v || ox_graph_add_input(f->body, v) != OX_OK)
+            return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < fp->n_node && st == OX_OK; i++)
+        st = convert_node(L, fp->node[i], f->body, 1);
+    for (size_t i = 0; i < fp->n_value_info && st == OX_OK; i++) {
+        ox_value *v;
+        st = convert_value_info(L, f->body, fp->value_info[i], &v, false);
+        if (st == OX_OK)
+            v->has_value_info = true;
+    }
+    for (size_t i = 0; i < fp->n_output && st == OX_OK; i++) {
+        ox_value *v = ox_graph_value(f->body, nz(fp->output[i]));
+        if (!v || ox_graph_add_output(f->body, v) != OX_OK)
+            return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+    }
+    return st;
+}
+
+static ox_status pack_blob(const ProtobufCMessage *msg, ox_blob *b, ox_error *err)
+{
+    b->len = protobuf_c_message_get_packed_size(msg);
+    b->data = malloc(b->len ? b->len : 1);
+    if (!b->data)
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    protobuf_c_message_pack(msg, b->data);
+    return OX_OK;
+}
+
+static ox_status convert_model(loader *L, const Onnx__ModelProto *mp)
+{
+    ox_model *m = L->m;
+    ox_status st;
+    m->ir_version = mp->has_ir_version ? mp->ir_version : 0;
+    m->producer_name = ox_strdup(nz(mp->producer_name));
+    m->producer_version = ox_strdup(nz(mp->producer_version));
+    m->domain = ox_strdup(nz(mp->domain));
+    m->doc_string = ox_strdup(nz(mp->doc_string));
+    m->model_version = mp->has_model_version ? mp->model_version : 0;
+    for (size_t i = 0; i < mp->n_opset_import; i++) {
+        const char *d = nz(mp->opset_import[i]->domain);
+        if (ox_model_opset(m, d) >= 0)
+            add_issue(m, "opset_import lists domain '%s' twice", *d ? d : "ai.onnx");
+        ox_model_set_opset(m, d, mp->opset_import[i]->has_version
+                                     ? mp->opset_import[i]->version : 0);
+    }
+    m->meta = convert_kvs(mp->metadata_props, mp->n_metadata_props, &m->n_meta);
+    if (!mp->graph)
+        return ox_errorf(L->err, OX_EMODEL, "the model has no graph");
+    if (!m->graph) {
+        m->graph = ox_graph_new(m, NULL);
+        if (!m->graph)
+            return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+    }
+    st = convert_graph(L, mp->graph, m->graph, true, 0);
+    if (st != OX_OK)
+        return st;
+    if (mp->n_functions) {
+        m->functions = calloc(mp->n_functions, sizeof *m->functions);
+        if (!m->functions)
+            return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+        for (size_t i = 0; i < mp->n_functions; i++) {
+            m->n_functions = (int)i + 1;
+            st = convert_function(L, mp->functions[i], &m->functions[i]);
+            if (st != OX_OK)
+                return st;
+        }
+    }
+    if (mp->n_training_info) {
+        m->training_info = calloc(mp->n_training_info, sizeof(ox_blob));
+        if (!m->training_info)
+            return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+        for (size_t i = 0; i < mp->n_training_info; i++) {
+            m->n_training_info = (int)i + 1;
+            st = pack_blob(&mp->training_info[i]->base, &m->training_info[i], L->err);
+            if (st != OX_OK)
+                return st;
+        }
+    }
+    if (mp->n_configuration) {
+        m->configuration = calloc(mp->n_configuration, sizeof(ox_blob));
+        if (!m->configuration)
+            return ox_errorf(L->err, OX_ENOMEM, "out of memory");
+        for (size_t i = 0; i < mp->n_configuration; i++) {
+            m->n_configuration = (int)i + 1;
+            st = pack_blob(&mp->configuration[i]->base, &m->configuration[i], L->err);
+            if (st != OX_OK)
+                return st;
+        }
+    }
+    ox_graph_relink(m->graph);
+    return OX_OK;
+}
+
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return ox_strdup(".");
+    if (slash == path)
+        return ox_strdup("/");
+    size_t n = (size_t)(slash - path);
+    char *d = malloc(n + 1);
+    if (!d)
+        return NULL;
+    memcpy(d, path, n);
+    d[n] = 0;
+    return d;
+}
+
+/* Shared by file and memory loading: buf is kept alive by the model. */
+static ox_status load_from_buffer(ox_buffer *buf, const char *dir, ox_model **out,
+                                  ox_error *err)
+{
+    *out = NULL;
+    const uint8_t *data = buf->data;
+    size_t len = buf->size;
+    if (len == 0)
+        return ox_errorf(err, OX_EPARSE, "empty file");
+    if (!ox_wire_depth_ok(&onnx__model_proto__descriptor, data, len, MAX_DEPTH))
+        return ox_errorf(err, OX_EPARSE, "messages nested too deeply (hostile file?)");
+    ox_wire_strip s;
+    if (!ox_wire_strip_model(data, len, VIEW_THRESHOLD, &s))
+        return ox_errorf(err, OX_EPARSE,
+                         "not a valid ONNX model (malformed protobuf wire format)");
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, s.len, s.data);
+    if (!mp) {
+        ox_wire_strip_free(&s);
+        return ox_errorf(err, OX_EPARSE, "not a valid ONNX model (protobuf decoding failed)");
+    }
+    ox_model *m = ox_model_new();
+    loader L = {.m = m, .owner = buf, .views = s.views, .n_views = s.n_views, .err = err};
+    L.ext = ox_extctx_new(dir);
+    ox_status st;
+    if (!m || !L.ext) {
+        st = ox_errorf(err, OX_ENOMEM, "out of memory");
+    } else {
+        m->dir = ox_strdup(dir ? dir : ".");
+        m->file_buf = ox_buffer_retain(buf);
+        m->file_size = len;
+        st = convert_model(&L, mp);
+    }
+    onnx__model_proto__free_unpacked(mp, NULL);
+    ox_wire_strip_free(&s);
+    ox_extctx_free(L.ext); /* tensor views keep their mappings alive */
+    if (st != OX_OK) {
+        ox_model_free(m);
+        return st;
+    }
+    if (m->ir_version <= 0)
+        add_issue(m, "ir_version is missing");
+    if (m->n_opsets == 0 && m->ir_version >= 3)
+        add_issue(m, "the model imports no opset");
+    *out = m;
+    return OX_OK;
+}
+
+ox_status ox_load(const char *path, const ox_load_opts *opts, ox_model **out,
+                  ox_error *err)
+{
+    (void)opts;
+    *out = NULL;
+    ox_buffer *buf;
+    ox_status st = ox_map_file(path, &buf, err);
+    if (st != OX_OK)
+        return st;
+    char *dir = dir_of(path);
+    st = load_from_buffer(buf, dir, out, err);
+    ox_buffer_release(buf);
+    free(dir);
+    if (st == OX_OK)
+        (*out)->path = ox_strdup(path);
+    return st;
+}
+
+ox_status ox_load_buffer(const void *data, size_t len, const char *base_dir,
+                         ox_model **out, ox_error *err)
+{
+    ox_buffer *buf = ox_buffer_new(len);
+    if (!buf)
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    if (len)
+        memcpy(buf->data, data, len);
+    ox_status st = load_from_buffer(buf, base_dir, out, err);
+    ox_buffer_release(buf);
+    return st;
+}
+
+ox_status ox_tensor_load_pb(const char *path, ox_tensor **out, ox_error *err)
+{
+    *out = NULL;
+    ox_buffer *buf;
+    ox_status st = ox_map_file(path, &buf, err);
+    if (st != OX_OK)
+        return st;
+    if (!ox_wire_depth_ok(&onnx__tensor_proto__descriptor, buf->data, buf->size, 8)) {
+        ox_buffer_release(buf);
+        return ox_errorf(err, OX_EPARSE, "malformed TensorProto");
+    }
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, buf->size, buf->data);
+    ox_buffer_release(buf);
+    if (!tp)
+        return ox_errorf(err, OX_EPARSE, "not a valid TensorProto");
+    char *dir = dir_of(path);
+    ox_extctx *ext = ox_extctx_new(dir);
+    st = ox_tensor_from_proto(tp, NULL, NULL, ext, out, err);
+    ox_extctx_free(ext);
+    free(dir);
+    onnx__tensor_proto__free_unpacked(tp, NULL);
+    return st;
+}

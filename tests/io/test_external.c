@@ -1,0 +1,238 @@
+/* External data: saving splits tensors into a data file and loads back;
+ * every attempt to reach outside the model folder is refused. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "onnx.pb-c.h"
+#include "onnxscope/io.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+    (void)state;
+    strcpy(dir, "/tmp/oxextXXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    char p[256];
+    snprintf(p, sizeof p, "%s/sub", dir);
+    mkdir(p, 0755);
+    /* A data file outside the model folder, and 64 bytes inside. */
+    snprintf(p, sizeof p, "%s.outside.bin", dir);
+    FILE *f = fopen(p, "wb");
+    for (int i = 0; i < 64; i++)
+        fputc(i, f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/sub/w.bin", dir);
+    f = fopen(p, "wb");
+    for (int i = 0; i < 64; i++)
+        fputc(i, f);
+    fclose(f);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s.outside.bin'", dir, dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Writes dir/name: a model with one 4x4 float initializer stored externally
+ * at (loc, off, len); off/len < 0 leave the key out. */
+static void write_model(const char *name, const char *loc, long off, long len)
+{
+    Onnx__StringStringEntryProto kv[3], *kvp[3];
+    char offs[32], lens[32];
+    int n = 0;
+    onnx__string_string_entry_proto__init(&kv[n]);
+    kv[n].key = "location";
+    kv[n].value = (char *)loc;
+    kvp[n] = &kv[n];
+    n++;
+    if (off >= 0) {
+        snprintf(offs, sizeof offs, "%ld", off);
+        onnx__string_string_entry_proto__init(&kv[n]);
+        kv[n].key = "offset";
+        kv[n].value = offs;
+        kvp[n] = &kv[n];
+        n++;
+    }
+    if (len >= 0) {
+        snprintf(lens, sizeof lens, "%ld", len);
+        onnx__string_string_entry_proto__init(&kv[n]);
+        kv[n].key = "length";
+        kv[n].value = lens;
+        kvp[n] = &kv[n];
+        n++;
+    }
+    int64_t dims[2] = {4, 4};
+    Onnx__TensorProto t = ONNX__TENSOR_PROTO__INIT, *tp = &t;
+    t.n_dims = 2;
+    t.dims = dims;
+    t.has_data_type = 1;
+    t.data_type = 1;
+    t.name = "w";
+    t.has_data_location = 1;
+    t.data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    t.n_external_data = (size_t)n;
+    t.external_data = kvp;
+    Onnx__ValueInfoProto out = ONNX__VALUE_INFO_PROTO__INIT, *outp = &out;
+    out.name = "w";
+    Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
+    g.name = "g";
+    g.n_initializer = 1;
+    g.initializer = &tp;
+    g.n_output = 1;
+    g.output = &outp;
+    Onnx__OperatorSetIdProto os = ONNX__OPERATOR_SET_ID_PROTO__INIT, *osp = &os;
+    os.domain = "";
+    os.has_version = 1;
+    os.version = 13;
+    Onnx__ModelProto m = ONNX__MODEL_PROTO__INIT;
+    m.has_ir_version = 1;
+    m.ir_version = 8;
+    m.n_opset_import = 1;
+    m.opset_import = &osp;
+    m.graph = &g;
+    size_t sz = onnx__model_proto__get_packed_size(&m);
+    uint8_t *buf = malloc(sz);
+    onnx__model_proto__pack(&m, buf);
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "wb");
+    fwrite(buf, 1, sz, f);
+    fclose(f);
+    free(buf);
+}
+
+static ox_status try_load(const char *name, ox_error *err, ox_model **out)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    memset(err, 0, sizeof *err);
+    ox_model *m = NULL;
+    ox_status st = ox_load(p, NULL, &m, err);
+    if (out)
+        *out = m;
+    else
+        ox_model_free(m);
+    return st;
+}
+
+static void test_valid_external(void **state)
+{
+    (void)state;
+    write_model("ok.onnx", "sub/w.bin", -1, -1);
+    ox_error err;
+    ox_model *m;
+    assert_int_equal(try_load("ok.onnx", &err, &m), OX_OK);
+    ox_value *v = ox_graph_find(m->graph, "w");
+    assert_non_null(v);
+    assert_non_null(v->init);
+    const uint8_t *d = ox_tensor_data(v->init);
+    for (int i = 0; i < 64; i++)
+        assert_int_equal(d[i], i);
+    ox_model_free(m);
+}
+
+static void test_offset_and_length(void **state)
+{
+    (void)state;
+    ox_error err;
+    /* 16 floats need 64 bytes: an offset of 8 leaves only 56. */
+    write_model("off.onnx", "sub/w.bin", 8, 64);
+    assert_int_equal(try_load("off.onnx", &err, NULL), OX_EMODEL);
+    assert_non_null(strstr(err.msg, "outside"));
+    write_model("len.onnx", "sub/w.bin", 0, 32);
+    assert_int_equal(try_load("len.onnx", &err, NULL), OX_EMODEL);
+    assert_non_null(strstr(err.msg, "length"));
+    write_model("huge.onnx", "sub/w.bin", 9223372036854775000L, 64);
+    assert_int_not_equal(try_load("huge.onnx", &err, NULL), OX_OK);
+}
+
+static void test_traversal_refused(void **state)
+{
+    (void)state;
+    ox_error err;
+    char abs[256];
+    snprintf(abs, sizeof abs, "%s.outside.bin", dir);
+    write_model("abs.onnx", abs, -1, -1);
+    assert_int_equal(try_load("abs.onnx", &err, NULL), OX_EMODEL);
+    assert_non_null(strstr(err.msg, "absolute"));
+
+    const char *base = strrchr(dir, '/') + 1;
+    char rel[256];
+    snprintf(rel, sizeof rel, "../%s.outside.bin", base);
+    write_model("dotdot.onnx", rel, -1, -1);
+    assert_int_equal(try_load("dotdot.onnx", &err, NULL), OX_EMODEL);
+    assert_non_null(strstr(err.msg, ".."));
+
+    write_model("dotdot2.onnx", "sub/../../etc/passwd", -1, -1);
+    assert_int_equal(try_load("dotdot2.onnx", &err, NULL), OX_EMODEL);
+
+    write_model("backslash.onnx", "sub\\..\\..\\x", -1, -1);
+    assert_int_not_equal(try_load("backslash.onnx", &err, NULL), OX_OK);
+
+    /* A symlink inside the folder that points outside it. */
+    char link[256];
+    snprintf(link, sizeof link, "%s/sub/escape.bin", dir);
+    assert_int_equal(symlink(abs, link), 0);
+    write_model("symlink.onnx", "sub/escape.bin", -1, -1);
+    assert_int_equal(try_load("symlink.onnx", &err, NULL), OX_EMODEL);
+    assert_non_null(strstr(err.msg, "outside the model folder"));
+
+    write_model("missing.onnx", "sub/nope.bin", -1, -1);
+    assert_int_equal(try_load("missing.onnx", &err, NULL), OX_EIO);
+    assert_non_null(strstr(err.msg, "nope.bin"));
+
+    write_model("empty.onnx", "", -1, -1);
+    assert_int_not_equal(try_load("empty.onnx", &err, NULL), OX_OK);
+}
+
+static void test_save_external_roundtrip(void **state)
+{
+    (void)state;
+    ox_error err;
+    ox_model *m;
+    write_model("src.onnx", "sub/w.bin", -1, -1);
+    assert_int_equal(try_load("src.onnx", &err, &m), OX_OK);
+    char out[256];
+    snprintf(out, sizeof out, "%s/copy.onnx", dir);
+    ox_save_opts so = {.force_external = true, .external_threshold = 16};
+    assert_int_equal(ox_save(m, out, &so, &err), OX_OK);
+    char data[300];
+    snprintf(data, sizeof data, "%s/copy.onnx.data", dir);
+    struct stat st;
+    assert_int_equal(stat(data, &st), 0);
+    assert_int_equal(st.st_size, 64);
+    ox_model *b;
+    assert_int_equal(try_load("copy.onnx", &err, &b), OX_OK);
+    assert_true(ox_model_equal(m, b, &err));
+    /* The input is never overwritten unless asked. */
+    char src[256];
+    snprintf(src, sizeof src, "%s/src.onnx", dir);
+    assert_int_equal(ox_save(m, src, NULL, &err), OX_EIO);
+    ox_model_free(m);
+    ox_model_free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_valid_external),
+        cmocka_unit_test(test_offset_and_length),
+        cmocka_unit_test(test_traversal_refused),
+        cmocka_unit_test(test_save_external_roundtrip),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

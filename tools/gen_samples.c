@@ -1,0 +1,448 @@
+/* Writes the bundled sample models with the project's own IR API: a tiny
+ * CNN and a tiny transformer block written the way the PyTorch exporter
+ * writes it (decomposed LayerNorm, erf GELU, Shape/Gather/Unsqueeze/Concat/
+ * Reshape chains, dynamic batch and sequence). With --large it writes the
+ * 12-layer, hidden-768 transformer (about 440 MB) used by the benchmarks.
+ *
+ *   gen_samples OUTDIR             -> OUTDIR/tiny_cnn.onnx, OUTDIR/tiny_transformer.onnx
+ *   gen_samples --large FILE.onnx  -> the benchmark model
+ *   gen_samples --wide N FILE.onnx -> a chain of N cheap nodes (TUI scrolling bench) */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnxscope/io.h"
+#include "onnxscope/ir.h"
+
+/* ---- deterministic random numbers (mulberry32) ------------------------- */
+
+static uint32_t rng_state;
+
+static uint32_t rng_next(void)
+{
+    uint32_t z = (rng_state += 0x6D2B79F5u);
+    z = (z ^ (z >> 15)) * (z | 1u);
+    z ^= z + (z ^ (z >> 7)) * (z | 61u);
+    return z ^ (z >> 14);
+}
+
+static float rng_uniform(float lo, float hi)
+{
+    return lo + (hi - lo) * (float)(rng_next() / 4294967296.0);
+}
+
+/* ---- building blocks -------------------------------------------------------- */
+
+typedef struct builder {
+    ox_model *m;
+    ox_graph *g;
+    int counter;
+} builder;
+
+static void die(const char *what)
+{
+    fprintf(stderr, "gen_samples: %s\n", what);
+    exit(1);
+}
+
+static ox_value *weight(builder *b, const char *name, int rank, const int64_t *dims,
+                        float scale)
+{
+    ox_tensor *t = ox_tensor_new(OX_DT_FLOAT, rank, dims);
+    if (!t)
+        die("out of memory");
+    float *d = ox_tensor_mutable_data(t);
+    for (int64_t i = 0; i < t->numel; i++)
+        d[i] = rng_uniform(-scale, scale);
+    ox_value *v = ox_graph_value(b->g, name);
+    if (!v || ox_graph_set_initializer(b->g, v, t) != OX_OK)
+        die("cannot add initializer");
+    return v;
+}
+
+static ox_value *const_fill(builder *b, const char *name, int rank, const int64_t *dims,
+                            float value)
+{
+    ox_tensor *t = ox_tensor_new(OX_DT_FLOAT, rank, dims);
+    if (!t)
+        die("out of memory");
+    float *d = ox_tensor_mutable_data(t);
+    for (int64_t i = 0; i < t->numel; i++)
+        d[i] = value;
+    ox_value *v = ox_graph_value(b->g, name);
+    if (!v || ox_graph_set_initializer(b->g, v, t) != OX_OK)
+        die("cannot add initializer");
+    return v;
+}
+
+static ox_node *node(builder *b, const char *op, const char *name, int n_in,
+                     ox_value *const *in, int n_out, ox_value **out)
+{
+    char vname[160];
+    for (int i = 0; i < n_out; i++) {
+        snprintf(vname, sizeof vname, "%s_output_%d", name, i);
+        out[i] = ox_graph_value(b->g, vname);
+    }
+    ox_node *n = ox_node_new(b->g, op, "", name, n_in, in, n_out, out);
+    if (!n)
+        die("cannot add node");
+    return n;
+}
+
+/* One-output node helper. */
+static ox_value *op1(builder *b, const char *op, int n_in, ox_value *const *in,
+                     ox_node **out_node)
+{
+    char name[96];
+    snprintf(name, sizeof name, "/%s_%d", op, b->counter++);
+    ox_value *o;
+    ox_node *n = node(b, op, name, n_in, in, 1, &o);
+    if (out_node)
+        *out_node = n;
+    return o;
+}
+
+/* A Constant node holding an int64 vector, as the exporter emits. */
+static ox_value *const_i64(builder *b, int n, const int64_t *vals, bool scalar)
+{
+    int64_t dims[1] = {n};
+    ox_tensor *t = ox_tensor_new(OX_DT_INT64, scalar ? 0 : 1, dims);
+    if (!t)
+        die("out of memory");
+    memcpy(ox_tensor_mutable_data(t), vals, sizeof(int64_t) * (size_t)n);
+    ox_node *cn;
+    ox_value *o = op1(b, "Constant", 0, NULL, &cn);
+    ox_node_set_attr_t(cn, "value", t);
+    return o;
+}
+
+static ox_value *const_f32(builder *b, float v)
+{
+    ox_tensor *t = ox_tensor_new(OX_DT_FLOAT, 0, NULL);
+    if (!t)
+        die("out of memory");
+    *(float *)ox_tensor_mutable_data(t) = v;
+    ox_node *cn;
+    ox_value *o = op1(b, "Constant", 0, NULL, &cn);
+    ox_node_set_attr_t(cn, "value", t);
+    return o;
+}
+
+static ox_value *bin(builder *b, const char *op, ox_value *x, ox_value *y)
+{
+    ox_value *in[2] = {x, y};
+    return op1(b, op, 2, in, NULL);
+}
+
+static ox_value *un(builder *b, const char *op, ox_value *x)
+{
+    return op1(b, op, 1, &x, NULL);
+}
+
+static void finish(builder *b, const char *path)
+{
+    ox_error err = {0};
+    if (ox_graph_toposort(b->g, &err) != OX_OK)
+        die(err.msg);
+    ox_save_opts so = {0};
+    if (ox_save(b->m, path, &so, &err) != OX_OK) {
+        fprintf(stderr, "gen_samples: %s: %s\n", path, err.msg);
+        exit(3);
+    }
+    printf("wrote %s (%d nodes)\n", path, b->g->n_nodes);
+    ox_model_free(b->m);
+}
+
+static void start(builder *b, const char *graph_name, int64_t opset)
+{
+    memset(b, 0, sizeof *b);
+    b->m = ox_model_new();
+    if (!b->m)
+        die("out of memory");
+    b->m->ir_version = opset >= 17 ? 8 : 7;
+    free(b->m->producer_name);
+    b->m->producer_name = ox_strdup("onnxscope-gen_samples");
+    free(b->m->producer_version);
+    b->m->producer_version = ox_strdup("1");
+    ox_model_set_opset(b->m, "", opset);
+    b->g = b->m->graph ? b->m->graph : (b->m->graph = ox_graph_new(b->m, NULL));
+    free(b->g->name);
+    b->g->name = ox_strdup(graph_name);
+}
+
+static ox_value *input(builder *b, const char *name, ox_dtype dt, int rank,
+                       const int64_t *dims, const char *const *params)
+{
+    ox_value *v = ox_graph_value(b->g, name);
+    v->type = ox_type_new_tensor(dt, rank, dims);
+    for (int i = 0; params && i < rank; i++)
+        if (params[i]) {
+            v->type->dims[i].value = -1;
+            v->type->dims[i].param = ox_strdup(params[i]);
+        }
+    ox_graph_add_input(b->g, v);
+    return v;
+}
+
+static void output(builder *b, ox_value *v, const char *name, ox_dtype dt)
+{
+    ox_error err = {0};
+    if (ox_value_rename(v, name, &err) != OX_OK)
+        die(err.msg);
+    v->type = ox_type_new_tensor(dt, 0, NULL);
+    v->type->has_shape = false;
+    ox_graph_add_output(b->g, v);
+}
+
+/* ---- tiny CNN ---------------------------------------------------------------- */
+
+static ox_value *conv_bn_relu(builder *b, ox_value *x, int cin, int cout, int idx)
+{
+    char n[64];
+    int64_t wd[4] = {cout, cin, 3, 3}, cd[1] = {cout};
+    snprintf(n, sizeof n, "conv%d.weight", idx);
+    ox_value *w = weight(b, n, 4, wd, 1.0f / sqrtf((float)(cin * 9)));
+    snprintf(n, sizeof n, "conv%d.bias", idx);
+    ox_value *bias = weight(b, n, 1, cd, 0.1f);
+    ox_value *in[5] = {x, w, bias};
+    ox_node *cn;
+    ox_value *y = op1(b, "Conv", 3, in, &cn);
+    int64_t k[2] = {3, 3}, pads[4] = {1, 1, 1, 1};
+    ox_node_set_attr_ints(cn, "kernel_shape", 2, k);
+    ox_node_set_attr_ints(cn, "pads", 4, pads);
+    ox_value *bn[5];
+    bn[0] = y;
+    const char *names[4] = {"scale", "bias", "mean", "var"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(n, sizeof n, "bn%d.%s", idx, names[i]);
+        bn[i + 1] = i == 3 ? weight(b, n, 1, cd, 0.2f) : weight(b, n, 1, cd, 0.5f);
+    }
+    /* Positive variance and a scale around 1. */
+    float *var = ox_tensor_mutable_data(bn[4]->init);
+    float *sc = ox_tensor_mutable_data(bn[1]->init);
+    for (int i = 0; i < cout; i++) {
+        var[i] = 0.5f + fabsf(var[i]);
+        sc[i] += 1.0f;
+    }
+    ox_node *bnn;
+    y = op1(b, "BatchNormalization", 5, bn, &bnn);
+    ox_node_set_attr_f(bnn, "epsilon", 1e-5f);
+    y = un(b, "Relu", y);
+    ox_node *pn;
+    y = op1(b, "MaxPool", 1, &y, &pn);
+    int64_t pk[2] = {2, 2};
+    ox_node_set_attr_ints(pn, "kernel_shape", 2, pk);
+    ox_node_set_attr_ints(pn, "strides", 2, pk);
+    return y;
+}
+
+static void gen_cnn(const char *path)
+{
+    builder b;
+    rng_state = 1;
+    start(&b, "tiny_cnn", 13);
+    int64_t idims[4] = {1, 3, 32, 32};
+    ox_value *x = input(&b, "input", OX_DT_FLOAT, 4, idims, NULL);
+    ox_value *y = conv_bn_relu(&b, x, 3, 8, 1);
+    y = conv_bn_relu(&b, y, 8, 16, 2);
+    ox_node *fn;
+    y = op1(&b, "Flatten", 1, &y, &fn);
+    ox_node_set_attr_i(fn, "axis", 1);
+    int64_t wd[2] = {10, 16 * 8 * 8}, bd[1] = {10};
+    ox_value *in[3] = {y, weight(&b, "fc.weight", 2, wd, 1.0f / 32.0f),
+                       weight(&b, "fc.bias", 1, bd, 0.1f)};
+    ox_node *gn;
+    y = op1(&b, "Gemm", 3, in, &gn);
+    ox_node_set_attr_i(gn, "transB", 1);
+    output(&b, y, "logits", OX_DT_FLOAT);
+    finish(&b, path);
+}
+
+/* ---- transformer, exporter style -------------------------------------------- */
+
+typedef struct tf_cfg {
+    int layers, hidden, heads, ffn, vocab, max_pos;
+} tf_cfg;
+
+/* Shape(x)[i] as a 1-element vector: Shape -> Gather(i) -> Unsqueeze(0). */
+static ox_value *dim_of(builder *b, ox_value *x, int64_t i)
+{
+    ox_value *s = un(b, "Shape", x);
+    ox_value *idx = const_i64(b, 1, &i, true);
+    ox_node *gn;
+    ox_value *in[2] = {s, idx};
+    ox_value *d = op1(b, "Gather", 2, in, &gn);
+    ox_node_set_attr_i(gn, "axis", 0);
+    int64_t zero = 0;
+    ox_value *ax = const_i64(b, 1, &zero, false);
+    ox_value *uin[2] = {d, ax};
+    return op1(b, "Unsqueeze", 2, uin, NULL);
+}
+
+static ox_value *reshape_dyn(builder *b, ox_value *x, ox_value *ref, int n_tail,
+                             const int64_t *tail)
+{
+    ox_value *parts[6];
+    parts[0] = dim_of(b, ref, 0);
+    parts[1] = dim_of(b, ref, 1);
+    for (int i = 0; i < n_tail; i++)
+        parts[2 + i] = const_i64(b, 1, &tail[i], false);
+    ox_node *cn;
+    ox_value *shape = op1(b, "Concat", 2 + n_tail, parts, &cn);
+    ox_node_set_attr_i(cn, "axis", 0);
+    ox_value *in[2] = {x, shape};
+    return op1(b, "Reshape", 2, in, NULL);
+}
+
+static ox_value *transpose(builder *b, ox_value *x, const int64_t *perm)
+{
+    ox_node *tn;
+    ox_value *y = op1(b, "Transpose", 1, &x, &tn);
+    ox_node_set_attr_ints(tn, "perm", 4, perm);
+    return y;
+}
+
+static ox_value *layer_norm(builder *b, ox_value *x, int hidden, const char *prefix)
+{
+    char n[96];
+    int64_t axes[1] = {-1}, hd[1] = {hidden};
+    ox_node *rn;
+    ox_value *mean = op1(b, "ReduceMean", 1, &x, &rn);
+    ox_node_set_attr_ints(rn, "axes", 1, axes);
+    ox_value *d = bin(b, "Sub", x, mean);
+    ox_value *sq = bin(b, "Pow", d, const_f32(b, 2.0f));
+    ox_value *var = op1(b, "ReduceMean", 1, &sq, &rn);
+    ox_node_set_attr_ints(rn, "axes", 1, axes);
+    ox_value *std = un(b, "Sqrt", bin(b, "Add", var, const_f32(b, 1e-12f)));
+    ox_value *y = bin(b, "Div", d, std);
+    snprintf(n, sizeof n, "%s.weight", prefix);
+    ox_value *gamma = const_fill(b, n, 1, hd, 1.0f);
+    snprintf(n, sizeof n, "%s.bias", prefix);
+    ox_value *beta = weight(b, n, 1, hd, 0.05f);
+    return bin(b, "Add", bin(b, "Mul", y, gamma), beta);
+}
+
+static ox_value *linear(builder *b, ox_value *x, int in, int out, const char *prefix)
+{
+    char n[96];
+    int64_t wd[2] = {in, out}, bd[1] = {out};
+    snprintf(n, sizeof n, "%s.weight", prefix);
+    ox_value *w = weight(b, n, 2, wd, 1.0f / sqrtf((float)in));
+    snprintf(n, sizeof n, "%s.bias", prefix);
+    ox_value *bias = weight(b, n, 1, bd, 0.02f);
+    return bin(b, "Add", bin(b, "MatMul", x, w), bias);
+}
+
+static ox_value *attention(builder *b, ox_value *x, const tf_cfg *c, int layer)
+{
+    char p[96];
+    int hd = c->hidden / c->heads;
+    int64_t split[2] = {c->heads, hd};
+    int64_t perm_q[4] = {0, 2, 1, 3}, perm_k[4] = {0, 2, 3, 1};
+    ox_value *qkv[3];
+    const char *nm[3] = {"query", "key", "value"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "encoder.layer.%d.attention.self.%s", layer, nm[i]);
+        ox_value *h = linear(b, x, c->hidden, c->hidden, p);
+        h = reshape_dyn(b, h, x, 2, split);
+        qkv[i] = transpose(b, h, i == 1 ? perm_k : perm_q);
+    }
+    ox_value *scores = bin(b, "MatMul", qkv[0], qkv[1]);
+    scores = bin(b, "Div", scores, const_f32(b, sqrtf((float)hd)));
+    ox_node *sn;
+    ox_value *probs = op1(b, "Softmax", 1, &scores, &sn);
+    ox_node_set_attr_i(sn, "axis", -1);
+    ox_value *ctx = bin(b, "MatMul", probs, qkv[2]);
+    ctx = transpose(b, ctx, perm_q);
+    int64_t merged[1] = {c->hidden};
+    ctx = reshape_dyn(b, ctx, x, 1, merged);
+    snprintf(p, sizeof p, "encoder.layer.%d.attention.output.dense", layer);
+    return linear(b, ctx, c->hidden, c->hidden, p);
+}
+
+static ox_value *gelu_erf(builder *b, ox_value *x)
+{
+    ox_value *t = bin(b, "Div", x, const_f32(b, 1.4142135f));
+    t = un(b, "Erf", t);
+    t = bin(b, "Add", t, const_f32(b, 1.0f));
+    t = bin(b, "Mul", x, t);
+    return bin(b, "Mul", t, const_f32(b, 0.5f));
+}
+
+static void gen_transformer(const char *path, const tf_cfg *c, const char *gname)
+{
+    builder b;
+    rng_state = 2;
+    start(&b, gname, 13);
+    int64_t idims[2] = {-1, -1};
+    const char *params[2] = {"batch", "sequence"};
+    ox_value *ids = input(&b, "input_ids", OX_DT_INT64, 2, idims, params);
+    int64_t ed[2] = {c->vocab, c->hidden}, pd[2] = {c->max_pos, c->hidden};
+    ox_value *emb = weight(&b, "embeddings.word_embeddings.weight", 2, ed, 0.5f);
+    ox_value *pos = weight(&b, "embeddings.position_embeddings.weight", 2, pd, 0.1f);
+    ox_value *gin[2] = {emb, ids};
+    ox_node *gn;
+    ox_value *x = op1(&b, "Gather", 2, gin, &gn);
+    /* Positions 0..seq-1 sliced from the table, as in the exporter. */
+    ox_value *seq = dim_of(&b, ids, 1);
+    int64_t zero = 0, one = 0;
+    ox_value *sin[4] = {pos, const_i64(&b, 1, &zero, false), seq,
+                        const_i64(&b, 1, &one, false)};
+    ox_value *pe = op1(&b, "Slice", 4, sin, NULL);
+    x = bin(&b, "Add", x, pe);
+    x = layer_norm(&b, x, c->hidden, "embeddings.LayerNorm");
+    for (int l = 0; l < c->layers; l++) {
+        char p[96];
+        ox_value *a = attention(&b, x, c, l);
+        snprintf(p, sizeof p, "encoder.layer.%d.attention.output.LayerNorm", l);
+        x = layer_norm(&b, bin(&b, "Add", a, x), c->hidden, p);
+        snprintf(p, sizeof p, "encoder.layer.%d.intermediate.dense", l);
+        ox_value *h = gelu_erf(&b, linear(&b, x, c->hidden, c->ffn, p));
+        snprintf(p, sizeof p, "encoder.layer.%d.output.dense", l);
+        h = linear(&b, h, c->ffn, c->hidden, p);
+        snprintf(p, sizeof p, "encoder.layer.%d.output.LayerNorm", l);
+        x = layer_norm(&b, bin(&b, "Add", h, x), c->hidden, p);
+    }
+    output(&b, x, "last_hidden_state", OX_DT_FLOAT);
+    finish(&b, path);
+}
+
+/* A long chain of cheap nodes, for list-scrolling benchmarks. */
+static void gen_wide(const char *path, int n)
+{
+    builder b;
+    rng_state = 3;
+    start(&b, "chain", 13);
+    int64_t dims[2] = {1, 16};
+    ox_value *x = input(&b, "x", OX_DT_FLOAT, 2, dims, NULL);
+    const char *ops[4] = {"Relu", "Neg", "Abs", "Sigmoid"};
+    for (int i = 0; i < n; i++)
+        x = un(&b, ops[i % 4], x);
+    output(&b, x, "y", OX_DT_FLOAT);
+    finish(&b, path);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && !strcmp(argv[1], "--large")) {
+        tf_cfg c = {12, 768, 12, 3072, 30522, 512};
+        gen_transformer(argv[2], &c, "large_transformer");
+        return 0;
+    }
+    if (argc == 4 && !strcmp(argv[1], "--wide")) {
+        gen_wide(argv[3], atoi(argv[2]));
+        return 0;
+    }
+    if (argc != 2) {
+        fprintf(stderr, "usage: gen_samples OUTDIR | --large FILE | --wide N FILE\n");
+        return 2;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tiny_cnn.onnx", argv[1]);
+    gen_cnn(path);
+    tf_cfg c = {1, 64, 4, 256, 1000, 128};
+    snprintf(path, sizeof path, "%s/tiny_transformer.onnx", argv[1]);
+    gen_transformer(path, &c, "tiny_transformer");
+    return 0;
+}
