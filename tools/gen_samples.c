@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "onnxscope/infer.h"
 #include "onnxscope/io.h"
 #include "onnxscope/ir.h"
 
@@ -144,6 +145,11 @@ static void finish(builder *b, const char *path)
 {
     ox_error err = {0};
     if (ox_graph_toposort(b->g, &err) != OX_OK)
+        die(err.msg);
+    /* Inference gives the outputs their (symbolic) shapes and the saved
+     * file value_info for every intermediate. */
+    ox_infer_opts io = {0};
+    if (ox_infer_model(b->m, &io, &err) != OX_OK)
         die(err.msg);
     ox_save_opts so = {0};
     if (ox_save(b->m, path, &so, &err) != OX_OK) {

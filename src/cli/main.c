@@ -17,7 +17,6 @@ static const command commands[] = {
     {"check", ox_cmd_check, "validate a model; exit 1 with a report on errors"},
     {"run", ox_cmd_run, "run a model on given or random inputs"},
     {"test-backend", ox_cmd_test_backend, "run ONNX backend test cases"},
-    {"dot", ox_cmd_dot, "export the graph as DOT/SVG/PNG/PDF"},
 };
 
 static void usage(FILE *fp)
