@@ -145,6 +145,29 @@ static void test_valid_external(void **state)
     ox_model_free(m);
 }
 
+/* A model whose external data exceeds 2 GiB loads (the data file is sparse:
+ * mapping it costs nothing, and it is never read). */
+static void test_above_2gib(void **state)
+{
+    (void)state;
+    char p[256];
+    snprintf(p, sizeof p, "%s/big.bin", dir);
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    assert_int_equal(ftruncate(fileno(f), (off_t)3 << 30), 0);
+    fclose(f);
+    /* 4x4 floats at an offset beyond 2 GiB, then the whole 3 GiB as bytes. */
+    write_model("big.onnx", "big.bin", (2L << 30) + 4096, 64);
+    ox_error err;
+    ox_model *m;
+    assert_int_equal(try_load("big.onnx", &err, &m), OX_OK);
+    ox_value *v = ox_graph_find(m->graph, "w");
+    assert_int_equal(v->init->nbytes, 64);
+    assert_int_equal(((const float *)ox_tensor_data(v->init))[15], 0.0f);
+    ox_model_free(m);
+    unlink(p);
+}
+
 static void test_offset_and_length(void **state)
 {
     (void)state;
@@ -231,6 +254,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_external),
         cmocka_unit_test(test_offset_and_length),
+        cmocka_unit_test(test_above_2gib),
         cmocka_unit_test(test_traversal_refused),
         cmocka_unit_test(test_save_external_roundtrip),
     };
