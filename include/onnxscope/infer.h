@@ -57,6 +57,12 @@ typedef struct ox_infer_opts {
     /* Do not mark intermediate values has_value_info (saved models then
      * carry no inferred value_info). */
     bool no_value_info;
+    /* Forget the types of all node outputs first (graph inputs and
+     * initializers keep theirs). By default types already present
+     * (value_info from the file, or an earlier inference) fill in dims
+     * that inference cannot determine; after editing a graph or changing
+     * overrides such types may be stale, so passes and re-runs set this. */
+    bool reset;
     const ox_input_value *input_values;  /* optional, small tensors are used */
     int n_input_values;
     ox_infer_stats *stats;   /* optional out */

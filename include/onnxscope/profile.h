@@ -34,6 +34,7 @@ typedef struct ox_profile_row {
     int64_t macs, flops, params;
     double macs_pct;        /* share of the summed MACs, 0..100 */
     int64_t memory_bytes;   /* output bytes + bytes of the weights it reads */
+    int64_t bytes_read, bytes_written; /* every input / output tensor */
     bool known;             /* macs/flops known */
     bool memory_known;
 } ox_profile_row;
@@ -63,7 +64,9 @@ const char *ox_profile_col_name(ox_profile_col c);
 void ox_profile_print(FILE *f, const ox_profile *p, int max_rows);
 
 /* {"nodes":[{index,name,op,output_shapes,macs,flops,macs_pct,params,
- * memory_bytes,known}...], "totals":{macs,flops,params,memory_bytes}}.
+ * memory_bytes,bytes_read,bytes_written,known}...],
+ * "totals":{macs,flops,params,params_dedup,weights_bytes,
+ * peak_activation_bytes,memory_bytes,unknown_nodes}}.
  * Unknown numbers are null. New reference, or NULL on out of memory. */
 json_t *ox_profile_to_json(const ox_profile *p);
 

@@ -3,11 +3,10 @@
  * reference count, node ids kept so that diffs can match nodes). */
 #include "ir/ir_internal.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "core/strmap.h"
 
 /* ---- types -------------------------------------------------------------- */
 
@@ -96,7 +95,6 @@ bool ox_type_is_static(const ox_type *t)
 /* Appends printf output at *pos, never overflowing buf. */
 static void app(char *buf, size_t len, size_t *pos, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-#include <stdarg.h>
 static void app(char *buf, size_t len, size_t *pos, const char *fmt, ...)
 {
     if (*pos >= len)

@@ -1,12 +1,946 @@
-/* Entry of `onnxscope MODEL`. The interactive viewer is not built yet:
- * until it is, print the model summary (the `info` command). */
+/* Entry of `onnxscope [OPTIONS] MODEL`: options, the loading screen (the
+ * model loads in a worker thread), the event loop that maps keys through the
+ * one key table to actions and routes them to the focused panel, prompts,
+ * the generated help screen, mouse, resize, export and save. */
+#include <errno.h>
+#include <getopt.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "cli/commands.h"
+#include "onnxscope/export.h"
+#include "onnxscope/io.h"
 #include "tui/tui.h"
+#include "tui/tui_internal.h"
+
+/* ---- the key table as data ------------------------------------------------- */
+
+typedef struct key_entry {
+    tui_action action;
+    int k1, k2;
+    const char *keys, *where, *help;
+} key_entry;
+
+static const key_entry key_table[] = {
+#define X(id, k1, k2, keys, where, help) {TUI_A_##id, k1, k2, keys, where, help},
+    TUI_KEYMAP(X)
+#undef X
+};
+#define N_KEYS ((int)(sizeof key_table / sizeof *key_table))
+
+static tui_action key_action(int ch)
+{
+    if (ch == '\r')
+        ch = '\n';
+    if (ch == 8)
+        ch = KEY_BACKSPACE;
+    for (int i = 0; i < N_KEYS; i++)
+        if (ch != 0 && (key_table[i].k1 == ch || key_table[i].k2 == ch))
+            return key_table[i].action;
+    return TUI_A_NONE;
+}
+
+static const char *action_name(tui_action a)
+{
+    static const char *const names[] = {
+        "none",
+#define X(id, k1, k2, keys, where, help) #id,
+        TUI_KEYMAP(X)
+#undef X
+    };
+    return a >= 0 && a < TUI_A_COUNT ? names[a] : "?";
+}
+
+/* The key map as a Markdown table: docs/TUI.md embeds this output and the
+ * tui test checks that they agree. */
+static void print_keys_markdown(FILE *f)
+{
+    fprintf(f, "| Keys | Where | Action |\n|---|---|---|\n");
+    for (int i = 0; i < N_KEYS; i++)
+        fprintf(f, "| `%s` | %s | %s |\n", key_table[i].keys, key_table[i].where,
+                key_table[i].help);
+}
+
+/* ---- status, switching, prompts --------------------------------------------------- */
+
+void tui_set_status(tui *t, int slot, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->status, sizeof t->status, fmt, ap);
+    va_end(ap);
+    t->status_slot = slot;
+}
+
+void tui_switch(tui *t, int panel)
+{
+    if (panel >= 0 && panel < TUI_P_COUNT)
+        t->cur_panel = panel;
+}
+
+void tui_prompt_open(tui *t, tui_prompt_kind k, const char *initial)
+{
+    t->prompt = k;
+    snprintf(t->pbuf, sizeof t->pbuf, "%s", initial ? initial : "");
+    t->plen = (int)strlen(t->pbuf);
+}
+
+static const char *prompt_label(const tui *t)
+{
+    switch (t->prompt) {
+    case TUI_PROMPT_SEARCH: return "search: ";
+    case TUI_PROMPT_FILTER: return "filter op: ";
+    case TUI_PROMPT_SHAPE: return "shape: ";
+    case TUI_PROMPT_EXPORT: return "export to (.dot .svg .png): ";
+    case TUI_PROMPT_SAVE: return "save model to: ";
+    case TUI_PROMPT_CONFIRM: return "overwrite? (y/n) ";
+    default: return "";
+    }
+}
+
+/* ---- drawing --------------------------------------------------------------------- */
+
+static void list_fix_scroll(tui_panel *p, int rows, int h)
+{
+    if (rows <= 0) {
+        p->sel = p->top = 0;
+        return;
+    }
+    if (p->sel >= rows)
+        p->sel = rows - 1;
+    if (p->sel < 0)
+        p->sel = 0;
+    if (h < 1)
+        h = 1;
+    if (p->sel < p->top)
+        p->top = p->sel;
+    if (p->sel >= p->top + h)
+        p->top = p->sel - h + 1;
+    if (p->top > rows - h)
+        p->top = rows - h > 0 ? rows - h : 0;
+    if (p->top < 0)
+        p->top = 0;
+}
+
+/* Rows of the list area of a list panel at the current size. */
+static int list_height(tui *t, tui_panel *p)
+{
+    int h = LINES - 2;
+    if (p->header)
+        h--;
+    if (p->footer_lines)
+        h -= p->footer_lines(t);
+    return h < 1 ? 1 : h;
+}
+
+static void draw_list(tui *t, tui_panel *p, int y0, int h, int w)
+{
+    int rows = p->rows(t);
+    int y = y0;
+    if (p->header) {
+        char hb[512];
+        tui_fill(y, 0, w, OX_SLOT_UI_HEADER, t);
+        tui_put(y, 0, w, OX_SLOT_UI_HEADER, t, p->header(t, hb, w));
+        y++;
+        h--;
+    }
+    int fl = p->footer_lines ? p->footer_lines(t) : 0;
+    int lh = h - fl;
+    if (lh < 1)
+        lh = 1;
+    list_fix_scroll(p, rows, lh);
+    for (int i = 0; i < lh && p->top + i < rows; i++)
+        p->draw_row(t, p->top + i, y + i, w, p->top + i == p->sel);
+    if (rows == 0)
+        tui_put(y, 1, w - 2, OX_SLOT_UI_DIM, t, "(empty)");
+    if (fl && p->draw_footer)
+        p->draw_footer(t, y + lh, fl, w);
+}
+
+static void draw_tabs(tui *t)
+{
+    tui_fill(0, 0, COLS, OX_SLOT_UI_TITLE, t);
+    int x = 0;
+    static const char digits[] = "1234567890";
+    for (int i = 0; i < TUI_P_COUNT && x < COLS; i++) {
+        char lb[32];
+        snprintf(lb, sizeof lb, " %c %s ", digits[i], t->panels[i].title);
+        int slot = i == t->cur_panel ? OX_SLOT_UI_SELECTED : OX_SLOT_UI_TITLE;
+        x += tui_put(0, x, COLS - x, slot, t, lb);
+    }
+    const char *base = strrchr(t->path, '/');
+    base = base ? base + 1 : t->path;
+    int bl = tui_utf8_cols(base);
+    if (x + bl + 2 < COLS)
+        tui_put(0, COLS - bl - 1, bl, OX_SLOT_UI_TITLE, t, base);
+}
+
+static void draw_status(tui *t)
+{
+    int y = LINES - 1;
+    tui_fill(y, 0, COLS, OX_SLOT_UI_STATUS, t);
+    if (t->prompt) {
+        int x = tui_put(y, 0, COLS, OX_SLOT_UI_STATUS, t, prompt_label(t));
+        int avail = COLS - x - 1;
+        const char *s = t->pbuf;
+        int cols = tui_utf8_cols(s);
+        while (cols > avail && *s) {   /* show the end of a long input */
+            s++;
+            cols = tui_utf8_cols(s);
+        }
+        x += tui_put(y, x, avail, OX_SLOT_UI_STATUS, t, s);
+        move(y, x);
+        curs_set(1);
+        return;
+    }
+    curs_set(0);
+    char right[64] = "";
+    tui_panel *p = &t->panels[t->cur_panel];
+    if (p->rows) {
+        int rows = p->rows(t);
+        snprintf(right, sizeof right, " %d/%d ", rows ? p->sel + 1 : 0, rows);
+    }
+    int rw = (int)strlen(right);
+    if (t->status[0])
+        tui_put(y, 0, COLS - rw, t->status_slot == OX_SLOT_UI_ERROR ? OX_SLOT_UI_ERROR
+                                                                    : OX_SLOT_UI_STATUS,
+                t, t->status);
+    else
+        tui_put(y, 0, COLS - rw, OX_SLOT_UI_STATUS, t,
+                "? help  q quit  Tab/1-0 panels  / search  x export  w save");
+    tui_put(y, COLS - rw, rw, OX_SLOT_UI_STATUS, t, right);
+}
+
+static void draw_help(tui *t)
+{
+    int y0 = 1, h = LINES - 2, w = COLS;
+    for (int y = y0; y < y0 + h; y++)
+        tui_fill(y, 0, w, OX_SLOT_UI_NORMAL, t);
+    tui_put(y0, 1, w - 2, OX_SLOT_UI_HEADER, t,
+            "Keys (from the key table; j/k scroll, q/Esc/? close)");
+    int max_top = N_KEYS - (h - 2);
+    if (t->help_top > max_top)
+        t->help_top = max_top > 0 ? max_top : 0;
+    if (t->help_top < 0)
+        t->help_top = 0;
+    for (int i = 0; i < h - 2 && t->help_top + i < N_KEYS; i++) {
+        const key_entry *k = &key_table[t->help_top + i];
+        tui_putf(y0 + 2 + i, 1, 12, OX_SLOT_UI_HELP, t, "%-11s", k->keys);
+        tui_putf(y0 + 2 + i, 13, 15, OX_SLOT_UI_DIM, t, "%-14s", k->where);
+        tui_put(y0 + 2 + i, 28, w - 29, OX_SLOT_UI_NORMAL, t, k->help);
+    }
+}
+
+static void draw(tui *t)
+{
+    erase();
+    if (LINES < 10 || COLS < 40) {
+        tui_put(0, 0, COLS, OX_SLOT_UI_ERROR, t, "terminal too small (need 40x10)");
+        return;
+    }
+    draw_tabs(t);
+    int y0 = 1, h = LINES - 2, w = COLS;
+    if (t->help) {
+        draw_help(t);
+    } else {
+        tui_panel *p = &t->panels[t->cur_panel];
+        if (p->rows)
+            draw_list(t, p, y0, h, w);
+        else if (p->draw)
+            p->draw(t, y0, h, w);
+    }
+    draw_status(t);
+}
+
+/* ---- search ---------------------------------------------------------------------- */
+
+static int search_panel(tui *t)
+{
+    return t->panels[t->cur_panel].match ? t->cur_panel : TUI_P_NODES;
+}
+
+static void search_step(tui *t, int dir, bool include_current)
+{
+    if (!t->search[0]) {
+        tui_set_status(t, OX_SLOT_UI_WARNING, "no search yet: press /");
+        return;
+    }
+    int pi = search_panel(t);
+    tui_panel *p = &t->panels[pi];
+    int rows = p->rows(t);
+    if (rows <= 0)
+        return;
+    int start = p->sel;
+    for (int k = include_current ? 0 : 1; k <= rows; k++) {
+        int r = ((start + dir * k) % rows + rows) % rows;
+        if (p->match(t, r, t->search)) {
+            p->sel = r;
+            tui_switch(t, pi);
+            tui_set_status(t, OX_SLOT_UI_OK, "/%s: row %d of %d", t->search, r + 1, rows);
+            return;
+        }
+    }
+    tui_set_status(t, OX_SLOT_UI_WARNING, "no match for '%s' in %s", t->search, p->title);
+}
+
+/* ---- export and save ------------------------------------------------------------------ */
+
+static const char *model_base(const tui *t, char *buf, size_t len)
+{
+    const char *b = strrchr(t->path, '/');
+    b = b ? b + 1 : t->path;
+    snprintf(buf, len, "%s", b);
+    char *dot = strrchr(buf, '.');
+    if (dot && dot != buf)
+        *dot = 0;
+    return buf;
+}
+
+static void export_open(tui *t)
+{
+    char base[256], def[512];
+    model_base(t, base, sizeof base);
+    if ((t->cur_panel == TUI_P_NEIGH || t->cur_panel == TUI_P_DETAIL) && t->neigh &&
+        t->gdepth == 0) {
+        t->export_scope = 1;
+        snprintf(def, sizeof def, "%s-around-%d.svg", base, t->neigh->index);
+    } else if (t->cur_panel == TUI_P_DIFF) {
+        t->export_scope = 2;
+        snprintf(def, sizeof def, "%s-diff.svg", base);
+    } else {
+        t->export_scope = 0;
+        snprintf(def, sizeof def, "%s.svg", base);
+    }
+    tui_prompt_open(t, TUI_PROMPT_EXPORT, def);
+}
+
+static void export_do(tui *t, const char *path)
+{
+    ox_export_opts o;
+    ox_export_opts_init(&o);
+    o.theme = &t->theme;
+    char idx[32];
+    const ox_model *m = t->cur;
+    const char *what = "graph";
+    if (t->export_scope == 1 && t->neigh) {
+        snprintf(idx, sizeof idx, "%d", t->neigh->index);
+        o.around = t->neigh->name && t->neigh->name[0] ? t->neigh->name : idx;
+        o.radius = 2;
+        what = "neighbourhood";
+    } else if (t->export_scope == 2) {
+        m = t->orig;
+        o.diff_after = t->cur;
+        what = "diff";
+    }
+    ox_export_stats st;
+    memset(&st, 0, sizeof st);
+    ox_error err = {0};
+    ox_status s = ox_export_render(m, &o, path, OX_EXPORT_AUTO, &st, &err);
+    if (s != OX_OK)
+        tui_set_status(t, OX_SLOT_UI_ERROR, "export failed: %s",
+                       err.msg[0] ? err.msg : ox_strerror(s));
+    else
+        tui_set_status(t, OX_SLOT_UI_OK, "exported %s (%d nodes) to %s", what, st.op_nodes, path);
+}
+
+static bool same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (stat(a, &sa) != 0 || stat(b, &sb) != 0)
+        return false;
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+static void save_do(tui *t, const char *path, bool confirmed)
+{
+    struct stat sb;
+    bool exists = stat(path, &sb) == 0;
+    bool is_input = exists && same_file(path, t->path);
+    if (exists && !confirmed) {
+        snprintf(t->pending_path, sizeof t->pending_path, "%s", path);
+        t->confirm_for = TUI_PROMPT_SAVE;
+        tui_prompt_open(t, TUI_PROMPT_CONFIRM, "");
+        tui_set_status(t, OX_SLOT_UI_WARNING, "%s exists%s", path,
+                       is_input ? " and is the input model" : "");
+        return;
+    }
+    ox_save_opts so = {.overwrite_input = is_input};
+    ox_error err = {0};
+    ox_status s = ox_save(t->cur, path, &so, &err);
+    if (s != OX_OK)
+        tui_set_status(t, OX_SLOT_UI_ERROR, "save failed: %s", err.msg[0] ? err.msg : ox_strerror(s));
+    else
+        tui_set_status(t, OX_SLOT_UI_OK, "saved %s model (%d nodes) to %s",
+                       t->cur == t->orig ? "the" : "the optimized", t->cur->graph->n_nodes, path);
+}
+
+/* ---- prompt input ----------------------------------------------------------------------- */
+
+static int prompt_submit(tui *t)
+{
+    tui_prompt_kind k = t->prompt;
+    t->prompt = TUI_PROMPT_NONE;
+    char *s = t->pbuf;
+    switch (k) {
+    case TUI_PROMPT_SEARCH:
+        if (!s[0])
+            return TUI_REDRAW;
+        snprintf(t->search, sizeof t->search, "%s", s);
+        search_step(t, 1, true);
+        break;
+    case TUI_PROMPT_FILTER:
+        snprintf(t->filter, sizeof t->filter, "%s", s);
+        tui_model_resort(t);
+        tui_set_status(t, OX_SLOT_UI_OK, t->filter[0] ? "filter: op = %s (%d nodes)" : "%sfilter cleared",
+                       t->filter, t->n_order);
+        break;
+    case TUI_PROMPT_SHAPE: {
+        if (t->bench_running) {
+            tui_set_status(t, OX_SLOT_UI_WARNING, "wait for the benchmark to finish");
+            break;
+        }
+        ox_error err = {0};
+        if (tui_apply_shape(t, t->pending_path, s, &err) != OX_OK)
+            tui_set_status(t, OX_SLOT_UI_ERROR, "shape %s: %s", s, err.msg);
+        else
+            tui_set_status(t, OX_SLOT_UI_OK, "%s = %s: shapes re-inferred", t->pending_path, s);
+        break;
+    }
+    case TUI_PROMPT_EXPORT:
+        if (s[0])
+            export_do(t, s);
+        break;
+    case TUI_PROMPT_SAVE:
+        if (s[0])
+            save_do(t, s, false);
+        break;
+    case TUI_PROMPT_CONFIRM:
+        if (s[0] == 'y' || s[0] == 'Y') {
+            char path[512];
+            snprintf(path, sizeof path, "%s", t->pending_path);
+            save_do(t, path, true);
+        } else {
+            tui_set_status(t, OX_SLOT_UI_DIM, "not saved");
+        }
+        break;
+    default: break;
+    }
+    return TUI_REDRAW;
+}
+
+static int prompt_key(tui *t, int ch)
+{
+    if (ch == 27) {
+        t->prompt = TUI_PROMPT_NONE;
+        tui_set_status(t, OX_SLOT_UI_DIM, "cancelled");
+        return TUI_REDRAW;
+    }
+    if (ch == '\n' || ch == '\r' || ch == KEY_ENTER)
+        return prompt_submit(t);
+    if (t->prompt == TUI_PROMPT_CONFIRM && (ch == 'y' || ch == 'n' || ch == 'Y' || ch == 'N')) {
+        t->pbuf[0] = (char)ch;
+        t->pbuf[1] = 0;
+        return prompt_submit(t);
+    }
+    if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
+        /* drop a whole UTF-8 code point */
+        while (t->plen > 0 && ((unsigned char)t->pbuf[t->plen - 1] & 0xC0) == 0x80)
+            t->plen--;
+        if (t->plen > 0)
+            t->plen--;
+        t->pbuf[t->plen] = 0;
+        return TUI_REDRAW;
+    }
+    if (ch == TUI_CTRL('u')) {
+        t->plen = 0;
+        t->pbuf[0] = 0;
+        return TUI_REDRAW;
+    }
+    if (ch >= 0x20 && ch < 0x100 && ch != 0x7f && t->plen + 1 < (int)sizeof t->pbuf) {
+        t->pbuf[t->plen++] = (char)ch;
+        t->pbuf[t->plen] = 0;
+    }
+    return TUI_REDRAW;
+}
+
+/* ---- actions ------------------------------------------------------------------------------ */
+
+static int list_move(tui *t, tui_panel *p, tui_action a)
+{
+    int rows = p->rows(t);
+    int h = list_height(t, p);
+    switch (a) {
+    case TUI_A_UP: p->sel--; break;
+    case TUI_A_DOWN: p->sel++; break;
+    case TUI_A_PGUP: p->sel -= h; p->top -= h; break;
+    case TUI_A_PGDN: p->sel += h; p->top += h; break;
+    case TUI_A_HOME: p->sel = 0; break;
+    case TUI_A_END: p->sel = rows - 1; break;
+    default: return TUI_UNHANDLED;
+    }
+    list_fix_scroll(p, rows, h);
+    return TUI_REDRAW;
+}
+
+static int global_key(tui *t, tui_action a, int ch)
+{
+    tui_panel *p = &t->panels[t->cur_panel];
+    (void)ch;
+    switch (a) {
+    case TUI_A_QUIT: return TUI_QUIT;
+    case TUI_A_HELP: t->help = true; t->help_top = 0; return TUI_REDRAW;
+    case TUI_A_NEXT_PANEL: tui_switch(t, (t->cur_panel + 1) % TUI_P_COUNT); return TUI_REDRAW;
+    case TUI_A_PREV_PANEL:
+        tui_switch(t, (t->cur_panel + TUI_P_COUNT - 1) % TUI_P_COUNT);
+        return TUI_REDRAW;
+    case TUI_A_PANEL_1: case TUI_A_PANEL_2: case TUI_A_PANEL_3: case TUI_A_PANEL_4:
+    case TUI_A_PANEL_5: case TUI_A_PANEL_6: case TUI_A_PANEL_7: case TUI_A_PANEL_8:
+    case TUI_A_PANEL_9: case TUI_A_PANEL_0:
+        tui_switch(t, a - TUI_A_PANEL_1);
+        return TUI_REDRAW;
+    case TUI_A_UP: case TUI_A_DOWN: case TUI_A_PGUP: case TUI_A_PGDN:
+    case TUI_A_HOME: case TUI_A_END:
+        if (p->rows)
+            return list_move(t, p, a);
+        return TUI_HANDLED;
+    case TUI_A_SEARCH: tui_prompt_open(t, TUI_PROMPT_SEARCH, ""); return TUI_REDRAW;
+    case TUI_A_NEXT_MATCH: search_step(t, 1, false); return TUI_REDRAW;
+    case TUI_A_PREV_MATCH: search_step(t, -1, false); return TUI_REDRAW;
+    case TUI_A_FILTER:
+        tui_switch(t, TUI_P_NODES);
+        tui_prompt_open(t, TUI_PROMPT_FILTER, t->filter);
+        return TUI_REDRAW;
+    case TUI_A_BENCH:
+        tui_switch(t, TUI_P_BENCH);
+        tui_bench_start(t);
+        return TUI_REDRAW;
+    case TUI_A_CANCEL:
+        if (t->bench_running) {
+            tui_bench_cancel(t);
+            tui_set_status(t, OX_SLOT_UI_WARNING, "cancelling the benchmark ...");
+        }
+        return TUI_REDRAW;
+    case TUI_A_EXPORT: export_open(t); return TUI_REDRAW;
+    case TUI_A_WRITE: {
+        char base[256], def[512];
+        model_base(t, base, sizeof base);
+        const char *slash = strrchr(t->path, '/');
+        snprintf(def, sizeof def, "%.*s%s-opt.onnx", slash ? (int)(slash - t->path + 1) : 0,
+                 t->path, base);
+        tui_prompt_open(t, TUI_PROMPT_SAVE, def);
+        return TUI_REDRAW;
+    }
+    case TUI_A_BACK:
+        if (t->gdepth > 0) {
+            t->graph = t->gstack[--t->gdepth];
+            t->detail = t->neigh = NULL;
+            ox_error err = {0};
+            tui_model_refresh(t, &err);
+            tui_set_status(t, OX_SLOT_UI_OK, "left the subgraph");
+        }
+        return TUI_REDRAW;
+    case TUI_A_NEIGH: tui_switch(t, TUI_P_NEIGH); return TUI_REDRAW;
+    case TUI_A_TOGGLE: case TUI_A_STEP: case TUI_A_RESET: case TUI_A_APPLY_ALL:
+    case TUI_A_LEVEL:
+        tui_set_status(t, OX_SLOT_UI_WARNING, "passes are not available in this build");
+        return TUI_REDRAW;
+    case TUI_A_REDRAW: clearok(curscr, TRUE); return TUI_REDRAW;
+    default: return TUI_UNHANDLED;
+    }
+}
+
+static int handle_mouse(tui *t)
+{
+    MEVENT ev;
+    if (getmouse(&ev) != OK)
+        return TUI_HANDLED;
+    tui_panel *p = &t->panels[t->cur_panel];
+    if (ev.bstate & BUTTON4_PRESSED) {
+        if (p->rows) {
+            p->sel -= 3;
+            list_fix_scroll(p, p->rows(t), list_height(t, p));
+        }
+        return TUI_REDRAW;
+    }
+#ifdef BUTTON5_PRESSED
+    if (ev.bstate & BUTTON5_PRESSED) {
+        if (p->rows) {
+            p->sel += 3;
+            list_fix_scroll(p, p->rows(t), list_height(t, p));
+        }
+        return TUI_REDRAW;
+    }
+#endif
+    if (!(ev.bstate & (BUTTON1_CLICKED | BUTTON1_PRESSED | BUTTON1_DOUBLE_CLICKED)))
+        return TUI_HANDLED;
+    if (ev.y == 0) {
+        /* tabs: same widths as draw_tabs */
+        int x = 0;
+        for (int i = 0; i < TUI_P_COUNT; i++) {
+            int wdt = (int)strlen(t->panels[i].title) + 4;
+            if (ev.x >= x && ev.x < x + wdt) {
+                tui_switch(t, i);
+                break;
+            }
+            x += wdt;
+        }
+        return TUI_REDRAW;
+    }
+    if (p->rows) {
+        int row = p->top + ev.y - 1 - (p->header ? 1 : 0);
+        if (row >= 0 && row < p->rows(t) && ev.y - 1 - (p->header ? 1 : 0) < list_height(t, p)) {
+            p->sel = row;
+            if ((ev.bstate & BUTTON1_DOUBLE_CLICKED) && p->key)
+                return p->key(t, TUI_A_ENTER) | TUI_REDRAW;
+        }
+    }
+    return TUI_REDRAW;
+}
+
+static int handle_key(tui *t, int ch)
+{
+    if (ch == KEY_MOUSE)
+        return handle_mouse(t);
+    if (ch == KEY_RESIZE)
+        return TUI_REDRAW;
+    if (t->prompt)
+        return prompt_key(t, ch);
+    tui_action a = key_action(ch);
+    if (t->help) {
+        if (a == TUI_A_QUIT || a == TUI_A_HELP || ch == 27 || a == TUI_A_BACK)
+            t->help = false;
+        else if (a == TUI_A_DOWN)
+            t->help_top++;
+        else if (a == TUI_A_UP)
+            t->help_top--;
+        else if (a == TUI_A_PGDN)
+            t->help_top += LINES - 4;
+        else if (a == TUI_A_PGUP)
+            t->help_top -= LINES - 4;
+        return TUI_REDRAW;
+    }
+    if (a == TUI_A_NONE)
+        return TUI_HANDLED;
+    t->status[0] = 0;
+    tui_panel *p = &t->panels[t->cur_panel];
+    if (p->key) {
+        int r = p->key(t, a);
+        if (r)
+            return r;
+    }
+    return global_key(t, a, ch);
+}
+
+/* ---- loading ------------------------------------------------------------------------------------ */
+
+typedef struct loader {
+    tui *t;
+    atomic_int progress;   /* 0..1000 */
+    atomic_int phase;      /* 0 load, 1 infer, 2 costs, 3 done */
+    ox_status status;
+    ox_error err;
+    double load_ms, total_ms;
+} loader;
+
+static double mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void load_progress(void *ctx, double frac)
+{
+    loader *l = ctx;
+    atomic_store(&l->progress, (int)(frac * 1000));
+}
+
+static void *load_main(void *arg)
+{
+    loader *l = arg;
+    tui *t = l->t;
+    double t0 = mono_ms();
+    ox_load_opts lo = {.progress = load_progress, .progress_ctx = l};
+    l->status = ox_load(t->path, &lo, &t->orig, &l->err);
+    l->load_ms = mono_ms() - t0;
+    if (l->status == OX_OK) {
+        atomic_store(&l->phase, 1);
+        t->cur = t->orig;
+        t->graph = t->orig->graph;
+        t->iopts.stats = &t->istats;
+        ox_error ie = {0};
+        if (ox_infer_model(t->orig, &t->iopts, &ie) != OX_OK && ie.status == OX_EINVAL) {
+            l->status = ie.status;
+            l->err = ie;
+        }
+        atomic_store(&l->phase, 2);
+        if (l->status == OX_OK)
+            l->status = tui_model_refresh(t, &l->err);
+    }
+    l->total_ms = mono_ms() - t0;
+    atomic_store(&l->phase, 3);
+    return NULL;
+}
+
+static void draw_loading(tui *t, loader *l)
+{
+    erase();
+    static const char *const phases[] = {"loading", "inferring shapes", "computing costs", "done"};
+    int ph = atomic_load(&l->phase);
+    int y = LINES / 2 - 2;
+    int w = COLS - 8 < 70 ? COLS - 8 : 70;
+    int x = (COLS - w) / 2;
+    tui_putf(y, x, w, OX_SLOT_UI_HEADER, t, "onnxscope: %s", t->path);
+    tui_putf(y + 1, x, w, OX_SLOT_UI_NORMAL, t, "%s ...", phases[ph < 0 || ph > 3 ? 0 : ph]);
+    tui_progress(t, y + 2, x, w, ph == 0 ? atomic_load(&l->progress) / 1000.0 : 1.0);
+    tui_put(LINES - 1, 0, COLS, OX_SLOT_UI_DIM, t, "q quits when loading ends");
+    refresh();
+}
+
+static void draw_error(tui *t, const char *title, const char *msg)
+{
+    erase();
+    int y = LINES / 2 - 3;
+    int w = COLS - 4;
+    tui_put(y, 2, w, OX_SLOT_UI_ERROR, t, title);
+    /* wrap the message */
+    const char *p = msg;
+    int line = 0;
+    while (*p && line < 6) {
+        int len = (int)strlen(p);
+        int take = len < w ? len : w;
+        char buf[512];
+        snprintf(buf, sizeof buf, "%.*s", take, p);
+        tui_put(y + 2 + line, 2, w, OX_SLOT_UI_NORMAL, t, buf);
+        p += take;
+        line++;
+    }
+    tui_put(y + 4 + line, 2, w, OX_SLOT_UI_DIM, t,
+            "Check the path, or run `onnxscope check FILE` for details. Press q to quit.");
+    refresh();
+}
+
+/* ---- options ------------------------------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: onnxscope [OPTIONS] MODEL\n"
+            "Opens the interactive viewer.\n"
+            "  --theme NAME|FILE  colour theme: default, light, high-contrast, mono, or a\n"
+            "                     user theme from $XDG_CONFIG_HOME/onnxscope/themes/\n"
+            "  --ascii            ASCII-only drawing (automatic outside UTF-8 locales)\n"
+            "  --no-color         no colours (also when NO_COLOR is set)\n"
+            "  --shape NAME=1x3x224x224, --dim SYMBOL=VALUE   input shape overrides\n"
+            "  --help-keys        print the key map as a Markdown table\n"
+            "Keys: ? inside the viewer. Set ONNXSCOPE_TUI_TIMING=FILE to log redraw times.\n");
+}
+
+/* Theme lookup: a user theme in $XDG_CONFIG_HOME/onnxscope/themes/NAME.theme
+ * (default ~/.config) wins over the shipped ones. */
+static void load_theme(tui *t, const char *name, char *warn, size_t wn)
+{
+    ox_theme_default(&t->theme);
+    if (!name)
+        name = getenv("ONNXSCOPE_THEME");
+    if (!name || !name[0])
+        return;
+    ox_error err = {0};
+    if (!strchr(name, '/') && !strstr(name, ".theme")) {
+        char path[1024];
+        const char *xdg = getenv("XDG_CONFIG_HOME");
+        const char *home = getenv("HOME");
+        if (xdg && xdg[0])
+            snprintf(path, sizeof path, "%s/onnxscope/themes/%s.theme", xdg, name);
+        else if (home)
+            snprintf(path, sizeof path, "%s/.config/onnxscope/themes/%s.theme", home, name);
+        else
+            path[0] = 0;
+        if (path[0] && access(path, R_OK) == 0) {
+            if (ox_theme_load_file(path, &t->theme, &err) != OX_OK)
+                snprintf(warn, wn, "theme %s: %s (using the default)", name, err.msg);
+            return;
+        }
+    }
+    if (ox_theme_load(name, &t->theme, &err) != OX_OK)
+        snprintf(warn, wn, "theme %s: %s (using the default)", name, err.msg);
+}
+
+static void tui_free(tui *t)
+{
+    if (t->bench_running) {
+        tui_bench_cancel(t);
+        pthread_join(t->bench_thread, NULL);
+        t->bench_running = false;
+        ox_model_free(t->bench_a);
+        ox_model_free(t->bench_b);
+    }
+    tui_model_free_views(t);
+    if (t->cur != t->orig)
+        ox_model_free(t->cur);
+    ox_model_free(t->orig);
+    ox_infer_opts_free(&t->iopts);
+    if (t->timing)
+        fclose(t->timing);
+}
 
 int ox_tui_main(int argc, char **argv)
 {
-    if (argc != 2)
-        return ox_cmd_info(argc, argv); /* prints usage */
-    char *args[3] = {"info", argv[1], NULL};
-    return ox_cmd_info(2, args);
+    static const struct option longopts[] = {
+        {"theme", required_argument, NULL, 't'},
+        {"ascii", no_argument, NULL, 'a'},
+        {"no-color", no_argument, NULL, 'C'},
+        {"shape", required_argument, NULL, 'S'},
+        {"dim", required_argument, NULL, 'D'},
+        {"help-keys", no_argument, NULL, 'K'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    static tui T;   /* large; static keeps it off the stack */
+    tui *t = &T;
+    memset(t, 0, sizeof *t);
+    const char *theme = NULL;
+    bool ascii = false, nocolor = false;
+    int c, rc = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 't': theme = optarg; break;
+        case 'a': ascii = true; break;
+        case 'C': nocolor = true; break;
+        case 'S':
+            if (!ox_cli_add_shape(&t->iopts, optarg)) {
+                ox_infer_opts_free(&t->iopts);
+                return 2;
+            }
+            break;
+        case 'D':
+            if (!ox_cli_add_dim(&t->iopts, optarg)) {
+                ox_infer_opts_free(&t->iopts);
+                return 2;
+            }
+            break;
+        case 'K': print_keys_markdown(stdout); ox_infer_opts_free(&t->iopts); return 0;
+        case 'h': usage(stdout); ox_infer_opts_free(&t->iopts); return 0;
+        default: usage(stderr); ox_infer_opts_free(&t->iopts); return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        usage(stderr);
+        ox_infer_opts_free(&t->iopts);
+        return 2;
+    }
+    t->path = argv[optind];
+    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+        /* Not interactive (a pipe, CI): the summary is the useful answer. */
+        ox_infer_opts_free(&t->iopts);
+        char *args[3] = {"info", t->path, NULL};
+        return ox_cmd_info(2, args);
+    }
+    setlocale(LC_ALL, "");
+    const char *cs = nl_langinfo(CODESET);
+    t->ascii = ascii || !cs || strcmp(cs, "UTF-8") != 0;
+    const char *nc = getenv("NO_COLOR");
+    t->color = !nocolor && !(nc && nc[0]);
+    char warn[600] = "";
+    load_theme(t, theme, warn, sizeof warn);
+    if (theme && strcmp(theme, "mono") == 0)
+        t->color = false;
+    const char *tf = getenv("ONNXSCOPE_TUI_TIMING");
+    if (tf && tf[0])
+        t->timing = fopen(tf, "a");
+    const char *bi = getenv("ONNXSCOPE_TUI_BENCH_ITERS");
+    t->bench_iters = bi ? atoi(bi) : 50;
+    tui_panels_init(t);
+
+    if (!initscr()) {
+        fprintf(stderr, "onnxscope: cannot initialise the terminal\n");
+        ox_infer_opts_free(&t->iopts);
+        return 1;
+    }
+    set_escdelay(25);
+    cbreak();
+    noecho();
+    keypad(stdscr, TRUE);
+    curs_set(0);
+    mousemask(ALL_MOUSE_EVENTS, NULL);
+    mouseinterval(200);
+    tui_colors_init(t);
+
+    loader l;
+    memset(&l, 0, sizeof l);
+    l.t = t;
+    pthread_t th;
+    bool quit_after = false;
+    if (pthread_create(&th, NULL, load_main, &l) != 0) {
+        endwin();
+        fprintf(stderr, "onnxscope: cannot start the loader thread\n");
+        return 1;
+    }
+    timeout(50);
+    while (atomic_load(&l.phase) != 3) {
+        draw_loading(t, &l);
+        int ch = getch();
+        if (ch == 'q')
+            quit_after = true;
+    }
+    pthread_join(th, NULL);
+    double loaded_at = mono_ms();
+    if (t->timing)
+        fprintf(t->timing, "load_ms %.1f\n", l.total_ms);
+    if (l.status != OX_OK) {
+        char title[600];
+        snprintf(title, sizeof title, "Cannot open %s: %s", t->path, ox_strerror(l.status));
+        timeout(-1);
+        while (!quit_after) {
+            draw_error(t, title, l.err.msg[0] ? l.err.msg : ox_strerror(l.status));
+            int ch = getch();
+            if (ch == 'q' || ch == 27 || ch == '\n' || ch == '\r')
+                break;
+        }
+        endwin();
+        fprintf(stderr, "onnxscope: %s: %s\n", t->path, l.err.msg[0] ? l.err.msg : ox_strerror(l.status));
+        rc = ox_status_exit_code(l.status);
+        tui_free(t);
+        return rc ? rc : 1;
+    }
+    if (warn[0])
+        tui_set_status(t, OX_SLOT_UI_WARNING, "%s", warn);
+    else if (t->istats.unknown_ops)
+        tui_set_status(t, OX_SLOT_UI_WARNING, "%d nodes of unknown ops (their outputs are untyped)",
+                       t->istats.unknown_ops);
+    draw(t);
+    refresh();
+    if (t->timing) {
+        fprintf(t->timing, "first_screen_ms %.2f\n", mono_ms() - loaded_at);
+        fflush(t->timing);
+    }
+    while (!quit_after) {
+        timeout(t->bench_running ? 100 : -1);
+        int ch = getch();
+        double k0 = mono_ms();
+        int flags = TUI_REDRAW;
+        if (ch != ERR)
+            flags = handle_key(t, ch);
+        tui_bench_poll(t);
+        if (flags & TUI_QUIT)
+            break;
+        draw(t);
+        refresh();
+        if (t->timing && ch != ERR) {
+            tui_action a = key_action(ch);
+            fprintf(t->timing, "key %s redraw_ms %.3f\n", action_name(a), mono_ms() - k0);
+            fflush(t->timing);
+        }
+    }
+    endwin();
+    tui_free(t);
+    return rc;
 }

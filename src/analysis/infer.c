@@ -1,0 +1,860 @@
+/* The inference engine: walks graphs in node order (subgraphs included),
+ * calls each registry entry's inference function, merges results into
+ * value types, keeps known values in a side table keyed by value and
+ * finally publishes fully known ones as ox_value.known. */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/infer_internal.h"
+
+struct ox__state {
+    ox_model *m;
+    const ox_infer_opts *opts;
+    ox_infer_stats stats;
+    bool strict;
+    ox_error *err;
+    /* value -> known value, open addressing on the pointer */
+    const ox_value **keys;
+    ox__kv **vals;
+    size_t cap, count;
+    int depth;    /* subgraph nesting, to refuse runaway recursion */
+};
+
+/* ---- side table ---------------------------------------------------------- */
+
+static size_t ptr_hash(const void *p, size_t cap)
+{
+    uintptr_t x = (uintptr_t)p;
+    x ^= x >> 17;
+    x *= 0x9E3779B97F4A7C15ull;
+    return (size_t)(x >> 7) & (cap - 1);
+}
+
+static bool map_grow(ox__state *st)
+{
+    size_t ncap = st->cap ? st->cap * 2 : 256;
+    const ox_value **nk = calloc(ncap, sizeof *nk);
+    ox__kv **nv = calloc(ncap, sizeof *nv);
+    if (!nk || !nv) {
+        free(nk);
+        free(nv);
+        return false;
+    }
+    for (size_t i = 0; i < st->cap; i++) {
+        if (!st->keys[i])
+            continue;
+        size_t h = ptr_hash(st->keys[i], ncap);
+        while (nk[h])
+            h = (h + 1) & (ncap - 1);
+        nk[h] = st->keys[i];
+        nv[h] = st->vals[i];
+    }
+    free(st->keys);
+    free(st->vals);
+    st->keys = nk;
+    st->vals = nv;
+    st->cap = ncap;
+    return true;
+}
+
+static ox__kv **map_slot(ox__state *st, const ox_value *v, bool create)
+{
+    if (!st->cap) {
+        if (!create || !map_grow(st))
+            return NULL;
+    }
+    size_t h = ptr_hash(v, st->cap);
+    while (st->keys[h]) {
+        if (st->keys[h] == v)
+            return &st->vals[h];
+        h = (h + 1) & (st->cap - 1);
+    }
+    if (!create)
+        return NULL;
+    if ((st->count + 1) * 2 > st->cap) {
+        if (!map_grow(st))
+            return NULL;
+        return map_slot(st, v, true);
+    }
+    st->keys[h] = v;
+    st->count++;
+    return &st->vals[h];
+}
+
+static void map_put(ox__state *st, const ox_value *v, ox__kv *k)
+{
+    ox__kv **slot = map_slot(st, v, true);
+    if (!slot) {
+        ox__kv_free(k);
+        return;
+    }
+    ox__kv_free(*slot);
+    *slot = k;
+}
+
+static void map_free(ox__state *st)
+{
+    for (size_t i = 0; i < st->cap; i++)
+        if (st->keys[i])
+            ox__kv_free(st->vals[i]);
+    free(st->keys);
+    free(st->vals);
+    st->keys = NULL;
+    st->vals = NULL;
+    st->cap = st->count = 0;
+}
+
+/* ---- options --------------------------------------------------------------- */
+
+static bool parse_i64(const char *s, size_t len, int64_t *out)
+{
+    if (!len || len > 18)
+        return false;
+    int64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (!isdigit((unsigned char)s[i]))
+            return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
+ox_status ox_infer_opts_add_shape(ox_infer_opts *opts, const char *arg, ox_error *err)
+{
+    if (!opts || !arg)
+        return ox_errorf(err, OX_EINVAL, "missing --shape argument");
+    const char *eq = strrchr(arg, '=');
+    if (!eq || eq == arg)
+        return ox_errorf(err, OX_EINVAL, "--shape expects NAME=DxDx..., got '%s'", arg);
+    ox_shape_override o;
+    memset(&o, 0, sizeof o);
+    const char *p = eq + 1;
+    if (strcmp(p, "scalar") != 0 && *p) {
+        while (*p) {
+            const char *e = strchr(p, 'x');
+            /* symbols may contain 'x'; a dim ends at an 'x' followed by a
+             * digit, '?' or end of a symbol-free run: keep it simple and
+             * split on every 'x' unless the piece is not numeric and the
+             * next piece would then start oddly. */
+            size_t len = e ? (size_t)(e - p) : strlen(p);
+            if (o.rank >= OX_MAX_RANK || !len) {
+                for (int i = 0; i < o.rank; i++)
+                    free(o.params[i]);
+                return ox_errorf(err, OX_EINVAL, "bad shape in --shape '%s'", arg);
+            }
+            int64_t v;
+            if (parse_i64(p, len, &v)) {
+                o.dims[o.rank] = v;
+            } else {
+                o.dims[o.rank] = -1;
+                if (!(len == 1 && *p == '?')) {
+                    o.params[o.rank] = strndup(p, len);
+                }
+            }
+            o.rank++;
+            if (!e)
+                break;
+            p = e + 1;
+            if (!*p) {
+                for (int i = 0; i < o.rank; i++)
+                    free(o.params[i]);
+                return ox_errorf(err, OX_EINVAL, "bad shape in --shape '%s'", arg);
+            }
+        }
+    }
+    o.name = strndup(arg, (size_t)(eq - arg));
+    ox_shape_override *ns = realloc(opts->shapes, (size_t)(opts->n_shapes + 1) * sizeof *ns);
+    if (!o.name || !ns) {
+        free(o.name);
+        for (int i = 0; i < o.rank; i++)
+            free(o.params[i]);
+        if (ns)
+            opts->shapes = ns;
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    }
+    opts->shapes = ns;
+    opts->shapes[opts->n_shapes++] = o;
+    return OX_OK;
+}
+
+ox_status ox_infer_opts_add_dim(ox_infer_opts *opts, const char *arg, ox_error *err)
+{
+    if (!opts || !arg)
+        return ox_errorf(err, OX_EINVAL, "missing --dim argument");
+    const char *eq = strrchr(arg, '=');
+    int64_t v;
+    if (!eq || eq == arg || !parse_i64(eq + 1, strlen(eq + 1), &v))
+        return ox_errorf(err, OX_EINVAL, "--dim expects SYMBOL=VALUE, got '%s'", arg);
+    ox_dim_override *nd = realloc(opts->dims, (size_t)(opts->n_dims + 1) * sizeof *nd);
+    if (!nd)
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    opts->dims = nd;
+    nd[opts->n_dims].symbol = strndup(arg, (size_t)(eq - arg));
+    nd[opts->n_dims].value = v;
+    if (!nd[opts->n_dims].symbol)
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    opts->n_dims++;
+    return OX_OK;
+}
+
+void ox_infer_opts_free(ox_infer_opts *opts)
+{
+    if (!opts)
+        return;
+    for (int i = 0; i < opts->n_shapes; i++) {
+        free(opts->shapes[i].name);
+        for (int k = 0; k < opts->shapes[i].rank; k++)
+            free(opts->shapes[i].params[k]);
+    }
+    free(opts->shapes);
+    for (int i = 0; i < opts->n_dims; i++)
+        free(opts->dims[i].symbol);
+    free(opts->dims);
+    opts->shapes = NULL;
+    opts->dims = NULL;
+    opts->n_shapes = opts->n_dims = 0;
+}
+
+/* ---- type helpers ------------------------------------------------------------ */
+
+ox_type *ox__tt(ox_dtype elem, int rank)
+{
+    ox_type *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->kind = OX_TYPE_TENSOR;
+    t->elem = elem;
+    if (rank >= 0 && rank <= OX_MAX_RANK * 4) {
+        t->has_shape = true;
+        t->rank = rank;
+        if (rank) {
+            t->dims = calloc((size_t)rank, sizeof *t->dims);
+            if (!t->dims) {
+                free(t);
+                return NULL;
+            }
+            for (int i = 0; i < rank; i++)
+                t->dims[i].value = -1;
+        }
+    }
+    return t;
+}
+
+ox_type *ox__tt_copy(const ox_type *src, ox_dtype elem)
+{
+    ox_type *t;
+    if (!src || src->kind != OX_TYPE_TENSOR) {
+        if (src && src->kind != OX_TYPE_NONE && !elem)
+            return ox_type_clone(src);
+        return ox__tt(elem, -1);
+    }
+    t = ox__tt(elem ? elem : src->elem, src->has_shape ? src->rank : -1);
+    if (t && src->has_shape)
+        for (int i = 0; i < src->rank; i++)
+            ox__dim_copy(t, i, &src->dims[i]);
+    return t;
+}
+
+void ox__dim_set(ox_type *t, int k, int64_t v)
+{
+    if (!t || k < 0 || k >= t->rank || !t->dims)
+        return;
+    free(t->dims[k].param);
+    t->dims[k].param = NULL;
+    t->dims[k].value = v < 0 ? -1 : v;
+}
+
+void ox__dim_sym(ox_type *t, int k, const char *sym)
+{
+    if (!t || k < 0 || k >= t->rank || !t->dims)
+        return;
+    free(t->dims[k].param);
+    t->dims[k].param = sym ? ox_strdup(sym) : NULL;
+    t->dims[k].value = -1;
+}
+
+void ox__dim_copy(ox_type *t, int k, const ox_dim *src)
+{
+    if (!src) {
+        ox__dim_set(t, k, -1);
+        return;
+    }
+    if (src->value >= 0)
+        ox__dim_set(t, k, src->value);
+    else
+        ox__dim_sym(t, k, src->param);
+}
+
+bool ox__dim_known(const ox_type *t, int k)
+{
+    return t && t->has_shape && k >= 0 && k < t->rank && t->dims[k].value >= 0;
+}
+
+int64_t ox__dimv(const ox_type *t, int k)
+{
+    return ox__dim_known(t, k) ? t->dims[k].value : -1;
+}
+
+bool ox__dim_same(const ox_dim *a, const ox_dim *b)
+{
+    if (a->value >= 0 && b->value >= 0)
+        return a->value == b->value;
+    if (a->value < 0 && b->value < 0 && a->param && b->param)
+        return !strcmp(a->param, b->param);
+    return false;
+}
+
+bool ox__axis(int64_t axis, int rank, int *out)
+{
+    if (axis < -(int64_t)rank || axis >= rank)
+        return false;
+    *out = (int)(axis < 0 ? axis + rank : axis);
+    return true;
+}
+
+ox_dtype ox__attr_dtype(const ox_node *n, const char *name, ox_dtype dflt)
+{
+    int64_t v = ox_node_attr_i(n, name, -12345);
+    if (v == -12345 || !ox_dtype_valid((int)v) || v == 0)
+        return dflt;
+    return (ox_dtype)v;
+}
+
+/* Merges one dim pair for broadcasting; false on a conflict. */
+static bool bcast_dim(const ox_dim *a, const ox_dim *b, ox_type *out, int k)
+{
+    if (a->value >= 0 && b->value >= 0) {
+        if (a->value == b->value || b->value == 1)
+            ox__dim_set(out, k, a->value);
+        else if (a->value == 1)
+            ox__dim_set(out, k, b->value);
+        else
+            return false;
+        return true;
+    }
+    if (a->value == 1) {
+        ox__dim_copy(out, k, b);
+    } else if (b->value == 1) {
+        ox__dim_copy(out, k, a);
+    } else if (a->value >= 0) {
+        ox__dim_set(out, k, a->value);   /* b must be 1 or equal */
+    } else if (b->value >= 0) {
+        ox__dim_set(out, k, b->value);
+    } else if (a->param && b->param && !strcmp(a->param, b->param)) {
+        ox__dim_sym(out, k, a->param);
+    } else {
+        ox__dim_set(out, k, -1);
+    }
+    return true;
+}
+
+bool ox_infer_broadcast(const ox_type *a, const ox_type *b, ox_type *out)
+{
+    int r = a->rank > b->rank ? a->rank : b->rank;
+    if (out->rank != r)
+        return false;
+    bool ok = true;
+    static const ox_dim one = { 1, NULL, NULL };
+    for (int i = 0; i < r; i++) {
+        int ia = i - (r - a->rank), ib = i - (r - b->rank);
+        const ox_dim *da = ia >= 0 ? &a->dims[ia] : &one;
+        const ox_dim *db = ib >= 0 ? &b->dims[ib] : &one;
+        if (!bcast_dim(da, db, out, i)) {
+            ox__dim_set(out, i, -1);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+/* ---- node context helpers -------------------------------------------------------- */
+
+int ox__nin(const ox_infer_node_ctx *c)
+{
+    return c->n->n_inputs;
+}
+
+bool ox__has_in(const ox_infer_node_ctx *c, int i)
+{
+    return i >= 0 && i < c->n->n_inputs && c->n->inputs[i] != NULL;
+}
+
+const ox_type *ox__in_type(const ox_infer_node_ctx *c, int i)
+{
+    if (!ox__has_in(c, i))
+        return NULL;
+    const ox_type *t = c->n->inputs[i]->type;
+    if (!t || t->kind == OX_TYPE_NONE)
+        return NULL;
+    return t;
+}
+
+const ox_type *ox__in_shape(const ox_infer_node_ctx *c, int i)
+{
+    const ox_type *t = ox__in_type(c, i);
+    if (!t || t->kind != OX_TYPE_TENSOR || !t->has_shape)
+        return NULL;
+    return t;
+}
+
+ox_dtype ox__in_elem(const ox_infer_node_ctx *c, int i)
+{
+    const ox_type *t = ox__in_type(c, i);
+    return t && t->kind == OX_TYPE_TENSOR ? t->elem : OX_DT_UNDEFINED;
+}
+
+int ox__in_rank(const ox_infer_node_ctx *c, int i)
+{
+    const ox_type *t = ox__in_shape(c, i);
+    return t ? t->rank : -1;
+}
+
+const ox__kv *ox__in_kv(ox_infer_node_ctx *c, int i)
+{
+    if (!ox__has_in(c, i))
+        return NULL;
+    return ox__kv_of(c, c->n->inputs[i]);
+}
+
+const ox__kv *ox__kv_of(ox_infer_node_ctx *c, const ox_value *v)
+{
+    if (!v)
+        return NULL;
+    ox__kv **slot = map_slot(c->st, v, false);
+    if (slot && *slot)
+        return *slot;
+    const ox_tensor *t = v->init ? v->init : v->known;
+    if (!t)
+        return NULL;
+    ox__kv *k = ox__kv_from_tensor(t);
+    if (!k)
+        return NULL;
+    map_put(c->st, v, k);
+    slot = map_slot(c->st, v, false);
+    return slot ? *slot : NULL;
+}
+
+int ox__in_ints(ox_infer_node_ctx *c, int i, int64_t *out, int max)
+{
+    const ox__kv *k = ox__in_kv(c, i);
+    if (!k || k->rank > 1 || k->n > max || !ox__kv_all_known(k))
+        return -1;
+    for (int64_t j = 0; j < k->n; j++)
+        out[j] = ox__kv_get_i(k, j);
+    return (int)k->n;
+}
+
+/* Keeps information the model declared where inference knows less
+ * (an exporter's value_info can carry dims that need runtime values). */
+static ox_type *merge_types(ox_type *inf, const ox_type *old)
+{
+    if (!old || old->kind == OX_TYPE_NONE)
+        return inf;
+    if (!inf || inf->kind == OX_TYPE_NONE) {
+        ox_type_free(inf);
+        return ox_type_clone(old);
+    }
+    if (inf->kind != OX_TYPE_TENSOR || old->kind != OX_TYPE_TENSOR)
+        return inf;
+    if (!inf->elem)
+        inf->elem = old->elem;
+    if (!inf->has_shape && old->has_shape) {
+        ox_type *t = ox__tt_copy(old, inf->elem);
+        if (t) {
+            ox_type_free(inf);
+            return t;
+        }
+    } else if (inf->has_shape && old->has_shape && inf->rank == old->rank) {
+        for (int k = 0; k < inf->rank; k++) {
+            const ox_dim *d = &inf->dims[k];
+            if (d->value < 0 && !d->param)
+                ox__dim_copy(inf, k, &old->dims[k]);
+            else if (d->value < 0 && d->param && old->dims[k].value >= 0)
+                ox__dim_set(inf, k, old->dims[k].value);
+        }
+    }
+    return inf;
+}
+
+/* Applies --dim overrides to a type in place. */
+static void apply_dim_overrides(const ox_infer_opts *o, ox_type *t)
+{
+    if (!o || !t)
+        return;
+    if (t->kind == OX_TYPE_TENSOR || t->kind == OX_TYPE_SPARSE_TENSOR) {
+        if (!t->has_shape)
+            return;
+        for (int k = 0; k < t->rank; k++) {
+            if (t->dims[k].value >= 0 || !t->dims[k].param)
+                continue;
+            for (int j = 0; j < o->n_dims; j++) {
+                if (!strcmp(o->dims[j].symbol, t->dims[k].param)) {
+                    ox__dim_set(t, k, o->dims[j].value);
+                    break;
+                }
+            }
+        }
+    } else {
+        apply_dim_overrides(o, t->inner);
+    }
+}
+
+ox_status ox__set_out(ox_infer_node_ctx *c, int i, ox_type *t)
+{
+    if (i < 0 || i >= c->n->n_outputs || !c->n->outputs[i]) {
+        ox_type_free(t);
+        return OX_OK;
+    }
+    ox_value *v = c->n->outputs[i];
+    if (!t)
+        return OX_OK;
+    if (c->st->opts)
+        apply_dim_overrides(c->st->opts, t);
+    t = merge_types(t, v->type);
+    ox_type_free(v->type);
+    v->type = t;
+    return OX_OK;
+}
+
+void ox__set_kv(ox_infer_node_ctx *c, int i, ox__kv *k)
+{
+    if (i < 0 || i >= c->n->n_outputs || !c->n->outputs[i] || !k) {
+        ox__kv_free(k);
+        return;
+    }
+    map_put(c->st, c->n->outputs[i], k);
+}
+
+ox_status ox__fail(ox_infer_node_ctx *c, const char *fmt, ...)
+{
+    char msg[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return ox_errorf(c->err, OX_ESHAPE, "node '%s' (%s): %s",
+                     c->n->name ? c->n->name : "", c->n->op_type ? c->n->op_type : "?", msg);
+}
+
+ox_status ox__pass_through(ox_infer_node_ctx *c, int i, int j)
+{
+    const ox_type *t = ox__in_type(c, j);
+    if (!t)
+        return OX_OK;
+    return ox__set_out(c, i, ox_type_clone(t));
+}
+
+/* ---- graph walk ------------------------------------------------------------------ */
+
+static int64_t opset_for(const ox_model *m, const char *domain)
+{
+    const char *d = domain && strcmp(domain, "ai.onnx") ? domain : "";
+    int64_t v = m ? ox_model_opset(m, d) : -1;
+    if (v < 0 && m && !*d)
+        v = ox_model_opset(m, "ai.onnx");
+    return v < 0 ? INT32_MAX : v;
+}
+
+static void note_problem(ox__state *st, const char *msg)
+{
+    if (!st->stats.first_problem[0])
+        snprintf(st->stats.first_problem, sizeof st->stats.first_problem, "%.250s", msg);
+}
+
+static ox_status infer_one(ox__state *st, ox_node *n)
+{
+    st->stats.nodes++;
+    const ox_op_schema *s = ox_op_for_node(st->m, n);
+    if (!s || !s->infer) {
+        st->stats.unknown_ops++;
+        return OX_OK;
+    }
+    ox_error e;
+    ox_error_clear(&e);
+    ox_infer_node_ctx c = {
+        .st = st, .m = st->m, .n = n, .opset = opset_for(st->m, n->domain),
+        .schema = s, .err = &e,
+    };
+    ox_status rc = s->infer(&c);
+    if (rc != OX_OK) {
+        st->stats.failed++;
+        note_problem(st, e.msg[0] ? e.msg : ox_strerror(rc));
+        if (st->strict)
+            return ox_errorf(st->err, rc, "%s", e.msg);
+    }
+    return OX_OK;
+}
+
+/* Position of n in g->nodes (node->index is kept by the graph, but do
+ * not trust it blindly). */
+static int node_pos(const ox_graph *g, const ox_node *n)
+{
+    if (n->index >= 0 && n->index < g->n_nodes && g->nodes[n->index] == n)
+        return n->index;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i] == n)
+            return i;
+    return -1;
+}
+
+/* A topological order of g's nodes when the stored order is not one (a
+ * hand-edited file); NULL when the stored order is fine or on a cycle
+ * (then the stored order is used and later nodes see untyped inputs). */
+static ox_node **topo_order(const ox_graph *g)
+{
+    bool sorted = true;
+    for (int i = 0; i < g->n_nodes && sorted; i++) {
+        const ox_node *n = g->nodes[i];
+        for (int j = 0; j < n->n_inputs && sorted; j++) {
+            const ox_value *v = n->inputs[j];
+            if (v && v->producer && v->producer->graph == g && node_pos(g, v->producer) > i)
+                sorted = false;
+        }
+    }
+    if (sorted)
+        return NULL;
+    int n = g->n_nodes;
+    int *pending = calloc((size_t)n, sizeof *pending);
+    ox_node **order = calloc((size_t)n, sizeof *order);
+    bool *done = calloc((size_t)n, sizeof *done);
+    if (!pending || !order || !done) {
+        free(pending);
+        free(done);
+        free(order);
+        return NULL;
+    }
+    /* Simple repeated sweep: O(n^2) worst case, only for unsorted input. */
+    int cnt = 0;
+    bool progress = true;
+    while (cnt < n && progress) {
+        progress = false;
+        for (int i = 0; i < n; i++) {
+            if (done[i])
+                continue;
+            const ox_node *nd = g->nodes[i];
+            bool ready = true;
+            for (int j = 0; j < nd->n_inputs && ready; j++) {
+                const ox_value *v = nd->inputs[j];
+                if (v && v->producer && v->producer->graph == g) {
+                    int p = node_pos(g, v->producer);
+                    ready = p < 0 || done[p];
+                }
+            }
+            if (ready) {
+                done[i] = true;
+                order[cnt++] = g->nodes[i];
+                progress = true;
+            }
+        }
+    }
+    free(pending);
+    free(done);
+    if (cnt < n) {
+        free(order);
+        return NULL;
+    }
+    return order;
+}
+
+static ox_status infer_graph(ox__state *st, ox_graph *g)
+{
+    if (!g)
+        return OX_OK;
+    if (st->depth > 64)
+        return ox_errorf(st->err, OX_EMODEL, "subgraphs nested too deeply");
+    st->depth++;
+    ox_status rc = OX_OK;
+    ox_node **order = topo_order(g);
+    for (int i = 0; i < g->n_nodes && rc == OX_OK; i++)
+        rc = infer_one(st, order ? order[i] : g->nodes[i]);
+    free(order);
+    st->depth--;
+    return rc;
+}
+
+ox_status ox__infer_subgraph(ox_infer_node_ctx *c, ox_graph *g)
+{
+    return infer_graph(c->st, g);
+}
+
+/* ---- model entry points ---------------------------------------------------------- */
+
+static ox_status apply_shape_override(ox__state *st, const ox_shape_override *o)
+{
+    ox_graph *g = st->m->graph;
+    ox_value *v = NULL;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (g->inputs[i] && g->inputs[i]->name && !strcmp(g->inputs[i]->name, o->name))
+            v = g->inputs[i];
+    if (!v)
+        return ox_errorf(st->err, OX_EINVAL, "--shape: the model has no input named '%s'",
+                         o->name);
+    ox_dtype elem = v->type && v->type->kind == OX_TYPE_TENSOR ? v->type->elem : OX_DT_UNDEFINED;
+    ox_type *t = ox__tt(elem, o->rank);
+    if (!t)
+        return ox_errorf(st->err, OX_ENOMEM, "out of memory");
+    for (int k = 0; k < o->rank; k++) {
+        if (o->dims[k] >= 0)
+            ox__dim_set(t, k, o->dims[k]);
+        else if (o->params[k])
+            ox__dim_sym(t, k, o->params[k]);
+    }
+    ox_type_free(v->type);
+    v->type = t;
+    return OX_OK;
+}
+
+static void visit_dim_overrides(ox_graph *g, void *ctx)
+{
+    ox__state *st = ctx;
+    for (int i = 0; i < g->n_values; i++)
+        if (g->values[i])
+            apply_dim_overrides(st->opts, g->values[i]->type);
+}
+
+/* Forgets stale known values and types initializers from their data
+ * (the loader may leave an initializer's type to us). */
+static void visit_forget(ox_graph *g, void *ctx)
+{
+    (void)ctx;
+    for (int i = 0; i < g->n_values; i++) {
+        ox_value *v = g->values[i];
+        if (!v)
+            continue;
+        ox_infer_forget_value(v);
+        if (v->init && (!v->type || v->type->kind == OX_TYPE_NONE ||
+                        (v->type->kind == OX_TYPE_TENSOR && !v->type->has_shape))) {
+            ox_type *t = ox_type_new_tensor(v->init->dtype, v->init->rank, v->init->dims);
+            if (t) {
+                ox_type_free(v->type);
+                v->type = t;
+            }
+        }
+    }
+}
+
+static void visit_reset(ox_graph *g, void *ctx)
+{
+    (void)ctx;
+    for (int i = 0; i < g->n_nodes; i++) {
+        ox_node *n = g->nodes[i];
+        for (int j = 0; j < n->n_outputs; j++) {
+            if (n->outputs[j]) {
+                ox_type_free(n->outputs[j]->type);
+                n->outputs[j]->type = NULL;
+            }
+        }
+    }
+}
+
+static void visit_publish(ox_graph *g, void *ctx)
+{
+    ox__state *st = ctx;
+    for (int i = 0; i < g->n_values; i++) {
+        ox_value *v = g->values[i];
+        if (!v)
+            continue;
+        if (!v->type || v->type->kind == OX_TYPE_NONE) {
+            st->stats.untyped_values++;
+            continue;
+        }
+        if (!v->is_input && !v->is_output && !v->init && v->producer &&
+            !(st->opts && st->opts->no_value_info))
+            v->has_value_info = true;
+        if (v->init || !v->producer)
+            continue;
+        ox__kv **slot = map_slot(st, v, false);
+        if (slot && *slot && ox__kv_all_known(*slot)) {
+            ox_tensor_free(v->known);
+            v->known = ox__kv_to_tensor(*slot);
+        }
+    }
+}
+
+ox_status ox_infer_model(ox_model *m, const ox_infer_opts *opts, ox_error *err)
+{
+    if (!m || !m->graph)
+        return ox_errorf(err, OX_EINVAL, "no model");
+    ox__state st;
+    memset(&st, 0, sizeof st);
+    st.m = m;
+    st.opts = opts;
+    st.strict = opts && opts->strict;
+    st.err = err;
+    ox_status rc = OX_OK;
+    if (opts) {
+        for (int i = 0; i < opts->n_shapes && rc == OX_OK; i++)
+            rc = apply_shape_override(&st, &opts->shapes[i]);
+        if (rc != OX_OK)
+            return rc;
+        if (opts->n_dims)
+            ox_graph_visit(m->graph, visit_dim_overrides, &st);
+    }
+    if (opts && opts->reset)
+        ox_graph_visit(m->graph, visit_reset, NULL);
+    ox_graph_visit(m->graph, visit_forget, NULL);
+    for (int i = 0; opts && i < opts->n_input_values; i++) {
+        const ox_input_value *iv = &opts->input_values[i];
+        ox_value *v = NULL;
+        for (int j = 0; iv->name && j < m->graph->n_inputs; j++)
+            if (m->graph->inputs[j] && m->graph->inputs[j]->name &&
+                !strcmp(m->graph->inputs[j]->name, iv->name))
+                v = m->graph->inputs[j];
+        if (!v) {
+            map_free(&st);
+            return ox_errorf(err, OX_EINVAL, "input value for unknown input '%s'",
+                             iv->name ? iv->name : "");
+        }
+        ox__kv *k = ox__kv_from_tensor(iv->value);
+        if (k)
+            map_put(&st, v, k);
+    }
+    rc = infer_graph(&st, m->graph);
+    if (rc == OX_OK)
+        ox_graph_visit(m->graph, visit_publish, &st);
+    map_free(&st);
+    if (opts && opts->stats)
+        *opts->stats = st.stats;
+    return rc;
+}
+
+ox_status ox_infer_node(ox_node *n, ox_error *err)
+{
+    if (!n || !n->graph)
+        return ox_errorf(err, OX_EINVAL, "node has no graph");
+    ox__state st;
+    memset(&st, 0, sizeof st);
+    st.m = n->graph->model;
+    st.strict = true;
+    st.err = err;
+    ox_status rc = infer_one(&st, n);
+    for (int i = 0; i < n->n_outputs; i++) {
+        ox_value *v = n->outputs[i];
+        if (!v)
+            continue;
+        ox__kv **slot = map_slot(&st, v, false);
+        ox_tensor_free(v->known);
+        v->known = (slot && *slot) ? ox__kv_to_tensor(*slot) : NULL;
+    }
+    map_free(&st);
+    return rc;
+}
+
+const ox_tensor *ox_infer_known_value(const ox_value *v)
+{
+    if (!v)
+        return NULL;
+    return v->init ? v->init : v->known;
+}
+
+void ox_infer_forget_value(ox_value *v)
+{
+    if (!v)
+        return;
+    ox_tensor_free(v->known);
+    v->known = NULL;
+}

@@ -1,0 +1,1066 @@
+/* The executor core: plans a graph (topological order, a kernel per node,
+ * value slots with liveness so buffers are released after their last use)
+ * and runs it in frames, one per graph invocation, chained to the frame of
+ * the enclosing graph so subgraphs (If/Loop/Scan bodies) see outer values. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnxscope/exec.h"
+
+/* ---- pointer hash map (plan-time lookups only) ------------------------- */
+
+typedef struct pmap {
+    const void **keys;
+    int *vals;
+    size_t cap;   /* power of two, 0 when empty */
+    size_t n;
+} pmap;
+
+static size_t ptr_hash(const void *p)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return (size_t)x;
+}
+
+static bool pmap_put(pmap *m, const void *k, int v)
+{
+    if ((m->n + 1) * 2 > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 64;
+        const void **keys = calloc(cap, sizeof *keys);
+        int *vals = calloc(cap, sizeof *vals);
+        if (!keys || !vals) {
+            free(keys);
+            free(vals);
+            return false;
+        }
+        for (size_t i = 0; i < m->cap; i++) {
+            if (!m->keys[i])
+                continue;
+            size_t j = ptr_hash(m->keys[i]) & (cap - 1);
+            while (keys[j])
+                j = (j + 1) & (cap - 1);
+            keys[j] = m->keys[i];
+            vals[j] = m->vals[i];
+        }
+        free(m->keys);
+        free(m->vals);
+        m->keys = keys;
+        m->vals = vals;
+        m->cap = cap;
+    }
+    size_t j = ptr_hash(k) & (m->cap - 1);
+    while (m->keys[j] && m->keys[j] != k)
+        j = (j + 1) & (m->cap - 1);
+    if (!m->keys[j])
+        m->n++;
+    m->keys[j] = k;
+    m->vals[j] = v;
+    return true;
+}
+
+static int pmap_get(const pmap *m, const void *k)
+{
+    if (!m->cap || !k)
+        return -1;
+    size_t j = ptr_hash(k) & (m->cap - 1);
+    while (m->keys[j]) {
+        if (m->keys[j] == k)
+            return m->vals[j];
+        j = (j + 1) & (m->cap - 1);
+    }
+    return -1;
+}
+
+static void pmap_free(pmap *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- plans ------------------------------------------------------------- */
+
+/* Where a value lives at run time: `depth` frames up the scope chain, in
+ * `slot` of that frame. depth -1 means "omitted" (optional input). */
+typedef struct slot_ref {
+    int depth;
+    int slot;
+} slot_ref;
+
+typedef struct plan_node {
+    const ox_node *node;
+    ox_kernel_fn fn;
+    int64_t opset;
+    int n_in, n_out;
+    slot_ref *in;
+    int *out;             /* slot in this frame, -1 for an omitted output */
+    bool *out_needed;     /* consumed later or a graph output */
+    int *release;         /* slots whose last use is this node */
+    int n_release;
+} plan_node;
+
+typedef struct ox_plan {
+    const ox_graph *graph;
+    int n_slots;
+    const ox_value **slot_value;
+    ox_rval **consts;     /* initializer values, owned by the plan */
+    pmap slots;           /* ox_value* -> slot */
+    int n_nodes;
+    plan_node *nodes;
+    int n_inputs;
+    int *in_slots;        /* graph inputs */
+    int n_outputs;
+    slot_ref *out_refs;   /* graph outputs */
+} ox_plan;
+
+struct ox_exec {
+    ox_model *model;
+    ox_exec_opts opts;
+    ox_thread_pool *pool;
+    ox_plan **plans;      /* main graph first, subgraphs as they are met */
+    int n_plans, cap_plans;
+};
+
+typedef struct frame {
+    struct frame *parent;
+    const ox_plan *plan;
+    ox_rval **vals;
+    unsigned char *owned;
+} frame;
+
+/* Largest single tensor a kernel may allocate; guards against absurd
+ * shapes in hostile or broken models (override: ONNXSCOPE_MAX_TENSOR_BYTES). */
+static size_t max_tensor_bytes(void)
+{
+    static size_t cached;
+    if (!cached) {
+        const char *s = getenv("ONNXSCOPE_MAX_TENSOR_BYTES");
+        unsigned long long v = s ? strtoull(s, NULL, 10) : 0;
+        cached = v ? (size_t)v : ((size_t)8 << 30);
+    }
+    return cached;
+}
+
+static const char *node_label(const ox_node *n)
+{
+    return (n && n->name && n->name[0]) ? n->name : "(unnamed)";
+}
+
+static bool is_defined(const ox_value *v)
+{
+    return v->producer || v->init || v->is_input;
+}
+
+/* The value that actually defines v's name: a subgraph may hold an
+ * unproduced placeholder for an outer-scope name. */
+static const ox_value *canon_value(const ox_value *v)
+{
+    if (!v || is_defined(v) || !v->graph || !v->name)
+        return v;
+    for (const ox_graph *g = v->graph->parent; g; g = g->parent) {
+        ox_value *o = ox_graph_find(g, v->name);
+        if (o && is_defined(o))
+            return o;
+    }
+    return v;
+}
+
+/* Hops from g up to the graph defining v, or -1 if v is not visible. */
+static int scope_depth(const ox_graph *g, const ox_value *v)
+{
+    int d = 0;
+    for (; g; g = g->parent, d++)
+        if (g == v->graph)
+            return d;
+    return -1;
+}
+
+static void plan_free(ox_plan *p)
+{
+    if (!p)
+        return;
+    if (p->consts)
+        for (int i = 0; i < p->n_slots; i++)
+            ox_rval_free(p->consts[i]);
+    free(p->consts);
+    free(p->slot_value);
+    pmap_free(&p->slots);
+    for (int i = 0; i < p->n_nodes; i++) {
+        free(p->nodes[i].in);
+        free(p->nodes[i].out);
+        free(p->nodes[i].out_needed);
+        free(p->nodes[i].release);
+    }
+    free(p->nodes);
+    free(p->in_slots);
+    free(p->out_refs);
+    free(p);
+}
+
+/* Collects values of `owner_graph` used from inside subgraph g (at any
+ * depth): the implicit inputs of the node that owns g. */
+typedef struct vlist {
+    const ox_value **v;
+    int n, cap;
+} vlist;
+
+static bool vlist_push(vlist *l, const ox_value *v)
+{
+    for (int i = 0; i < l->n; i++)
+        if (l->v[i] == v)
+            return true;
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 8;
+        const ox_value **nv = realloc(l->v, (size_t)cap * sizeof *nv);
+        if (!nv)
+            return false;
+        l->v = nv;
+        l->cap = cap;
+    }
+    l->v[l->n++] = v;
+    return true;
+}
+
+static bool collect_outer(const ox_graph *g, const ox_graph *owner_graph,
+                          vlist *out, int depth)
+{
+    if (depth > 64)
+        return true;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ox_node *n = g->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) {
+            const ox_value *v = canon_value(n->inputs[k]);
+            if (v && v->graph == owner_graph && !vlist_push(out, v))
+                return false;
+        }
+        for (int a = 0; a < n->n_attrs; a++) {
+            const ox_attr *at = &n->attrs[a];
+            if (at->type == OX_ATTR_GRAPH && at->g &&
+                !collect_outer(at->g, owner_graph, out, depth + 1))
+                return false;
+            if (at->type == OX_ATTR_GRAPHS)
+                for (int j = 0; j < at->n; j++)
+                    if (at->graphs[j] &&
+                        !collect_outer(at->graphs[j], owner_graph, out, depth + 1))
+                        return false;
+        }
+    }
+    for (int i = 0; i < g->n_outputs; i++) {
+        const ox_value *v = canon_value(g->outputs[i]);
+        if (v && v->graph == owner_graph && !vlist_push(out, v))
+            return false;
+    }
+    return true;
+}
+
+static bool node_implicit_inputs(const ox_node *n, vlist *out)
+{
+    for (int a = 0; a < n->n_attrs; a++) {
+        const ox_attr *at = &n->attrs[a];
+        if (at->type == OX_ATTR_GRAPH && at->g &&
+            !collect_outer(at->g, n->graph, out, 0))
+            return false;
+        if (at->type == OX_ATTR_GRAPHS)
+            for (int j = 0; j < at->n; j++)
+                if (at->graphs[j] && !collect_outer(at->graphs[j], n->graph, out, 0))
+                    return false;
+    }
+    return true;
+}
+
+static ox_plan *find_plan(const ox_exec *e, const ox_graph *g)
+{
+    for (int i = 0; i < e->n_plans; i++)
+        if (e->plans[i]->graph == g)
+            return e->plans[i];
+    return NULL;
+}
+
+static int64_t node_opset(const ox_model *m, const ox_node *n)
+{
+    int64_t v = ox_model_opset(m, n->domain ? n->domain : "");
+    /* A domain the model does not import (seen in hand-made test graphs):
+     * take the newest kernel. */
+    return v < 0 ? 1000 : v;
+}
+
+/* Resolves v, used from graph g, to a slot reference. */
+static ox_status ref_for(const ox_exec *e, const ox_graph *g, const ox_plan *self,
+                         const ox_value *v, slot_ref *r, ox_error *err)
+{
+    v = canon_value(v);
+    if (!v) {
+        r->depth = -1;
+        r->slot = -1;
+        return OX_OK;
+    }
+    int d = scope_depth(g, v);
+    if (d < 0 || !is_defined(v))
+        return ox_errorf(err, OX_EMODEL, "value '%s' is not defined in this scope",
+                         v->name ? v->name : "");
+    const ox_plan *p = self;
+    const ox_graph *pg = g;
+    for (int i = 0; i < d; i++)
+        pg = pg->parent;
+    if (d > 0)
+        p = find_plan(e, pg);
+    int s = p ? pmap_get(&p->slots, v) : -1;
+    if (s < 0)
+        return ox_errorf(err, OX_EMODEL, "value '%s' has no slot in its scope",
+                         v->name ? v->name : "");
+    r->depth = d;
+    r->slot = s;
+    return OX_OK;
+}
+
+/* Kahn's algorithm with a min-heap on the original position, so the
+ * order is the file's order wherever that order is already valid. */
+static ox_status topo_order(const ox_graph *g, const pmap *node_pos, int *order,
+                            ox_error *err)
+{
+    int n = g->n_nodes;
+    int *indeg = calloc((size_t)n + 1, sizeof *indeg);
+    int *heap = calloc((size_t)n + 1, sizeof *heap);
+    /* adjacency: edges producer -> consumer, stored as CSR */
+    int *cnt = calloc((size_t)n + 1, sizeof *cnt);
+    int *edges = NULL;
+    int n_edges = 0, cap_edges = 0;
+    int *esrc = NULL;
+    vlist imp = {0};
+    ox_status st = OX_OK;
+    if (!indeg || !heap || !cnt) {
+        st = ox_errorf(err, OX_ENOMEM, "out of memory planning graph");
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        const ox_node *nd = g->nodes[i];
+        imp.n = 0;
+        if (!node_implicit_inputs(nd, &imp)) {
+            st = ox_errorf(err, OX_ENOMEM, "out of memory planning graph");
+            goto out;
+        }
+        int total = nd->n_inputs + imp.n;
+        for (int k = 0; k < total; k++) {
+            const ox_value *v = k < nd->n_inputs ? canon_value(nd->inputs[k])
+                                                 : imp.v[k - nd->n_inputs];
+            if (!v || !v->producer || v->producer->graph != g)
+                continue;
+            int p = pmap_get(node_pos, v->producer);
+            if (p < 0 || p == i)
+                continue;
+            if (n_edges == cap_edges) {
+                cap_edges = cap_edges ? cap_edges * 2 : 256;
+                int *ne = realloc(edges, (size_t)cap_edges * sizeof *ne);
+                int *ns = realloc(esrc, (size_t)cap_edges * sizeof *ns);
+                if (ne)
+                    edges = ne;
+                if (ns)
+                    esrc = ns;
+                if (!ne || !ns) {
+                    st = ox_errorf(err, OX_ENOMEM, "out of memory planning graph");
+                    goto out;
+                }
+            }
+            esrc[n_edges] = p;
+            edges[n_edges++] = i;
+            indeg[i]++;
+        }
+    }
+    {
+        /* CSR by source */
+        int *start = calloc((size_t)n + 1, sizeof *start);
+        int *adj = calloc(n_edges ? (size_t)n_edges : 1, sizeof *adj);
+        if (!start || !adj) {
+            free(start);
+            free(adj);
+            st = ox_errorf(err, OX_ENOMEM, "out of memory planning graph");
+            goto out;
+        }
+        for (int k = 0; k < n_edges; k++)
+            cnt[esrc[k]]++;
+        for (int i = 0; i < n; i++)
+            start[i + 1] = start[i] + cnt[i];
+        memset(cnt, 0, (size_t)n * sizeof *cnt);
+        for (int k = 0; k < n_edges; k++)
+            adj[start[esrc[k]] + cnt[esrc[k]]++] = edges[k];
+
+        int hn = 0, done = 0;
+        for (int i = 0; i < n; i++) {
+            if (indeg[i] == 0) {
+                /* push i */
+                int c = hn++;
+                heap[c] = i;
+                while (c > 0 && heap[(c - 1) / 2] > heap[c]) {
+                    int t = heap[c]; heap[c] = heap[(c - 1) / 2]; heap[(c - 1) / 2] = t;
+                    c = (c - 1) / 2;
+                }
+            }
+        }
+        while (hn > 0) {
+            int top = heap[0];
+            heap[0] = heap[--hn];
+            for (int c = 0;;) {
+                int l = 2 * c + 1, r = l + 1, m = c;
+                if (l < hn && heap[l] < heap[m]) m = l;
+                if (r < hn && heap[r] < heap[m]) m = r;
+                if (m == c) break;
+                int t = heap[c]; heap[c] = heap[m]; heap[m] = t;
+                c = m;
+            }
+            order[done++] = top;
+            for (int k = start[top]; k < start[top + 1]; k++) {
+                int j = adj[k];
+                if (--indeg[j] == 0) {
+                    int c = hn++;
+                    heap[c] = j;
+                    while (c > 0 && heap[(c - 1) / 2] > heap[c]) {
+                        int t = heap[c]; heap[c] = heap[(c - 1) / 2]; heap[(c - 1) / 2] = t;
+                        c = (c - 1) / 2;
+                    }
+                }
+            }
+        }
+        free(start);
+        free(adj);
+        if (done < n) {
+            for (int i = 0; i < n; i++)
+                if (indeg[i] > 0) {
+                    st = ox_errorf(err, OX_EMODEL, "graph has a cycle through node '%s' (%s)",
+                                   node_label(g->nodes[i]), g->nodes[i]->op_type);
+                    break;
+                }
+        }
+    }
+out:
+    free(indeg);
+    free(heap);
+    free(cnt);
+    free(edges);
+    free(esrc);
+    free(imp.v);
+    return st;
+}
+
+static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_error *err)
+{
+    ox_status st = OX_OK;
+    ox_plan *p = calloc(1, sizeof *p);
+    int *order = NULL, *last_use = NULL;
+    pmap node_pos = {0};
+    vlist imp = {0};
+    if (!p)
+        return ox_errorf(err, OX_ENOMEM, "out of memory planning graph");
+    p->graph = g;
+
+    /* Slots: every value of this scope. */
+    p->n_slots = g->n_values;
+    p->slot_value = calloc((size_t)p->n_slots + 1, sizeof *p->slot_value);
+    p->consts = calloc((size_t)p->n_slots + 1, sizeof *p->consts);
+    if (!p->slot_value || !p->consts)
+        goto oom;
+    for (int i = 0; i < g->n_values; i++) {
+        const ox_value *v = g->values[i];
+        p->slot_value[i] = v;
+        if (!pmap_put(&p->slots, v, i))
+            goto oom;
+        if (v->init) {
+            ox_tensor *t = ox_tensor_share(v->init);
+            p->consts[i] = t ? ox_rval_tensor(t) : NULL;
+            if (!p->consts[i])
+                goto oom;
+        }
+    }
+    /* Register now so that nested lookups during this build see the slots. */
+    (void)e;
+
+    p->n_inputs = g->n_inputs;
+    p->in_slots = calloc((size_t)g->n_inputs + 1, sizeof *p->in_slots);
+    if (!p->in_slots)
+        goto oom;
+    for (int i = 0; i < g->n_inputs; i++) {
+        p->in_slots[i] = pmap_get(&p->slots, g->inputs[i]);
+        if (p->in_slots[i] < 0) {
+            st = ox_errorf(err, OX_EMODEL, "graph input %d is not in its scope", i);
+            goto fail;
+        }
+    }
+
+    /* Order. */
+    order = calloc((size_t)g->n_nodes + 1, sizeof *order);
+    last_use = malloc(((size_t)p->n_slots + 1) * sizeof *last_use);
+    if (!order || !last_use)
+        goto oom;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!pmap_put(&node_pos, g->nodes[i], i))
+            goto oom;
+    st = topo_order(g, &node_pos, order, err);
+    if (st)
+        goto fail;
+
+    p->n_nodes = g->n_nodes;
+    p->nodes = calloc((size_t)g->n_nodes + 1, sizeof *p->nodes);
+    if (!p->nodes)
+        goto oom;
+    for (int s = 0; s < p->n_slots; s++)
+        last_use[s] = -1;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const ox_node *n = g->nodes[order[k]];
+        plan_node *pn = &p->nodes[k];
+        pn->node = n;
+        pn->opset = node_opset(e->model, n);
+        pn->fn = ox_kernel_lookup(n->domain, n->op_type, pn->opset);
+        if (!pn->fn) {
+            const char *dom = (n->domain && n->domain[0]) ? n->domain : "ai.onnx";
+            if (ox_kernel_exists(n->domain, n->op_type))
+                st = ox_errorf(err, OX_EUNSUPPORTED,
+                               "no kernel for %s::%s at opset %lld (node '%s')", dom,
+                               n->op_type, (long long)pn->opset, node_label(n));
+            else
+                st = ox_errorf(err, OX_EUNSUPPORTED, "no kernel for %s::%s (node '%s')",
+                               dom, n->op_type, node_label(n));
+            goto fail;
+        }
+        pn->n_in = n->n_inputs;
+        pn->n_out = n->n_outputs;
+        pn->in = calloc((size_t)n->n_inputs + 1, sizeof *pn->in);
+        pn->out = calloc((size_t)n->n_outputs + 1, sizeof *pn->out);
+        pn->out_needed = calloc((size_t)n->n_outputs + 1, sizeof *pn->out_needed);
+        if (!pn->in || !pn->out || !pn->out_needed)
+            goto oom;
+        for (int i = 0; i < n->n_inputs; i++) {
+            ox_error sub = {0};
+            if (ref_for(e, g, p, n->inputs[i], &pn->in[i], &sub) != OX_OK) {
+                st = ox_errorf(err, sub.status, "node '%s' (%s) input %d: %s",
+                               node_label(n), n->op_type, i, sub.msg);
+                goto fail;
+            }
+            if (pn->in[i].depth == 0)
+                last_use[pn->in[i].slot] = k;
+        }
+        imp.n = 0;
+        if (!node_implicit_inputs(n, &imp))
+            goto oom;
+        for (int i = 0; i < imp.n; i++) {
+            int s = pmap_get(&p->slots, imp.v[i]);
+            if (s >= 0)
+                last_use[s] = k;
+        }
+        for (int i = 0; i < n->n_outputs; i++) {
+            pn->out[i] = n->outputs[i] ? pmap_get(&p->slots, n->outputs[i]) : -1;
+            if (pn->out[i] >= 0 && last_use[pn->out[i]] < k)
+                last_use[pn->out[i]] = k;   /* unused outputs die at once */
+        }
+    }
+    /* Graph outputs live to the end. */
+    p->n_outputs = g->n_outputs;
+    p->out_refs = calloc((size_t)g->n_outputs + 1, sizeof *p->out_refs);
+    if (!p->out_refs)
+        goto oom;
+    for (int i = 0; i < g->n_outputs; i++) {
+        ox_error sub = {0};
+        if (!g->outputs[i] ||
+            ref_for(e, g, p, g->outputs[i], &p->out_refs[i], &sub) != OX_OK) {
+            st = ox_errorf(err, OX_EMODEL, "graph output %d ('%s'): %s", i,
+                           g->outputs[i] && g->outputs[i]->name ? g->outputs[i]->name : "",
+                           sub.msg[0] ? sub.msg : "missing");
+            goto fail;
+        }
+        if (p->out_refs[i].depth == 0)
+            last_use[p->out_refs[i].slot] = g->n_nodes;
+    }
+    /* Release lists, and which outputs someone will read. */
+    for (int s = 0; s < p->n_slots; s++) {
+        int k = last_use[s];
+        if (k >= 0 && k < p->n_nodes)
+            p->nodes[k].n_release++;
+    }
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        pn->release = calloc((size_t)pn->n_release + 1, sizeof *pn->release);
+        if (!pn->release)
+            goto oom;
+        pn->n_release = 0;
+    }
+    for (int s = 0; s < p->n_slots; s++) {
+        int k = last_use[s];
+        if (k >= 0 && k < p->n_nodes) {
+            plan_node *pn = &p->nodes[k];
+            pn->release[pn->n_release++] = s;
+        }
+    }
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        for (int i = 0; i < pn->n_out; i++)
+            pn->out_needed[i] = pn->out[i] >= 0 && last_use[pn->out[i]] > k;
+    }
+    goto done;
+oom:
+    st = ox_errorf(err, OX_ENOMEM, "out of memory planning graph");
+fail:
+    plan_free(p);
+    p = NULL;
+done:
+    free(order);
+    free(last_use);
+    free(imp.v);
+    pmap_free(&node_pos);
+    *out = p;
+    return st;
+}
+
+static ox_status get_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_error *err)
+{
+    ox_plan *p = find_plan(e, g);
+    if (p) {
+        *out = p;
+        return OX_OK;
+    }
+    if (e->n_plans == e->cap_plans) {
+        int cap = e->cap_plans ? e->cap_plans * 2 : 8;
+        ox_plan **np = realloc(e->plans, (size_t)cap * sizeof *np);
+        if (!np)
+            return ox_errorf(err, OX_ENOMEM, "out of memory");
+        e->plans = np;
+        e->cap_plans = cap;
+    }
+    ox_status st = build_plan(e, g, &p, err);
+    if (st)
+        return st;
+    e->plans[e->n_plans++] = p;
+    *out = p;
+    return OX_OK;
+}
+
+/* ---- kernel helpers ------------------------------------------------------ */
+
+const ox_tensor *ox_kernel_in(const ox_kernel_ctx *c, int i)
+{
+    if (!c || i < 0 || i >= c->n_in || !c->in[i] || c->in[i]->kind != OX_RV_TENSOR)
+        return NULL;
+    return c->in[i]->t;
+}
+
+ox_tensor *ox_kernel_output(ox_kernel_ctx *c, int i, ox_dtype dt, int rank,
+                            const int64_t *dims)
+{
+    if (!c || i < 0 || i >= c->n_out) {
+        ox_errorf(c ? c->err : NULL, OX_EINVAL, "output index %d out of range", i);
+        return NULL;
+    }
+    if (rank < 0 || rank > OX_MAX_RANK || (rank > 0 && !dims)) {
+        ox_errorf(c->err, OX_ESHAPE, "output %d: bad rank %d", i, rank);
+        return NULL;
+    }
+    int64_t numel;
+    size_t bytes = 0;
+    if (!ox_shape_numel(rank, dims, &numel) ||
+        (dt != OX_DT_STRING && !ox_dtype_nbytes(dt, numel, &bytes))) {
+        ox_errorf(c->err, OX_ESHAPE, "output %d: invalid shape", i);
+        return NULL;
+    }
+    if (dt == OX_DT_STRING)
+        bytes = (size_t)numel * sizeof(ox_bytes);
+    if (bytes > max_tensor_bytes()) {
+        char buf[128];
+        ox_errorf(c->err, OX_ERANGE, "output %d: %s tensor of %zu bytes exceeds the limit",
+                  i, ox_shape_str(rank, dims, buf, sizeof buf), bytes);
+        return NULL;
+    }
+    ox_tensor *t = ox_tensor_new(dt, rank, dims);
+    if (!t) {
+        ox_errorf(c->err, OX_ENOMEM, "output %d: out of memory", i);
+        return NULL;
+    }
+    ox_rval *v = ox_rval_tensor(t);
+    if (!v) {
+        ox_errorf(c->err, OX_ENOMEM, "output %d: out of memory", i);
+        return NULL;
+    }
+    ox_rval_free(c->out[i]);
+    c->out[i] = v;
+    return t;
+}
+
+void ox_kernel_set_output(ox_kernel_ctx *c, int i, ox_tensor *t)
+{
+    if (!c || i < 0 || i >= c->n_out) {
+        ox_tensor_free(t);
+        return;
+    }
+    ox_rval_free(c->out[i]);
+    c->out[i] = ox_rval_tensor(t);
+}
+
+/* ---- running ------------------------------------------------------------- */
+
+static void frame_free(frame *f)
+{
+    if (!f->vals)
+        return;
+    for (int i = 0; i < f->plan->n_slots; i++)
+        if (f->owned[i])
+            ox_rval_free(f->vals[i]);
+    free(f->vals);
+    free(f->owned);
+    f->vals = NULL;
+}
+
+static ox_status frame_init(frame *f, frame *parent, const ox_plan *p, ox_error *err)
+{
+    f->parent = parent;
+    f->plan = p;
+    f->vals = calloc((size_t)p->n_slots + 1, sizeof *f->vals);
+    f->owned = calloc((size_t)p->n_slots + 1, 1);
+    if (!f->vals || !f->owned) {
+        free(f->vals);
+        free(f->owned);
+        f->vals = NULL;
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    }
+    for (int i = 0; i < p->n_slots; i++)
+        f->vals[i] = p->consts[i];
+    return OX_OK;
+}
+
+static ox_rval *frame_get(const frame *f, slot_ref r)
+{
+    if (r.depth < 0)
+        return NULL;
+    for (int d = 0; d < r.depth && f; d++)
+        f = f->parent;
+    if (!f || r.slot < 0 || r.slot >= f->plan->n_slots)
+        return NULL;
+    return f->vals[r.slot];
+}
+
+static void frame_set(frame *f, int slot, ox_rval *v)
+{
+    if (f->owned[slot])
+        ox_rval_free(f->vals[slot]);
+    f->vals[slot] = v;
+    f->owned[slot] = 1;
+}
+
+static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
+{
+    const ox_plan *p = f->plan;
+    ox_rval *in_small[16], *out_small[16];
+    for (int k = 0; k < p->n_nodes; k++) {
+        const plan_node *pn = &p->nodes[k];
+        ox_rval **in = pn->n_in <= 16 ? in_small : calloc((size_t)pn->n_in, sizeof *in);
+        ox_rval **out = pn->n_out <= 16 ? out_small : calloc((size_t)pn->n_out, sizeof *out);
+        if (!in || !out) {
+            if (in != in_small)
+                free(in);
+            if (out != out_small)
+                free(out);
+            return ox_errorf(err, OX_ENOMEM, "out of memory");
+        }
+        for (int i = 0; i < pn->n_in; i++) {
+            in[i] = frame_get(f, pn->in[i]);
+            if (!in[i] && pn->in[i].depth >= 0) {
+                const ox_value *v = pn->node->inputs[i];
+                ox_status st = ox_errorf(err, OX_EINVAL,
+                                         "node '%s' (%s): input '%s' has no value",
+                                         node_label(pn->node), pn->node->op_type,
+                                         v && v->name ? v->name : "");
+                if (in != in_small)
+                    free(in);
+                if (out != out_small)
+                    free(out);
+                return st;
+            }
+        }
+        for (int i = 0; i < pn->n_out; i++)
+            out[i] = NULL;
+        ox_error kerr = {0};
+        ox_kernel_ctx ctx = {
+            .node = pn->node, .opset = pn->opset, .n_in = pn->n_in, .in = in,
+            .n_out = pn->n_out, .out = out, .exec = e, .pool = e->pool,
+            .err = &kerr, .priv = f,
+        };
+        ox_status st = pn->fn(&ctx);
+        if (st == OX_OK) {
+            for (int i = 0; i < pn->n_out; i++) {
+                if (pn->out_needed[i] && !out[i]) {
+                    st = ox_errorf(&kerr, OX_EINVAL, "kernel produced no value for output %d", i);
+                    break;
+                }
+                /* A kernel must not hand an input back as its output. */
+                for (int j = 0; j < pn->n_in && out[i]; j++)
+                    if (out[i] == in[j]) {
+                        out[i] = ox_rval_clone(in[j]);
+                        if (!out[i])
+                            st = ox_errorf(&kerr, OX_ENOMEM, "out of memory");
+                    }
+            }
+        }
+        if (st != OX_OK) {
+            for (int i = 0; i < pn->n_out; i++)
+                ox_rval_free(out[i]);
+            if (in != in_small)
+                free(in);
+            if (out != out_small)
+                free(out);
+            if (st == OX_ECANCELLED)
+                return ox_errorf(err, st, "%s", kerr.msg);
+            return ox_errorf(err, st, "node '%s' (%s): %s", node_label(pn->node),
+                             pn->node->op_type, kerr.msg[0] ? kerr.msg : ox_strerror(st));
+        }
+        for (int i = 0; i < pn->n_out; i++) {
+            if (pn->out[i] >= 0)
+                frame_set(f, pn->out[i], out[i]);
+            else
+                ox_rval_free(out[i]);
+        }
+        if (in != in_small)
+            free(in);
+        if (out != out_small)
+            free(out);
+        if (!e->opts.keep_intermediates) {
+            for (int r = 0; r < pn->n_release; r++) {
+                int s = pn->release[r];
+                if (f->owned[s]) {
+                    ox_rval_free(f->vals[s]);
+                    f->owned[s] = 0;
+                }
+                f->vals[s] = p->consts[s];
+            }
+        }
+    }
+    return OX_OK;
+}
+
+/* Moves or clones the graph outputs of a finished frame into outputs. */
+static ox_status take_outputs(frame *f, int n_outputs, ox_rval **outputs, ox_error *err)
+{
+    const ox_plan *p = f->plan;
+    for (int i = 0; i < n_outputs; i++)
+        outputs[i] = NULL;
+    for (int i = 0; i < n_outputs && i < p->n_outputs; i++) {
+        slot_ref r = p->out_refs[i];
+        ox_rval *v = frame_get(f, r);
+        if (!v) {
+            const ox_value *gv = p->graph->outputs[i];
+            for (int j = 0; j < i; j++) {
+                ox_rval_free(outputs[j]);
+                outputs[j] = NULL;
+            }
+            return ox_errorf(err, OX_EINVAL, "graph output '%s' was not computed",
+                             gv && gv->name ? gv->name : "");
+        }
+        if (r.depth == 0 && f->owned[r.slot]) {
+            outputs[i] = v;           /* hand over; the frame keeps a borrowed pointer */
+            f->owned[r.slot] = 0;
+        } else {
+            outputs[i] = ox_rval_clone(v);
+            if (!outputs[i]) {
+                for (int j = 0; j < i; j++) {
+                    ox_rval_free(outputs[j]);
+                    outputs[j] = NULL;
+                }
+                return ox_errorf(err, OX_ENOMEM, "out of memory");
+            }
+        }
+    }
+    return OX_OK;
+}
+
+/* Checks a caller-supplied tensor against the declared input type. */
+static ox_status check_input(const ox_value *v, const ox_rval *r, ox_error *err)
+{
+    const ox_type *t = v->type;
+    if (!t || !r)
+        return OX_OK;
+    if (t->kind == OX_TYPE_TENSOR) {
+        if (r->kind != OX_RV_TENSOR)
+            return ox_errorf(err, OX_EINVAL, "input '%s' expects a tensor", v->name);
+        if (t->elem != OX_DT_UNDEFINED && r->t->dtype != t->elem)
+            return ox_errorf(err, OX_EINVAL, "input '%s' expects %s, got %s", v->name,
+                             ox_dtype_name(t->elem), ox_dtype_name(r->t->dtype));
+        if (t->has_shape) {
+            if (t->rank != r->t->rank)
+                return ox_errorf(err, OX_EINVAL, "input '%s' expects rank %d, got %d",
+                                 v->name, t->rank, r->t->rank);
+            for (int d = 0; d < t->rank; d++)
+                if (t->dims[d].value >= 0 && t->dims[d].value != r->t->dims[d])
+                    return ox_errorf(err, OX_EINVAL,
+                                     "input '%s' dim %d expects %lld, got %lld", v->name,
+                                     d, (long long)t->dims[d].value,
+                                     (long long)r->t->dims[d]);
+        }
+    } else if (t->kind == OX_TYPE_SEQUENCE && r->kind != OX_RV_SEQUENCE) {
+        return ox_errorf(err, OX_EINVAL, "input '%s' expects a sequence", v->name);
+    }
+    return OX_OK;
+}
+
+ox_status ox_exec_new(ox_model *m, const ox_exec_opts *opts, ox_exec **out,
+                      ox_error *err)
+{
+    *out = NULL;
+    if (!m || !m->graph)
+        return ox_errorf(err, OX_EINVAL, "no model");
+    ox_exec *e = calloc(1, sizeof *e);
+    if (!e)
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    e->model = m;
+    if (opts)
+        e->opts = *opts;
+    ox_plan *p;
+    ox_status st = get_plan(e, m->graph, &p, err);
+    if (st) {
+        ox_exec_free(e);
+        return st;
+    }
+    int threads = e->opts.threads;
+    if (threads != 1) {
+        e->pool = ox_thread_pool_new(threads);  /* NULL is fine: serial */
+    }
+    *out = e;
+    return OX_OK;
+}
+
+void ox_exec_free(ox_exec *e)
+{
+    if (!e)
+        return;
+    for (int i = 0; i < e->n_plans; i++)
+        plan_free(e->plans[i]);
+    free(e->plans);
+    ox_thread_pool_free(e->pool);
+    free(e);
+}
+
+ox_status ox_exec_run(ox_exec *e, int n_inputs, ox_rval *const *inputs,
+                      int n_outputs, ox_rval **outputs, ox_error *err)
+{
+    if (!e)
+        return ox_errorf(err, OX_EINVAL, "no executor");
+    for (int i = 0; i < n_outputs; i++)
+        outputs[i] = NULL;
+    const ox_plan *p = e->plans[0];
+    const ox_graph *g = p->graph;
+    if (n_inputs > g->n_inputs)
+        return ox_errorf(err, OX_EINVAL, "%d inputs given, the graph has %d", n_inputs,
+                         g->n_inputs);
+    if (n_outputs > g->n_outputs)
+        return ox_errorf(err, OX_EINVAL, "%d outputs asked, the graph has %d", n_outputs,
+                         g->n_outputs);
+    frame f;
+    ox_status st = frame_init(&f, NULL, p, err);
+    if (st)
+        return st;
+    for (int i = 0; i < g->n_inputs; i++) {
+        ox_rval *v = i < n_inputs ? inputs[i] : NULL;
+        if (v) {
+            st = check_input(g->inputs[i], v, err);
+            if (st)
+                goto out;
+            f.vals[p->in_slots[i]] = v;   /* borrowed */
+        } else if (!p->consts[p->in_slots[i]]) {
+            /* Allowed only when nothing reads it: the planner would fail
+             * the node later with a clear message otherwise. */
+            const ox_value *gv = g->inputs[i];
+            if (gv->n_uses > 0 || gv->is_output) {
+                st = ox_errorf(err, OX_EINVAL, "input '%s' was not given", gv->name);
+                goto out;
+            }
+        }
+    }
+    st = run_frame(e, &f, err);
+    if (!st)
+        st = take_outputs(&f, n_outputs, outputs, err);
+out:
+    frame_free(&f);
+    return st;
+}
+
+ox_status ox_exec_subgraph(ox_kernel_ctx *c, const ox_graph *g, int n_inputs,
+                           ox_rval *const *inputs, int n_outputs,
+                           ox_rval **outputs)
+{
+    for (int i = 0; i < n_outputs; i++)
+        outputs[i] = NULL;
+    if (!c || !g)
+        return ox_errorf(c ? c->err : NULL, OX_EINVAL, "no subgraph");
+    if (!c->exec || !c->priv)
+        return ox_errorf(c->err, OX_EUNSUPPORTED,
+                         "subgraphs run only inside an executor");
+    frame *parent = c->priv;
+    if (g->parent && g->parent != parent->plan->graph)
+        return ox_errorf(c->err, OX_EMODEL, "subgraph does not belong to this node's graph");
+    if (n_inputs > g->n_inputs)
+        return ox_errorf(c->err, OX_EINVAL, "subgraph takes %d inputs, %d given",
+                         g->n_inputs, n_inputs);
+    if (n_outputs > g->n_outputs)
+        return ox_errorf(c->err, OX_EINVAL, "subgraph has %d outputs, %d asked",
+                         g->n_outputs, n_outputs);
+    ox_plan *p;
+    ox_status st = get_plan(c->exec, g, &p, c->err);
+    if (st)
+        return st;
+    frame f;
+    st = frame_init(&f, g->parent ? parent : NULL, p, c->err);
+    if (st)
+        return st;
+    for (int i = 0; i < n_inputs; i++)
+        if (inputs[i])
+            f.vals[p->in_slots[i]] = inputs[i];  /* borrowed */
+    st = run_frame(c->exec, &f, c->err);
+    if (!st)
+        st = take_outputs(&f, n_outputs, outputs, c->err);
+    frame_free(&f);
+    return st;
+}
+
+ox_status ox_exec_node(const ox_model *m, const ox_node *n, int n_in,
+                       ox_rval *const *in, int n_out, ox_rval **out,
+                       ox_error *err)
+{
+    for (int i = 0; i < n_out; i++)
+        out[i] = NULL;
+    if (!m || !n)
+        return ox_errorf(err, OX_EINVAL, "no node");
+    int64_t opset = node_opset(m, n);
+    ox_kernel_fn fn = ox_kernel_lookup(n->domain, n->op_type, opset);
+    if (!fn)
+        return ox_errorf(err, OX_EUNSUPPORTED, "no kernel for %s (node '%s')", n->op_type,
+                         node_label(n));
+    ox_error kerr = {0};
+    ox_kernel_ctx ctx = {
+        .node = n, .opset = opset, .n_in = n_in, .in = in, .n_out = n_out,
+        .out = out, .exec = NULL, .pool = NULL, .err = &kerr, .priv = NULL,
+    };
+    ox_status st = fn(&ctx);
+    for (int i = 0; st == OX_OK && i < n_out; i++)
+        for (int j = 0; j < n_in && out[i]; j++)
+            if (out[i] == in[j]) {
+                out[i] = ox_rval_clone(in[j]);
+                if (!out[i])
+                    st = ox_errorf(&kerr, OX_ENOMEM, "out of memory");
+            }
+    if (st) {
+        for (int i = 0; i < n_out; i++) {
+            ox_rval_free(out[i]);
+            out[i] = NULL;
+        }
+        return ox_errorf(err, st, "node '%s' (%s): %s", node_label(n), n->op_type,
+                         kerr.msg[0] ? kerr.msg : ox_strerror(st));
+    }
+    return OX_OK;
+}
+
+const ox_model *ox_exec_model(const ox_exec *e)
+{
+    return e ? e->model : NULL;
+}
+
+ox_thread_pool *ox_exec_pool(const ox_exec *e)
+{
+    return e ? e->pool : NULL;
+}

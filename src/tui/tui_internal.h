@@ -1,0 +1,270 @@
+/* Shared state of the terminal UI: the application struct, the Panel
+ * abstraction (per-panel draw/key handlers returning flags) and the one key
+ * table (X-macro) that drives dispatch, the `?` help screen and docs/TUI.md.
+ * Only src/tui uses curses; the engine below knows nothing about it. */
+#ifndef ONNXSCOPE_TUI_INTERNAL_H
+#define ONNXSCOPE_TUI_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <curses.h>
+
+#include "onnxscope/cost.h"
+#include "onnxscope/infer.h"
+#include "onnxscope/ir.h"
+#include "onnxscope/theme.h"
+
+/* ---- the key table ------------------------------------------------------
+ * X(action, key1, key2, keys shown in help, where, help text)
+ * key values: a character, a KEY_* code or a control code; 0 = none.
+ * `where` names the panel the binding matters in ("global" for all). */
+#define TUI_CTRL(c) ((c) & 0x1f)
+#define TUI_KEYMAP(X)                                                              \
+    X(HELP, '?', KEY_F(1), "? F1", "global", "show this help")                       \
+    X(QUIT, 'q', 0, "q", "global", "quit (closes help/prompt first)")                \
+    X(NEXT_PANEL, '\t', 0, "Tab", "global", "next panel")                            \
+    X(PREV_PANEL, KEY_BTAB, 0, "S-Tab", "global", "previous panel")                  \
+    X(PANEL_1, '1', 0, "1", "global", "Overview")                                    \
+    X(PANEL_2, '2', 0, "2", "global", "Nodes")                                       \
+    X(PANEL_3, '3', 0, "3", "global", "Node detail")                                 \
+    X(PANEL_4, '4', 0, "4", "global", "Initializers")                                \
+    X(PANEL_5, '5', 0, "5", "global", "Inputs/Outputs")                              \
+    X(PANEL_6, '6', 0, "6", "global", "Neighbourhood")                               \
+    X(PANEL_7, '7', 0, "7", "global", "Subgraphs")                                   \
+    X(PANEL_8, '8', 0, "8", "global", "Passes")                                      \
+    X(PANEL_9, '9', 0, "9", "global", "Diff")                                        \
+    X(PANEL_0, '0', 0, "0", "global", "Bench")                                       \
+    X(UP, 'k', KEY_UP, "k Up", "global", "move up")                                  \
+    X(DOWN, 'j', KEY_DOWN, "j Down", "global", "move down")                          \
+    X(LEFT, 'h', KEY_LEFT, "h Left", "global", "move left / previous neighbour")     \
+    X(RIGHT, 'l', KEY_RIGHT, "l Right", "global", "move right / next neighbour")     \
+    X(PGUP, KEY_PPAGE, TUI_CTRL('b'), "PgUp C-b", "global", "page up")               \
+    X(PGDN, KEY_NPAGE, TUI_CTRL('f'), "PgDn C-f", "global", "page down")             \
+    X(HOME, KEY_HOME, 'g', "Home g", "global", "first row")                          \
+    X(END, KEY_END, 'G', "End G", "global", "last row")                              \
+    X(ENTER, '\n', KEY_ENTER, "Enter", "global", "open / follow the edge / enter")   \
+    X(BACK, KEY_BACKSPACE, 127, "Backspace", "global", "go back")                    \
+    X(SEARCH, '/', 0, "/", "global", "search by name or op type")                    \
+    X(NEXT_MATCH, 'n', 0, "n", "global", "next match")                               \
+    X(PREV_MATCH, 'N', 0, "N", "global", "previous match")                           \
+    X(SORT, 'o', 0, "o", "Nodes", "cycle sort: order, MACs, op, name")               \
+    X(FILTER, 'f', 0, "f", "Nodes", "filter by op type (empty clears)")              \
+    X(NEIGH, 'v', 0, "v", "Nodes", "neighbourhood of the selected node")             \
+    X(EDIT, 'e', 0, "e", "Inputs/Outputs", "edit an input shape (re-infers)")        \
+    X(CLEAR, 'c', 0, "c", "Inputs/Outputs", "clear shape overrides")                 \
+    X(TOGGLE, ' ', 0, "Space", "Passes", "toggle the selected pass")                 \
+    X(STEP, 's', 0, "s", "Passes", "apply the next enabled pass (one step)")         \
+    X(RESET, 'r', 0, "r", "Passes", "reset to the original model")                   \
+    X(APPLY_ALL, 'a', 0, "a", "Passes", "apply all enabled passes")                  \
+    X(LEVEL, 'L', 0, "L", "Passes", "cycle level preset: basic, extended, all")      \
+    X(BENCH, 'b', 0, "b", "global", "run the benchmark (Bench panel)")               \
+    X(CANCEL, 27, 0, "Esc", "Bench", "cancel the benchmark / close a prompt")        \
+    X(EXPORT, 'x', 0, "x", "global", "export DOT/SVG/PNG (graph, neighbourhood, diff)") \
+    X(WRITE, 'w', 0, "w", "global", "save the (optimized) model")                    \
+    X(REDRAW, TUI_CTRL('l'), KEY_RESIZE, "C-l", "global", "redraw the screen")
+
+typedef enum {
+    TUI_A_NONE = 0,
+#define X(id, k1, k2, keys, where, help) TUI_A_##id,
+    TUI_KEYMAP(X)
+#undef X
+    TUI_A_COUNT
+} tui_action;
+
+/* Handler result flags (htop style): handlers never draw on keys. */
+enum {
+    TUI_UNHANDLED = 0,
+    TUI_HANDLED = 1 << 0,
+    TUI_REDRAW = 1 << 1,
+    TUI_QUIT = 1 << 2,
+};
+
+/* ---- panels ---------------------------------------------------------------- */
+
+typedef struct tui tui;
+
+typedef enum {
+    TUI_P_OVERVIEW = 0,
+    TUI_P_NODES,
+    TUI_P_DETAIL,
+    TUI_P_INITS,
+    TUI_P_IO,
+    TUI_P_NEIGH,
+    TUI_P_SUBGRAPHS,
+    TUI_P_PASSES,
+    TUI_P_DIFF,
+    TUI_P_BENCH,
+    TUI_P_COUNT
+} tui_panel_id;
+
+/* A panel: list panels give rows/draw_row and get scrolling, selection,
+ * search and the mouse for free; other panels draw themselves. */
+typedef struct tui_panel {
+    const char *title;       /* tab label */
+    int (*rows)(tui *t);                 /* list panels: row count */
+    void (*draw_row)(tui *t, int row, int y, int w, bool sel);
+    const char *(*header)(tui *t, char *buf, int w); /* column header or NULL */
+    bool (*match)(tui *t, int row, const char *q);  /* search */
+    void (*draw)(tui *t, int y0, int h, int w);      /* non-list panels */
+    int (*key)(tui *t, tui_action a);                /* panel keys first */
+    int (*footer_lines)(tui *t);                     /* lines reserved below the list */
+    void (*draw_footer)(tui *t, int y0, int h, int w);
+    int sel, top;
+} tui_panel;
+
+/* ---- colours (semantic slots only) ------------------------------------------ */
+
+typedef struct tui_row_cache {
+    ox_node *node;
+    int64_t macs;
+    bool known;
+} tui_row_cache;
+
+typedef enum { TUI_SORT_ORDER = 0, TUI_SORT_MACS, TUI_SORT_OP, TUI_SORT_NAME, TUI_SORT_COUNT } tui_sort;
+
+/* A line of the node detail view; target is where Enter goes. */
+typedef struct tui_line {
+    char *text;
+    int slot;         /* ox_theme_slot */
+    ox_node *target;
+    ox_value *value;  /* for value lines (initializer jump) */
+} tui_line;
+
+typedef enum { TUI_PROMPT_NONE = 0, TUI_PROMPT_SEARCH, TUI_PROMPT_FILTER, TUI_PROMPT_SHAPE,
+               TUI_PROMPT_EXPORT, TUI_PROMPT_SAVE, TUI_PROMPT_CONFIRM } tui_prompt_kind;
+
+typedef struct tui_bench_result {
+    bool done, ok, cancelled;
+    int iters;
+    double p50, p90, p99, mean, min, max;   /* ms */
+    double p50_b, p90_b, p99_b, mean_b;     /* second model when compared */
+    bool compared;
+    double max_abs_err;
+    char msg[256];
+} tui_bench_result;
+
+struct tui {
+    /* model side */
+    char *path;
+    ox_model *orig;        /* as loaded */
+    ox_model *cur;         /* what is shown: orig, or the optimized copy */
+    ox_graph *graph;       /* graph being browsed (main or a subgraph body) */
+    ox_graph *gstack[32];
+    int gdepth;
+    ox_model_cost cost;
+    ox_infer_opts iopts;   /* shape overrides, re-applied on edit */
+    ox_infer_stats istats;
+
+    /* node list of the current graph */
+    tui_row_cache *rc;
+    int n_rc;
+    int64_t sum_macs;
+    int *order;            /* filtered, sorted view: indexes into rc */
+    int n_order;
+    tui_sort sort;
+    char filter[64];
+
+    /* detail */
+    ox_node *detail;
+    ox_node *hist[64];
+    int n_hist;
+    tui_line *lines;
+    int n_lines;
+
+    /* neighbourhood */
+    ox_node *neigh;
+    int neigh_sel;         /* index into producers then consumers */
+
+    /* initializers of the current graph */
+    ox_value **inits;
+    int n_inits;
+    const ox_value *stats_for;
+    bool stats_ok;
+    double st_min, st_max, st_mean, st_std, st_zero;
+    int64_t st_nan, st_inf;
+
+    /* subgraphs: (node, graph) pairs of the current graph */
+    ox_node **sg_node;
+    ox_graph **sg_graph;
+    char **sg_attr;
+    int n_sg;
+
+    /* UI */
+    tui_panel panels[TUI_P_COUNT];
+    int cur_panel;
+    bool help;
+    int help_top;
+    bool ascii, color;
+    ox_theme theme;
+    int attr[OX_SLOT_COUNT];   /* curses attributes per slot */
+    char status[256];
+    int status_slot;
+    char search[64];
+    tui_prompt_kind prompt;
+    tui_prompt_kind confirm_for;
+    char pbuf[512];
+    int plen;
+    char pending_path[512];
+    int export_scope;      /* 0 graph, 1 neighbourhood, 2 diff */
+
+    /* bench worker */
+    pthread_t bench_thread;
+    bool bench_running;
+    atomic_int bench_cancel;
+    atomic_int bench_progress;   /* 0..1000 */
+    atomic_int bench_finished;
+    ox_model *bench_a, *bench_b;
+    tui_bench_result bench;
+    int bench_iters;
+
+    /* timing log */
+    FILE *timing;
+};
+
+/* tui_draw.c */
+void tui_colors_init(tui *t);
+int tui_slot_attr(const tui *t, int slot);
+/* Writes s at (y,x) clipped to w columns (UTF-8 aware); returns columns used. */
+int tui_put(int y, int x, int w, int slot, const tui *t, const char *s);
+int tui_putf(int y, int x, int w, int slot, const tui *t, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+void tui_fill(int y, int x, int w, int slot, const tui *t);
+void tui_progress(tui *t, int y, int x, int w, double frac);
+const char *tui_hline(const tui *t);  /* box-drawing pieces, ASCII in ascii mode */
+const char *tui_vline(const tui *t);
+const char *tui_corner(const tui *t, int which); /* 0 tl 1 tr 2 bl 3 br 4 tee-down 5 tee-up */
+int tui_utf8_cols(const char *s);
+
+/* tui_model.c: model-side state derived for the views */
+ox_status tui_model_refresh(tui *t, ox_error *err);  /* costs, rows, inits, subgraphs */
+void tui_model_resort(tui *t);
+void tui_model_free_views(tui *t);
+ox_status tui_apply_shape(tui *t, const char *input, const char *shape, ox_error *err);
+void tui_clear_shapes(tui *t, ox_error *err);
+const char *tui_node_label(const ox_node *n, char *buf, size_t len);
+const char *tui_out_shapes(const ox_node *n, char *buf, size_t len);
+const char *tui_value_type(const ox_value *v, char *buf, size_t len);
+void tui_detail_build(tui *t);
+void tui_goto_node(tui *t, ox_node *n, bool push);
+int tui_node_row(tui *t, const ox_node *n); /* position in the order, or -1 */
+void tui_compute_stats(tui *t, const ox_value *v);
+
+/* tui_panels.c */
+void tui_panels_init(tui *t);
+
+/* tui_bench.c */
+void tui_bench_start(tui *t);
+void tui_bench_cancel(tui *t);
+void tui_bench_poll(tui *t);
+void tui_bench_draw(tui *t, int y0, int h, int w);
+
+/* tui_main.c */
+void tui_set_status(tui *t, int slot, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void tui_switch(tui *t, int panel);
+
+#endif

@@ -1,0 +1,469 @@
+/* The model side of the TUI, without curses: per-node rows (MACs) of the
+ * graph being browsed with their sorted/filtered order, initializer and
+ * subgraph lists, the node detail lines, shape overrides that re-run
+ * inference, and initializer statistics computed lazily for one tensor. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "onnxscope/profile.h"
+#include "onnxscope/tensor.h"
+#include "tui/tui_internal.h"
+
+const char *tui_node_label(const ox_node *n, char *buf, size_t len)
+{
+    if (n->name && n->name[0])
+        snprintf(buf, len, "%s", n->name);
+    else
+        snprintf(buf, len, "%s_%d", n->op_type ? n->op_type : "?", n->index);
+    return buf;
+}
+
+const char *tui_value_type(const ox_value *v, char *buf, size_t len)
+{
+    if (!v || !v->type)
+        return snprintf(buf, len, "?"), buf;
+    return ox_type_str(v->type, buf, len);
+}
+
+/* "1x64x56x56, 1x10"; '?' for unknown dims. */
+const char *tui_out_shapes(const ox_node *n, char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n->n_outputs && off + 2 < len; i++) {
+        const ox_value *v = n->outputs[i];
+        if (!v)
+            continue;
+        if (off)
+            off += (size_t)snprintf(buf + off, len - off, ", ");
+        const ox_type *ty = v->type;
+        if (off >= len)
+            break;
+        if (!ty || ty->kind != OX_TYPE_TENSOR || !ty->has_shape) {
+            off += (size_t)snprintf(buf + off, len - off, "?");
+        } else if (ty->rank == 0) {
+            off += (size_t)snprintf(buf + off, len - off, "scalar");
+        } else {
+            for (int d = 0; d < ty->rank && off < len; d++) {
+                const ox_dim *dm = &ty->dims[d];
+                if (dm->value >= 0)
+                    off += (size_t)snprintf(buf + off, len - off, "%s%lld", d ? "x" : "",
+                                            (long long)dm->value);
+                else
+                    off += (size_t)snprintf(buf + off, len - off, "%s%s", d ? "x" : "",
+                                            dm->param ? dm->param : "?");
+            }
+        }
+        if (off >= len)
+            break;
+    }
+    return buf;
+}
+
+void tui_model_free_views(tui *t)
+{
+    free(t->rc);
+    free(t->order);
+    free(t->inits);
+    free(t->sg_node);
+    free(t->sg_graph);
+    free(t->sg_attr);
+    t->rc = NULL;
+    t->order = NULL;
+    t->inits = NULL;
+    t->sg_node = NULL;
+    t->sg_graph = NULL;
+    t->sg_attr = NULL;
+    t->n_rc = t->n_order = t->n_inits = t->n_sg = 0;
+    for (int i = 0; i < t->n_lines; i++)
+        free(t->lines[i].text);
+    free(t->lines);
+    t->lines = NULL;
+    t->n_lines = 0;
+}
+
+static tui *sort_ctx;  /* qsort has no context argument; sorting is single-threaded */
+
+static int cmp_rows(const void *a, const void *b)
+{
+    const tui_row_cache *ra = &sort_ctx->rc[*(const int *)a];
+    const tui_row_cache *rb = &sort_ctx->rc[*(const int *)b];
+    int c = 0;
+    switch (sort_ctx->sort) {
+    case TUI_SORT_MACS: c = ra->macs < rb->macs ? 1 : ra->macs > rb->macs ? -1 : 0; break;
+    case TUI_SORT_OP: c = strcmp(ra->node->op_type, rb->node->op_type); break;
+    case TUI_SORT_NAME: {
+        char x[256], y[256];
+        c = strcmp(tui_node_label(ra->node, x, sizeof x), tui_node_label(rb->node, y, sizeof y));
+        break;
+    }
+    default: break;
+    }
+    if (c)
+        return c;
+    return *(const int *)a - *(const int *)b;
+}
+
+void tui_model_resort(tui *t)
+{
+    const ox_node *keep = NULL;
+    tui_panel *p = &t->panels[TUI_P_NODES];
+    if (t->n_order && p->sel >= 0 && p->sel < t->n_order)
+        keep = t->rc[t->order[p->sel]].node;
+    t->n_order = 0;
+    for (int i = 0; i < t->n_rc; i++) {
+        if (t->filter[0] && strcasecmp(t->rc[i].node->op_type, t->filter) != 0)
+            continue;
+        t->order[t->n_order++] = i;
+    }
+    if (t->sort != TUI_SORT_ORDER) {
+        sort_ctx = t;
+        qsort(t->order, (size_t)t->n_order, sizeof *t->order, cmp_rows);
+    }
+    p->sel = 0;
+    p->top = 0;
+    if (keep) {
+        int r = tui_node_row(t, keep);
+        if (r >= 0)
+            p->sel = r;
+    }
+}
+
+int tui_node_row(tui *t, const ox_node *n)
+{
+    for (int i = 0; i < t->n_order; i++)
+        if (t->rc[t->order[i]].node == n)
+            return i;
+    return -1;
+}
+
+/* Appends every (node, attribute graph) pair of g's own nodes. */
+static void collect_subgraphs(tui *t, ox_graph *g)
+{
+    int cap = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        ox_node *n = g->nodes[i];
+        for (int a = 0; a < n->n_attrs; a++) {
+            ox_attr *at = &n->attrs[a];
+            int cnt = at->type == OX_ATTR_GRAPH ? (at->g ? 1 : 0)
+                      : at->type == OX_ATTR_GRAPHS ? at->n : 0;
+            for (int k = 0; k < cnt; k++) {
+                ox_graph *body = at->type == OX_ATTR_GRAPH ? at->g : at->graphs[k];
+                if (!body)
+                    continue;
+                if (t->n_sg == cap) {
+                    cap = cap ? cap * 2 : 16;
+                    ox_node **nn = realloc(t->sg_node, (size_t)cap * sizeof *nn);
+                    if (nn)
+                        t->sg_node = nn;
+                    ox_graph **gg = realloc(t->sg_graph, (size_t)cap * sizeof *gg);
+                    if (gg)
+                        t->sg_graph = gg;
+                    char **aa = realloc(t->sg_attr, (size_t)cap * sizeof *aa);
+                    if (aa)
+                        t->sg_attr = aa;
+                    if (!nn || !gg || !aa)
+                        return;
+                }
+                t->sg_node[t->n_sg] = n;
+                t->sg_graph[t->n_sg] = body;
+                t->sg_attr[t->n_sg] = at->name;
+                t->n_sg++;
+            }
+        }
+    }
+}
+
+ox_status tui_model_refresh(tui *t, ox_error *err)
+{
+    ox_node *keep_detail = t->detail;
+    tui_model_free_views(t);
+    ox_graph *g = t->graph;
+    if (ox_model_cost_compute(t->cur, &t->cost, err) != OX_OK)
+        return err ? err->status : OX_ENOMEM;
+    t->rc = calloc((size_t)g->n_nodes + 1, sizeof *t->rc);
+    t->order = calloc((size_t)g->n_nodes + 1, sizeof *t->order);
+    if (!t->rc || !t->order)
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    t->sum_macs = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        ox_cost c;
+        ox_node_cost(g->nodes[i], &c);
+        t->rc[i].node = g->nodes[i];
+        t->rc[i].macs = c.macs;
+        t->rc[i].known = c.known;
+        t->sum_macs += c.macs;
+    }
+    t->n_rc = g->n_nodes;
+    tui_model_resort(t);
+    int ni = 0;
+    for (int i = 0; i < g->n_values; i++)
+        if (g->values[i]->init)
+            ni++;
+    t->inits = calloc((size_t)ni + 1, sizeof *t->inits);
+    if (!t->inits)
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    for (int i = 0; i < g->n_values; i++)
+        if (g->values[i]->init)
+            t->inits[t->n_inits++] = g->values[i];
+    t->stats_for = NULL;
+    collect_subgraphs(t, g);
+    /* The detail view survives a refresh only if its node is still here. */
+    t->detail = NULL;
+    if (keep_detail)
+        for (int i = 0; i < g->n_nodes; i++)
+            if (g->nodes[i] == keep_detail)
+                t->detail = keep_detail;
+    if (!t->detail && g->n_nodes > 0)
+        t->detail = g->nodes[0];
+    if (t->neigh) {
+        bool found = false;
+        for (int i = 0; i < g->n_nodes && !found; i++)
+            found = g->nodes[i] == t->neigh;
+        if (!found)
+            t->neigh = NULL;
+    }
+    if (!t->neigh && g->n_nodes > 0)
+        t->neigh = g->nodes[0];
+    t->n_hist = 0;
+    tui_detail_build(t);
+    return OX_OK;
+}
+
+static void reinfer(tui *t, ox_error *err)
+{
+    t->iopts.reset = true;
+    memset(&t->istats, 0, sizeof t->istats);
+    t->iopts.stats = &t->istats;
+    ox_infer_model(t->cur, &t->iopts, err);
+    if (t->cur != t->orig)
+        ox_infer_model(t->orig, &t->iopts, NULL);
+}
+
+ox_status tui_apply_shape(tui *t, const char *input, const char *shape, ox_error *err)
+{
+    char arg[600];
+    snprintf(arg, sizeof arg, "%s=%s", input, shape);
+    /* Replace an earlier override of the same input. */
+    ox_infer_opts fresh = {0};
+    for (int i = 0; i < t->iopts.n_shapes; i++) {
+        if (strcmp(t->iopts.shapes[i].name, input) == 0)
+            continue;
+        char old[600];
+        int off = snprintf(old, sizeof old, "%s=", t->iopts.shapes[i].name);
+        const ox_shape_override *o = &t->iopts.shapes[i];
+        if (o->rank == 0)
+            snprintf(old + off, sizeof old - (size_t)off, "scalar");
+        for (int d = 0; d < o->rank && off < (int)sizeof old - 24; d++) {
+            if (o->dims[d] >= 0)
+                off += snprintf(old + off, sizeof old - (size_t)off, "%s%lld", d ? "x" : "",
+                                (long long)o->dims[d]);
+            else
+                off += snprintf(old + off, sizeof old - (size_t)off, "%s%s", d ? "x" : "",
+                                o->params[d] ? o->params[d] : "?");
+        }
+        ox_infer_opts_add_shape(&fresh, old, NULL);
+    }
+    if (ox_infer_opts_add_shape(&fresh, arg, err) != OX_OK) {
+        ox_infer_opts_free(&fresh);
+        return err->status;
+    }
+    /* Validate on the model before committing: an unknown name is refused. */
+    ox_infer_opts_free(&t->iopts);
+    t->iopts = fresh;
+    ox_error e2 = {0};
+    reinfer(t, &e2);
+    ox_status st = e2.status;
+    if (st != OX_OK && err)
+        *err = e2;
+    ox_error e3 = {0};
+    tui_model_refresh(t, &e3);
+    return st;
+}
+
+void tui_clear_shapes(tui *t, ox_error *err)
+{
+    ox_infer_opts_free(&t->iopts);
+    memset(&t->iopts, 0, sizeof t->iopts);
+    reinfer(t, err);
+    tui_model_refresh(t, err);
+}
+
+static void add_line(tui *t, int *cap, int slot, ox_node *target, ox_value *v,
+                     const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static void add_line(tui *t, int *cap, int slot, ox_node *target, ox_value *v,
+                     const char *fmt, ...)
+{
+    if (t->n_lines == *cap) {
+        int nc = *cap ? *cap * 2 : 32;
+        tui_line *nl = realloc(t->lines, (size_t)nc * sizeof *nl);
+        if (!nl)
+            return;
+        t->lines = nl;
+        *cap = nc;
+    }
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    tui_line *l = &t->lines[t->n_lines];
+    l->text = ox_strdup(buf);
+    if (!l->text)
+        return;
+    l->slot = slot;
+    l->target = target;
+    l->value = v;
+    t->n_lines++;
+}
+
+static void attr_str(const ox_attr *a, char *buf, size_t len)
+{
+    size_t off = 0;
+    switch (a->type) {
+    case OX_ATTR_FLOAT: snprintf(buf, len, "%g", (double)a->f); break;
+    case OX_ATTR_INT: snprintf(buf, len, "%lld", (long long)a->i); break;
+    case OX_ATTR_STRING: snprintf(buf, len, "\"%.*s\"", (int)(a->s.len > 200 ? 200 : a->s.len),
+                                  a->s.data ? a->s.data : ""); break;
+    case OX_ATTR_INTS:
+    case OX_ATTR_FLOATS:
+        off += (size_t)snprintf(buf, len, "[");
+        for (int i = 0; i < a->n && off + 24 < len; i++) {
+            if (a->type == OX_ATTR_INTS)
+                off += (size_t)snprintf(buf + off, len - off, "%s%lld", i ? "," : "",
+                                        (long long)a->ints[i]);
+            else
+                off += (size_t)snprintf(buf + off, len - off, "%s%g", i ? "," : "",
+                                        (double)a->floats[i]);
+        }
+        snprintf(buf + off, len - off, "%s]", off + 24 >= len ? "..." : "");
+        break;
+    case OX_ATTR_TENSOR:
+        if (a->t) {
+            char sb[128];
+            snprintf(buf, len, "tensor %s[%s]", ox_dtype_name(a->t->dtype),
+                     ox_shape_str(a->t->rank, a->t->dims, sb, sizeof sb));
+        } else {
+            snprintf(buf, len, "tensor");
+        }
+        break;
+    case OX_ATTR_GRAPH: snprintf(buf, len, "graph (%d nodes)", a->g ? a->g->n_nodes : 0); break;
+    case OX_ATTR_GRAPHS: snprintf(buf, len, "%d graphs", a->n); break;
+    case OX_ATTR_STRINGS: snprintf(buf, len, "%d strings", a->n); break;
+    default: snprintf(buf, len, "(type %d)", (int)a->type); break;
+    }
+}
+
+void tui_detail_build(tui *t)
+{
+    for (int i = 0; i < t->n_lines; i++)
+        free(t->lines[i].text);
+    free(t->lines);
+    t->lines = NULL;
+    t->n_lines = 0;
+    int cap = 0;
+    ox_node *n = t->detail;
+    if (!n)
+        return;
+    char lb[256], tb[256], ab[512];
+    ox_cost c;
+    ox_node_cost(n, &c);
+    char mb[32];
+    add_line(t, &cap, OX_SLOT_UI_HEADER, NULL, NULL, "#%d  %s  %s%s%s", n->index, n->op_type,
+             tui_node_label(n, lb, sizeof lb), n->domain && n->domain[0] ? "  domain " : "",
+             n->domain ? n->domain : "");
+    add_line(t, &cap, OX_SLOT_UI_NORMAL, NULL, NULL, "MACs %s   params %lld   category %s",
+             ox_fmt_count(c.macs, c.known, mb, sizeof mb), (long long)c.params,
+             ox_opcat_name(ox_op_category(n->op_type)));
+    add_line(t, &cap, OX_SLOT_UI_HEADER, NULL, NULL, "Inputs (Enter follows to the producer)");
+    for (int i = 0; i < n->n_inputs; i++) {
+        ox_value *v = n->inputs[i];
+        if (!v) {
+            add_line(t, &cap, OX_SLOT_UI_DIM, NULL, NULL, "  in%d  (omitted)", i);
+            continue;
+        }
+        const char *from = v->init ? "initializer" : v->is_input ? "graph input" : NULL;
+        if (v->producer)
+            add_line(t, &cap, OX_SLOT_UI_NORMAL, v->producer, v, "  in%d  %s  %s  <- %s %s", i,
+                     v->name, tui_value_type(v, tb, sizeof tb), v->producer->op_type,
+                     tui_node_label(v->producer, lb, sizeof lb));
+        else
+            add_line(t, &cap, OX_SLOT_UI_NORMAL, NULL, v, "  in%d  %s  %s  (%s)", i, v->name,
+                     tui_value_type(v, tb, sizeof tb), from ? from : "outer scope");
+    }
+    add_line(t, &cap, OX_SLOT_UI_HEADER, NULL, NULL, "Outputs (Enter follows to a consumer)");
+    for (int i = 0; i < n->n_outputs; i++) {
+        ox_value *v = n->outputs[i];
+        if (!v)
+            continue;
+        add_line(t, &cap, OX_SLOT_UI_NORMAL, NULL, v, "  out%d %s  %s%s", i, v->name,
+                 tui_value_type(v, tb, sizeof tb), v->is_output ? "  (graph output)" : "");
+        for (int u = 0; u < v->n_uses; u++) {
+            ox_node *cn = v->uses[u].node;
+            if (!cn)
+                continue;
+            add_line(t, &cap, OX_SLOT_UI_NORMAL, cn, v, "        -> %s %s", cn->op_type,
+                     tui_node_label(cn, lb, sizeof lb));
+        }
+    }
+    if (n->n_attrs) {
+        add_line(t, &cap, OX_SLOT_UI_HEADER, NULL, NULL, "Attributes");
+        for (int i = 0; i < n->n_attrs; i++) {
+            attr_str(&n->attrs[i], ab, sizeof ab);
+            add_line(t, &cap, OX_SLOT_UI_NORMAL, NULL, NULL, "  %s = %s", n->attrs[i].name, ab);
+        }
+    }
+    if (n->doc_string && n->doc_string[0])
+        add_line(t, &cap, OX_SLOT_UI_DIM, NULL, NULL, "doc: %.300s", n->doc_string);
+}
+
+void tui_goto_node(tui *t, ox_node *n, bool push)
+{
+    if (!n)
+        return;
+    if (push && t->detail && t->detail != n) {
+        if (t->n_hist == (int)(sizeof t->hist / sizeof *t->hist)) {
+            memmove(t->hist, t->hist + 1, sizeof t->hist - sizeof *t->hist);
+            t->n_hist--;
+        }
+        t->hist[t->n_hist++] = t->detail;
+    }
+    t->detail = n;
+    t->neigh = n;
+    t->neigh_sel = 0;
+    tui_detail_build(t);
+    tui_panel *p = &t->panels[TUI_P_DETAIL];
+    p->sel = 0;
+    p->top = 0;
+    /* The first followable line is the natural place for the cursor. */
+    for (int i = 0; i < t->n_lines; i++)
+        if (t->lines[i].target) {
+            p->sel = i;
+            break;
+        }
+    int r = tui_node_row(t, n);
+    if (r >= 0)
+        t->panels[TUI_P_NODES].sel = r;
+}
+
+void tui_compute_stats(tui *t, const ox_value *v)
+{
+    if (t->stats_for == v)
+        return;
+    t->stats_for = v;
+    ox_tensor_stats st;
+    memset(&st, 0, sizeof st);
+    t->stats_ok = v && v->init && v->init->dtype != OX_DT_STRING && v->init->numel > 0 &&
+                  ox_tensor_stats_compute(v->init, &st);
+    t->st_min = st.min;
+    t->st_max = st.max;
+    t->st_mean = st.mean;
+    t->st_std = st.std;
+    t->st_zero = st.zero_frac;
+    t->st_nan = st.nan_count;
+    t->st_inf = st.inf_count;
+}

@@ -1,0 +1,828 @@
+/* The panels of the TUI: each one a table entry of draw and key handlers
+ * (list panels only draw the visible rows: a 100k-node graph costs one
+ * screenful per frame). Handlers change state and return flags; the main
+ * loop decides when to repaint. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "onnxscope/profile.h"
+#include "tui/tui_internal.h"
+
+static const char *graph_path(tui *t, char *buf, size_t len)
+{
+    size_t off = (size_t)snprintf(buf, len, "main");
+    for (int i = 1; i <= t->gdepth && off < len; i++) {
+        const ox_graph *g = i < t->gdepth ? t->gstack[i] : t->graph;
+        off += (size_t)snprintf(buf + off, len - off, " > %s", g->name ? g->name : "body");
+    }
+    return buf;
+}
+
+/* ---- Overview --------------------------------------------------------- */
+
+typedef struct op_count {
+    const char *op;
+    int n;
+} op_count;
+
+static int cmp_opc(const void *a, const void *b)
+{
+    const op_count *x = a, *y = b;
+    if (x->n != y->n)
+        return y->n - x->n;
+    return strcmp(x->op, y->op);
+}
+
+static void overview_draw(tui *t, int y0, int h, int w)
+{
+    const ox_model *m = t->cur;
+    const ox_model_cost *c = &t->cost;
+    char a[64], b[64], d[64], e[64], pb[256];
+    int y = y0, end = y0 + h;
+    int lw = 14;
+    int vw = w - lw - 2;
+#define ROW(label, ...)                                                \
+    do {                                                               \
+        if (y < end) {                                                 \
+            tui_put(y, 1, lw, OX_SLOT_UI_HEADER, t, label);            \
+            tui_putf(y, lw + 1, vw, OX_SLOT_UI_NORMAL, t, __VA_ARGS__); \
+        }                                                              \
+        y++;                                                           \
+    } while (0)
+    ROW("File", "%s  (%s)", t->path, ox_fmt_bytes((int64_t)m->file_size, true, a, sizeof a));
+    ROW("Producer", "%s %s   IR version %lld   model version %lld",
+        m->producer_name && m->producer_name[0] ? m->producer_name : "(none)",
+        m->producer_version ? m->producer_version : "", (long long)m->ir_version,
+        (long long)m->model_version);
+    char ops[256];
+    size_t off = 0;
+    ops[0] = 0;
+    for (int i = 0; i < m->n_opsets && off + 40 < sizeof ops; i++)
+        off += (size_t)snprintf(ops + off, sizeof ops - off, "%s%s %lld", i ? ", " : "",
+                                m->opsets[i].domain && m->opsets[i].domain[0]
+                                    ? m->opsets[i].domain : "ai.onnx",
+                                (long long)m->opsets[i].version);
+    ROW("Opsets", "%s", ops);
+    ROW("Graph", "%s   %d nodes (%d with subgraphs)   %d initializers",
+        graph_path(t, pb, sizeof pb), t->graph->n_nodes,
+        ox_graph_count_nodes(m->graph, true), t->n_inits);
+    ROW("Params", "%s   (%s deduplicated)", ox_fmt_count(c->params, true, a, sizeof a),
+        ox_fmt_count(c->params_dedup, true, b, sizeof b));
+    ROW("Weights", "%s", ox_fmt_bytes(c->weights_bytes, true, a, sizeof a));
+    ROW("MACs", "%s   FLOPs %s%s", ox_fmt_count(c->macs, true, a, sizeof a),
+        ox_fmt_count(c->flops, true, b, sizeof b),
+        c->known ? "" : "   (some nodes unknown)");
+    ROW("Peak activ.", "%s   memory total %s%s",
+        ox_fmt_bytes(c->peak_activation_bytes, c->peak_known, d, sizeof d),
+        ox_fmt_bytes(c->memory_bytes, c->peak_known, e, sizeof e),
+        c->peak_known ? "" : "   (dynamic shapes: set them in panel 5)");
+    y++;
+    const ox_graph *g = m->graph;
+    for (int i = 0; i < g->n_inputs && y < end - 4; i++) {
+        if (g->inputs[i]->init)
+            continue;
+        ROW(i == 0 ? "Inputs" : "", "%s  %s", g->inputs[i]->name,
+            tui_value_type(g->inputs[i], a, sizeof a));
+    }
+    for (int i = 0; i < g->n_outputs && y < end - 3; i++)
+        ROW(i == 0 ? "Outputs" : "", "%s  %s", g->outputs[i]->name,
+            tui_value_type(g->outputs[i], a, sizeof a));
+    /* Op histogram of the browsed graph, most frequent first. */
+    op_count *oc = calloc((size_t)t->n_rc + 1, sizeof *oc);
+    int n_oc = 0;
+    for (int i = 0; oc && i < t->n_rc; i++) {
+        const char *op = t->rc[i].node->op_type;
+        int k = 0;
+        for (; k < n_oc; k++)
+            if (strcmp(oc[k].op, op) == 0)
+                break;
+        if (k == n_oc) {
+            if (n_oc >= 256)
+                continue;
+            oc[n_oc].op = op;
+            n_oc++;
+        }
+        oc[k].n++;
+    }
+    if (oc) {
+        qsort(oc, (size_t)n_oc, sizeof *oc, cmp_opc);
+        char hist[1024];
+        off = 0;
+        hist[0] = 0;
+        for (int k = 0; k < n_oc && off + 40 < sizeof hist; k++)
+            off += (size_t)snprintf(hist + off, sizeof hist - off, "%s%s %d", k ? "  " : "",
+                                    oc[k].op, oc[k].n);
+        if (y < end) {
+            tui_put(y, 1, lw, OX_SLOT_UI_HEADER, t, "Ops");
+            /* wrap the histogram over the remaining lines */
+            const char *p = hist;
+            while (*p && y < end) {
+                int len = (int)strlen(p);
+                int take = len < vw ? len : vw;
+                if (take < len)
+                    while (take > 0 && p[take] != ' ')
+                        take--;
+                if (take <= 0)
+                    take = len < vw ? len : vw;
+                char line[512];
+                snprintf(line, sizeof line, "%.*s", take, p);
+                tui_put(y++, lw + 1, vw, OX_SLOT_UI_NORMAL, t, line);
+                p += take;
+                while (*p == ' ')
+                    p++;
+            }
+        }
+        free(oc);
+    }
+    if (y < end && (t->istats.unknown_ops || t->istats.failed))
+        tui_putf(y++, 1, w - 2, OX_SLOT_UI_WARNING, t,
+                 "inference: %d unknown ops, %d failed%s%s", t->istats.unknown_ops,
+                 t->istats.failed, t->istats.first_problem[0] ? ": " : "",
+                 t->istats.first_problem);
+#undef ROW
+}
+
+/* ---- Nodes ------------------------------------------------------------- */
+
+static int nodes_rows(tui *t)
+{
+    return t->n_order;
+}
+
+static void nodes_cols(int w, int *name_w, int *shape_w)
+{
+    /* "index op name shapes MACs %" with the name taking what is left */
+    int fixed = 7 + 17 + 9 + 7;
+    int rest = w - fixed;
+    *shape_w = rest > 60 ? rest / 3 : rest / 2;
+    if (*shape_w > 40)
+        *shape_w = 40;
+    *name_w = rest - *shape_w - 1;
+}
+
+static const char *nodes_header(tui *t, char *buf, int w)
+{
+    int nw, sw;
+    nodes_cols(w, &nw, &sw);
+    static const char *const sorts[] = {"order", "MACs", "op", "name"};
+    snprintf(buf, 512, "%6s %-16s %-*s %-*s %8s %6s", "#", "op", nw, "name", sw, "out shape",
+             "MACs", "%");
+    (void)sorts;
+    (void)t;
+    return buf;
+}
+
+static void nodes_draw_row(tui *t, int row, int y, int w, bool sel)
+{
+    if (row < 0 || row >= t->n_order)
+        return;
+    const tui_row_cache *r = &t->rc[t->order[row]];
+    const ox_node *n = r->node;
+    int nw, sw;
+    nodes_cols(w, &nw, &sw);
+    char lb[256], sb[512], mb[32], pct[16];
+    tui_node_label(n, lb, sizeof lb);
+    tui_out_shapes(n, sb, sizeof sb);
+    ox_fmt_count(r->macs, r->known || r->macs > 0, mb, sizeof mb);
+    if (t->sum_macs > 0)
+        snprintf(pct, sizeof pct, "%5.1f", 100.0 * (double)r->macs / (double)t->sum_macs);
+    else
+        snprintf(pct, sizeof pct, "-");
+    int base = sel ? OX_SLOT_UI_SELECTED : OX_SLOT_UI_NORMAL;
+    if (sel)
+        tui_fill(y, 0, w, base, t);
+    int opslot = sel ? base : (int)ox_theme_opcat_slot(ox_op_category(n->op_type));
+    tui_putf(y, 0, 7, base, t, "%6d ", n->index);
+    tui_putf(y, 7, 17, opslot, t, "%-16.16s ", n->op_type);
+    int x = 24;
+    x += tui_putf(y, x, nw + 1, base, t, "%-*s ", nw, lb);
+    x = 24 + nw + 1;
+    tui_putf(y, x, sw + 1, sel ? base : OX_SLOT_UI_DIM, t, "%-*s ", sw, sb);
+    x += sw + 1;
+    tui_putf(y, x, w - x, base, t, "%8s %6s", mb, pct);
+}
+
+static bool nodes_match(tui *t, int row, const char *q)
+{
+    const ox_node *n = t->rc[t->order[row]].node;
+    return strcasestr(n->op_type, q) || (n->name && strcasestr(n->name, q));
+}
+
+static int nodes_key(tui *t, tui_action a)
+{
+    tui_panel *p = &t->panels[TUI_P_NODES];
+    switch (a) {
+    case TUI_A_ENTER:
+        if (p->sel >= 0 && p->sel < t->n_order) {
+            tui_goto_node(t, t->rc[t->order[p->sel]].node, true);
+            t->n_hist = 0;
+            tui_switch(t, TUI_P_DETAIL);
+        }
+        return TUI_REDRAW;
+    case TUI_A_NEIGH:
+        if (p->sel >= 0 && p->sel < t->n_order) {
+            tui_goto_node(t, t->rc[t->order[p->sel]].node, false);
+            tui_switch(t, TUI_P_NEIGH);
+        }
+        return TUI_REDRAW;
+    case TUI_A_SORT:
+        t->sort = (tui_sort)((t->sort + 1) % TUI_SORT_COUNT);
+        tui_model_resort(t);
+        {
+            static const char *const names[] = {"topological order", "MACs (largest first)",
+                                                "op type", "name"};
+            tui_set_status(t, OX_SLOT_UI_OK, "sorted by %s", names[t->sort]);
+        }
+        return TUI_REDRAW;
+    default:
+        return TUI_UNHANDLED;
+    }
+}
+
+static int nodes_footer_lines(tui *t)
+{
+    (void)t;
+    return 1;
+}
+
+static void nodes_footer(tui *t, int y0, int h, int w)
+{
+    (void)h;
+    static const char *const names[] = {"order", "MACs", "op", "name"};
+    char mb[32];
+    tui_putf(y0, 0, w, OX_SLOT_UI_DIM, t, "%d of %d nodes   sort: %s (o)   filter: %s (f)   total MACs %s",
+             t->n_order, t->n_rc, names[t->sort], t->filter[0] ? t->filter : "none",
+             ox_fmt_count(t->sum_macs, true, mb, sizeof mb));
+}
+
+/* ---- Node detail ---------------------------------------------------------- */
+
+static int detail_rows(tui *t)
+{
+    return t->n_lines;
+}
+
+static void detail_draw_row(tui *t, int row, int y, int w, bool sel)
+{
+    if (row < 0 || row >= t->n_lines)
+        return;
+    const tui_line *l = &t->lines[row];
+    int slot = sel ? OX_SLOT_UI_SELECTED : l->slot;
+    if (sel)
+        tui_fill(y, 0, w, slot, t);
+    tui_put(y, 0, w, slot, t, l->text);
+}
+
+static bool detail_match(tui *t, int row, const char *q)
+{
+    return strcasestr(t->lines[row].text, q) != NULL;
+}
+
+static int detail_key(tui *t, tui_action a)
+{
+    tui_panel *p = &t->panels[TUI_P_DETAIL];
+    switch (a) {
+    case TUI_A_ENTER:
+        if (p->sel >= 0 && p->sel < t->n_lines) {
+            tui_line *l = &t->lines[p->sel];
+            if (l->target) {
+                tui_goto_node(t, l->target, true);
+                return TUI_REDRAW;
+            }
+            if (l->value && l->value->init) {
+                for (int i = 0; i < t->n_inits; i++)
+                    if (t->inits[i] == l->value)
+                        t->panels[TUI_P_INITS].sel = i;
+                tui_switch(t, TUI_P_INITS);
+                return TUI_REDRAW;
+            }
+            tui_set_status(t, OX_SLOT_UI_DIM, "nothing to follow on this line");
+        }
+        return TUI_REDRAW;
+    case TUI_A_BACK:
+        if (t->n_hist > 0) {
+            ox_node *prev = t->hist[--t->n_hist];
+            tui_goto_node(t, prev, false);
+            return TUI_REDRAW;
+        }
+        return TUI_UNHANDLED;
+    case TUI_A_NEIGH:
+        tui_switch(t, TUI_P_NEIGH);
+        return TUI_REDRAW;
+    default:
+        return TUI_UNHANDLED;
+    }
+}
+
+/* ---- Initializers --------------------------------------------------------- */
+
+static int inits_rows(tui *t)
+{
+    return t->n_inits;
+}
+
+static const char *inits_header(tui *t, char *buf, int w)
+{
+    (void)t;
+    int nw = w - 10 - 22 - 12 - 3;
+    snprintf(buf, 512, "%-*s %-10s %-22s %10s", nw, "name", "dtype", "shape", "bytes");
+    return buf;
+}
+
+static void inits_draw_row(tui *t, int row, int y, int w, bool sel)
+{
+    if (row < 0 || row >= t->n_inits)
+        return;
+    const ox_tensor *x = t->inits[row]->init;
+    int nw = w - 10 - 22 - 12 - 3;
+    char sb[128], bb[32];
+    int slot = sel ? OX_SLOT_UI_SELECTED : OX_SLOT_UI_NORMAL;
+    if (sel)
+        tui_fill(y, 0, w, slot, t);
+    tui_putf(y, 0, nw + 1, slot, t, "%-*s ", nw, t->inits[row]->name);
+    tui_putf(y, nw + 1, w - nw - 1, slot, t, "%-10s %-22.22s %10s", ox_dtype_name(x->dtype),
+             ox_shape_str(x->rank, x->dims, sb, sizeof sb),
+             ox_fmt_bytes((int64_t)x->nbytes, true, bb, sizeof bb));
+}
+
+static bool inits_match(tui *t, int row, const char *q)
+{
+    return strcasestr(t->inits[row]->name, q) != NULL;
+}
+
+static int inits_footer_lines(tui *t)
+{
+    (void)t;
+    return 4;
+}
+
+static void inits_footer(tui *t, int y0, int h, int w)
+{
+    (void)h;
+    tui_panel *p = &t->panels[TUI_P_INITS];
+    if (p->sel < 0 || p->sel >= t->n_inits) {
+        tui_put(y0 + 1, 1, w - 2, OX_SLOT_UI_DIM, t, "no initializers in this graph");
+        return;
+    }
+    const ox_value *v = t->inits[p->sel];
+    tui_compute_stats(t, v);
+    const ox_tensor *x = v->init;
+    for (int i = 0; i < w; i++)
+        tui_put(y0, i, 1, OX_SLOT_UI_BORDER, t, tui_hline(t));
+    if (t->stats_ok)
+        tui_putf(y0 + 1, 1, w - 2, OX_SLOT_UI_NORMAL, t,
+                 "min %.6g  max %.6g  mean %.6g  std %.6g  zeros %.1f%%%s", t->st_min,
+                 t->st_max, t->st_mean, t->st_std, 100.0 * t->st_zero,
+                 t->st_nan || t->st_inf ? "  (NaN/Inf present)" : "");
+    else
+        tui_put(y0 + 1, 1, w - 2, OX_SLOT_UI_DIM, t, "no statistics (empty or non-numeric)");
+    char prev[1024];
+    size_t off = (size_t)snprintf(prev, sizeof prev, "values: ");
+    if (x->dtype == OX_DT_STRING) {
+        for (int64_t i = 0; i < x->numel && i < 8 && off + 64 < sizeof prev; i++)
+            off += (size_t)snprintf(prev + off, sizeof prev - off, "\"%.20s\" ",
+                                    x->strings && x->strings[i].data ? x->strings[i].data : "");
+    } else if (ox_tensor_data(x)) {
+        for (int64_t i = 0; i < x->numel && i < 16 && off + 32 < sizeof prev; i++)
+            off += (size_t)snprintf(prev + off, sizeof prev - off, "%.5g ",
+                                    ox_tensor_get_f64(x, i));
+        if (x->numel > 16)
+            snprintf(prev + off, sizeof prev - off, "...");
+    } else {
+        snprintf(prev + off, sizeof prev - off, "(data not loaded)");
+    }
+    tui_put(y0 + 2, 1, w - 2, OX_SLOT_UI_DIM, t, prev);
+    tui_putf(y0 + 3, 1, w - 2, OX_SLOT_UI_DIM, t, "%lld elements%s%s",
+             (long long)x->numel, x->external ? "   external: " : "",
+             x->external && x->external->location ? x->external->location : "");
+}
+
+/* ---- Inputs / Outputs --------------------------------------------------------- */
+
+static int io_count_inputs(const tui *t)
+{
+    int n = 0;
+    for (int i = 0; i < t->cur->graph->n_inputs; i++)
+        if (!t->cur->graph->inputs[i]->init)
+            n++;
+    return n;
+}
+
+static ox_value *io_value(tui *t, int row, bool *is_in)
+{
+    const ox_graph *g = t->cur->graph;
+    int k = 0;
+    for (int i = 0; i < g->n_inputs; i++) {
+        if (g->inputs[i]->init)
+            continue;
+        if (k++ == row) {
+            *is_in = true;
+            return g->inputs[i];
+        }
+    }
+    row -= k;
+    *is_in = false;
+    if (row >= 0 && row < g->n_outputs)
+        return g->outputs[row];
+    return NULL;
+}
+
+static int io_rows(tui *t)
+{
+    return io_count_inputs(t) + t->cur->graph->n_outputs;
+}
+
+static const char *io_header(tui *t, char *buf, int w)
+{
+    (void)t;
+    (void)w;
+    snprintf(buf, 512, "%-4s %-28s %s", "", "name", "type");
+    return buf;
+}
+
+static const ox_shape_override *find_override(const tui *t, const char *name)
+{
+    for (int i = 0; i < t->iopts.n_shapes; i++)
+        if (strcmp(t->iopts.shapes[i].name, name) == 0)
+            return &t->iopts.shapes[i];
+    return NULL;
+}
+
+static void io_draw_row(tui *t, int row, int y, int w, bool sel)
+{
+    bool in;
+    ox_value *v = io_value(t, row, &in);
+    if (!v)
+        return;
+    char tb[256];
+    int slot = sel ? OX_SLOT_UI_SELECTED : OX_SLOT_UI_NORMAL;
+    if (sel)
+        tui_fill(y, 0, w, slot, t);
+    tui_putf(y, 0, w, slot, t, "%-4s %-28s %s%s", in ? "in" : "out", v->name,
+             tui_value_type(v, tb, sizeof tb),
+             in && find_override(t, v->name) ? "   (override)" : "");
+}
+
+static bool io_match(tui *t, int row, const char *q)
+{
+    bool in;
+    ox_value *v = io_value(t, row, &in);
+    return v && strcasestr(v->name, q);
+}
+
+static int io_footer_lines(tui *t)
+{
+    (void)t;
+    return 3;
+}
+
+static void io_footer(tui *t, int y0, int h, int w)
+{
+    (void)h;
+    for (int i = 0; i < w; i++)
+        tui_put(y0, i, 1, OX_SLOT_UI_BORDER, t, tui_hline(t));
+    tui_put(y0 + 1, 1, w - 2, OX_SLOT_UI_DIM, t,
+            "e: edit the selected input's shape (e.g. 4x3x224x224, N for a symbol)");
+    char mb[32], pb[32];
+    tui_putf(y0 + 2, 1, w - 2, OX_SLOT_UI_DIM, t, "c: clear overrides   MACs %s   peak %s",
+             ox_fmt_count(t->cost.macs, true, mb, sizeof mb),
+             ox_fmt_bytes(t->cost.peak_activation_bytes, t->cost.peak_known, pb, sizeof pb));
+}
+
+void tui_prompt_open(tui *t, tui_prompt_kind k, const char *initial);
+
+static int io_key(tui *t, tui_action a)
+{
+    tui_panel *p = &t->panels[TUI_P_IO];
+    bool in;
+    switch (a) {
+    case TUI_A_EDIT:
+    case TUI_A_ENTER: {
+        ox_value *v = io_value(t, p->sel, &in);
+        if (!v || !in) {
+            tui_set_status(t, OX_SLOT_UI_WARNING, "only graph inputs have editable shapes");
+            return TUI_REDRAW;
+        }
+        char sb[256] = "";
+        size_t off = 0;
+        const ox_type *ty = v->type;
+        if (ty && ty->kind == OX_TYPE_TENSOR && ty->has_shape) {
+            for (int d = 0; d < ty->rank && off + 24 < sizeof sb; d++) {
+                if (ty->dims[d].value >= 0)
+                    off += (size_t)snprintf(sb + off, sizeof sb - off, "%s%lld", d ? "x" : "",
+                                            (long long)ty->dims[d].value);
+                else
+                    off += (size_t)snprintf(sb + off, sizeof sb - off, "%s%s", d ? "x" : "",
+                                            ty->dims[d].param ? ty->dims[d].param : "?");
+            }
+            if (ty->rank == 0)
+                snprintf(sb, sizeof sb, "scalar");
+        }
+        snprintf(t->pending_path, sizeof t->pending_path, "%s", v->name);
+        tui_prompt_open(t, TUI_PROMPT_SHAPE, sb);
+        return TUI_REDRAW;
+    }
+    case TUI_A_CLEAR: {
+        ox_error err = {0};
+        tui_clear_shapes(t, &err);
+        tui_set_status(t, OX_SLOT_UI_OK, "shape overrides cleared");
+        return TUI_REDRAW;
+    }
+    default:
+        return TUI_UNHANDLED;
+    }
+}
+
+/* ---- Neighbourhood ---------------------------------------------------------- */
+
+#define NB_MAX 64
+
+static int neigh_lists(tui *t, ox_node **prod, int *np, ox_node **cons, int *nc)
+{
+    *np = *nc = 0;
+    ox_node *n = t->neigh;
+    if (!n)
+        return 0;
+    for (int i = 0; i < n->n_inputs; i++) {
+        ox_value *v = n->inputs[i];
+        if (!v || !v->producer || v->producer->graph != n->graph)
+            continue;
+        bool dup = false;
+        for (int k = 0; k < *np; k++)
+            dup |= prod[k] == v->producer;
+        if (!dup && *np < NB_MAX)
+            prod[(*np)++] = v->producer;
+    }
+    for (int i = 0; i < n->n_outputs; i++) {
+        ox_value *v = n->outputs[i];
+        if (!v)
+            continue;
+        for (int u = 0; u < v->n_uses; u++) {
+            ox_node *c = v->uses[u].node;
+            if (!c || c->graph != n->graph)
+                continue;
+            bool dup = false;
+            for (int k = 0; k < *nc; k++)
+                dup |= cons[k] == c;
+            if (!dup && *nc < NB_MAX)
+                cons[(*nc)++] = c;
+        }
+    }
+    return *np + *nc;
+}
+
+static void draw_box(tui *t, int y, int x, int bw, const ox_node *n, int slot, int opslot)
+{
+    char lb[256], line[512];
+    size_t off = 0;
+    off += (size_t)snprintf(line, sizeof line, "%s", tui_corner(t, 0));
+    for (int i = 0; i < bw - 2 && off + 4 < sizeof line; i++)
+        off += (size_t)snprintf(line + off, sizeof line - off, "%s", tui_hline(t));
+    snprintf(line + off, sizeof line - off, "%s", tui_corner(t, 1));
+    tui_put(y, x, bw, OX_SLOT_UI_BORDER, t, line);
+    tui_put(y + 1, x, 1, OX_SLOT_UI_BORDER, t, tui_vline(t));
+    tui_fill(y + 1, x + 1, bw - 2, slot, t);
+    tui_putf(y + 1, x + 1, bw - 2, slot == OX_SLOT_UI_SELECTED ? slot : opslot, t, "%s",
+             n->op_type);
+    tui_put(y + 1, x + bw - 1, 1, OX_SLOT_UI_BORDER, t, tui_vline(t));
+    tui_put(y + 2, x, 1, OX_SLOT_UI_BORDER, t, tui_vline(t));
+    tui_fill(y + 2, x + 1, bw - 2, slot, t);
+    tui_put(y + 2, x + 1, bw - 2, slot, t, tui_node_label(n, lb, sizeof lb));
+    tui_put(y + 2, x + bw - 1, 1, OX_SLOT_UI_BORDER, t, tui_vline(t));
+    off = (size_t)snprintf(line, sizeof line, "%s", tui_corner(t, 2));
+    for (int i = 0; i < bw - 2 && off + 4 < sizeof line; i++)
+        off += (size_t)snprintf(line + off, sizeof line - off, "%s", tui_hline(t));
+    snprintf(line + off, sizeof line - off, "%s", tui_corner(t, 3));
+    tui_put(y + 3, x, bw, OX_SLOT_UI_BORDER, t, line);
+}
+
+/* One row of boxes (at most as many as fit) and the bus joining their
+ * centres to the centre node's column on the line `bus_y`. */
+static void draw_row(tui *t, int y, int w, ox_node **ns, int cnt, int sel_base, int bus_y,
+                     bool above)
+{
+    if (cnt == 0) {
+        tui_put(y + 1, 2, w - 4, OX_SLOT_UI_DIM, t,
+                above ? "(no producers: graph inputs and initializers only)"
+                      : "(no consumers: graph outputs only)");
+        return;
+    }
+    int bw = 22;
+    int fit = (w - 2) / (bw + 1);
+    if (fit < 1)
+        fit = 1;
+    int shown = cnt < fit ? cnt : fit;
+    if (shown < cnt && shown > 1)
+        shown--;   /* leave room for the "+N more" note */
+    int total_w = shown * (bw + 1) - 1;
+    int x0 = (w - total_w) / 2;
+    if (x0 < 0)
+        x0 = 0;
+    int centre = w / 2;
+    int lo = centre, hi = centre;
+    for (int i = 0; i < shown; i++) {
+        int x = x0 + i * (bw + 1);
+        bool sel = t->neigh_sel == sel_base + i;
+        draw_box(t, y, x, bw, ns[i], sel ? OX_SLOT_UI_SELECTED : OX_SLOT_UI_NORMAL,
+                 (int)ox_theme_opcat_slot(ox_op_category(ns[i]->op_type)));
+        int cx = x + bw / 2;
+        if (cx < lo)
+            lo = cx;
+        if (cx > hi)
+            hi = cx;
+    }
+    if (shown < cnt)
+        tui_putf(y + 1, x0 + shown * (bw + 1), w - (x0 + shown * (bw + 1)), OX_SLOT_UI_DIM, t,
+                 "+%d more", cnt - shown);
+    for (int x = lo; x <= hi; x++)
+        tui_put(bus_y, x, 1, OX_SLOT_UI_BORDER, t, tui_hline(t));
+    for (int i = 0; i < shown; i++) {
+        int cx = x0 + i * (bw + 1) + bw / 2;
+        tui_put(bus_y, cx, 1, OX_SLOT_UI_BORDER, t, tui_corner(t, above ? 4 : 5));
+    }
+    tui_put(bus_y, centre, 1, OX_SLOT_UI_BORDER, t, tui_corner(t, above ? 5 : 4));
+}
+
+static void neigh_draw(tui *t, int y0, int h, int w)
+{
+    ox_node *prod[NB_MAX], *cons[NB_MAX];
+    int np, nc;
+    if (!t->neigh) {
+        tui_put(y0 + 1, 2, w - 4, OX_SLOT_UI_DIM, t, "empty graph");
+        return;
+    }
+    neigh_lists(t, prod, &np, cons, &nc);
+    if (h < 14) {
+        tui_put(y0, 1, w - 2, OX_SLOT_UI_WARNING, t, "window too small for the neighbourhood");
+        return;
+    }
+    int y = y0;
+    tui_put(y++, 1, w - 2, OX_SLOT_UI_HEADER, t,
+            "producers (above) and consumers (below); arrows select, Enter recentres");
+    draw_row(t, y, w, prod, np, 0, y + 4, true);
+    int cy = y + 5;
+    int bw = 30;
+    int cx = w / 2 - bw / 2;
+    if (cx < 0)
+        cx = 0;
+    draw_box(t, cy, cx, bw, t->neigh, OX_SLOT_UI_NORMAL,
+             (int)ox_theme_opcat_slot(ox_op_category(t->neigh->op_type)));
+    tui_put(cy, w / 2, 1, OX_SLOT_UI_BORDER, t, np ? tui_corner(t, 5) : tui_hline(t));
+    tui_put(cy + 3, w / 2, 1, OX_SLOT_UI_BORDER, t, nc ? tui_corner(t, 4) : tui_hline(t));
+    draw_row(t, cy + 5, w, cons, nc, np, cy + 4, false);
+    char sb[256];
+    int iy = cy + 10;
+    if (iy < y0 + h)
+        tui_putf(iy, 1, w - 2, OX_SLOT_UI_DIM, t, "out: %s",
+                 tui_out_shapes(t->neigh, sb, sizeof sb));
+}
+
+static int neigh_key(tui *t, tui_action a)
+{
+    ox_node *prod[NB_MAX], *cons[NB_MAX];
+    int np, nc;
+    int total = neigh_lists(t, prod, &np, cons, &nc);
+    switch (a) {
+    case TUI_A_LEFT:
+    case TUI_A_UP:
+        if (total)
+            t->neigh_sel = (t->neigh_sel + total - 1) % total;
+        return TUI_REDRAW;
+    case TUI_A_RIGHT:
+    case TUI_A_DOWN:
+        if (total)
+            t->neigh_sel = (t->neigh_sel + 1) % total;
+        return TUI_REDRAW;
+    case TUI_A_ENTER:
+        if (t->neigh_sel >= 0 && t->neigh_sel < total) {
+            ox_node *to = t->neigh_sel < np ? prod[t->neigh_sel] : cons[t->neigh_sel - np];
+            tui_goto_node(t, to, true);
+        }
+        return TUI_REDRAW;
+    case TUI_A_BACK:
+        if (t->n_hist > 0) {
+            tui_goto_node(t, t->hist[--t->n_hist], false);
+            return TUI_REDRAW;
+        }
+        return TUI_UNHANDLED;
+    default:
+        return TUI_UNHANDLED;
+    }
+}
+
+/* ---- Subgraphs ---------------------------------------------------------------- */
+
+static int sg_rows(tui *t)
+{
+    return t->n_sg;
+}
+
+static const char *sg_header(tui *t, char *buf, int w)
+{
+    (void)w;
+    char pb[256];
+    snprintf(buf, 512, "in %s:  node / attribute / body (Enter enters, Backspace leaves)",
+             graph_path(t, pb, sizeof pb));
+    return buf;
+}
+
+static void sg_draw_row(tui *t, int row, int y, int w, bool sel)
+{
+    if (row < 0 || row >= t->n_sg)
+        return;
+    char lb[256];
+    int slot = sel ? OX_SLOT_UI_SELECTED : OX_SLOT_UI_NORMAL;
+    if (sel)
+        tui_fill(y, 0, w, slot, t);
+    tui_putf(y, 0, w, slot, t, "%-10s %-28s %-14s %-20s %6d nodes", t->sg_node[row]->op_type,
+             tui_node_label(t->sg_node[row], lb, sizeof lb), t->sg_attr[row],
+             t->sg_graph[row]->name ? t->sg_graph[row]->name : "", t->sg_graph[row]->n_nodes);
+}
+
+static bool sg_match(tui *t, int row, const char *q)
+{
+    return strcasestr(t->sg_node[row]->op_type, q) ||
+           (t->sg_node[row]->name && strcasestr(t->sg_node[row]->name, q));
+}
+
+static int sg_key(tui *t, tui_action a)
+{
+    tui_panel *p = &t->panels[TUI_P_SUBGRAPHS];
+    if (a == TUI_A_ENTER && p->sel >= 0 && p->sel < t->n_sg) {
+        if (t->gdepth + 1 >= (int)(sizeof t->gstack / sizeof *t->gstack))
+            return TUI_REDRAW;
+        t->gstack[t->gdepth++] = t->graph;
+        t->graph = t->sg_graph[p->sel];
+        t->detail = NULL;
+        t->neigh = NULL;
+        ox_error err = {0};
+        tui_model_refresh(t, &err);
+        for (int i = 0; i < TUI_P_COUNT; i++)
+            if (i != TUI_P_SUBGRAPHS)
+                t->panels[i].sel = t->panels[i].top = 0;
+        p->sel = p->top = 0;
+        char pb[256];
+        tui_set_status(t, OX_SLOT_UI_OK, "entered %s", graph_path(t, pb, sizeof pb));
+        return TUI_REDRAW;
+    }
+    return TUI_UNHANDLED;
+}
+
+/* ---- Passes / Diff (until the pass manager lands) ----------------------------- */
+
+static void passes_draw(tui *t, int y0, int h, int w)
+{
+    (void)h;
+    tui_put(y0 + 1, 2, w - 4, OX_SLOT_UI_HEADER, t, "Passes");
+    tui_put(y0 + 3, 2, w - 4, OX_SLOT_UI_DIM, t,
+            "The pass manager (include/onnxscope/passes.h) is not part of this build yet.");
+    tui_put(y0 + 4, 2, w - 4, OX_SLOT_UI_DIM, t,
+            "When it is, this panel lists every pass with a checkbox (Space toggles,");
+    tui_put(y0 + 5, 2, w - 4, OX_SLOT_UI_DIM, t,
+            "s steps one pass, a applies all, r resets, L cycles the level preset).");
+}
+
+static void diff_draw(tui *t, int y0, int h, int w)
+{
+    (void)h;
+    char a[32], b[32];
+    tui_put(y0 + 1, 2, w - 4, OX_SLOT_UI_HEADER, t, "Diff: original vs optimized");
+    tui_putf(y0 + 3, 2, w - 4, OX_SLOT_UI_NORMAL, t, "%-22s %14s %14s", "", "before", "after");
+    tui_putf(y0 + 4, 2, w - 4, OX_SLOT_UI_NORMAL, t, "%-22s %14d %14d", "nodes",
+             t->orig->graph->n_nodes, t->cur->graph->n_nodes);
+    tui_putf(y0 + 5, 2, w - 4, OX_SLOT_UI_NORMAL, t, "%-22s %14s %14s", "MACs",
+             ox_fmt_count(t->cost.macs, true, a, sizeof a),
+             ox_fmt_count(t->cost.macs, true, b, sizeof b));
+    tui_put(y0 + 7, 2, w - 4, OX_SLOT_UI_DIM, t,
+            "No passes are available in this build, so both sides are the same model.");
+}
+
+void tui_panels_init(tui *t)
+{
+    tui_panel *p = t->panels;
+    p[TUI_P_OVERVIEW] = (tui_panel){.title = "Overview", .draw = overview_draw};
+    p[TUI_P_NODES] = (tui_panel){.title = "Nodes", .rows = nodes_rows,
+                                 .draw_row = nodes_draw_row, .header = nodes_header,
+                                 .match = nodes_match, .key = nodes_key,
+                                 .footer_lines = nodes_footer_lines,
+                                 .draw_footer = nodes_footer};
+    p[TUI_P_DETAIL] = (tui_panel){.title = "Detail", .rows = detail_rows,
+                                  .draw_row = detail_draw_row, .match = detail_match,
+                                  .key = detail_key};
+    p[TUI_P_INITS] = (tui_panel){.title = "Inits", .rows = inits_rows,
+                                 .draw_row = inits_draw_row, .header = inits_header,
+                                 .match = inits_match, .footer_lines = inits_footer_lines,
+                                 .draw_footer = inits_footer};
+    p[TUI_P_IO] = (tui_panel){.title = "I/O", .rows = io_rows, .draw_row = io_draw_row,
+                              .header = io_header, .match = io_match, .key = io_key,
+                              .footer_lines = io_footer_lines, .draw_footer = io_footer};
+    p[TUI_P_NEIGH] = (tui_panel){.title = "Neigh", .draw = neigh_draw, .key = neigh_key};
+    p[TUI_P_SUBGRAPHS] = (tui_panel){.title = "Subgr", .rows = sg_rows,
+                                     .draw_row = sg_draw_row, .header = sg_header,
+                                     .match = sg_match, .key = sg_key};
+    p[TUI_P_PASSES] = (tui_panel){.title = "Passes", .draw = passes_draw};
+    p[TUI_P_DIFF] = (tui_panel){.title = "Diff", .draw = diff_draw};
+    p[TUI_P_BENCH] = (tui_panel){.title = "Bench", .draw = tui_bench_draw};
+}
