@@ -565,11 +565,82 @@ static void note_problem(ox__state *st, const char *msg)
         snprintf(st->stats.first_problem, sizeof st->stats.first_problem, "%.250s", msg);
 }
 
+static ox_status infer_graph(ox__state *st, ox_graph *g);
+
+static ox_function *find_function(const ox_model *m, const ox_node *n)
+{
+    for (int i = 0; m && i < m->n_functions; i++) {
+        ox_function *f = &m->functions[i];
+        if (f->name && n->op_type && !strcmp(f->name, n->op_type) &&
+            !strcmp(f->domain ? f->domain : "", n->domain ? n->domain : ""))
+            return f;
+    }
+    return NULL;
+}
+
+/* A call of a model-local function: its body is inferred with the call's
+ * input types and known values (attribute references inside the body are
+ * not substituted, so ops that need them stay untyped). */
+static ox_status infer_call(ox__state *st, ox_node *n, ox_function *f)
+{
+    ox_graph *b = f->body;
+    if (!b || st->depth > 32)
+        return OX_OK;
+    for (int i = 0; i < b->n_nodes; i++)
+        for (int j = 0; j < b->nodes[i]->n_outputs; j++)
+            if (b->nodes[i]->outputs[j]) {
+                ox_type_free(b->nodes[i]->outputs[j]->type);
+                b->nodes[i]->outputs[j]->type = NULL;
+            }
+    for (int i = 0; i < b->n_inputs; i++) {
+        ox_value *formal = b->inputs[i];
+        ox_value *actual = i < n->n_inputs ? n->inputs[i] : NULL;
+        if (!formal)
+            continue;
+        ox_type_free(formal->type);
+        formal->type = actual && actual->type ? ox_type_clone(actual->type) : NULL;
+        ox__kv **slot = actual ? map_slot(st, actual, false) : NULL;
+        ox__kv *k = slot && *slot ? ox__kv_clone(*slot)
+                  : actual && (actual->init || actual->known)
+                        ? ox__kv_from_tensor(actual->init ? actual->init : actual->known)
+                        : NULL;
+        if (k)
+            map_put(st, formal, k);
+        else {
+            ox__kv **fs = map_slot(st, formal, false);
+            if (fs && *fs) {
+                ox__kv_free(*fs);
+                *fs = NULL;
+            }
+        }
+    }
+    ox_status rc = infer_graph(st, b);
+    if (rc != OX_OK)
+        return rc;
+    for (int i = 0; i < n->n_outputs && i < b->n_outputs; i++) {
+        ox_value *v = n->outputs[i], *fo = b->outputs[i];
+        if (!v || !fo)
+            continue;
+        if (fo->type) {
+            ox_type *t = merge_types(ox_type_clone(fo->type), v->type);
+            ox_type_free(v->type);
+            v->type = t;
+        }
+        ox__kv **slot = map_slot(st, fo, false);
+        if (slot && *slot)
+            map_put(st, v, ox__kv_clone(*slot));
+    }
+    return OX_OK;
+}
+
 static ox_status infer_one(ox__state *st, ox_node *n)
 {
     st->stats.nodes++;
     const ox_op_schema *s = ox_op_for_node(st->m, n);
     if (!s || !s->infer) {
+        ox_function *f = find_function(st->m, n);
+        if (f)
+            return infer_call(st, n, f);
         st->stats.unknown_ops++;
         return OX_OK;
     }
@@ -618,11 +689,9 @@ static ox_node **topo_order(const ox_graph *g)
     if (sorted)
         return NULL;
     int n = g->n_nodes;
-    int *pending = calloc((size_t)n, sizeof *pending);
     ox_node **order = calloc((size_t)n, sizeof *order);
     bool *done = calloc((size_t)n, sizeof *done);
-    if (!pending || !order || !done) {
-        free(pending);
+    if (!order || !done) {
         free(done);
         free(order);
         return NULL;
@@ -651,7 +720,6 @@ static ox_node **topo_order(const ox_graph *g)
             }
         }
     }
-    free(pending);
     free(done);
     if (cnt < n) {
         free(order);

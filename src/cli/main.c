@@ -15,6 +15,7 @@ typedef struct command {
 static const command commands[] = {
     {"info", ox_cmd_info, "summary of a model: graph, opsets, ops, params, cost"},
     {"check", ox_cmd_check, "validate a model; exit 1 with a report on errors"},
+    {"dot", ox_cmd_dot, "export the graph as DOT/SVG/PNG/PDF"},
     {"run", ox_cmd_run, "run a model on given or random inputs"},
     {"test-backend", ox_cmd_test_backend, "run ONNX backend test cases"},
 };

@@ -54,7 +54,7 @@ static int run_model(tui *t, ox_model *m, ox_rval **in, int n_in, ox_rval **keep
     ox_error err = {0};
     ox_exec_opts eo = {.threads = 0};
     if (ox_exec_new(m, &eo, &e, &err) != OX_OK) {
-        snprintf(msg, ml, "cannot prepare: %s", err.msg);
+        snprintf(msg, ml, "cannot prepare: %.200s", err.msg);
         return -1;
     }
     int no = m->graph->n_outputs;
@@ -72,7 +72,7 @@ static int run_model(tui *t, ox_model *m, ox_rval **in, int n_in, ox_rval **keep
             break;
         double t0 = now_ms();
         if (ox_exec_run(e, n_in, in, no, out, &err) != OX_OK) {
-            snprintf(msg, ml, "run failed: %s", err.msg);
+            snprintf(msg, ml, "run failed: %.200s", err.msg);
             done = -1;
             break;
         }
@@ -276,6 +276,7 @@ void tui_bench_poll(tui *t)
 
 void tui_bench_draw(tui *t, int y0, int h, int w)
 {
+    (void)h;
     int y = y0 + 1;
     tui_put(y++, 2, w - 4, OX_SLOT_UI_HEADER, t,
             "Benchmark on the CPU (b starts, Esc cancels); random inputs, seed 1");

@@ -266,5 +266,6 @@ void tui_bench_draw(tui *t, int y0, int h, int w);
 void tui_set_status(tui *t, int slot, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void tui_switch(tui *t, int panel);
+void tui_prompt_open(tui *t, tui_prompt_kind k, const char *initial);
 
 #endif

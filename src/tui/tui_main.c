@@ -164,14 +164,22 @@ static void draw_list(tui *t, tui_panel *p, int y0, int h, int w)
         p->draw_footer(t, y + lh, fl, w);
 }
 
+/* Tab label: " 1 Overview " when there is room, "1Overview " at 80 columns. */
+static int tab_label(const tui *t, int i, char *buf, size_t len)
+{
+    static const char digits[] = "1234567890";
+    if (COLS >= 96)
+        return snprintf(buf, len, " %c %s ", digits[i], t->panels[i].title);
+    return snprintf(buf, len, "%c%s ", digits[i], t->panels[i].title);
+}
+
 static void draw_tabs(tui *t)
 {
     tui_fill(0, 0, COLS, OX_SLOT_UI_TITLE, t);
     int x = 0;
-    static const char digits[] = "1234567890";
     for (int i = 0; i < TUI_P_COUNT && x < COLS; i++) {
         char lb[32];
-        snprintf(lb, sizeof lb, " %c %s ", digits[i], t->panels[i].title);
+        tab_label(t, i, lb, sizeof lb);
         int slot = i == t->cur_panel ? OX_SLOT_UI_SELECTED : OX_SLOT_UI_TITLE;
         x += tui_put(0, x, COLS - x, slot, t, lb);
     }
@@ -392,11 +400,11 @@ static int prompt_submit(tui *t)
     case TUI_PROMPT_SEARCH:
         if (!s[0])
             return TUI_REDRAW;
-        snprintf(t->search, sizeof t->search, "%s", s);
+        snprintf(t->search, sizeof t->search, "%.63s", s);
         search_step(t, 1, true);
         break;
     case TUI_PROMPT_FILTER:
-        snprintf(t->filter, sizeof t->filter, "%s", s);
+        snprintf(t->filter, sizeof t->filter, "%.63s", s);
         tui_model_resort(t);
         tui_set_status(t, OX_SLOT_UI_OK, t->filter[0] ? "filter: op = %s (%d nodes)" : "%sfilter cleared",
                        t->filter, t->n_order);
@@ -584,7 +592,8 @@ static int handle_mouse(tui *t)
         /* tabs: same widths as draw_tabs */
         int x = 0;
         for (int i = 0; i < TUI_P_COUNT; i++) {
-            int wdt = (int)strlen(t->panels[i].title) + 4;
+            char lb[32];
+            int wdt = tab_label(t, i, lb, sizeof lb);
             if (ev.x >= x && ev.x < x + wdt) {
                 tui_switch(t, i);
                 break;

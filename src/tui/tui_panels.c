@@ -108,31 +108,25 @@ static void overview_draw(tui *t, int y0, int h, int w)
     }
     if (oc) {
         qsort(oc, (size_t)n_oc, sizeof *oc, cmp_opc);
-        char hist[1024];
-        off = 0;
-        hist[0] = 0;
-        for (int k = 0; k < n_oc && off + 40 < sizeof hist; k++)
-            off += (size_t)snprintf(hist + off, sizeof hist - off, "%s%s %d", k ? "  " : "",
-                                    oc[k].op, oc[k].n);
-        if (y < end) {
+        /* Whole "Op count" items per line, wrapped over the remaining lines. */
+        if (y < end)
             tui_put(y, 1, lw, OX_SLOT_UI_HEADER, t, "Ops");
-            /* wrap the histogram over the remaining lines */
-            const char *p = hist;
-            while (*p && y < end) {
-                int len = (int)strlen(p);
-                int take = len < vw ? len : vw;
-                if (take < len)
-                    while (take > 0 && p[take] != ' ')
-                        take--;
-                if (take <= 0)
-                    take = len < vw ? len : vw;
-                char line[512];
-                snprintf(line, sizeof line, "%.*s", take, p);
+        char line[512];
+        size_t ll = 0;
+        line[0] = 0;
+        for (int k = 0; k <= n_oc && y < end; k++) {
+            char item[160];
+            int il = k < n_oc ? snprintf(item, sizeof item, "%s %d", oc[k].op, oc[k].n) : 0;
+            if (k == n_oc || (ll && (int)(ll + 2 + (size_t)il) > vw)) {
                 tui_put(y++, lw + 1, vw, OX_SLOT_UI_NORMAL, t, line);
-                p += take;
-                while (*p == ' ')
-                    p++;
+                ll = 0;
+                line[0] = 0;
+                if (k == n_oc)
+                    break;
             }
+            ll += (size_t)snprintf(line + ll, sizeof line - ll, "%s%s", ll ? "  " : "", item);
+            if (ll >= sizeof line)
+                ll = sizeof line - 1;
         }
         free(oc);
     }
@@ -195,11 +189,10 @@ static void nodes_draw_row(tui *t, int row, int y, int w, bool sel)
         tui_fill(y, 0, w, base, t);
     int opslot = sel ? base : (int)ox_theme_opcat_slot(ox_op_category(n->op_type));
     tui_putf(y, 0, 7, base, t, "%6d ", n->index);
-    tui_putf(y, 7, 17, opslot, t, "%-16.16s ", n->op_type);
-    int x = 24;
-    x += tui_putf(y, x, nw + 1, base, t, "%-*s ", nw, lb);
-    x = 24 + nw + 1;
-    tui_putf(y, x, sw + 1, sel ? base : OX_SLOT_UI_DIM, t, "%-*s ", sw, sb);
+    tui_put(y, 7, 16, opslot, t, n->op_type);
+    tui_put(y, 24, nw, base, t, lb);
+    int x = 24 + nw + 1;
+    tui_put(y, x, sw, sel ? base : OX_SLOT_UI_DIM, t, sb);
     x += sw + 1;
     tui_putf(y, x, w - x, base, t, "%8s %6s", mb, pct);
 }
@@ -490,8 +483,6 @@ static void io_footer(tui *t, int y0, int h, int w)
              ox_fmt_count(t->cost.macs, true, mb, sizeof mb),
              ox_fmt_bytes(t->cost.peak_activation_bytes, t->cost.peak_known, pb, sizeof pb));
 }
-
-void tui_prompt_open(tui *t, tui_prompt_kind k, const char *initial);
 
 static int io_key(tui *t, tui_action a)
 {

@@ -386,6 +386,39 @@ static void test_unsorted(void **state)
     ox_model_free(m);
 }
 
+/* A call of a model-local function is typed by inferring its body. */
+static void test_local_function(void **state)
+{
+    (void)state;
+    ox_error err = { 0 };
+    ox_model *m = new_model(17);
+    ox_graph *g = m->graph;
+    m->functions = calloc(1, sizeof *m->functions);
+    assert_non_null(m->functions);
+    m->n_functions = 1;
+    ox_function *f = &m->functions[0];
+    f->name = ox_strdup("Flat");
+    f->domain = ox_strdup("local");
+    f->body = ox_graph_new(m, NULL);
+    ox_value *fx = ox_graph_value(f->body, "X");
+    ox_graph_add_input(f->body, fx);
+    ox_value *fy = ox_graph_value(f->body, "Y");
+    ox_node *fl = ox_node_new(f->body, "Flatten", "", "fl", 1, &fx, 1, &fy);
+    ox_node_set_attr_i(fl, "axis", 2);
+    ox_graph_add_output(f->body, fy);
+    const int64_t dx[] = { 2, 3, 4, 5 };
+    ox_value *x = input(g, "x", OX_DT_FLOAT, 4, dx, NULL);
+    ox_value *y = ox_graph_value(g, "y");
+    ox_node_new(g, "Flat", "local", "call", 1, &x, 1, &y);
+    ox_infer_stats st = { 0 };
+    ox_infer_opts o = { 0 };
+    o.stats = &st;
+    assert_int_equal(ox_infer_model(m, &o, &err), OX_OK);
+    assert_type(g, "y", "float32[6,20]");
+    assert_int_equal(st.unknown_ops, 0);
+    ox_model_free(m);
+}
+
 static void test_opts_parse(void **state)
 {
     (void)state;
@@ -609,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_if_outer_scope),
         cmocka_unit_test(test_infer_node),
         cmocka_unit_test(test_unsorted),
+        cmocka_unit_test(test_local_function),
         cmocka_unit_test(test_opts_parse),
         cmocka_unit_test(test_loop),
         cmocka_unit_test(test_fuzz_all_ops),

@@ -336,6 +336,26 @@ static void count_static(ox_graph *g, void *ctx)
     }
 }
 
+/* Compares graph output k's inferred type with a reference tensor file. */
+static bool output_matches(ox_model *m, int k, const char *pb)
+{
+    ox_tensor *t = NULL;
+    ox_error err = { 0 };
+    if (k >= m->graph->n_outputs || ox_tensor_load_pb(pb, &t, &err) != OX_OK || !t) {
+        printf("  %s: cannot read reference: %s\n", pb, err.msg);
+        return false;
+    }
+    const ox_type *ty = m->graph->outputs[k]->type;
+    bool ok = ty && ty->kind == OX_TYPE_TENSOR && ty->elem == t->dtype && ty->has_shape &&
+              ty->rank == t->rank;
+    for (int d = 0; ok && d < t->rank; d++)
+        ok = ty->dims[d].value == t->dims[d];
+    if (!ok)
+        printf("  %s: output %d does not match the reference\n", pb, k);
+    ox_tensor_free(t);
+    return ok;
+}
+
 static void check_model_static(const char *path, const char *data_dir, int *bad)
 {
     ox_model *m = NULL;
@@ -354,8 +374,25 @@ static void check_model_static(const char *path, const char *data_dir, int *bad)
     assert_int_equal(ox_infer_model(m, &opts, &err), OX_OK);
     static_ctx s = { 0, 0, path };
     ox_graph_visit(m->graph, count_static, &s);
-    printf("  %s: %d values, %d not static\n", path, s.values, s.nonstatic);
-    if (s.nonstatic)
+    /* The outputs must also be right: test_data_set_0/output_K.pb for the
+     * real models, <name>_output_0.pb next to a light model. */
+    bool outs_ok = true;
+    char ref[4400];
+    if (data_dir) {
+        for (int k = 0; k < m->graph->n_outputs; k++) {
+            snprintf(ref, sizeof ref, "%s/test_data_set_0/output_%d.pb", data_dir, k);
+            outs_ok = output_matches(m, k, ref) && outs_ok;
+        }
+    } else {
+        size_t l = strlen(path);
+        if (l > 5 && l < sizeof ref - 20) {
+            snprintf(ref, sizeof ref, "%.*s_output_0.pb", (int)(l - 5), path);
+            outs_ok = output_matches(m, 0, ref);
+        }
+    }
+    printf("  %s: %d values, %d not static, outputs %s\n", path, s.values, s.nonstatic,
+           outs_ok ? "match the reference" : "DIFFER");
+    if (s.nonstatic || !outs_ok)
         (*bad)++;
     ox_model_free(m);
 }

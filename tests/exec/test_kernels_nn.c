@@ -22,6 +22,7 @@ ox_status ox_nn_k_conv_transpose(ox_kernel_ctx *c);
 ox_status ox_nn_k_max_pool(ox_kernel_ctx *c);
 ox_status ox_nn_k_average_pool(ox_kernel_ctx *c);
 ox_status ox_nn_k_batch_norm(ox_kernel_ctx *c);
+ox_status ox_nn_k_max_roi_pool(ox_kernel_ctx *c);
 ox_status ox_nn_k_layer_norm(ox_kernel_ctx *c);
 ox_status ox_nn_k_quantize_linear(ox_kernel_ctx *c);
 ox_status ox_nn_k_dequantize_linear(ox_kernel_ctx *c);
@@ -934,6 +935,28 @@ static void test_threaded_matches_serial(void **state)
     ox_thread_pool_free(pool);
 }
 
+
+/* MaxRoiPool over a 4x4 ramp: a whole-image ROI pooled 2x2 takes each
+ * quadrant's bottom-right value; a half-scale ROI reads the top-left. */
+static void test_max_roi_pool(void **state)
+{
+    (void)state;
+    int64_t dx[4] = {1, 1, 4, 4}, dr[2] = {2, 5};
+    float X[16];
+    for (int i = 0; i < 16; i++) X[i] = (float)i;
+    float R[10] = {0, 0, 0, 3, 3, 0, 0, 0, 2, 2};
+    static const int64_t ps[2] = {2, 2};
+    kcase k;
+    kc_init(&k, "MaxRoiPool", 1, 1);
+    attr_ints(&k, "pooled_shape", 2, ps);
+    in_f(&k, 0, 4, dx, X);
+    in_f(&k, 1, 2, dr, R);
+    assert_int_equal(ox_nn_k_max_roi_pool(&k.ctx), OX_OK);
+    /* ROI 2 spans rows/cols 0..2 (3 wide): bins [0,2) and [1,3). */
+    expect_vals(out_t(&k, 0), 8, (double[]){5, 7, 13, 15, 5, 6, 9, 10}, 0);
+    kc_free(&k);
+}
+
 /* ---- robustness -------------------------------------------------------------------- */
 
 /* Every kernel of the table fed random, mostly inconsistent inputs and
@@ -1014,6 +1037,7 @@ int main(void)
         cmocka_unit_test(test_ms_mha),
         cmocka_unit_test(test_group_norm_versions),
         cmocka_unit_test(test_fused_gemm_family),
+        cmocka_unit_test(test_max_roi_pool),
         cmocka_unit_test(test_threaded_matches_serial),
         cmocka_unit_test(test_random_inputs_no_crash),
     };

@@ -230,23 +230,30 @@ size_t ox__dtype_size(ox_dtype dt)
 
 static uint64_t dummy_elem[2];
 
-/* Element pointer of a tensor, strings included; never NULL. */
+/* Element pointer of a tensor, strings included: a dummy for empty
+ * tensors, NULL when a non-empty tensor has no bytes (external data that
+ * was never loaded). */
 static const void *tensor_elems(const ox_tensor *t)
 {
-    if (t->dtype == OX_DT_STRING)
-        return t->strings ? (const void *)t->strings : (const void *)dummy_elem;
-    const void *d = ox_tensor_data(t);
-    return d ? d : (const void *)dummy_elem;
+    const void *d = t->dtype == OX_DT_STRING ? (const void *)t->strings
+                                             : ox_tensor_data(t);
+    if (d)
+        return d;
+    return t->numel == 0 ? (const void *)dummy_elem : NULL;
 }
 
 const void *ox__as_type(const ox_tensor *t, ox_dtype ct, void **tmp,
                         ox_error *err)
 {
     *tmp = NULL;
-    if (t->dtype == ct)
-        return tensor_elems(t);
-    if (t->numel == 0)
-        return dummy_elem;
+    const void *src = tensor_elems(t);
+    if (!src) {
+        ox_errorf(err, OX_EINVAL, "tensor '%s' has no data",
+                  t->name ? t->name : "");
+        return NULL;
+    }
+    if (t->dtype == ct || t->numel == 0)
+        return src;
     size_t es = ox__dtype_size(ct);
     if (es == 0 || (uint64_t)t->numel > SIZE_MAX / es) {
         ox_errorf(err, OX_EUNSUPPORTED, "cannot widen %s to %s",
@@ -259,7 +266,7 @@ const void *ox__as_type(const ox_tensor *t, ox_dtype ct, void **tmp,
                   (long long)t->numel);
         return NULL;
     }
-    if (ox__convert(t->dtype, tensor_elems(t), ct, b, t->numel, OX__CVT_SATURATE, err)) {
+    if (ox__convert(t->dtype, src, ct, b, t->numel, OX__CVT_SATURATE, err)) {
         free(b);
         return NULL;
     }
@@ -331,6 +338,11 @@ int ox__read_ints(const ox_tensor *t, int64_t **vals, ox_error *err)
         return -1;
     }
     const void *d = ox_tensor_data(t);
+    if (!d && n > 0) {
+        free(v);
+        ox_errorf(err, OX_EINVAL, "integer list tensor has no data");
+        return -1;
+    }
     for (int i = 0; i < n; i++)
         v[i] = t->dtype == OX_DT_INT64 ? ((const int64_t *)d)[i]
                                        : ((const int32_t *)d)[i];

@@ -28,5 +28,7 @@ const ox_kernel_entry ox_kernels_misc[] = {
     {"ai.onnx.ml", "ArrayFeatureExtractor", 1, ox_misc_array_feature_extractor},
     {"ai.onnx.ml", "LabelEncoder", 1, ox_misc_label_encoder},
     {"", "TfIdfVectorizer", 9, ox_misc_tfidf},
+    {"", "RoiAlign", 10, ox_misc_roi_align},
+    {"ai.onnx.ml", "TreeEnsemble", 5, ox_misc_tree_ensemble},
     {0},
 };

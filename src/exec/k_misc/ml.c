@@ -314,3 +314,137 @@ ox_status ox_misc_tfidf(ox_kernel_ctx *c)
     }
     return OX_OK;
 }
+
+/* ---- TreeEnsemble (ai.onnx.ml 5) ------------------------------------------- */
+
+static const ox_tensor *tattr(const ox_node *n, const char *name)
+{
+    const ox_attr *a = ox_node_attr(n, name);
+    return (a && a->type == OX_ATTR_TENSOR) ? a->t : NULL;
+}
+
+static int ints_attr(const ox_node *n, const char *name, const int64_t **v)
+{
+    int k = ox_node_attr_ints(n, name, v);
+    return k < 0 ? 0 : k;
+}
+
+ox_status ox_misc_tree_ensemble(ox_kernel_ctx *c)
+{
+    const ox_node *nd = c->node;
+    const ox_tensor *x = ox_kernel_in(c, 0);
+    if (!x || x->rank != 2 || !ox_dtype_is_float(x->dtype))
+        return ox_errorf(c->err, OX_EINVAL, "X must be a float [N, F] tensor");
+    const int64_t *feat, *tnode, *fnode, *tleaf, *fleaf, *roots, *ltarget, *mvt;
+    int nn = ints_attr(nd, "nodes_featureids", &feat);
+    int n_t = ints_attr(nd, "nodes_truenodeids", &tnode);
+    int n_f = ints_attr(nd, "nodes_falsenodeids", &fnode);
+    int n_tl = ints_attr(nd, "nodes_trueleafs", &tleaf);
+    int n_fl = ints_attr(nd, "nodes_falseleafs", &fleaf);
+    int nr = ints_attr(nd, "tree_roots", &roots);
+    int nl = ints_attr(nd, "leaf_targetids", &ltarget);
+    int nm = ints_attr(nd, "nodes_missing_value_tracks_true", &mvt);
+    const ox_tensor *splits = tattr(nd, "nodes_splits"), *modes = tattr(nd, "nodes_modes"),
+                    *lw = tattr(nd, "leaf_weights"), *memb = tattr(nd, "membership_values");
+    int64_t n_targets = ox_node_attr_i(nd, "n_targets", 1);
+    int64_t agg = ox_node_attr_i(nd, "aggregate_function", 1);
+    int64_t post = ox_node_attr_i(nd, "post_transform", 0);
+    if (nn == 0 || n_t != nn || n_f != nn || n_tl != nn || n_fl != nn || !splits ||
+        splits->numel != nn || !lw || lw->numel != nl || n_targets <= 0 || nr == 0 ||
+        (modes && modes->numel != nn))
+        return ox_errorf(c->err, OX_EINVAL, "inconsistent TreeEnsemble attributes");
+    if (post != 0)
+        return ox_errorf(c->err, OX_EUNSUPPORTED, "post_transform %lld", (long long)post);
+    /* Start of each MEMBER node's set inside membership_values (NaN-separated). */
+    int64_t *mstart = calloc((size_t)nn + 1, sizeof *mstart);
+    if (!mstart)
+        return ox_errorf(c->err, OX_ENOMEM, "out of memory");
+    int64_t mpos = 0;
+    for (int i = 0; i < nn; i++) {
+        mstart[i] = -1;
+        if (modes && ox_tensor_get_i64(modes, i) == 6 && memb) {
+            mstart[i] = mpos;
+            while (mpos < memb->numel && !isnan(ox_misc_getf(memb, mpos)))
+                mpos++;
+            mpos++;
+        }
+    }
+    int64_t N = x->dims[0], F = x->dims[1];
+    int64_t dims[2] = {N, n_targets};
+    ox_tensor *y = ox_kernel_output(c, 0, x->dtype, 2, dims);
+    double *acc = calloc((size_t)n_targets + 1, sizeof *acc);
+    bool *seen = calloc((size_t)n_targets + 1, sizeof *seen);
+    ox_status st = OX_OK;
+    if (!y || !acc || !seen) {
+        st = y ? ox_errorf(c->err, OX_ENOMEM, "out of memory") : c->err->status;
+        goto out;
+    }
+    for (int64_t r = 0; r < N; r++) {
+        for (int64_t t = 0; t < n_targets; t++) {
+            acc[t] = 0;
+            seen[t] = false;
+        }
+        for (int tr = 0; tr < nr; tr++) {
+            int64_t node = roots[tr];
+            int64_t leaf = -1;
+            for (int steps = 0; steps <= nn && leaf < 0; steps++) {
+                if (node < 0 || node >= nn || feat[node] < 0 || feat[node] >= F) {
+                    st = ox_errorf(c->err, OX_EINVAL, "bad tree node %lld", (long long)node);
+                    goto out;
+                }
+                double v = ox_misc_getf(x, r * F + feat[node]);
+                double s = ox_misc_getf(splits, node);
+                int mode = modes ? (int)ox_tensor_get_i64(modes, node) : 0;
+                bool cond;
+                if (isnan(v) && node < nm && mvt[node]) {
+                    cond = true;
+                } else {
+                    switch (mode) {
+                    case 0: cond = v <= s; break;
+                    case 1: cond = v < s; break;
+                    case 2: cond = v >= s; break;
+                    case 3: cond = v > s; break;
+                    case 4: cond = v == s; break;
+                    case 5: cond = v != s; break;
+                    default:
+                        cond = false;
+                        for (int64_t k = mstart[node]; memb && k >= 0 && k < memb->numel; k++) {
+                            double mv = ox_misc_getf(memb, k);
+                            if (isnan(mv))
+                                break;
+                            if (mv == v) {
+                                cond = true;
+                                break;
+                            }
+                        }
+                    }
+                }
+                int64_t next = cond ? tnode[node] : fnode[node];
+                if (cond ? tleaf[node] : fleaf[node])
+                    leaf = next;
+                else
+                    node = next;
+            }
+            if (leaf < 0 || leaf >= nl || ltarget[leaf] < 0 || ltarget[leaf] >= n_targets) {
+                st = ox_errorf(c->err, OX_EINVAL, "bad tree leaf");
+                goto out;
+            }
+            int64_t t = ltarget[leaf];
+            double w = ox_misc_getf(lw, leaf);
+            if (agg == 2)
+                acc[t] = seen[t] ? fmin(acc[t], w) : w;
+            else if (agg == 3)
+                acc[t] = seen[t] ? fmax(acc[t], w) : w;
+            else
+                acc[t] += w;
+            seen[t] = true;
+        }
+        for (int64_t t = 0; t < n_targets; t++)
+            ox_tensor_set_f64(y, r * n_targets + t, agg == 0 ? acc[t] / nr : acc[t]);
+    }
+out:
+    free(mstart);
+    free(acc);
+    free(seen);
+    return st;
+}

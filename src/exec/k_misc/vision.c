@@ -503,3 +503,96 @@ ox_status ox_misc_col2im(ox_kernel_ctx *c)
     free(acc);
     return OX_OK;
 }
+
+/* ---- RoiAlign -------------------------------------------------------------- */
+
+ox_status ox_misc_roi_align(ox_kernel_ctx *c)
+{
+    const ox_tensor *x = ox_kernel_in(c, 0), *rois = ox_kernel_in(c, 1),
+                    *bi = ox_kernel_in(c, 2);
+    if (!x || !rois || !bi || x->rank != 4 || rois->rank != 2 || rois->dims[1] != 4 ||
+        bi->numel != rois->dims[0] || !ox_dtype_is_float(x->dtype))
+        return ox_errorf(c->err, OX_EINVAL, "X [N,C,H,W], rois [R,4], batch_indices [R]");
+    bool avg = strcmp(ox_node_attr_s(c->node, "mode", "avg"), "max") != 0;
+    int64_t ph_n = ox_node_attr_i(c->node, "output_height", 1);
+    int64_t pw_n = ox_node_attr_i(c->node, "output_width", 1);
+    int64_t sr = ox_node_attr_i(c->node, "sampling_ratio", 0);
+    double scale = ox_node_attr_f(c->node, "spatial_scale", 1.0f);
+    bool half = c->opset >= 16 &&
+                strcmp(ox_node_attr_s(c->node, "coordinate_transformation_mode", "half_pixel"),
+                       "half_pixel") == 0;
+    if (ph_n <= 0 || pw_n <= 0 || sr < 0)
+        return ox_errorf(c->err, OX_EINVAL, "bad output size or sampling_ratio");
+    int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3], R = rois->dims[0];
+    int64_t dims[4] = {R, C, ph_n, pw_n};
+    ox_tensor *y = ox_kernel_output(c, 0, x->dtype, 4, dims);
+    if (!y)
+        return c->err->status;
+    double off = half ? 0.5 : 0.0;
+    for (int64_t r = 0; r < R; r++) {
+        int64_t b = ox_tensor_get_i64(bi, r);
+        if (b < 0 || b >= N)
+            return ox_errorf(c->err, OX_EINVAL, "batch index out of range");
+        double sw = ox_misc_getf(rois, r * 4) * scale - off;
+        double sh = ox_misc_getf(rois, r * 4 + 1) * scale - off;
+        double ew = ox_misc_getf(rois, r * 4 + 2) * scale - off;
+        double eh = ox_misc_getf(rois, r * 4 + 3) * scale - off;
+        double rw = ew - sw, rh = eh - sh;
+        if (!half) {
+            rw = fmax(rw, 1.0);
+            rh = fmax(rh, 1.0);
+        }
+        double bh = rh / (double)ph_n, bw = rw / (double)pw_n;
+        int64_t gh = sr > 0 ? sr : (int64_t)ceil(rh / (double)ph_n);
+        int64_t gw = sr > 0 ? sr : (int64_t)ceil(rw / (double)pw_n);
+        double count = (double)(gh * gw > 1 ? gh * gw : 1);
+        for (int64_t ch = 0; ch < C; ch++) {
+            int64_t base = (b * C + ch) * H * W;
+            for (int64_t ph = 0; ph < ph_n; ph++)
+                for (int64_t pw = 0; pw < pw_n; pw++) {
+                    double acc = 0, mx = -INFINITY;
+                    bool any = false;
+                    for (int64_t iy = 0; iy < gh; iy++) {
+                        double yy = sh + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;
+                        for (int64_t ix = 0; ix < gw; ix++) {
+                            double xx = sw + (double)pw * bw + ((double)ix + 0.5) * bw / (double)gw;
+                            double v = 0;
+                            if (!(yy < -1.0 || yy > (double)H || xx < -1.0 || xx > (double)W)) {
+                                double ty = fmax(yy, 0), tx = fmax(xx, 0);
+                                int64_t yl = (int64_t)ty, xl = (int64_t)tx, yh, xh;
+                                if (yl >= H - 1) {
+                                    yh = yl = H - 1;
+                                    ty = (double)yl;
+                                } else {
+                                    yh = yl + 1;
+                                }
+                                if (xl >= W - 1) {
+                                    xh = xl = W - 1;
+                                    tx = (double)xl;
+                                } else {
+                                    xh = xl + 1;
+                                }
+                                double ly = ty - (double)yl, lx = tx - (double)xl;
+                                double hy = 1 - ly, hx = 1 - lx;
+                                double v1 = hy * hx * ox_misc_getf(x, base + yl * W + xl);
+                                double v2 = hy * lx * ox_misc_getf(x, base + yl * W + xh);
+                                double v3 = ly * hx * ox_misc_getf(x, base + yh * W + xl);
+                                double v4 = ly * lx * ox_misc_getf(x, base + yh * W + xh);
+                                if (avg)
+                                    v = v1 + v2 + v3 + v4;
+                                else
+                                    v = fmax(fmax(v1, v2), fmax(v3, v4));
+                            }
+                            acc += v;
+                            if (!any || v > mx)
+                                mx = v;
+                            any = true;
+                        }
+                    }
+                    ox_tensor_set_f64(y, ((r * C + ch) * ph_n + ph) * pw_n + pw,
+                                      avg ? acc / count : (any ? mx : 0));
+                }
+        }
+    }
+    return OX_OK;
+}

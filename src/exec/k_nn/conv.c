@@ -12,6 +12,27 @@ typedef struct conv_geom {
     int64_t in_sz, k_sz, out_sz;
 } conv_geom;
 
+/* Moves the nsp real spatial entries to the end of a[SP] and fills the
+ * front with `fill`: the innermost loops then run over the real last
+ * (contiguous) axis instead of a padded size-1 one. */
+static void align_right(int nsp, int64_t *a, int64_t fill)
+{
+    int o = SP - nsp;
+    for (int i = SP - 1; i >= 0; i--) a[i] = i >= o ? a[i - o] : fill;
+}
+
+static void geom_align(int nsp, int64_t *in, int64_t *k, int64_t *s, int64_t *d, int64_t *pb,
+                       int64_t *pe, int64_t *out)
+{
+    align_right(nsp, in, 1);
+    align_right(nsp, k, 1);
+    align_right(nsp, s, 1);
+    align_right(nsp, d, 1);
+    align_right(nsp, pb, 0);
+    align_right(nsp, pe, 0);
+    align_right(nsp, out, 1);
+}
+
 /* Reads kernel_shape/strides/dilations/pads/auto_pad and computes output
  * sizes for Conv-style (transpose = false) ops. ksp = kernel spatial dims from W. */
 static ox_status conv_geom_init(ox_kernel_ctx *c, int nsp, const int64_t *xsp,
@@ -58,6 +79,7 @@ static ox_status conv_geom_init(ox_kernel_ctx *c, int nsp, const int64_t *xsp,
             g->out[i] = span / g->s[i] + 1;
         }
     }
+    geom_align(nsp, g->in, g->k, g->s, g->d, g->pb, g->pe, g->out);
     g->in_sz = nn_prod(g->in, SP);
     g->k_sz = nn_prod(g->k, SP);
     g->out_sz = nn_prod(g->out, SP);
@@ -86,9 +108,18 @@ static ox_status conv_geom_init(ox_kernel_ctx *c, int nsp, const int64_t *xsp,
                             continue;                                                   \
                         }                                                               \
                         const T *xr = xc + (iz * g->in[1] + iy) * g->in[2];             \
-                        int64_t ix = -g->pb[2] + kx * g->d[2];                          \
-                        for (int64_t ox = 0; ox < g->out[2]; ox++, ix += g->s[2])       \
-                            r[ox] = (ix >= 0 && ix < g->in[2]) ? xr[ix] : 0;            \
+                        int64_t off = kx * g->d[2] - g->pb[2], sx = g->s[2];            \
+                        /* [lo, hi): outputs whose input column is inside. */           \
+                        int64_t lo = off < 0 ? (-off + sx - 1) / sx : 0;                \
+                        int64_t hi = g->in[2] - off <= 0 ? 0 : (g->in[2] - off - 1) / sx + 1; \
+                        if (hi > g->out[2]) hi = g->out[2];                             \
+                        if (lo > hi) lo = hi;                                           \
+                        for (int64_t ox = 0; ox < lo; ox++) r[ox] = 0;                  \
+                        if (sx == 1)                                                    \
+                            memcpy(r + lo, xr + lo + off, (size_t)(hi - lo) * sizeof(T)); \
+                        else                                                            \
+                            for (int64_t ox = lo; ox < hi; ox++) r[ox] = xr[ox * sx + off]; \
+                        for (int64_t ox = hi; ox < g->out[2]; ox++) r[ox] = 0;          \
                     }                                                                   \
                 }                                                                       \
             }                                                                           \
@@ -209,7 +240,7 @@ static ox_status conv_run_f(ox_kernel_ctx *c, const ox_tensor *x, const ox_tenso
     int64_t od[OX_MAX_RANK];
     od[0] = N;
     od[1] = M;
-    for (int i = 0; i < g.nsp; i++) od[2 + i] = g.out[i];
+    for (int i = 0; i < g.nsp; i++) od[2 + i] = g.out[SP - g.nsp + i];
     if (z && (z->rank != x->rank || z->numel != N * M * g.out_sz)) return NN_FAIL(c, "Z shape mismatch");
     float *tx = NULL, *tw = NULL, *tb = NULL, *tz = NULL;
     const float *X = nn_load_f32(c, x, &tx);
@@ -320,13 +351,14 @@ NN_KERNEL(conv_transpose)
         }
         if (g.out[i] < 0) return NN_FAIL(c, "negative output size");
     }
+    geom_align(nsp, g.in, g.k, g.s, g.d, g.pb, g.pe, g.out);
     g.in_sz = nn_prod(g.in, SP);
     g.k_sz = nn_prod(g.k, SP);
     g.out_sz = nn_prod(g.out, SP);
     int64_t od[OX_MAX_RANK];
     od[0] = N;
     od[1] = M;
-    for (int i = 0; i < nsp; i++) od[2 + i] = g.out[i];
+    for (int i = 0; i < nsp; i++) od[2 + i] = g.out[SP - g.nsp + i];
 
     ox_status st = OX_OK;
     float *tx = NULL, *tw = NULL, *tb = NULL, *col = NULL;
@@ -397,7 +429,7 @@ static ox_status conv_run_i(ox_kernel_ctx *c, const ox_tensor *x, const ox_tenso
     int64_t N = x->dims[0], C = x->dims[1], M = w->dims[0];
     od[0] = N;
     od[1] = M;
-    for (int i = 0; i < g.nsp; i++) od[2 + i] = g.out[i];
+    for (int i = 0; i < g.nsp; i++) od[2 + i] = g.out[SP - g.nsp + i];
     int64_t Cg = C / group, Mg = M / group, kdim = Cg * g.k_sz;
     int32_t *X = malloc((size_t)(x->numel + 1) * sizeof(int32_t));
     int32_t *W = malloc((size_t)(w->numel + 1) * sizeof(int32_t));
@@ -509,8 +541,8 @@ NN_KERNEL(deform_conv)
     if (st) return st;
     if (x->rank != 4) return nn_fail(c, OX_EUNSUPPORTED, "only 2-D DeformConv is supported");
     if (!nn_is_float_dt(x->dtype)) return NN_FAIL(c, "needs float inputs");
-    int64_t N = x->dims[0], C = x->dims[1], M = w->dims[0], H = g.in[0], W = g.in[1];
-    int64_t KH = g.k[0], KW = g.k[1], OH = g.out[0], OW = g.out[1], KK = KH * KW;
+    int64_t N = x->dims[0], C = x->dims[1], M = w->dims[0], H = g.in[1], W = g.in[2];
+    int64_t KH = g.k[1], KW = g.k[2], OH = g.out[1], OW = g.out[2], KK = KH * KW;
     if (og < 1 || C % og) return NN_FAIL(c, "offset_group must divide the channels");
     if (!off || off->rank != 4 || off->dims[0] != N || off->dims[1] != og * 2 * KK ||
         off->dims[2] != OH || off->dims[3] != OW)
@@ -544,8 +576,8 @@ NN_KERNEL(deform_conv)
                         for (int64_t oh = 0; oh < OH; oh++)
                             for (int64_t ow = 0; ow < OW; ow++) {
                                 int64_t p = oh * OW + ow;
-                                float hh = (float)(oh * g.s[0] - g.pb[0] + kh * g.d[0]) + op[(2 * kk) * P + p];
-                                float ww = (float)(ow * g.s[1] - g.pb[1] + kw * g.d[1]) + op[(2 * kk + 1) * P + p];
+                                float hh = (float)(oh * g.s[1] - g.pb[1] + kh * g.d[1]) + op[(2 * kk) * P + p];
+                                float ww = (float)(ow * g.s[2] - g.pb[2] + kw * g.d[2]) + op[(2 * kk + 1) * P + p];
                                 float v = bilinear(xp, H, W, hh, ww);
                                 row[p] = mp ? v * mp[kk * P + p] : v;
                             }

@@ -6,6 +6,27 @@
 
 #define SP 3
 
+/* Moves the nsp real spatial entries to the end of a[SP] and fills the
+ * front with `fill`: the innermost loops then run over the real last
+ * (contiguous) axis instead of a padded size-1 one. */
+static void align_right(int nsp, int64_t *a, int64_t fill)
+{
+    int o = SP - nsp;
+    for (int i = SP - 1; i >= 0; i--) a[i] = i >= o ? a[i - o] : fill;
+}
+
+static void geom_align(int nsp, int64_t *in, int64_t *k, int64_t *s, int64_t *d, int64_t *pb,
+                       int64_t *pe, int64_t *out)
+{
+    align_right(nsp, in, 1);
+    align_right(nsp, k, 1);
+    align_right(nsp, s, 1);
+    align_right(nsp, d, 1);
+    align_right(nsp, pb, 0);
+    align_right(nsp, pe, 0);
+    align_right(nsp, out, 1);
+}
+
 typedef struct pool_geom {
     int nsp;
     int64_t in[SP], k[SP], s[SP], d[SP], pb[SP], pe[SP], out[SP];
@@ -65,6 +86,7 @@ static ox_status pool_geom_init(ox_kernel_ctx *c, const ox_tensor *x, bool dilat
             }
         }
     }
+    geom_align(nsp, g->in, g->k, g->s, g->d, g->pb, g->pe, g->out);
     g->in_sz = nn_prod(g->in, SP);
     g->out_sz = nn_prod(g->out, SP);
     return OX_OK;
@@ -138,8 +160,7 @@ static void pool_planes(void *ctx, int64_t b0, int64_t b1)
                         /* Column-major over the spatial dims. */
                         int64_t bz = b / (g->in[1] * g->in[2]), by = (b / g->in[2]) % g->in[1],
                                 bx = b % g->in[2];
-                        if (g->nsp == 2) b = by * g->in[0] + bz;
-                        else if (g->nsp == 3) b = (bx * g->in[1] + by) * g->in[0] + bz;
+                        b = (bx * g->in[1] + by) * g->in[0] + bz;
                     }
                     I[nc * g->out_sz + op] = nc * g->in_sz + b;
                 }
@@ -167,7 +188,7 @@ static ox_status pool_run(ox_kernel_ctx *c, int kind)
     int64_t od[OX_MAX_RANK];
     od[0] = x->dims[0];
     od[1] = x->dims[1];
-    for (int i = 0; i < g.nsp; i++) od[2 + i] = g.out[i];
+    for (int i = 0; i < g.nsp; i++) od[2 + i] = g.out[SP - g.nsp + i];
     float *tx = NULL;
     const float *X = nn_load_f32(c, x, &tx);
     if (!X) return NN_ST(c);

@@ -11,6 +11,7 @@ static ox_status set_new(ox_kernel_ctx *c, int i, ox_tensor *t)
 {
     if (!t)
         return ox_errorf(c->err, OX_ENOMEM, "%s: out of memory", ox_tk_op(c));
+    ox_tensor_set_name(t, NULL); /* a new value, not the attribute/input */
     ox_kernel_set_output(c, i, t);
     return OX_OK;
 }
@@ -433,6 +434,7 @@ ox_status ox_tk_bitcast(ox_kernel_ctx *c)
     if (!y)
         return ox_errorf(c->err, OX_ENOMEM, "BitCast: out of memory");
     y->dtype = (ox_dtype)to;
+    ox_tensor_set_name(y, NULL);
     ox_kernel_set_output(c, 0, y);
     return OX_OK;
 }

@@ -361,6 +361,7 @@ ox_status ox_tk_out_view(ox_kernel_ctx *c, int i, const ox_tensor *src,
     ox_tensor *t = ox_tensor_share(src);
     if (!t)
         return ox_errorf(c->err, OX_ENOMEM, "%s: out of memory", ox_tk_op(c));
+    ox_tensor_set_name(t, NULL); /* the output is a new value, not src */
     t->rank = rank;
     for (int k = 0; k < rank; k++)
         t->dims[k] = dims[k];
