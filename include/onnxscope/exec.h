@@ -104,6 +104,11 @@ const ox_kernel_entry *ox_kernel_at(int i);
 typedef struct ox_exec_opts {
     int threads;              /* 0 = number of cores */
     bool keep_intermediates;  /* for debugging/folding: keep every value */
+    /* Optional per-node timing hook (`bench --trace`): called after each
+     * node of every graph run (subgraphs too) with its start and end on
+     * CLOCK_MONOTONIC in ns. NULL (the default) costs nothing. */
+    void (*node_hook)(void *user, const ox_node *n, int64_t start_ns, int64_t end_ns);
+    void *node_hook_user;
 } ox_exec_opts;
 
 /* Prepares an executor for m's main graph (runs inference if needed). */

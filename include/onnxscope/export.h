@@ -59,7 +59,7 @@ typedef struct ox_export_stats {
 } ox_export_stats;
 
 /* Builds the Graphviz graph for m. *out is the caller's: free it with
- * ox_export_free_graph. stats may be NULL. Errors: OX_EINVAL (bad options,
+ * ox_export_free_graph. stats may be NULL (zeroed on failure). Errors: OX_EINVAL (bad options,
  * --around names no node), OX_ENOMEM. */
 ox_status ox_export_build(const ox_model *m, const ox_export_opts *o,
                           struct Agraph_s **out, ox_export_stats *stats,

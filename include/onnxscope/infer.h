@@ -15,7 +15,9 @@
 #include "onnxscope/tensor.h"
 
 /* --shape NAME=1x3x224x224 : a dim may also be a symbol ("Nx3x224x224") or
- * "?" for unknown; "NAME=scalar" gives rank 0. */
+ * "?" for unknown; "NAME=scalar" gives rank 0. Dims are separated by ','
+ * or by an 'x' next to a digit or '?', so "max_lenx128" is [max_len,128]
+ * and two symbols need a comma ("N,M"). */
 typedef struct ox_shape_override {
     char *name;
     int rank;

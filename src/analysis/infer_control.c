@@ -89,15 +89,15 @@ ox_status ox__infer_if_(ox_infer_node_ctx *c)
     ox_graph *tg = attr_graph(c->n, "then_branch"), *eg = attr_graph(c->n, "else_branch");
     if (!tg || !eg)
         return ox__fail(c, "If without both branches");
-    ox_status rc = ox__infer_subgraph(c, tg);
-    if (rc == OX_OK)
-        rc = ox__infer_subgraph(c, eg);
-    if (rc != OX_OK)
-        return rc;
     const ox__kv *ck = ox__in_kv(c, 0);
     int pick = -1;
     if (ck && ck->n == 1 && ck->known[0])
         pick = ox__kv_get_i(ck, 0) ? 0 : 1;
+    ox_status rc = pick == 1 ? ox__infer_dead_subgraph(c, tg) : ox__infer_subgraph(c, tg);
+    if (rc == OX_OK)
+        rc = pick == 0 ? ox__infer_dead_subgraph(c, eg) : ox__infer_subgraph(c, eg);
+    if (rc != OX_OK)
+        return rc;
     for (int i = 0; i < c->n->n_outputs; i++) {
         const ox_type *a = gout_type(tg, i), *b = gout_type(eg, i);
         ox_type *t = pick == 0 ? (a ? ox_type_clone(a) : NULL)

@@ -383,11 +383,6 @@ ox_status ox__infer_binarizer(ox_infer_node_ctx *c)
     return ox__pass_through(c, 0, 0);
 }
 
-ox_status ox__infer_roll_identity(ox_infer_node_ctx *c)
-{
-    return ox__pass_through(c, 0, 0);
-}
-
 ox_status ox__infer_scatter(ox_infer_node_ctx *c)
 {
     return ox__pass_through(c, 0, 0);
@@ -458,8 +453,7 @@ ox_status ox__infer_variadic(ox_infer_node_ctx *c)
     ox_dtype e = OX_DT_UNDEFINED;
     for (int i = 0; i < ox__nin(c) && !e; i++)
         e = ox__in_elem(c, i);
-    if (!strcmp(c->n->op_type, "Mean"))
-        return binary_common(c, e, ox__nin(c)); /* no value eval (K_NONE) */
+    /* Max/Min/Sum values are evaluated; Mean has no binop (K_NONE). */
     return binary_common(c, e, ox__nin(c));
 }
 

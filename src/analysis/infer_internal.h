@@ -101,6 +101,8 @@ bool ox__dim_same(const ox_dim *a, const ox_dim *b);
 /* Evaluates a subgraph body with the current outer scope (If/Loop/Scan);
  * body inputs must have been typed by the caller. */
 ox_status ox__infer_subgraph(ox_infer_node_ctx *c, ox_graph *g);
+/* Same for a body known not to run: its inconsistencies are not reported. */
+ox_status ox__infer_dead_subgraph(ox_infer_node_ctx *c, ox_graph *g);
 /* The type proto attribute on a node converted to dtype (for Cast etc). */
 ox_dtype ox__attr_dtype(const ox_node *n, const char *name, ox_dtype dflt);
 
@@ -131,7 +133,7 @@ ox_dtype ox__attr_dtype(const ox_node *n, const char *name, ox_dtype dflt);
     X(tensor_scatter) X(causal_conv) X(linear_attention) X(swiglu) \
     X(flex_attention) X(gelu_bias) X(fused_matmul) X(scatter) \
     X(mean_var_norm) X(group_norm) X(lp_norm) X(reverse_sequence) \
-    X(cum) X(trilu) X(deform_conv) X(roll_identity)
+    X(cum) X(trilu) X(deform_conv)
 
 #define X(name) ox_status ox__infer_##name(ox_infer_node_ctx *c);
 OX__INFER_FNS(X)

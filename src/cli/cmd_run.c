@@ -96,6 +96,12 @@ static ox_tensor *random_input(const ox_model *m, const ox_value *v, const ox_in
             x = t->dims[d].value >= 0 ? t->dims[d].value
                                       : dim_from_symbol(io, t->dims[d].param);
         }
+        if (x < 0) {
+            const char *sym = ov ? ov->params[d] : t->dims[d].param;
+            fprintf(stderr, "onnxscope: note: input '%s' dim %d%s%s%s is unknown, using 1 "
+                    "(set it with --shape or --dim)\n", v->name, d, sym ? " ('" : "",
+                    sym ? sym : "", sym ? "')" : "");
+        }
         dims[d] = x >= 0 ? x : 1;   /* unknown dims default to 1 */
     }
     ox_tensor *x = ox_tensor_new(t->elem, rank, dims);

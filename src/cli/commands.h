@@ -14,6 +14,9 @@ int ox_cmd_check(int argc, char **argv);
 int ox_cmd_run(int argc, char **argv);
 int ox_cmd_test_backend(int argc, char **argv);
 int ox_cmd_dot(int argc, char **argv);
+int ox_cmd_passes(int argc, char **argv);
+int ox_cmd_optimize(int argc, char **argv);
+int ox_cmd_bench(int argc, char **argv);
 
 /* Helpers shared by the commands (cli_util.c). */
 
@@ -31,5 +34,10 @@ bool ox_cli_add_dim(ox_infer_opts *opts, const char *arg);
 const char *ox_cli_si(double v, char *buf, size_t len);
 /* "13.2 MiB" */
 const char *ox_cli_bytes(double v, char *buf, size_t len);
+
+/* The `info --json` object of a model (cmd_info.c); used by optimize. */
+typedef struct json_t json_t;
+struct ox_model_cost;
+json_t *ox_cli_info_json(const ox_model *m, const struct ox_model_cost *c);
 
 #endif

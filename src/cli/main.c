@@ -15,8 +15,11 @@ typedef struct command {
 static const command commands[] = {
     {"info", ox_cmd_info, "summary of a model: graph, opsets, ops, params, cost"},
     {"check", ox_cmd_check, "validate a model; exit 1 with a report on errors"},
+    {"passes", ox_cmd_passes, "list the optimization passes"},
+    {"optimize", ox_cmd_optimize, "optimize a model with the pass pipeline"},
     {"dot", ox_cmd_dot, "export the graph as DOT/SVG/PNG/PDF"},
     {"run", ox_cmd_run, "run a model on given or random inputs"},
+    {"bench", ox_cmd_bench, "time a model (optionally against another) on random inputs"},
     {"test-backend", ox_cmd_test_backend, "run ONNX backend test cases"},
 };
 

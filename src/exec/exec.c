@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "onnxscope/exec.h"
 
@@ -745,6 +746,14 @@ static void frame_set(frame *f, int slot, ox_rval *v)
     f->owned[slot] = 1;
 }
 
+/* Clock of the optional per-node hook (ox_exec_opts.node_hook). */
+static int64_t hook_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
 {
     const ox_plan *p = f->plan;
@@ -783,7 +792,10 @@ static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
             .n_out = pn->n_out, .out = out, .exec = e, .pool = e->pool,
             .err = &kerr, .priv = f,
         };
+        int64_t hook_t0 = e->opts.node_hook ? hook_now_ns() : 0;
         ox_status st = pn->fn(&ctx);
+        if (e->opts.node_hook)
+            e->opts.node_hook(e->opts.node_hook_user, pn->node, hook_t0, hook_now_ns());
         if (st == OX_OK) {
             for (int i = 0; i < pn->n_out; i++) {
                 if (pn->out_needed[i] && !out[i]) {

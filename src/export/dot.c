@@ -472,8 +472,10 @@ static Agraph_t *container(builder *b, const ox_graph *g, int depth)
     if (g->owner) {
         char sh[64];
         sb_text(&s, nz(g->owner->op_type), 40);
-        sb_puts(&s, " ");
-        sb_text(&s, ox_export_short_name(nz(g->owner->name), sh, sizeof sh), 48);
+        if (g->owner->name && *g->owner->name) {
+            sb_puts(&s, " ");
+            sb_text(&s, ox_export_short_name(g->owner->name, sh, sizeof sh), 48);
+        }
         sb_puts(&s, " . ");
         sb_text(&s, body_attr_name(g->owner, g), 32);
     } else {
@@ -959,6 +961,8 @@ ox_status ox_export_build(const ox_model *m, const ox_export_opts *o,
                           struct Agraph_s **out, ox_export_stats *stats,
                           ox_error *err)
 {
+    if (stats)
+        memset(stats, 0, sizeof *stats);
     if (!out)
         return ox_errorf(err, OX_EINVAL, "no output graph");
     *out = NULL;

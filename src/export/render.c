@@ -136,6 +136,8 @@ static ox_status write_dot(Agraph_t *g, const char *path, ox_error *err)
 ox_status ox_export_dot(const ox_model *m, const ox_export_opts *o,
                         const char *path, ox_export_stats *stats, ox_error *err)
 {
+    if (stats)
+        memset(stats, 0, sizeof *stats);
     if (!path)
         return ox_errorf(err, OX_EINVAL, "no output path");
     Agraph_t *g = NULL;
@@ -214,6 +216,8 @@ ox_status ox_export_render(const ox_model *m, const ox_export_opts *o,
                            const char *path, ox_export_format fmt,
                            ox_export_stats *stats, ox_error *err)
 {
+    if (stats)
+        memset(stats, 0, sizeof *stats);
     if (!path)
         return ox_errorf(err, OX_EINVAL, "no output path");
     if (fmt == OX_EXPORT_AUTO)

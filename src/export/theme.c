@@ -462,6 +462,9 @@ ox_status ox_theme_parse(const char *text, size_t len, const char *origin,
     size_t pos = 0;
     int lineno = 0;
     char line[1024];
+    /* Editors on some systems start files with a UTF-8 byte-order mark. */
+    if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
+        pos = 3;
     while (pos < len) {
         size_t e = pos;
         while (e < len && text[e] != '\n')

@@ -189,8 +189,9 @@ const char *tui_vline(const tui *t)
 const char *tui_corner(const tui *t, int which)
 {
     static const char *const uni[] = {"\xe2\x94\x8c", "\xe2\x94\x90", "\xe2\x94\x94",
-                                      "\xe2\x94\x98", "\xe2\x94\xac", "\xe2\x94\xb4"};
-    if (which < 0 || which > 5)
+                                      "\xe2\x94\x98", "\xe2\x94\xac", "\xe2\x94\xb4",
+                                      "\xe2\x94\xbc"};
+    if (which < 0 || which > 6)
         return "+";
     return t->ascii ? "+" : uni[which];
 }

@@ -16,6 +16,7 @@
 #include "onnxscope/cost.h"
 #include "onnxscope/infer.h"
 #include "onnxscope/ir.h"
+#include "onnxscope/passes.h"
 #include "onnxscope/theme.h"
 
 /* ---- the key table ------------------------------------------------------
@@ -142,8 +143,9 @@ typedef struct tui_bench_result {
     int iters;
     double p50, p90, p99, mean, min, max;   /* ms */
     double p50_b, p90_b, p99_b, mean_b;     /* second model when compared */
-    bool compared;
-    double max_abs_err;
+    bool compared, check_ok;
+    double speedup, max_abs_err;
+    int threads;
     char msg[256];
 } tui_bench_result;
 
@@ -166,7 +168,11 @@ struct tui {
     int *order;            /* filtered, sorted view: indexes into rc */
     int n_order;
     tui_sort sort;
+    int *perm[TUI_SORT_COUNT];   /* row order per sort key, computed on refresh */
     char filter[64];
+    char **ophist;         /* "Conv 12" items, most frequent first (cached) */
+    int n_ophist;
+    int n_nodes_rec;       /* nodes of the model, subgraphs included */
 
     /* detail */
     ox_node *detail;
@@ -211,6 +217,17 @@ struct tui {
     char pending_path[512];
     int export_scope;      /* 0 graph, 1 neighbourhood, 2 diff */
 
+    /* passes: the manager, the last report and the before/after numbers */
+    ox_pass_manager *pm;
+    ox_pass_level level;
+    bool live;             /* cur = all enabled passes: toggles re-run them */
+    int step_next;         /* pass index where `s` looks for the next enabled one */
+    ox_pass_report rep;    /* of the last action (apply all or one step) */
+    bool have_rep;
+    char last_action[128];
+    ox_model_cost cost_orig;
+    int64_t size_cur;      /* serialized size of cur (orig: the file size) */
+
     /* bench worker */
     pthread_t bench_thread;
     bool bench_running;
@@ -236,7 +253,7 @@ void tui_fill(int y, int x, int w, int slot, const tui *t);
 void tui_progress(tui *t, int y, int x, int w, double frac);
 const char *tui_hline(const tui *t);  /* box-drawing pieces, ASCII in ascii mode */
 const char *tui_vline(const tui *t);
-const char *tui_corner(const tui *t, int which); /* 0 tl 1 tr 2 bl 3 br 4 tee-down 5 tee-up */
+const char *tui_corner(const tui *t, int which); /* 0 tl 1 tr 2 bl 3 br 4 tee-down 5 tee-up 6 cross */
 int tui_utf8_cols(const char *s);
 
 /* tui_model.c: model-side state derived for the views */
@@ -252,6 +269,19 @@ void tui_detail_build(tui *t);
 void tui_goto_node(tui *t, ox_node *n, bool push);
 int tui_node_row(tui *t, const ox_node *n); /* position in the order, or -1 */
 void tui_compute_stats(tui *t, const ox_value *v);
+
+/* tui_passes.c */
+void tui_passes_init(tui *t);
+void tui_passes_free(tui *t);
+bool tui_node_touched(const tui *t, const ox_node *n);
+int tui_passes_key(tui *t, tui_action a);
+int tui_passes_rows(tui *t);
+void tui_passes_draw_row(tui *t, int row, int y, int w, bool sel);
+const char *tui_passes_header(tui *t, char *buf, int w);
+bool tui_passes_match(tui *t, int row, const char *q);
+int tui_passes_footer_lines(tui *t);
+void tui_passes_footer(tui *t, int y0, int h, int w);
+void tui_diff_draw(tui *t, int y0, int h, int w);
 
 /* tui_panels.c */
 void tui_panels_init(tui *t);

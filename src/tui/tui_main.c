@@ -557,7 +557,7 @@ static int global_key(tui *t, tui_action a, int ch)
     case TUI_A_NEIGH: tui_switch(t, TUI_P_NEIGH); return TUI_REDRAW;
     case TUI_A_TOGGLE: case TUI_A_STEP: case TUI_A_RESET: case TUI_A_APPLY_ALL:
     case TUI_A_LEVEL:
-        tui_set_status(t, OX_SLOT_UI_WARNING, "passes are not available in this build");
+        tui_set_status(t, OX_SLOT_UI_DIM, "pass keys work in panels 8 (Passes) and 9 (Diff)");
         return TUI_REDRAW;
     case TUI_A_REDRAW: clearok(curscr, TRUE); return TUI_REDRAW;
     default: return TUI_UNHANDLED;
@@ -774,12 +774,12 @@ static void load_theme(tui *t, const char *name, char *warn, size_t wn)
             path[0] = 0;
         if (path[0] && access(path, R_OK) == 0) {
             if (ox_theme_load_file(path, &t->theme, &err) != OX_OK)
-                snprintf(warn, wn, "theme %s: %s (using the default)", name, err.msg);
+                snprintf(warn, wn, "using the default theme: %s", err.msg);
             return;
         }
     }
     if (ox_theme_load(name, &t->theme, &err) != OX_OK)
-        snprintf(warn, wn, "theme %s: %s (using the default)", name, err.msg);
+        snprintf(warn, wn, "using the default theme: %s", err.msg);
 }
 
 static void tui_free(tui *t)
@@ -792,6 +792,7 @@ static void tui_free(tui *t)
         ox_model_free(t->bench_b);
     }
     tui_model_free_views(t);
+    tui_passes_free(t);
     if (t->cur != t->orig)
         ox_model_free(t->cur);
     ox_model_free(t->orig);
@@ -878,6 +879,20 @@ int ox_tui_main(int argc, char **argv)
     cbreak();
     noecho();
     keypad(stdscr, TRUE);
+    /* Terminals (and tmux) send these whatever TERM's terminfo says; a
+     * TERM=xterm or vt100 entry that lacks them would otherwise turn Home
+     * into Esc [ 1 ~ and jump to panel 1. */
+    static const struct { const char *seq; int key; } extra_keys[] = {
+        {"\033[1~", KEY_HOME}, {"\033[4~", KEY_END}, {"\033[H", KEY_HOME},
+        {"\033[F", KEY_END}, {"\033OH", KEY_HOME}, {"\033OF", KEY_END},
+        {"\033[5~", KEY_PPAGE}, {"\033[6~", KEY_NPAGE}, {"\033[A", KEY_UP},
+        {"\033[B", KEY_DOWN}, {"\033[C", KEY_RIGHT}, {"\033[D", KEY_LEFT},
+        {"\033OA", KEY_UP}, {"\033OB", KEY_DOWN}, {"\033OC", KEY_RIGHT},
+        {"\033OD", KEY_LEFT}, {"\033[Z", KEY_BTAB}, {"\033[3~", KEY_DC},
+    };
+    for (size_t i = 0; i < sizeof extra_keys / sizeof *extra_keys; i++)
+        if (key_defined(extra_keys[i].seq) == 0)
+            define_key(extra_keys[i].seq, extra_keys[i].key);
     curs_set(0);
     mousemask(ALL_MOUSE_EVENTS, NULL);
     mouseinterval(200);
@@ -920,6 +935,7 @@ int ox_tui_main(int argc, char **argv)
         tui_free(t);
         return rc ? rc : 1;
     }
+    tui_passes_init(t);
     if (warn[0])
         tui_set_status(t, OX_SLOT_UI_WARNING, "%s", warn);
     else if (t->istats.unknown_ops)

@@ -65,6 +65,15 @@ const char *tui_out_shapes(const ox_node *n, char *buf, size_t len)
 
 void tui_model_free_views(tui *t)
 {
+    for (int k = 0; k < TUI_SORT_COUNT; k++) {
+        free(t->perm[k]);
+        t->perm[k] = NULL;
+    }
+    for (int i = 0; i < t->n_ophist; i++)
+        free(t->ophist[i]);
+    free(t->ophist);
+    t->ophist = NULL;
+    t->n_ophist = 0;
     free(t->rc);
     free(t->order);
     free(t->inits);
@@ -85,6 +94,57 @@ void tui_model_free_views(tui *t)
     t->n_lines = 0;
 }
 
+typedef struct op_count {
+    const char *op;
+    int n;
+} op_count;
+
+static int cmp_opc(const void *a, const void *b)
+{
+    const op_count *x = a, *y = b;
+    if (x->n != y->n)
+        return y->n - x->n;
+    return strcmp(x->op, y->op);
+}
+
+static int cmp_opname(const void *a, const void *b)
+{
+    const op_count *x = a, *y = b;
+    return strcmp(x->op, y->op);
+}
+
+/* Op histogram of the browsed graph: sort the op names once (n log n),
+ * count runs, then order by count. */
+static void build_histogram(tui *t)
+{
+    op_count *all = calloc((size_t)t->n_rc + 1, sizeof *all);
+    if (!all)
+        return;
+    for (int i = 0; i < t->n_rc; i++)
+        all[i].op = t->rc[i].node->op_type ? t->rc[i].node->op_type : "?";
+    qsort(all, (size_t)t->n_rc, sizeof *all, cmp_opname);
+    int n = 0;
+    for (int i = 0; i < t->n_rc; i++) {
+        if (n && strcmp(all[n - 1].op, all[i].op) == 0) {
+            all[n - 1].n++;
+        } else {
+            all[n].op = all[i].op;
+            all[n].n = 1;
+            n++;
+        }
+    }
+    qsort(all, (size_t)n, sizeof *all, cmp_opc);
+    t->ophist = calloc((size_t)n + 1, sizeof *t->ophist);
+    for (int i = 0; t->ophist && i < n; i++) {
+        char buf[160];
+        snprintf(buf, sizeof buf, "%.140s %d", all[i].op, all[i].n);
+        t->ophist[i] = ox_strdup(buf);
+        if (t->ophist[i])
+            t->n_ophist++;
+    }
+    free(all);
+}
+
 static tui *sort_ctx;  /* qsort has no context argument; sorting is single-threaded */
 
 static int cmp_rows(const void *a, const void *b)
@@ -95,16 +155,32 @@ static int cmp_rows(const void *a, const void *b)
     switch (sort_ctx->sort) {
     case TUI_SORT_MACS: c = ra->macs < rb->macs ? 1 : ra->macs > rb->macs ? -1 : 0; break;
     case TUI_SORT_OP: c = strcmp(ra->node->op_type, rb->node->op_type); break;
-    case TUI_SORT_NAME: {
-        char x[256], y[256];
-        c = strcmp(tui_node_label(ra->node, x, sizeof x), tui_node_label(rb->node, y, sizeof y));
+    case TUI_SORT_NAME:   /* unnamed nodes sort first, by position */
+        c = strcmp(ra->node->name ? ra->node->name : "", rb->node->name ? rb->node->name : "");
         break;
-    }
     default: break;
     }
     if (c)
         return c;
     return *(const int *)a - *(const int *)b;
+}
+
+/* The sorted orders are computed once per refresh so that changing the sort
+ * key or the filter is a linear pass over 100k rows, not a sort. */
+static void build_perms(tui *t)
+{
+    for (int k = TUI_SORT_MACS; k < TUI_SORT_COUNT; k++) {
+        t->perm[k] = malloc(((size_t)t->n_rc + 1) * sizeof *t->perm[k]);
+        if (!t->perm[k])
+            continue;
+        for (int i = 0; i < t->n_rc; i++)
+            t->perm[k][i] = i;
+        sort_ctx = t;
+        tui_sort keep = t->sort;
+        t->sort = (tui_sort)k;
+        qsort(t->perm[k], (size_t)t->n_rc, sizeof *t->perm[k], cmp_rows);
+        t->sort = keep;
+    }
 }
 
 void tui_model_resort(tui *t)
@@ -114,14 +190,12 @@ void tui_model_resort(tui *t)
     if (t->n_order && p->sel >= 0 && p->sel < t->n_order)
         keep = t->rc[t->order[p->sel]].node;
     t->n_order = 0;
-    for (int i = 0; i < t->n_rc; i++) {
+    const int *perm = t->sort != TUI_SORT_ORDER ? t->perm[t->sort] : NULL;
+    for (int j = 0; j < t->n_rc; j++) {
+        int i = perm ? perm[j] : j;
         if (t->filter[0] && strcasecmp(t->rc[i].node->op_type, t->filter) != 0)
             continue;
         t->order[t->n_order++] = i;
-    }
-    if (t->sort != TUI_SORT_ORDER) {
-        sort_ctx = t;
-        qsort(t->order, (size_t)t->n_order, sizeof *t->order, cmp_rows);
     }
     p->sel = 0;
     p->top = 0;
@@ -198,7 +272,10 @@ ox_status tui_model_refresh(tui *t, ox_error *err)
         t->sum_macs += c.macs;
     }
     t->n_rc = g->n_nodes;
+    build_perms(t);
     tui_model_resort(t);
+    build_histogram(t);
+    t->n_nodes_rec = ox_graph_count_nodes(t->cur->graph, true);
     int ni = 0;
     for (int i = 0; i < g->n_values; i++)
         if (g->values[i]->init)
@@ -241,6 +318,7 @@ static void reinfer(tui *t, ox_error *err)
     ox_infer_model(t->cur, &t->iopts, err);
     if (t->cur != t->orig)
         ox_infer_model(t->orig, &t->iopts, NULL);
+    ox_model_cost_compute(t->orig, &t->cost_orig, NULL);
 }
 
 ox_status tui_apply_shape(tui *t, const char *input, const char *shape, ox_error *err)

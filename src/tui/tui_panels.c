@@ -22,19 +22,6 @@ static const char *graph_path(tui *t, char *buf, size_t len)
 
 /* ---- Overview --------------------------------------------------------- */
 
-typedef struct op_count {
-    const char *op;
-    int n;
-} op_count;
-
-static int cmp_opc(const void *a, const void *b)
-{
-    const op_count *x = a, *y = b;
-    if (x->n != y->n)
-        return y->n - x->n;
-    return strcmp(x->op, y->op);
-}
-
 static void overview_draw(tui *t, int y0, int h, int w)
 {
     const ox_model *m = t->cur;
@@ -67,7 +54,7 @@ static void overview_draw(tui *t, int y0, int h, int w)
     ROW("Opsets", "%s", ops);
     ROW("Graph", "%s   %d nodes (%d with subgraphs)   %d initializers",
         graph_path(t, pb, sizeof pb), t->graph->n_nodes,
-        ox_graph_count_nodes(m->graph, true), t->n_inits);
+        t->n_nodes_rec, t->n_inits);
     ROW("Params", "%s   (%s deduplicated)", ox_fmt_count(c->params, true, a, sizeof a),
         ox_fmt_count(c->params_dedup, true, b, sizeof b));
     ROW("Weights", "%s", ox_fmt_bytes(c->weights_bytes, true, a, sizeof a));
@@ -89,46 +76,27 @@ static void overview_draw(tui *t, int y0, int h, int w)
     for (int i = 0; i < g->n_outputs && y < end - 3; i++)
         ROW(i == 0 ? "Outputs" : "", "%s  %s", g->outputs[i]->name,
             tui_value_type(g->outputs[i], a, sizeof a));
-    /* Op histogram of the browsed graph, most frequent first. */
-    op_count *oc = calloc((size_t)t->n_rc + 1, sizeof *oc);
-    int n_oc = 0;
-    for (int i = 0; oc && i < t->n_rc; i++) {
-        const char *op = t->rc[i].node->op_type;
-        int k = 0;
-        for (; k < n_oc; k++)
-            if (strcmp(oc[k].op, op) == 0)
-                break;
-        if (k == n_oc) {
-            if (n_oc >= 256)
-                continue;
-            oc[n_oc].op = op;
-            n_oc++;
-        }
-        oc[k].n++;
-    }
-    if (oc) {
-        qsort(oc, (size_t)n_oc, sizeof *oc, cmp_opc);
-        /* Whole "Op count" items per line, wrapped over the remaining lines. */
-        if (y < end)
-            tui_put(y, 1, lw, OX_SLOT_UI_HEADER, t, "Ops");
-        char line[512];
-        size_t ll = 0;
-        line[0] = 0;
-        for (int k = 0; k <= n_oc && y < end; k++) {
-            char item[160];
-            int il = k < n_oc ? snprintf(item, sizeof item, "%s %d", oc[k].op, oc[k].n) : 0;
-            if (k == n_oc || (ll && (int)(ll + 2 + (size_t)il) > vw)) {
+    /* Whole "Op count" items per line, wrapped over the remaining lines
+     * (the histogram is computed once per refresh, not per frame). */
+    if (y < end)
+        tui_put(y, 1, lw, OX_SLOT_UI_HEADER, t, "Ops");
+    char line[512];
+    size_t ll = 0;
+    line[0] = 0;
+    for (int k = 0; k <= t->n_ophist && y < end; k++) {
+        const char *item = k < t->n_ophist ? t->ophist[k] : "";
+        int il = (int)strlen(item);
+        if (k == t->n_ophist || (ll && (int)(ll + 2 + (size_t)il) > vw)) {
+            if (ll)
                 tui_put(y++, lw + 1, vw, OX_SLOT_UI_NORMAL, t, line);
-                ll = 0;
-                line[0] = 0;
-                if (k == n_oc)
-                    break;
-            }
-            ll += (size_t)snprintf(line + ll, sizeof line - ll, "%s%s", ll ? "  " : "", item);
-            if (ll >= sizeof line)
-                ll = sizeof line - 1;
+            ll = 0;
+            line[0] = 0;
+            if (k == t->n_ophist)
+                break;
         }
-        free(oc);
+        ll += (size_t)snprintf(line + ll, sizeof line - ll, "%s%s", ll ? "  " : "", item);
+        if (ll >= sizeof line)
+            ll = sizeof line - 1;
     }
     if (y < end && (t->istats.unknown_ops || t->istats.failed))
         tui_putf(y++, 1, w - 2, OX_SLOT_UI_WARNING, t,
@@ -184,11 +152,12 @@ static void nodes_draw_row(tui *t, int row, int y, int w, bool sel)
         snprintf(pct, sizeof pct, "%5.1f", 100.0 * (double)r->macs / (double)t->sum_macs);
     else
         snprintf(pct, sizeof pct, "-");
-    int base = sel ? OX_SLOT_UI_SELECTED : OX_SLOT_UI_NORMAL;
+    bool touched = tui_node_touched(t, n);
+    int base = sel ? OX_SLOT_UI_SELECTED : touched ? OX_SLOT_UI_CHANGED : OX_SLOT_UI_NORMAL;
     if (sel)
         tui_fill(y, 0, w, base, t);
     int opslot = sel ? base : (int)ox_theme_opcat_slot(ox_op_category(n->op_type));
-    tui_putf(y, 0, 7, base, t, "%6d ", n->index);
+    tui_putf(y, 0, 7, base, t, "%c%5d ", touched ? '*' : ' ', n->index);
     tui_put(y, 7, 16, opslot, t, n->op_type);
     tui_put(y, 24, nw, base, t, lb);
     int x = 24 + nw + 1;
@@ -629,11 +598,15 @@ static void draw_row(tui *t, int y, int w, ox_node **ns, int cnt, int sel_base, 
                  "+%d more", cnt - shown);
     for (int x = lo; x <= hi; x++)
         tui_put(bus_y, x, 1, OX_SLOT_UI_BORDER, t, tui_hline(t));
+    bool centre_hit = false;
     for (int i = 0; i < shown; i++) {
         int cx = x0 + i * (bw + 1) + bw / 2;
-        tui_put(bus_y, cx, 1, OX_SLOT_UI_BORDER, t, tui_corner(t, above ? 4 : 5));
+        centre_hit |= cx == centre;
+        tui_put(bus_y, cx, 1, OX_SLOT_UI_BORDER, t, tui_corner(t, above ? 5 : 4));
     }
-    tui_put(bus_y, centre, 1, OX_SLOT_UI_BORDER, t, tui_corner(t, above ? 5 : 4));
+    tui_put(bus_y, centre, 1, OX_SLOT_UI_BORDER, t,
+            centre_hit ? (lo == hi ? tui_vline(t) : tui_corner(t, 6))
+                       : tui_corner(t, above ? 4 : 5));
 }
 
 static void neigh_draw(tui *t, int y0, int h, int w)
@@ -761,33 +734,11 @@ static int sg_key(tui *t, tui_action a)
     return TUI_UNHANDLED;
 }
 
-/* ---- Passes / Diff (until the pass manager lands) ----------------------------- */
-
-static void passes_draw(tui *t, int y0, int h, int w)
+static int diff_key(tui *t, tui_action a)
 {
-    (void)h;
-    tui_put(y0 + 1, 2, w - 4, OX_SLOT_UI_HEADER, t, "Passes");
-    tui_put(y0 + 3, 2, w - 4, OX_SLOT_UI_DIM, t,
-            "The pass manager (include/onnxscope/passes.h) is not part of this build yet.");
-    tui_put(y0 + 4, 2, w - 4, OX_SLOT_UI_DIM, t,
-            "When it is, this panel lists every pass with a checkbox (Space toggles,");
-    tui_put(y0 + 5, 2, w - 4, OX_SLOT_UI_DIM, t,
-            "s steps one pass, a applies all, r resets, L cycles the level preset).");
-}
-
-static void diff_draw(tui *t, int y0, int h, int w)
-{
-    (void)h;
-    char a[32], b[32];
-    tui_put(y0 + 1, 2, w - 4, OX_SLOT_UI_HEADER, t, "Diff: original vs optimized");
-    tui_putf(y0 + 3, 2, w - 4, OX_SLOT_UI_NORMAL, t, "%-22s %14s %14s", "", "before", "after");
-    tui_putf(y0 + 4, 2, w - 4, OX_SLOT_UI_NORMAL, t, "%-22s %14d %14d", "nodes",
-             t->orig->graph->n_nodes, t->cur->graph->n_nodes);
-    tui_putf(y0 + 5, 2, w - 4, OX_SLOT_UI_NORMAL, t, "%-22s %14s %14s", "MACs",
-             ox_fmt_count(t->cost.macs, true, a, sizeof a),
-             ox_fmt_count(t->cost.macs, true, b, sizeof b));
-    tui_put(y0 + 7, 2, w - 4, OX_SLOT_UI_DIM, t,
-            "No passes are available in this build, so both sides are the same model.");
+    if (a == TUI_A_TOGGLE || a == TUI_A_ENTER)
+        return TUI_UNHANDLED;
+    return tui_passes_key(t, a);
 }
 
 void tui_panels_init(tui *t)
@@ -813,7 +764,12 @@ void tui_panels_init(tui *t)
     p[TUI_P_SUBGRAPHS] = (tui_panel){.title = "Subgr", .rows = sg_rows,
                                      .draw_row = sg_draw_row, .header = sg_header,
                                      .match = sg_match, .key = sg_key};
-    p[TUI_P_PASSES] = (tui_panel){.title = "Passes", .draw = passes_draw};
-    p[TUI_P_DIFF] = (tui_panel){.title = "Diff", .draw = diff_draw};
+    p[TUI_P_PASSES] = (tui_panel){.title = "Passes", .rows = tui_passes_rows,
+                                  .draw_row = tui_passes_draw_row,
+                                  .header = tui_passes_header, .match = tui_passes_match,
+                                  .key = tui_passes_key,
+                                  .footer_lines = tui_passes_footer_lines,
+                                  .draw_footer = tui_passes_footer};
+    p[TUI_P_DIFF] = (tui_panel){.title = "Diff", .draw = tui_diff_draw, .key = diff_key};
     p[TUI_P_BENCH] = (tui_panel){.title = "Bench", .draw = tui_bench_draw};
 }

@@ -438,6 +438,13 @@ static void test_opts_parse(void **state)
     assert_string_equal(o.shapes[3].name, "a=b");
     assert_int_equal(o.shapes[3].dims[1], -1);
     assert_null(o.shapes[3].params[1]);
+    assert_int_equal(ox_infer_opts_add_shape(&o, "t=max_lenx128", &err), OX_OK);
+    assert_int_equal(o.shapes[4].rank, 2);
+    assert_string_equal(o.shapes[4].params[0], "max_len");
+    assert_int_equal(o.shapes[4].dims[1], 128);
+    assert_int_equal(ox_infer_opts_add_shape(&o, "u=N,M,3", &err), OX_OK);
+    assert_int_equal(o.shapes[5].rank, 3);
+    assert_string_equal(o.shapes[5].params[1], "M");
     assert_int_equal(ox_infer_opts_add_shape(&o, "noequals", &err), OX_EINVAL);
     assert_int_equal(ox_infer_opts_add_shape(&o, "x=1x", &err), OX_EINVAL);
     assert_int_equal(ox_infer_opts_add_dim(&o, "batch=4", &err), OX_OK);

@@ -376,6 +376,13 @@ static void expect_floats(const ox_rval *v, int rank, const int64_t *dims, const
         assert_float_equal(got[i], want[i], 1e-6);
 }
 
+static void count_node(void *ctx, const ox_node *n, int64_t t0, int64_t t1)
+{
+    (void)n;
+    assert_true(t1 >= t0);
+    (*(int *)ctx)++;
+}
+
 static void test_model_control_flow(void **state)
 {
     (void)state;
@@ -388,7 +395,8 @@ static void test_model_control_flow(void **state)
     if (st)
         fail_msg("load: %s", err.msg);
     ox_exec *e = NULL;
-    ox_exec_opts opts = {.threads = 2};
+    int calls = 0;
+    ox_exec_opts opts = {.threads = 2, .node_hook = count_node, .node_hook_user = &calls};
     st = ox_exec_new(m, &opts, &e, &err);
     if (st)
         fail_msg("exec_new: %s", err.msg);
@@ -416,6 +424,8 @@ static void test_model_control_flow(void **state)
             ox_rval_free(out[i]);
         for (int i = 0; i < 3; i++)
             ox_rval_free(in[i]);
+        /* Add, If, Loop; one branch node; 3 body nodes x 3 iterations */
+        assert_int_equal(calls, 13 * (c + 1));
     }
     /* Zero iterations: acc is x, the scan output is empty [0, 3]. */
     ox_rval *in[3] = {vec(3, xv), scalar(OX_DT_BOOL, 1), scalar(OX_DT_INT64, 0)};

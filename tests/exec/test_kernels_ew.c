@@ -867,6 +867,19 @@ static void test_fastmath(void **state)
     assert_true(isnan(ox__expf(NAN)) && isnan(ox__erff(NAN)) && isnan(ox__tanhf(NAN)));
     assert_true(ox__erff(INFINITY) == 1.0f && ox__tanhf(-INFINITY) == -1.0f);
     assert_true(ox__expf(0.0f) == 1.0f);
+
+    /* the branch-free float16 conversions match the library's, bit for bit:
+     * every half, and floats across every exponent */
+    for (uint32_t h = 0; h < 65536; h++) {
+        float a = ox_f16_to_f32((uint16_t)h), b = ox__h2f((uint16_t)h);
+        assert_memory_equal(&a, &b, sizeof a);
+    }
+    for (uint64_t i = 0; i < 0x100000000ull; i += 4099) {
+        uint32_t u = (uint32_t)i;
+        float f;
+        memcpy(&f, &u, sizeof f);
+        assert_int_equal(ox_f32_to_f16(f), ox__f2h(f));
+    }
 }
 
 /* With a thread pool, large broadcasts, unary ops, casts, row reductions
@@ -916,6 +929,93 @@ static void test_parallel(void **state)
     ox_tensor_free(a);
     ox_tensor_free(cb);
     ox_thread_pool_free(pool);
+}
+
+/* Every kernel of both tables, fed random (often invalid) inputs: dtypes,
+ * ranks, empty dims, missing inputs. Each call must return (OK or an
+ * error), never crash; run under ASan/UBSan this also checks memory. */
+static uint64_t rng_state = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static ox_tensor *random_tensor(int rank, const int64_t *dims)
+{
+    static const ox_dtype dts[] = {OX_DT_FLOAT, OX_DT_DOUBLE, OX_DT_INT32, OX_DT_INT64,
+                                   OX_DT_UINT8, OX_DT_BOOL, OX_DT_FLOAT16, OX_DT_STRING,
+                                   OX_DT_INT4, OX_DT_FLOAT8E4M3FN, OX_DT_UINT64};
+    ox_dtype dt = dts[rnd() % (sizeof dts / sizeof dts[0])];
+    ox_tensor *t = ox_tensor_new(dt, rank, dims);
+    assert_non_null(t);
+    if (dt == OX_DT_STRING) {
+        for (int64_t i = 0; i < t->numel; i++) {
+            free(t->strings[i].data);
+            t->strings[i].data = strdup((rnd() & 1) ? "1.5" : "x");
+            t->strings[i].len = strlen(t->strings[i].data);
+        }
+    } else if (t->nbytes) {
+        uint8_t *d = ox_tensor_data(t);
+        for (size_t i = 0; i < t->nbytes; i++)
+            d[i] = (uint8_t)rnd();
+        if (dt == OX_DT_BOOL)
+            for (size_t i = 0; i < t->nbytes; i++)
+                d[i] &= 1;
+    }
+    return t;
+}
+
+static void fuzz_table(const ox_kernel_entry *tab)
+{
+    /* OX_FUZZ_TRIALS raises the count for a longer local run */
+    const char *env = getenv("OX_FUZZ_TRIALS");
+    int trials = env && atoi(env) > 0 ? atoi(env) : 40;
+    for (int e = 0; tab[e].op_type; e++) {
+        for (int trial = 0; trial < trials; trial++) {
+            kcase k;
+            kc_init(&k, tab[e].op_type, tab[e].since_version + (int)(rnd() % 3));
+            k.ctx.n_out = 2;
+            if (rnd() % 3 == 0)
+                attr_i(&k, "axis", (int64_t)(rnd() % 7) - 3);
+            int64_t axes[1] = {(int64_t)(rnd() % 5) - 2};
+            if (rnd() % 3 == 0)
+                attr_ints(&k, "axes", 1, axes);
+            if (rnd() % 3 == 0)
+                attr_i(&k, "to", (int64_t)(rnd() % 30));
+            if (rnd() % 4 == 0)
+                attr_i(&k, "keepdims", 0);
+            int rank = (int)(rnd() % 4);
+            int64_t dims[4];
+            for (int d = 0; d < rank; d++)
+                dims[d] = (int64_t)(rnd() % 4);
+            int nin = (int)(rnd() % 4);
+            for (int i = 0; i < nin; i++) {
+                if (rnd() % 8 == 0) {
+                    kc_in(&k, NULL);
+                    continue;
+                }
+                int r = rank;
+                int64_t dd[4];
+                memcpy(dd, dims, sizeof dd);
+                if (rnd() % 3 == 0) /* a broadcastable or clashing shape */
+                    for (int d = 0; d < r; d++)
+                        dd[d] = (rnd() & 1) ? 1 : (int64_t)(rnd() % 4);
+                kc_in(&k, random_tensor(r, dd));
+            }
+            (void)tab[e].fn(&k.ctx);
+            kc_free(&k);
+        }
+    }
+}
+
+static void test_fuzz_no_crash(void **state)
+{
+    (void)state;
+    fuzz_table(ox_kernels_elementwise);
+    fuzz_table(ox_kernels_reduce);
 }
 
 /* Prints the time of a same-shape and a broadcast float Add of 4M elements
@@ -981,6 +1081,7 @@ int main(void)
         cmocka_unit_test(test_cumsum),
         cmocka_unit_test(test_softmax_opsets),
         cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_fuzz_no_crash),
         cmocka_unit_test(test_fastmath),
         cmocka_unit_test(test_parallel),
         cmocka_unit_test(test_speed),

@@ -39,6 +39,7 @@ ox_status ox_nn_k_bias_gelu(ox_kernel_ctx *c);
 ox_status ox_nn_k_fast_gelu(ox_kernel_ctx *c);
 ox_status ox_nn_k_quick_gelu(ox_kernel_ctx *c);
 ox_status ox_nn_k_ms_multihead_attention(ox_kernel_ctx *c);
+ox_status ox_nn_k_ms_attention(ox_kernel_ctx *c);
 ox_status ox_nn_k_group_norm(ox_kernel_ctx *c);
 void ox_nn_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                  const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
@@ -814,6 +815,30 @@ static void test_ms_mha(void **state)
     kc_free(&k);
 }
 
+
+/* com.microsoft Attention with identity projections (Q = K = V = input),
+ * one head, unidirectional: row 0 sees itself only, row 1 both rows. */
+static void test_ms_attention(void **state)
+{
+    (void)state;
+    int64_t dx[3] = {1, 2, 2}, dw[2] = {2, 6};
+    float X[4] = {1, 2, -1, 0.5f};
+    float W[12] = {1, 0, 1, 0, 1, 0, 0, 1, 0, 1, 0, 1};
+    kcase k;
+    kc_init(&k, "Attention", 1, 1);
+    attr_i(&k, "num_heads", 1);
+    attr_i(&k, "unidirectional", 1);
+    in_f(&k, 0, 3, dx, X);
+    in_f(&k, 1, 2, dw, W);
+    assert_int_equal(ox_nn_k_ms_attention(&k.ctx), OX_OK);
+    double s0 = (X[2] * X[0] + X[3] * X[1]) / sqrt(2.0), s1 = (X[2] * X[2] + X[3] * X[3]) / sqrt(2.0);
+    double mx = s0 > s1 ? s0 : s1, e0 = exp(s0 - mx), e1 = exp(s1 - mx);
+    double p0 = e0 / (e0 + e1), p1 = e1 / (e0 + e1);
+    double want[4] = {X[0], X[1], p0 * X[0] + p1 * X[2], p0 * X[1] + p1 * X[3]};
+    expect_vals(out_t(&k, 0), 4, want, 1e-5);
+    kc_free(&k);
+}
+
 /* GroupNormalization: opset 18 takes per-group scale, opset 21 per-channel. */
 static void test_group_norm_versions(void **state)
 {
@@ -1035,6 +1060,7 @@ int main(void)
         cmocka_unit_test(test_skip_layer_norm),
         cmocka_unit_test(test_gelu_family),
         cmocka_unit_test(test_ms_mha),
+        cmocka_unit_test(test_ms_attention),
         cmocka_unit_test(test_group_norm_versions),
         cmocka_unit_test(test_fused_gemm_family),
         cmocka_unit_test(test_max_roi_pool),

@@ -176,6 +176,12 @@ static void test_malformed(void **state)
     assert_int_equal(t.slot[OX_SLOT_UI_TITLE].bg.c256, 21);
     assert_int_equal(t.slot[OX_SLOT_UI_TITLE].attrs, OX_STYLE_BOLD | OX_STYLE_UNDERLINE);
     assert_true(style_eq(&t.slot[OX_SLOT_OP_CONV], &d.slot[OX_SLOT_OP_CONV]));
+    /* Windows line ends and a byte-order mark are fine. */
+    const char *crlf = "\xef\xbb\xbfname = crlf\r\nui.ok = green bold\r\n";
+    assert_int_equal(ox_theme_parse(crlf, strlen(crlf), "x", &t, &err), OX_OK);
+    assert_string_equal(t.name, "crlf");
+    assert_int_equal(t.slot[OX_SLOT_UI_OK].fg.c8, 2);
+    assert_int_equal(t.slot[OX_SLOT_UI_OK].attrs, OX_STYLE_BOLD);
     /* A missing file is an I/O error with the default in place. */
     ox_error_clear(&err);
     assert_int_equal(ox_theme_load_file("/nonexistent/x.theme", &t, &err), OX_EIO);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "exec/k_elementwise/ew.h"
+#include "exec/k_elementwise/fastmath.h"
 #include "onnxscope/threadpool.h"
 
 enum { K_F, K_S, K_U, K_B };
@@ -345,7 +346,7 @@ static ox_status decode(ox_dtype sdt, const void *src, int64_t i0, int64_t n,
     for (int64_t i = 0; i < n; i++) {
         int64_t k = i0 + i;
         switch (sdt) {
-        case OX_DT_FLOAT16: o[i] = ox_f16_to_f32(b16[k]); break;
+        case OX_DT_FLOAT16: o[i] = ox__h2f(b16[k]); break;
         case OX_DT_BFLOAT16: o[i] = ox_bf16_to_f32(b16[k]); break;
         case OX_DT_FLOAT8E8M0: o[i] = e8m0_to_f32(b8[k]); break;
         case OX_DT_FLOAT4E2M1: o[i] = f4_to_f32(get_bits(src, k, 4)); break;
@@ -418,7 +419,7 @@ static ox_status encode(ox_dtype m, const void *mid, ox_dtype ddt, void *dst,
     for (int64_t i = 0; i < n; i++) {
         int64_t k = i0 + i;
         switch (ddt) {
-        case OX_DT_FLOAT16: b16[k] = ox_f32_to_f16(f[i]); break;
+        case OX_DT_FLOAT16: b16[k] = ox__f2h(f[i]); break;
         case OX_DT_BFLOAT16: b16[k] = ox_f32_to_bf16(f[i]); break;
         case OX_DT_FLOAT8E8M0: b8[k] = f32_to_e8m0(f[i], flags); break;
         case OX_DT_FLOAT4E2M1: set_bits(dst, k, 4, f32_to_f4(f[i])); break;
@@ -434,6 +435,18 @@ static ox_status encode(ox_dtype m, const void *mid, ox_dtype ddt, void *dst,
     return OX_OK;
 }
 
+OX__EW_CLONES static void h2f_loop(const uint16_t *s, float *d, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        d[i] = ox__h2f(s[i]);
+}
+
+OX__EW_CLONES static void f2h_loop(const float *s, uint16_t *d, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        d[i] = ox__f2h(s[i]);
+}
+
 ox_status ox__convert(ox_dtype sdt, const void *src, ox_dtype ddt, void *dst,
                       int64_t n, unsigned flags, ox_error *err)
 {
@@ -447,6 +460,15 @@ ox_status ox__convert(ox_dtype sdt, const void *src, ox_dtype ddt, void *dst,
                          ox_dtype_name(sdt), ox_dtype_name(ddt));
     if (is_native(sdt) && is_native(ddt)) {
         native_convert(sdt, src, ddt, dst, n);
+        return OX_OK;
+    }
+    /* float16 <-> float: the widening/narrowing of every float16 kernel */
+    if (sdt == OX_DT_FLOAT16 && ddt == OX_DT_FLOAT) {
+        h2f_loop(src, dst, n);
+        return OX_OK;
+    }
+    if (sdt == OX_DT_FLOAT && ddt == OX_DT_FLOAT16) {
+        f2h_loop(src, dst, n);
         return OX_OK;
     }
     if (sdt == OX_DT_STRING && ddt == OX_DT_STRING) {
@@ -589,39 +611,4 @@ ox_status ox__k_CastLike(ox_kernel_ctx *c)
     if (st)
         return st;
     return cast_to(c, ox_kernel_in(c, 1)->dtype);
-}
-
-/* BitCast: the same bytes seen as another type of the same width. */
-ox_status ox__k_BitCast(ox_kernel_ctx *c)
-{
-    ox_status st = ox__need_inputs(c, 1);
-    if (st)
-        return st;
-    const ox_tensor *x = ox_kernel_in(c, 0);
-    int64_t to = ox_node_attr_i(c->node, "to", 0);
-    if (to <= 0 || to >= OX_DT_COUNT || !ox_dtype_valid((int)to))
-        return ox_errorf(c->err, OX_EINVAL, "BitCast: bad target type %lld",
-                         (long long)to);
-    ox_dtype dt = (ox_dtype)to;
-    if (x->dtype == OX_DT_STRING || dt == OX_DT_STRING ||
-        ox_dtype_bits(x->dtype) != ox_dtype_bits(dt) || ox_dtype_bits(dt) < 8)
-        return ox_errorf(c->err, OX_EINVAL, "BitCast: %s and %s differ in width",
-                         ox_dtype_name(x->dtype), ox_dtype_name(dt));
-    ox_tensor *y = ox_kernel_output(c, 0, dt, x->rank, x->dims);
-    if (!y)
-        return ox_errorf(c->err, OX_ENOMEM, "BitCast: cannot allocate output");
-    if (x->numel == 0)
-        return OX_OK;
-    const void *s = ox_tensor_data(x);
-    void *d = ox_tensor_mutable_data(y);
-    if (!s || !d)
-        return ox_errorf(c->err, OX_EINVAL, "BitCast: tensor without data");
-    memcpy(d, s, y->nbytes < x->nbytes ? y->nbytes : x->nbytes);
-    if (dt == OX_DT_BOOL) {
-        /* a bool byte other than 0/1 is not a valid bool */
-        uint8_t *b = d;
-        for (int64_t i = 0; i < y->numel; i++)
-            b[i] = b[i] != 0;
-    }
-    return OX_OK;
 }

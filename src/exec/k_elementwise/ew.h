@@ -92,8 +92,7 @@ ox_status ox__need_inputs(ox_kernel_ctx *c, int n);
     X(Add) X(Sub) X(Mul) X(Div) X(Pow) X(Mod) X(Max) X(Min) X(Sum)        \
     X(Mean) X(BitShift) X(BitwiseAnd) X(BitwiseOr) X(BitwiseXor) X(And)   \
     X(Or) X(Xor) X(Equal) X(Greater) X(GreaterOrEqual) X(Less)            \
-    X(LessOrEqual) X(PRelu) X(Where) X(Cast) X(CastLike) X(Swish) X(SwiGLU) \
-    X(BitCast)
+    X(LessOrEqual) X(PRelu) X(Where) X(Cast) X(CastLike) X(Swish) X(SwiGLU)
 
 #define OX__DECL_KERNEL(name) ox_status ox__k_##name(ox_kernel_ctx *c);
 OX__EW_KERNELS(OX__DECL_KERNEL)

@@ -19,6 +19,6 @@ const ox_kernel_entry ox_kernels_elementwise[] = {
     E(BitwiseOr, 18) E(BitwiseXor, 18) E(And, 1) E(Or, 1) E(Xor, 1)
     E(Equal, 1) E(Greater, 1) E(GreaterOrEqual, 12) E(Less, 1)
     E(LessOrEqual, 12) E(PRelu, 1) E(Where, 9) E(Cast, 1) E(CastLike, 15)
-    E(Swish, 24) E(SwiGLU, 28) E(BitCast, 26)
+    E(Swish, 24) E(SwiGLU, 28)
     {0, 0, 0, 0},
 };

@@ -87,4 +87,36 @@ static inline float ox__tanhf(float x)
     return x != x ? x : y;
 }
 
+/* float16 <-> float32, bit-identical to ox_f16_to_f32 / ox_f32_to_f16
+ * (round to nearest even, NaN payload kept and quieted) but branch-free. */
+static inline float ox__h2f(uint16_t h)
+{
+    uint32_t em = h & 0x7fffu;
+    ox__fbits o;
+    o.u = em << 13;
+    o.f *= 5.192296858534828e+33f;          /* 2^112: rebias, subnormals exact */
+    uint32_t special = 0x7f800000u | ((em & 0x3ffu) << 13);
+    o.u = em >= 0x7c00u ? special : o.u;
+    o.u |= (uint32_t)(h & 0x8000u) << 16;
+    return o.f;
+}
+
+static inline uint16_t ox__f2h(float f)
+{
+    ox__fbits v, d;
+    v.f = f;
+    uint32_t sign = (v.u >> 16) & 0x8000u;
+    uint32_t x = v.u & 0x7fffffffu;
+    /* subnormal results: adding 0.5 rounds to a multiple of 2^-24 */
+    d.u = x;
+    d.f += 0.5f;
+    uint32_t sub = d.u - 0x3f000000u;
+    uint32_t norm = (x + 0xc8000fffu + ((x >> 13) & 1u)) >> 13; /* -112 << 23 */
+    uint32_t nan = 0x7e00u | ((x >> 13) & 0x3ffu);
+    uint32_t h = x < 0x38800000u ? sub : norm;
+    h = x >= 0x47800000u ? 0x7c00u : h;
+    h = x > 0x7f800000u ? nan : h;
+    return (uint16_t)(h | sign);
+}
+
 #endif

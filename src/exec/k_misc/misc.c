@@ -1,7 +1,6 @@
 /* The misc family's kernel table: ops no other family covers (strings,
- * signal processing, training optimizers, geometry, ai.onnx.ml). Random
- * ops are deliberately absent: their outputs cannot be checked, and the
- * backend runner reports their cases as skipped. */
+ * signal processing, training optimizers, geometry, ai.onnx.ml, seeded
+ * random ops, whose backend cases the runner reports as skipped). */
 #include "exec/k_misc/misc.h"
 
 const ox_kernel_entry ox_kernels_misc[] = {
@@ -30,5 +29,11 @@ const ox_kernel_entry ox_kernels_misc[] = {
     {"", "TfIdfVectorizer", 9, ox_misc_tfidf},
     {"", "RoiAlign", 10, ox_misc_roi_align},
     {"ai.onnx.ml", "TreeEnsemble", 5, ox_misc_tree_ensemble},
+    {"", "RandomNormal", 1, ox_misc_random_normal},
+    {"", "RandomUniform", 1, ox_misc_random_uniform},
+    {"", "RandomNormalLike", 1, ox_misc_random_normal_like},
+    {"", "RandomUniformLike", 1, ox_misc_random_uniform_like},
+    {"", "Bernoulli", 15, ox_misc_bernoulli},
+    {"", "Multinomial", 7, ox_misc_multinomial},
     {0},
 };

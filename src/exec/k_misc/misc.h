@@ -11,7 +11,9 @@
     X(mel_weight_matrix) \
     X(adagrad) X(momentum) X(adam) \
     X(center_crop_pad) X(det) X(nms) X(grid_sample) X(affine_grid) X(col2im) \
-    X(binarizer) X(array_feature_extractor) X(label_encoder) X(tfidf) X(roi_align) X(tree_ensemble)
+    X(binarizer) X(array_feature_extractor) X(label_encoder) X(tfidf) X(roi_align) X(tree_ensemble) \
+    X(random_normal) X(random_uniform) X(random_normal_like) X(random_uniform_like) \
+    X(bernoulli) X(multinomial)
 
 #define X(name) ox_status ox_misc_##name(ox_kernel_ctx *c);
 OX_MISC_KERNELS(X)

@@ -412,6 +412,9 @@ NN_KERNEL(ms_attention)
     if (!x || !w || x->rank != 3 || w->rank != 2 || w->dims[0] != x->dims[2])
         return NN_FAIL(c, "needs input [B,S,Din] and weights [Din, 3*D]");
     if (c->n_in > 4 && ox_kernel_in(c, 4)) return nn_fail(c, OX_EUNSUPPORTED, "past state is not supported");
+    for (int i = 6; i < c->n_in; i++)
+        if (ox_kernel_in(c, i)) return nn_fail(c, OX_EUNSUPPORTED, "input %d is not supported", i);
+    const ox_tensor *ab = c->n_in > 5 ? ox_kernel_in(c, 5) : NULL;
     if (!nn_is_float_dt(x->dtype)) return NN_FAIL(c, "needs float inputs");
     int64_t qkvs[3];
     int nq = nn_attr_ints(c, "qkv_hidden_sizes", qkvs, 3);
@@ -447,6 +450,23 @@ NN_KERNEL(ms_attention)
                 tmp3[r * widths[part] + e] = P[r * Wn + offs[part] + e] + (Bf ? Bf[offs[part] + e] : 0.0f);
         heads_split(tmp3, dst[part], B, S, H, part == 2 ? vs : hs, true);
     }
+    if (ab) {
+        /* attention_bias [B or 1, H or 1, S, S] is added to the scores. */
+        if (ab->rank != 4 || (ab->dims[0] != 1 && ab->dims[0] != B) ||
+            (ab->dims[1] != 1 && ab->dims[1] != H) || ab->dims[2] != S || ab->dims[3] != S) {
+            st = NN_FAIL(c, "attention_bias shape mismatch");
+            goto done;
+        }
+        float *tab = NULL;
+        const float *AB = nn_load_f32(c, ab, &tab);
+        if (!AB) { st = NN_ST(c); goto done; }
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t i = 0; i < S * S; i++)
+                    bias[(b * H + h) * S * S + i] +=
+                        AB[((ab->dims[0] == 1 ? 0 : b) * ab->dims[1] + (ab->dims[1] == 1 ? 0 : h)) * S * S + i];
+        free(tab);
+    }
     if (mi) {
         for (int64_t b = 0; b < B; b++)
             for (int64_t j = 0; j < S; j++) {
@@ -456,7 +476,7 @@ NN_KERNEL(ms_attention)
                 else { st = nn_fail(c, OX_EUNSUPPORTED, "mask_index form unsupported"); goto done; }
                 if (!masked) continue;
                 for (int64_t h = 0; h < H; h++)
-                    for (int64_t i = 0; i < S; i++) bias[((b * H + h) * S + i) * S + j] = mfv;
+                    for (int64_t i = 0; i < S; i++) bias[((b * H + h) * S + i) * S + j] += mfv;
             }
     }
     attn_args a = {B, H, H, S, S, hs, vs, Q4, K4, V4, bias, nn_attr_i(c, "unidirectional", 0) != 0,

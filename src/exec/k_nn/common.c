@@ -59,6 +59,24 @@ bool nn_is_float_dt(ox_dtype dt)
            dt == OX_DT_DOUBLE;
 }
 
+/* Typed reads through memcpy: tensor views into a mapped model file need
+ * not be aligned for their element type (raw_data sits at any offset). */
+#define DEFINE_LOAD(T)                                                  \
+    static inline T load_##T(const void *d, int64_t i)                  \
+    {                                                                   \
+        T v;                                                            \
+        memcpy(&v, (const char *)d + (size_t)i * sizeof(T), sizeof(T)); \
+        return v;                                                       \
+    }
+DEFINE_LOAD(int16_t)
+DEFINE_LOAD(uint16_t)
+DEFINE_LOAD(int32_t)
+DEFINE_LOAD(uint32_t)
+DEFINE_LOAD(int64_t)
+DEFINE_LOAD(uint64_t)
+DEFINE_LOAD(double)
+#define LOAD_AS(T, d, i) load_##T((d), (i))
+
 int64_t nn_get_i(const ox_tensor *t, int64_t i)
 {
     const void *d = ox_tensor_data(t);
@@ -66,12 +84,12 @@ int64_t nn_get_i(const ox_tensor *t, int64_t i)
     switch (t->dtype) {
     case OX_DT_INT8: return ((const int8_t *)d)[i];
     case OX_DT_UINT8: return ((const uint8_t *)d)[i];
-    case OX_DT_INT16: return ((const int16_t *)d)[i];
-    case OX_DT_UINT16: return ((const uint16_t *)d)[i];
-    case OX_DT_INT32: return ((const int32_t *)d)[i];
-    case OX_DT_INT64: return ((const int64_t *)d)[i];
-    case OX_DT_UINT32: return ((const uint32_t *)d)[i];
-    case OX_DT_UINT64: return (int64_t)((const uint64_t *)d)[i];
+    case OX_DT_INT16: return LOAD_AS(int16_t, d, i);
+    case OX_DT_UINT16: return LOAD_AS(uint16_t, d, i);
+    case OX_DT_INT32: return LOAD_AS(int32_t, d, i);
+    case OX_DT_INT64: return LOAD_AS(int64_t, d, i);
+    case OX_DT_UINT32: return LOAD_AS(uint32_t, d, i);
+    case OX_DT_UINT64: return (int64_t)LOAD_AS(uint64_t, d, i);
     case OX_DT_BOOL: return ((const uint8_t *)d)[i] != 0;
     case OX_DT_INT4: case OX_DT_UINT4: {
         uint8_t b = ((const uint8_t *)d)[i >> 1];
@@ -101,7 +119,7 @@ const float *nn_load_f32(ox_kernel_ctx *c, const ox_tensor *t, float **tmp)
         return NULL;
     }
     const void *d = ox_tensor_data(t);
-    if (t->dtype == OX_DT_FLOAT && (d || t->numel == 0)) {
+    if (t->dtype == OX_DT_FLOAT && (d || t->numel == 0) && ((uintptr_t)d % _Alignof(float)) == 0) {
         static const float empty[1];
         return d ? (const float *)d : empty;
     }
@@ -113,12 +131,14 @@ const float *nn_load_f32(ox_kernel_ctx *c, const ox_tensor *t, float **tmp)
     }
     if (!d) {
         memset(f, 0, n * sizeof(float));
+    } else if (t->dtype == OX_DT_FLOAT) {
+        memcpy(f, d, (size_t)t->numel * sizeof(float)); /* misaligned view */
     } else if (t->dtype == OX_DT_FLOAT16) {
-        for (int64_t i = 0; i < t->numel; i++) f[i] = ox_f16_to_f32(((const uint16_t *)d)[i]);
+        for (int64_t i = 0; i < t->numel; i++) f[i] = ox_f16_to_f32(LOAD_AS(uint16_t, d, i));
     } else if (t->dtype == OX_DT_BFLOAT16) {
-        for (int64_t i = 0; i < t->numel; i++) f[i] = ox_bf16_to_f32(((const uint16_t *)d)[i]);
+        for (int64_t i = 0; i < t->numel; i++) f[i] = ox_bf16_to_f32(LOAD_AS(uint16_t, d, i));
     } else if (t->dtype == OX_DT_DOUBLE) {
-        for (int64_t i = 0; i < t->numel; i++) f[i] = (float)((const double *)d)[i];
+        for (int64_t i = 0; i < t->numel; i++) f[i] = (float)LOAD_AS(double, d, i);
     } else if (ox_dtype_is_int(t->dtype) || t->dtype == OX_DT_BOOL) {
         for (int64_t i = 0; i < t->numel; i++) f[i] = (float)nn_get_i(t, i);
     } else {

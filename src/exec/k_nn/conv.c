@@ -86,41 +86,43 @@ static ox_status conv_geom_init(ox_kernel_ctx *c, int nsp, const int64_t *xsp,
     return OX_OK;
 }
 
-/* col[(ci*k_sz + kk) * out_sz + o] = x[ci, input position of (kk, o)] or 0. */
+/* Columns of output rows [r0, r1) (a row = one run of out[2] positions):
+ * col[(ci*k_sz + kk) * cols + o] = x[ci, input position of (kk, o)] or 0,
+ * cols = (r1 - r0) * out[2]. Row tiles keep the buffer cache-sized. */
 #define DEFINE_IM2COL(name, T)                                                          \
-    static void name(const conv_geom *g, int64_t channels, const T *x, T *col)         \
+    static void name(const conv_geom *g, int64_t channels, const T *x, T *col,          \
+                     int64_t r0, int64_t r1)                                            \
     {                                                                                   \
+        int64_t cols = (r1 - r0) * g->out[2];                                           \
         for (int64_t ci = 0; ci < channels; ci++) {                                     \
             const T *xc = x + ci * g->in_sz;                                            \
             for (int64_t kz = 0; kz < g->k[0]; kz++)                                    \
             for (int64_t ky = 0; ky < g->k[1]; ky++)                                    \
             for (int64_t kx = 0; kx < g->k[2]; kx++) {                                  \
                 T *row = col;                                                           \
-                col += g->out_sz;                                                       \
-                for (int64_t oz = 0; oz < g->out[0]; oz++) {                            \
+                col += cols;                                                            \
+                int64_t off = kx * g->d[2] - g->pb[2], sx = g->s[2];                    \
+                /* [lo, hi): outputs whose input column is inside. */                   \
+                int64_t lo = off < 0 ? (-off + sx - 1) / sx : 0;                        \
+                int64_t hi = g->in[2] - off <= 0 ? 0 : (g->in[2] - off - 1) / sx + 1;   \
+                if (hi > g->out[2]) hi = g->out[2];                                     \
+                if (lo > hi) lo = hi;                                                   \
+                for (int64_t rr = r0; rr < r1; rr++) {                                  \
+                    int64_t oz = rr / g->out[1], oy = rr % g->out[1];                   \
                     int64_t iz = oz * g->s[0] - g->pb[0] + kz * g->d[0];                \
-                    bool vz = iz >= 0 && iz < g->in[0];                                 \
-                    for (int64_t oy = 0; oy < g->out[1]; oy++) {                        \
-                        int64_t iy = oy * g->s[1] - g->pb[1] + ky * g->d[1];            \
-                        T *r = row + (oz * g->out[1] + oy) * g->out[2];                 \
-                        if (!vz || iy < 0 || iy >= g->in[1]) {                          \
-                            for (int64_t ox = 0; ox < g->out[2]; ox++) r[ox] = 0;       \
-                            continue;                                                   \
-                        }                                                               \
-                        const T *xr = xc + (iz * g->in[1] + iy) * g->in[2];             \
-                        int64_t off = kx * g->d[2] - g->pb[2], sx = g->s[2];            \
-                        /* [lo, hi): outputs whose input column is inside. */           \
-                        int64_t lo = off < 0 ? (-off + sx - 1) / sx : 0;                \
-                        int64_t hi = g->in[2] - off <= 0 ? 0 : (g->in[2] - off - 1) / sx + 1; \
-                        if (hi > g->out[2]) hi = g->out[2];                             \
-                        if (lo > hi) lo = hi;                                           \
-                        for (int64_t ox = 0; ox < lo; ox++) r[ox] = 0;                  \
-                        if (sx == 1)                                                    \
-                            memcpy(r + lo, xr + lo + off, (size_t)(hi - lo) * sizeof(T)); \
-                        else                                                            \
-                            for (int64_t ox = lo; ox < hi; ox++) r[ox] = xr[ox * sx + off]; \
-                        for (int64_t ox = hi; ox < g->out[2]; ox++) r[ox] = 0;          \
+                    int64_t iy = oy * g->s[1] - g->pb[1] + ky * g->d[1];                \
+                    T *r = row + (rr - r0) * g->out[2];                                 \
+                    if (iz < 0 || iz >= g->in[0] || iy < 0 || iy >= g->in[1]) {         \
+                        for (int64_t ox = 0; ox < g->out[2]; ox++) r[ox] = 0;           \
+                        continue;                                                       \
                     }                                                                   \
+                    const T *xr = xc + (iz * g->in[1] + iy) * g->in[2];                 \
+                    for (int64_t ox = 0; ox < lo; ox++) r[ox] = 0;                      \
+                    if (sx == 1)                                                        \
+                        memcpy(r + lo, xr + lo + off, (size_t)(hi - lo) * sizeof(T));   \
+                    else                                                                \
+                        for (int64_t ox = lo; ox < hi; ox++) r[ox] = xr[ox * sx + off]; \
+                    for (int64_t ox = hi; ox < g->out[2]; ox++) r[ox] = 0;              \
                 }                                                                       \
             }                                                                           \
         }                                                                               \
@@ -189,29 +191,31 @@ typedef struct conv_job {
     bool failed;
 } conv_job;
 
+/* Output columns per im2col tile: the tile ([kdim x ~512] floats) stays
+ * in cache and its buffer is reused, instead of a full-image im2col. */
+#define TILE_COLS 512
+
 static void conv_items(void *ctx, int64_t b, int64_t e)
 {
     conv_job *j = ctx;
     const conv_geom *g = j->g;
-    int64_t kdim = j->Cg * g->k_sz;
+    int64_t kdim = j->Cg * g->k_sz, rows = g->out[0] * g->out[1];
+    int64_t tile_rows = g->out[2] >= TILE_COLS ? 1 : TILE_COLS / (g->out[2] ? g->out[2] : 1);
+    if (tile_rows > rows) tile_rows = rows;
     float *col = NULL;
     if (!j->pointwise) {
-        col = malloc((size_t)(kdim * g->out_sz > 0 ? kdim * g->out_sz : 1) * sizeof(float));
+        col = malloc((size_t)(kdim * tile_rows * g->out[2] + 1) * sizeof(float));
         if (!col) { j->failed = true; return; }
     }
     for (int64_t it = b; it < e; it++) {
         int64_t n = it / j->group, gi = it % j->group;
         const float *xg = j->X + (n * j->C + gi * j->Cg) * g->in_sz;
         float *yg = j->Y + (n * j->M + gi * j->Mg) * g->out_sz;
+        const float *wg = j->W + gi * j->Mg * kdim;
         if (j->Cg == 1 && j->Mg == 1) {
             /* Depthwise: a direct stencil beats a one-row GEMM. */
-            depthwise(g, xg, j->W + gi * g->k_sz, j->B ? j->B[gi] : 0.0f, yg);
+            depthwise(g, xg, wg, j->B ? j->B[gi] : 0.0f, yg);
             continue;
-        }
-        const float *src = xg;
-        if (!j->pointwise) {
-            im2col_f(g, j->Cg, xg, col);
-            src = col;
         }
         float beta = 0.0f;
         if (j->B) {
@@ -219,8 +223,18 @@ static void conv_items(void *ctx, int64_t b, int64_t e)
                 for (int64_t p = 0; p < g->out_sz; p++) yg[m * g->out_sz + p] = j->B[gi * j->Mg + m];
             beta = 1.0f;
         }
-        nn_sgemm_mt(j->pool, false, false, j->Mg, g->out_sz, kdim, 1.0f, j->W + gi * j->Mg * kdim,
-                    kdim, src, g->out_sz, beta, yg, g->out_sz);
+        if (j->pointwise) {
+            nn_sgemm_mt(j->pool, false, false, j->Mg, g->out_sz, kdim, 1.0f, wg, kdim, xg,
+                        g->out_sz, beta, yg, g->out_sz);
+            continue;
+        }
+        for (int64_t r0 = 0; r0 < rows; r0 += tile_rows) {
+            int64_t r1 = r0 + tile_rows < rows ? r0 + tile_rows : rows;
+            int64_t cols = (r1 - r0) * g->out[2];
+            im2col_f(g, j->Cg, xg, col, r0, r1);
+            nn_sgemm_mt(j->pool, false, false, j->Mg, cols, kdim, 1.0f, wg, kdim, col, cols, beta,
+                        yg + r0 * g->out[2], g->out_sz);
+        }
     }
     free(col);
 }
@@ -451,7 +465,7 @@ static ox_status conv_run_i(ox_kernel_ctx *c, const ox_tensor *x, const ox_tenso
     }
     for (int64_t n = 0; n < N; n++)
         for (int64_t gi = 0; gi < group; gi++) {
-            im2col_i(&g, Cg, X + (n * C + gi * Cg) * g.in_sz, col);
+            im2col_i(&g, Cg, X + (n * C + gi * Cg) * g.in_sz, col, 0, g.out[0] * g.out[1]);
             nn_igemm(Mg, g.out_sz, kdim, W + gi * Mg * kdim, col,
                      Y + (n * M + gi * Mg) * g.out_sz);
         }

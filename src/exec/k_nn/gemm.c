@@ -92,7 +92,16 @@ static void pack_b(bool tb, const float *B, int64_t ldb, int64_t k0, int64_t kc,
         for (int64_t k = 0; k < kc; k++) {
             int64_t kk = k0 + k;
             float *dst = Bp + k * NR;
-            if (!tb) {
+            if (!tb && nr == NR) {
+                /* Fixed-size copies inline (a loop here becomes a memcpy call). */
+                const float *src = B + kk * ldb + j0 + jp;
+                v8f lo, hi;
+                V8_LOAD(lo, src);
+                V8_LOAD(hi, src + 8);
+                V8_STORE(dst, lo);
+                V8_STORE(dst + 8, hi);
+                continue;
+            } else if (!tb) {
                 const float *src = B + kk * ldb + j0 + jp;
                 for (int j = 0; j < nr; j++) dst[j] = src[j];
             } else {

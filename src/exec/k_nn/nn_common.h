@@ -41,7 +41,6 @@
 /* ---- errors and attributes ------------------------------------------------ */
 
 #define NN_OPNAME(c) ((c)->node && (c)->node->op_type ? (c)->node->op_type : "?")
-#define NN_ERR(c, st, ...) ox_errorf((c)->err, (st), __VA_ARGS__)
 #define NN_FAIL(c, ...) nn_fail((c), OX_EINVAL, __VA_ARGS__)
 #define NN_NOMEM(c) nn_fail((c), OX_ENOMEM, "out of memory")
 /* The status already recorded (after a helper failed), or OX_ENOMEM. */

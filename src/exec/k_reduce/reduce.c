@@ -57,7 +57,7 @@ static void make_plan(int rank, const int64_t *dims, const bool *red, rplan *p)
 
 /* One walk over the input. mx (LogSumExp shift, one per output) is only
  * read for R_EXP. */
-#define RED_IMPL(NAME, IT, AT, ABSF)                                            \
+#define RED_IMPL(NAME, IT, AT, ABSF, ADD, MUL)                                            \
     static void NAME(const IT *x, AT *acc, const AT *mx, const rplan *pl,   \
                      int op)                                                \
     {                                                                       \
@@ -79,29 +79,29 @@ static void make_plan(int rank, const int64_t *dims, const bool *red, rplan *p)
                     AT a0 = 0, a1 = 0, a2 = 0, a3 = 0;                      \
                     int64_t j = 0;                                          \
                     for (; j + 4 <= n; j += 4) {                            \
-                        a0 += (AT)xp[j]; a1 += (AT)xp[j + 1];               \
-                        a2 += (AT)xp[j + 2]; a3 += (AT)xp[j + 3];           \
+                        a0 = ADD(a0, (AT)xp[j]); a1 = ADD(a1, (AT)xp[j + 1]);               \
+                        a2 = ADD(a2, (AT)xp[j + 2]); a3 = ADD(a3, (AT)xp[j + 3]);           \
                     }                                                       \
-                    for (; j < n; j++) a0 += (AT)xp[j];                     \
-                    a += (a0 + a1) + (a2 + a3);                             \
+                    for (; j < n; j++) a0 = ADD(a0, (AT)xp[j]);                     \
+                    a = ADD(a, ADD(ADD(a0, a1), ADD(a2, a3)));                             \
                     break;                                                  \
                 }                                                           \
-                case R_PROD: for (int64_t j = 0; j < n; j++) a *= (AT)xp[j]; break; \
+                case R_PROD: for (int64_t j = 0; j < n; j++) a = MUL(a, (AT)xp[j]); break; \
                 case R_MAX: for (int64_t j = 0; j < n; j++) a = FMAXNAN(a, (AT)xp[j]); break; \
                 case R_MIN: for (int64_t j = 0; j < n; j++) a = FMINNAN(a, (AT)xp[j]); break; \
-                case R_ABS: for (int64_t j = 0; j < n; j++) { AT v = (AT)xp[j]; a += ABSF(v); } break; \
-                case R_SQ: for (int64_t j = 0; j < n; j++) { AT v = (AT)xp[j]; a += v * v; } break; \
+                case R_ABS: for (int64_t j = 0; j < n; j++) { AT v = (AT)xp[j]; a = ADD(a, ABSF(v)); } break; \
+                case R_SQ: for (int64_t j = 0; j < n; j++) { AT v = (AT)xp[j]; a = ADD(a, MUL(v, v)); } break; \
                 case R_EXP: { AT m = mx[ooff]; for (int64_t j = 0; j < n; j++) a += (AT)exp((double)((AT)xp[j] - m)); break; } \
                 }                                                           \
                 *ap = a;                                                    \
             } else {                                                        \
                 switch (op) {                                               \
-                case R_SUM: for (int64_t j = 0; j < n; j++) ap[j] += (AT)xp[j]; break; \
-                case R_PROD: for (int64_t j = 0; j < n; j++) ap[j] *= (AT)xp[j]; break; \
+                case R_SUM: for (int64_t j = 0; j < n; j++) ap[j] = ADD(ap[j], (AT)xp[j]); break; \
+                case R_PROD: for (int64_t j = 0; j < n; j++) ap[j] = MUL(ap[j], (AT)xp[j]); break; \
                 case R_MAX: for (int64_t j = 0; j < n; j++) ap[j] = FMAXNAN(ap[j], (AT)xp[j]); break; \
                 case R_MIN: for (int64_t j = 0; j < n; j++) ap[j] = FMINNAN(ap[j], (AT)xp[j]); break; \
-                case R_ABS: for (int64_t j = 0; j < n; j++) { AT v = (AT)xp[j]; ap[j] += ABSF(v); } break; \
-                case R_SQ: for (int64_t j = 0; j < n; j++) { AT v = (AT)xp[j]; ap[j] += v * v; } break; \
+                case R_ABS: for (int64_t j = 0; j < n; j++) { AT v = (AT)xp[j]; ap[j] = ADD(ap[j], ABSF(v)); } break; \
+                case R_SQ: for (int64_t j = 0; j < n; j++) { AT v = (AT)xp[j]; ap[j] = ADD(ap[j], MUL(v, v)); } break; \
                 case R_EXP: { const AT *m = mx + ooff; for (int64_t j = 0; j < n; j++) ap[j] += (AT)exp((double)((AT)xp[j] - m[j])); break; } \
                 }                                                           \
             }                                                               \
@@ -117,11 +117,17 @@ static void make_plan(int rank, const int64_t *dims, const bool *red, rplan *p)
     }
 
 #define SABS(v) ((v) < 0 ? 0 - (v) : (v))
+#define IABS(v) ((v) < 0 ? (int64_t)(0 - (uint64_t)(v)) : (v))
 #define UABS(v) (v)
-RED_IMPL(red_f32, float, double, SABS)
-RED_IMPL(red_f64, double, double, SABS)
-RED_IMPL(red_i64, int64_t, int64_t, SABS)
-RED_IMPL(red_u64, uint64_t, uint64_t, UABS)
+#define PADD(a, b) ((a) + (b))
+#define PMUL(a, b) ((a) * (b))
+/* signed integers wrap (through unsigned) instead of overflowing */
+#define WADD(a, b) ((int64_t)((uint64_t)(a) + (uint64_t)(b)))
+#define WMUL(a, b) ((int64_t)((uint64_t)(a) * (uint64_t)(b)))
+RED_IMPL(red_f32, float, double, SABS, PADD, PMUL)
+RED_IMPL(red_f64, double, double, SABS, PADD, PMUL)
+RED_IMPL(red_i64, int64_t, int64_t, IABS, WADD, WMUL)
+RED_IMPL(red_u64, uint64_t, uint64_t, UABS, PADD, PMUL)
 
 typedef struct redop {
     const char *name;

@@ -1,0 +1,104 @@
+/* Benchmarking: times a model (and optionally a second one, usually its
+ * optimized copy) on seeded random inputs, reports latency percentiles,
+ * throughput and peak memory, and checks that both produce the same outputs.
+ * UI-free: `onnxscope bench` and the TUI's Bench panel (worker thread) share it.
+ *
+ * Typical use:
+ *     ox_bench_config cfg;
+ *     ox_bench_config_init(&cfg);          // defaults: 1 warm-up, 50 iters, seed 1
+ *     cfg.model = m; cfg.compare = opt; cfg.threads = 2;
+ *     cfg.progress = my_cb; cfg.user = me; cfg.cancel = &flag;
+ *     ox_bench_result r = {0};
+ *     st = ox_bench_run(&cfg, &r, &err);  // OX_ECANCELLED when flag was set
+ *     ... r.a.p50, r.b.p50, r.speedup, r.check.max_abs_err, r.check.ok ...
+ *     ox_bench_result_free(&r);
+ */
+#ifndef ONNXSCOPE_BENCH_H
+#define ONNXSCOPE_BENCH_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "onnxscope/exec.h"
+#include "onnxscope/infer.h"
+#include "onnxscope/ir.h"
+#include "onnxscope/status.h"
+
+/* Progress: which = 0 for the model, 1 for the compare model; done timed or
+ * warm-up runs out of total for that model (total may shrink when a time
+ * budget stops it early). fraction is the whole job's progress in [0, 1].
+ * Called from the thread running ox_bench_run. */
+typedef void (*ox_bench_progress_fn)(void *user, int which, int done, int total,
+                                     double fraction);
+
+typedef struct ox_bench_config {
+    ox_model *model;          /* required (borrowed; inference may update types) */
+    ox_model *compare;        /* optional second model, same inputs (borrowed) */
+    int threads;              /* executor threads; 0 = number of cores */
+    int warmup;               /* untimed runs first (>= 0) */
+    int iters;                /* timed runs (>= 1) */
+    double time_budget_s;     /* > 0: stop timing a model after this long (at
+                               * least one timed run); 0 = always run iters */
+    const ox_infer_opts *shapes;  /* --shape / --dim overrides, may be NULL (borrowed) */
+    uint32_t seed;            /* random inputs (randinput.h) */
+    int64_t int_max;          /* bound of non-index integer inputs; <= 0: 100 */
+    double rtol, atol;        /* equivalence: |b-a| <= atol + rtol*|a| per element */
+    ox_bench_progress_fn progress;  /* optional */
+    void *user;
+    atomic_int *cancel;       /* optional: non-zero stops between runs */
+} ox_bench_config;
+
+typedef struct ox_bench_stats {
+    int iters;                /* timed runs done */
+    double *latency_ms;       /* iters entries in run order (owned by the result) */
+    double min, p50, p90, p99, max, mean;   /* ms; nearest-rank percentiles */
+    double throughput_per_s;  /* 1000 / mean */
+    int64_t peak_rss_bytes;   /* process peak resident set while this model ran
+                               * (reset before it where Linux allows); 0 unknown */
+} ox_bench_stats;
+
+typedef struct ox_bench_check {
+    double max_abs_err;       /* over all elements of all outputs */
+    double max_rel_err;       /* |b-a| / |a| over elements with a != 0 */
+    bool ok;                  /* every element within atol + rtol*|a|, and the
+                               * outputs agree in count, kind, dtype and shape */
+    char why[256];            /* first mismatch when !ok */
+} ox_bench_check;
+
+typedef struct ox_bench_result {
+    int threads;              /* threads actually asked of the executor */
+    int warmup;
+    ox_bench_stats a;         /* model */
+    ox_bench_stats b;         /* compare model, when compared */
+    bool compared;
+    double speedup;           /* a.p50 / b.p50 (> 1: the compare model is faster) */
+    ox_bench_check check;     /* valid when compared */
+    bool cancelled;
+} ox_bench_result;
+
+/* Defaults: threads 0, warmup 1, iters 50, seed 1, int_max 100, rtol 1e-3,
+ * atol 1e-4, no budget, no callbacks. */
+void ox_bench_config_init(ox_bench_config *cfg);
+
+/* Runs the benchmark. On OX_OK r is complete; on OX_ECANCELLED r->cancelled
+ * is set and r holds what was measured so far (free it all the same); on
+ * other errors err says which model failed. Thread-safe for distinct configs
+ * and models. Free r with ox_bench_result_free. */
+ox_status ox_bench_run(const ox_bench_config *cfg, ox_bench_result *r, ox_error *err);
+void ox_bench_result_free(ox_bench_result *r);
+
+/* Fills min/p50/p90/p99/max/mean/throughput from s->latency_ms[0..iters). */
+void ox_bench_stats_compute(ox_bench_stats *s);
+
+/* Compares two output lists as the equivalence check does (a is the
+ * reference); n outputs each, entries may be NULL. */
+void ox_bench_compare_outputs(int n, ox_rval *const *a, ox_rval *const *b,
+                              double rtol, double atol, ox_bench_check *out);
+
+/* Runs cfg->model once (after cfg->warmup untimed runs) with the executor's
+ * per-node hook and writes a Chrome trace-event JSON (chrome://tracing,
+ * Perfetto) of per-node timings to path. OX_EIO when path can't be written. */
+ox_status ox_bench_trace(const ox_bench_config *cfg, const char *path, ox_error *err);
+
+#endif

@@ -1,0 +1,154 @@
+/* Graph passes and the pass manager. A pass is a standalone unit (name,
+ * one-line summary, category, target, level, a run function); the manager
+ * holds an ordered list with each pass on or off and runs it to a bounded
+ * fixed point, one pass at a time (step) or one rewrite at a time.
+ *
+ * Typical use (CLI, TUI):
+ *     ox_pass_manager *pm = ox_pm_new(OX_LEVEL_BASIC, OX_TARGET_ONNX);
+ *     ox_pm_set_infer_opts(pm, &io);          // --shape / --dim (borrowed)
+ *     ox_pass_report rep = {0};
+ *     st = ox_pm_run(pm, model, &rep, &err);  // edits model in place
+ *     ... rep.passes[i].nodes_removed, rep.touched ...
+ *     ox_pass_report_free(&rep);
+ *     ox_pm_free(pm);
+ * The TUI keeps the original model and runs the manager on ox_model_clone(). */
+#ifndef ONNXSCOPE_PASSES_H
+#define ONNXSCOPE_PASSES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "onnxscope/infer.h"
+#include "onnxscope/ir.h"
+#include "onnxscope/status.h"
+
+typedef enum {
+    OX_PASS_ELIMINATION = 0,
+    OX_PASS_FOLDING,
+    OX_PASS_FUSION,
+    OX_PASS_PRECISION,
+    OX_PASS_LAYOUT,
+    OX_PASS_CONVERSION,
+} ox_pass_category;
+
+typedef enum {
+    OX_TARGET_ONNX = 0,   /* emits standard ONNX ops only */
+    OX_TARGET_ORT,        /* may emit com.microsoft contrib ops */
+} ox_pass_target;
+
+typedef enum {
+    OX_LEVEL_BASIC = 0,
+    OX_LEVEL_EXTENDED,
+    OX_LEVEL_ALL,
+} ox_pass_level;
+
+const char *ox_pass_category_name(ox_pass_category c);
+const char *ox_pass_target_name(ox_pass_target t);
+const char *ox_pass_level_name(ox_pass_level l);
+/* Parses "basic"/"extended"/"all" and "onnx"/"ort"; false if unknown. */
+bool ox_pass_level_parse(const char *s, ox_pass_level *out);
+bool ox_pass_target_parse(const char *s, ox_pass_target *out);
+
+/* What a pass sees while it runs (opaque; see the ox_pass_ctx_* calls in
+ * src/passes/pass_internal.h). */
+typedef struct ox_pass_ctx ox_pass_ctx;
+
+/* Runs the pass on ONE graph (the manager visits subgraphs, innermost
+ * first); rewrites are counted through the context. */
+typedef ox_status (*ox_pass_fn)(ox_pass_ctx *c, ox_graph *g, ox_error *err);
+
+typedef struct ox_pass {
+    const char *name;         /* "eliminate_identity" */
+    const char *summary;      /* one line */
+    ox_pass_category category;
+    ox_pass_target target;
+    ox_pass_level level;
+    bool single_rewrite;      /* honours a budget of one rewrite per step */
+    ox_pass_fn run;
+} ox_pass;
+
+/* The registry, in default pipeline order. */
+int ox_pass_count(void);
+const ox_pass *ox_pass_at(int i);
+const ox_pass *ox_pass_find(const char *name);
+
+/* ---- reports ---------------------------------------------------------- */
+
+/* Per op type: how many nodes of it a pass removed and added. */
+typedef struct ox_pass_op_delta {
+    char *op_type;
+    int removed, added;
+} ox_pass_op_delta;
+
+/* The change made by one pass (summed over every time it ran). */
+typedef struct ox_pass_stat {
+    const char *name;         /* the pass's static name */
+    int runs;                 /* times the pass was invoked on the model */
+    int rewrites;             /* rewrites it reported */
+    int nodes_removed, nodes_added;
+    int nodes_replaced;       /* existing nodes edited in place (inputs/attrs) */
+    int inits_removed, inits_added;
+    int64_t bytes_saved;      /* initializer bytes before - after (may be < 0) */
+    ox_pass_op_delta *ops;    /* n_ops entries, owned */
+    int n_ops;
+} ox_pass_stat;
+
+typedef struct ox_pass_report {
+    ox_pass_stat *passes;     /* one entry per pass that ran, pipeline order */
+    int n_passes;
+    int iterations;           /* fixed-point rounds run */
+    int nodes_before, nodes_after;      /* recursive node counts */
+    int64_t init_bytes_before, init_bytes_after;
+    /* Ids of nodes added or edited (they exist in the result) and of nodes
+     * removed (they existed in the input): the TUI marks them. Sorted,
+     * without duplicates. */
+    int *touched;
+    int n_touched;
+    int *removed_ids;
+    int n_removed_ids;
+} ox_pass_report;
+
+void ox_pass_report_free(ox_pass_report *r);
+/* The stat entry of a pass in r, or NULL. */
+const ox_pass_stat *ox_pass_report_find(const ox_pass_report *r, const char *name);
+
+/* ---- the manager ------------------------------------------------------- */
+
+typedef struct ox_pass_manager ox_pass_manager;
+
+/* Every registered pass in registry order; enabled when pass->level <=
+ * level and the pass's target is allowed by target (onnx allows onnx
+ * passes only, ort allows both). Returns NULL on OOM. */
+ox_pass_manager *ox_pm_new(ox_pass_level level, ox_pass_target target);
+void ox_pm_free(ox_pass_manager *pm);
+
+int ox_pm_count(const ox_pass_manager *pm);
+const ox_pass *ox_pm_pass(const ox_pass_manager *pm, int i);
+bool ox_pm_enabled(const ox_pass_manager *pm, int i);
+void ox_pm_enable(ox_pass_manager *pm, int i, bool on);
+/* Enables exactly the comma-separated passes in list (--passes) or
+ * disables them (--skip). OX_EINVAL names an unknown pass. */
+ox_status ox_pm_only(ox_pass_manager *pm, const char *list, ox_error *err);
+ox_status ox_pm_skip(ox_pass_manager *pm, const char *list, ox_error *err);
+
+/* Shape overrides used by the inference the passes rely on (borrowed: it
+ * must outlive the runs). NULL = none. */
+void ox_pm_set_infer_opts(ox_pass_manager *pm, const ox_infer_opts *io);
+/* Most bytes a constant fold may add to the model (default 1 MiB). */
+void ox_pm_set_fold_limit(ox_pass_manager *pm, int64_t bytes);
+/* Rounds of the fixed point (default 8). */
+void ox_pm_set_max_iterations(ox_pass_manager *pm, int n);
+
+/* Runs every enabled pass in order, repeating until a round changes
+ * nothing or the round limit is reached. Edits m in place; fills rep
+ * (may be NULL; free with ox_pass_report_free). On error m is still a
+ * valid model (the failing pass's partial work kept). */
+ox_status ox_pm_run(ox_pass_manager *pm, ox_model *m, ox_pass_report *rep,
+                    ox_error *err);
+/* Runs pass i once over the model (all graphs), enabled or not.
+ * max_rewrites > 0 stops after that many rewrites where the pass supports
+ * it (ox_pass.single_rewrite), else the pass runs to completion once. */
+ox_status ox_pm_step(ox_pass_manager *pm, ox_model *m, int i, int max_rewrites,
+                     ox_pass_report *rep, ox_error *err);
+
+#endif

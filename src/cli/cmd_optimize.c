@@ -1,0 +1,375 @@
+/* `onnxscope optimize MODEL -o OUT`: runs the pass pipeline, checks the
+ * result (structure, and with --check N numerics against the original on
+ * seeded random inputs) and writes it; text or one JSON object. */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "onnxscope/check.h"
+#include "onnxscope/cost.h"
+#include "onnxscope/exec.h"
+#include "onnxscope/io.h"
+#include "onnxscope/passes.h"
+#include "onnxscope/randinput.h"
+
+#define CHECK_RTOL 1e-4
+#define CHECK_ATOL 1e-5
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: onnxscope optimize MODEL -o OUT [--level basic|extended|all]\n"
+            "          [--passes a,b] [--skip a,b] [--target onnx|ort]\n"
+            "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE] [--check N]\n"
+            "          [--json] [--force]\n"
+            "--check N runs the original and the optimized model on N seeded random\n"
+            "inputs; outside rtol 1e-4 / atol 1e-5 the output is not written (exit 1)\n"
+            "unless --force. `onnxscope passes` lists the passes.\n");
+}
+
+typedef struct check_res {
+    int runs;
+    double max_abs, max_rel;
+    bool ok;
+    char why[256];
+} check_res;
+
+/* Accumulates the error between two runtime values into r. */
+static void compare(const ox_rval *a, const ox_rval *b, check_res *r)
+{
+    if (!a || !b || a->kind != b->kind) {
+        if (a != b) {
+            r->ok = false;
+            snprintf(r->why, sizeof r->why, "output kinds differ");
+        }
+        return;
+    }
+    if (a->kind != OX_RV_TENSOR) {
+        if (a->n_items != b->n_items) {
+            r->ok = false;
+            snprintf(r->why, sizeof r->why, "sequence lengths differ");
+            return;
+        }
+        for (int i = 0; i < a->n_items; i++)
+            compare(a->items[i], b->items[i], r);
+        return;
+    }
+    const ox_tensor *x = a->t, *y = b->t;
+    if (x->dtype != y->dtype || x->rank != y->rank ||
+        memcmp(x->dims, y->dims, (size_t)x->rank * sizeof *x->dims)) {
+        r->ok = false;
+        snprintf(r->why, sizeof r->why, "output types or shapes differ");
+        return;
+    }
+    if (x->dtype == OX_DT_STRING) {
+        if (!ox_tensor_equal(x, y)) {
+            r->ok = false;
+            snprintf(r->why, sizeof r->why, "string outputs differ");
+        }
+        return;
+    }
+    for (int64_t i = 0; i < x->numel; i++) {
+        double p = ox_tensor_get_f64(x, i), q = ox_tensor_get_f64(y, i);
+        if (isnan(p) && isnan(q))
+            continue;
+        if (p == q)
+            continue;
+        double d = fabs(p - q);
+        if (isnan(d))
+            d = INFINITY;
+        double rel = fabs(q) > 0 ? d / fabs(q) : d;
+        if (d > r->max_abs)
+            r->max_abs = d;
+        if (rel > r->max_rel)
+            r->max_rel = rel;
+        if (!(d <= CHECK_ATOL + CHECK_RTOL * fabs(q)))
+            r->ok = false;
+    }
+}
+
+static ox_status run_once(ox_exec *e, const ox_model *m, ox_rval **in, ox_rval ***out,
+                          ox_error *err)
+{
+    int no = m->graph->n_outputs;
+    *out = calloc((size_t)no + 1, sizeof **out);
+    if (!*out)
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    return ox_exec_run(e, m->graph->n_inputs, in, no, *out, err);
+}
+
+static void free_vals(ox_rval **v, int n)
+{
+    for (int i = 0; v && i < n; i++)
+        ox_rval_free(v[i]);
+    free(v);
+}
+
+/* Runs both models on n seeded random inputs. */
+static ox_status check_models(ox_model *a, ox_model *b, const ox_infer_opts *io, int n,
+                              check_res *r, ox_error *err)
+{
+    ox_exec *ea = NULL, *eb = NULL;
+    ox_exec_opts eo = {0};
+    r->ok = true;
+    ox_status st = ox_exec_new(a, &eo, &ea, err);
+    if (!st)
+        st = ox_exec_new(b, &eo, &eb, err);
+    if (!st && (a->graph->n_inputs != b->graph->n_inputs ||
+                a->graph->n_outputs != b->graph->n_outputs))
+        st = ox_errorf(err, OX_EMODEL, "graph inputs/outputs differ");
+    for (int s = 0; !st && s < n; s++) {
+        int ni = a->graph->n_inputs;
+        ox_rval **in = calloc((size_t)ni + 1, sizeof *in), **oa = NULL, **ob = NULL;
+        if (!in) {
+            st = ox_errorf(err, OX_ENOMEM, "out of memory");
+            break;
+        }
+        st = ox_random_inputs(a, io, (uint32_t)s, 100, in, err);
+        if (!st)
+            st = run_once(ea, a, in, &oa, err);
+        if (!st)
+            st = run_once(eb, b, in, &ob, err);
+        for (int k = 0; !st && k < a->graph->n_outputs; k++)
+            compare(oa[k], ob[k], r);
+        free_vals(oa, a->graph->n_outputs);
+        free_vals(ob, b->graph->n_outputs);
+        free_vals(in, ni);
+        if (!st)
+            r->runs++;
+    }
+    ox_exec_free(ea);
+    ox_exec_free(eb);
+    return st;
+}
+
+static json_t *stat_json(const ox_pass_stat *s)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string(s->name));
+    json_object_set_new(o, "runs", json_integer(s->runs));
+    json_object_set_new(o, "rewrites", json_integer(s->rewrites));
+    json_object_set_new(o, "nodes_removed", json_integer(s->nodes_removed));
+    json_object_set_new(o, "nodes_added", json_integer(s->nodes_added));
+    json_object_set_new(o, "nodes_replaced", json_integer(s->nodes_replaced));
+    json_object_set_new(o, "initializers_removed", json_integer(s->inits_removed));
+    json_object_set_new(o, "initializers_added", json_integer(s->inits_added));
+    json_object_set_new(o, "bytes_saved", json_integer(s->bytes_saved));
+    json_t *ops = json_object();
+    for (int k = 0; k < s->n_ops; k++) {
+        json_t *d = json_object();
+        json_object_set_new(d, "removed", json_integer(s->ops[k].removed));
+        json_object_set_new(d, "added", json_integer(s->ops[k].added));
+        json_object_set_new(ops, s->ops[k].op_type, d);
+    }
+    json_object_set_new(o, "ops", ops);
+    return o;
+}
+
+int ox_cmd_optimize(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"level", required_argument, NULL, 'l'},
+        {"passes", required_argument, NULL, 'p'},
+        {"skip", required_argument, NULL, 'k'},
+        {"target", required_argument, NULL, 't'},
+        {"shape", required_argument, NULL, 'S'},
+        {"dim", required_argument, NULL, 'D'},
+        {"check", required_argument, NULL, 'c'},
+        {"json", no_argument, NULL, 'j'},
+        {"force", no_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    ox_infer_opts io = {0};
+    const char *out_path = NULL, *only = NULL, *skip = NULL;
+    ox_pass_level level = OX_LEVEL_BASIC;
+    ox_pass_target target = OX_TARGET_ONNX;
+    int n_check = 0, rc = 0;
+    bool json = false, force = false;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out_path = optarg; break;
+        case 'l':
+            if (!ox_pass_level_parse(optarg, &level)) {
+                ox_cli_error(NULL, "--level: expected basic, extended or all");
+                rc = 2;
+            }
+            break;
+        case 't':
+            if (!ox_pass_target_parse(optarg, &target)) {
+                ox_cli_error(NULL, "--target: expected onnx or ort");
+                rc = 2;
+            }
+            break;
+        case 'p': only = optarg; break;
+        case 'k': skip = optarg; break;
+        case 'S':
+            if (!ox_cli_add_shape(&io, optarg))
+                rc = 2;
+            break;
+        case 'D':
+            if (!ox_cli_add_dim(&io, optarg))
+                rc = 2;
+            break;
+        case 'c': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 0 || v > 1000) {
+                ox_cli_error(NULL, "--check: expected a count 0..1000");
+                rc = 2;
+            }
+            n_check = (int)v;
+            break;
+        }
+        case 'j': json = true; break;
+        case 'f': force = true; break;
+        case 'h':
+            usage(stdout);
+            ox_infer_opts_free(&io);
+            return 0;
+        default: rc = 2; break;
+        }
+        if (rc)
+            break;
+    }
+    if (!rc && (optind != argc - 1 || !out_path))
+        rc = 2;
+    if (rc) {
+        if (rc == 2)
+            usage(stderr);
+        ox_infer_opts_free(&io);
+        return rc;
+    }
+    const char *path = argv[optind];
+    ox_model *m = ox_cli_load(path, &rc), *opt = NULL;
+    ox_pass_manager *pm = NULL;
+    ox_pass_report rep = {0};
+    check_res chk = {0};
+    ox_error err = {0};
+    ox_model_cost cb = {0}, ca = {0};
+    if (!m) {
+        ox_infer_opts_free(&io);
+        return rc;
+    }
+    if (ox_infer_model(m, &io, &err) != OX_OK) {
+        ox_cli_error(path, "shape inference: %s", err.msg);
+        rc = 1;
+        goto out;
+    }
+    ox_model_cost_compute(m, &cb, &err);
+    pm = ox_pm_new(level, target);
+    opt = ox_model_clone(m);
+    if (!pm || !opt) {
+        ox_cli_error(NULL, "out of memory");
+        rc = 1;
+        goto out;
+    }
+    if ((only && ox_pm_only(pm, only, &err)) || (skip && ox_pm_skip(pm, skip, &err))) {
+        ox_cli_error(NULL, "%s", err.msg);
+        rc = 2;
+        goto out;
+    }
+    ox_pm_set_infer_opts(pm, &io);
+    if (ox_pm_run(pm, opt, &rep, &err) != OX_OK) {
+        ox_cli_error(path, "optimize: %s", err.msg);
+        rc = 1;
+        goto out;
+    }
+    ox_check_report cr = {0};
+    if (ox_check_model(opt, &cr) != OX_OK) {
+        ox_cli_error(path, "optimized model fails the checker: %s",
+                     cr.n_issues ? cr.issues[0].msg : "?");
+        ox_check_report_free(&cr);
+        rc = 1;
+        goto out;
+    }
+    ox_check_report_free(&cr);
+    ox_model_cost_compute(opt, &ca, &err);
+    bool write = true;
+    if (n_check > 0) {
+        ox_error cerr = {0};
+        if (check_models(m, opt, &io, n_check, &chk, &cerr) != OX_OK) {
+            ox_cli_error(path, "--check: %s", cerr.msg);
+            chk.ok = false;
+            snprintf(chk.why, sizeof chk.why, "%.200s", cerr.msg);
+        }
+        if (!chk.ok) {
+            rc = 1;
+            write = force;
+        }
+    }
+    if (write) {
+        ox_save_opts so = {0};
+        ox_error serr = {0};
+        ox_status st = ox_save(opt, out_path, &so, &serr);
+        if (st != OX_OK) {
+            ox_cli_error(out_path, "%s", serr.msg);
+            rc = ox_status_exit_code(st) ? ox_status_exit_code(st) : 3;
+            goto out;
+        }
+    }
+    if (json) {
+        json_t *o = json_object();
+        json_object_set_new(o, "model", json_string(path));
+        json_object_set_new(o, "output", write ? json_string(out_path) : json_null());
+        json_object_set_new(o, "level", json_string(ox_pass_level_name(level)));
+        json_object_set_new(o, "target", json_string(ox_pass_target_name(target)));
+        json_object_set_new(o, "before", ox_cli_info_json(m, &cb));
+        json_object_set_new(o, "after", ox_cli_info_json(opt, &ca));
+        json_object_set_new(o, "iterations", json_integer(rep.iterations));
+        json_t *arr = json_array();
+        for (int i = 0; i < rep.n_passes; i++)
+            json_array_append_new(arr, stat_json(&rep.passes[i]));
+        json_object_set_new(o, "passes", arr);
+        if (n_check > 0) {
+            json_t *k = json_object();
+            json_object_set_new(k, "runs", json_integer(chk.runs));
+            json_object_set_new(k, "max_abs_err", json_real(chk.max_abs));
+            json_object_set_new(k, "max_rel_err", json_real(chk.max_rel));
+            json_object_set_new(k, "ok", json_boolean(chk.ok));
+            if (!chk.ok && chk.why[0])
+                json_object_set_new(k, "reason", json_string(chk.why));
+            json_object_set_new(o, "check", k);
+        }
+        char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        if (s)
+            puts(s);
+        free(s);
+        json_decref(o);
+    } else {
+        char b1[32], b2[32];
+        printf("%s: nodes %d -> %d, weights %s -> %s, %d round(s)\n", path, rep.nodes_before,
+               rep.nodes_after, ox_cli_bytes((double)rep.init_bytes_before, b1, sizeof b1),
+               ox_cli_bytes((double)rep.init_bytes_after, b2, sizeof b2), rep.iterations);
+        for (int i = 0; i < rep.n_passes; i++) {
+            const ox_pass_stat *s = &rep.passes[i];
+            if (!s->rewrites)
+                continue;
+            printf("  %-28s %4d rewrite(s)  -%d +%d nodes  ~%d  inits -%d +%d\n", s->name,
+                   s->rewrites, s->nodes_removed, s->nodes_added, s->nodes_replaced,
+                   s->inits_removed, s->inits_added);
+        }
+        if (n_check > 0)
+            printf("check: %d run(s), max abs err %.3g, max rel err %.3g: %s%s%s\n", chk.runs,
+                   chk.max_abs, chk.max_rel, chk.ok ? "ok" : "FAILED",
+                   chk.ok || !chk.why[0] ? "" : " - ", chk.ok ? "" : chk.why);
+        if (write)
+            printf("wrote %s\n", out_path);
+        else
+            printf("not written (use --force)\n");
+    }
+out:
+    ox_pass_report_free(&rep);
+    ox_pm_free(pm);
+    ox_model_free(opt);
+    ox_model_free(m);
+    ox_infer_opts_free(&io);
+    return rc;
+}

@@ -1,0 +1,543 @@
+/* The benchmark library behind `onnxscope bench` and the TUI's Bench panel:
+ * warm-up and timed runs on seeded random inputs, latency percentiles, peak
+ * RSS, the output equivalence check between two models, and a Chrome trace. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "onnxscope/bench.h"
+#include "onnxscope/exec.h"
+#include "onnxscope/randinput.h"
+
+void ox_bench_config_init(ox_bench_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->warmup = 1;
+    cfg->iters = 50;
+    cfg->seed = 1;
+    cfg->int_max = 100;
+    cfg->rtol = 1e-3;
+    cfg->atol = 1e-4;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of sorted v: the smallest value with at least p%
+ * of the runs at or below it, so it is always one of the measured values. */
+static double pct(const double *v, int n, double p)
+{
+    int i = (int)ceil(p / 100.0 * n) - 1;
+    if (i < 0)
+        i = 0;
+    if (i >= n)
+        i = n - 1;
+    return v[i];
+}
+
+void ox_bench_stats_compute(ox_bench_stats *s)
+{
+    int n = s->iters;
+    s->min = s->p50 = s->p90 = s->p99 = s->max = s->mean = s->throughput_per_s = 0;
+    if (n <= 0 || !s->latency_ms)
+        return;
+    double *v = malloc((size_t)n * sizeof *v);
+    if (!v)
+        return;
+    memcpy(v, s->latency_ms, (size_t)n * sizeof *v);
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += v[i];
+    s->min = v[0];
+    s->max = v[n - 1];
+    s->p50 = pct(v, n, 50);
+    s->p90 = pct(v, n, 90);
+    s->p99 = pct(v, n, 99);
+    s->mean = sum / n;
+    s->throughput_per_s = s->mean > 0 ? 1000.0 / s->mean : 0;
+    free(v);
+}
+
+/* Peak RSS of this process. Linux lets us reset the high-water mark
+ * (clear_refs 5), so each model's figure is its own and not the maximum of
+ * everything the process did before; elsewhere ru_maxrss is the fallback. */
+static void rss_reset(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (f) {
+        fputs("5", f);
+        fclose(f);
+    }
+}
+
+static int64_t rss_peak(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        char line[256];
+        long long kb = -1;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "VmHWM: %lld kB", &kb) == 1)
+                break;
+        fclose(f);
+        if (kb >= 0)
+            return (int64_t)kb * 1024;
+    }
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        return (int64_t)ru.ru_maxrss * 1024;
+    return 0;
+}
+
+/* ---- equivalence check --------------------------------------------------- */
+
+static void check_fail(ox_bench_check *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Records the first mismatch only: later ones add nothing for the reader. */
+static void check_fail(ox_bench_check *c, const char *fmt, ...)
+{
+    if (!c->ok)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->why, sizeof c->why, fmt, ap);
+    va_end(ap);
+    c->ok = false;
+}
+
+static void compare_tensor(const ox_tensor *x, const ox_tensor *y, const char *what,
+                           double rtol, double atol, ox_bench_check *c)
+{
+    if (x->dtype != y->dtype) {
+        check_fail(c, "%s: dtype %s vs %s", what, ox_dtype_name(x->dtype), ox_dtype_name(y->dtype));
+        c->max_abs_err = INFINITY;
+        return;
+    }
+    if (x->rank != y->rank || x->numel != y->numel) {
+        check_fail(c, "%s: shape differs (rank %d vs %d)", what, x->rank, y->rank);
+        c->max_abs_err = INFINITY;
+        return;
+    }
+    for (int d = 0; d < x->rank; d++)
+        if (x->dims[d] != y->dims[d]) {
+            check_fail(c, "%s: dim %d differs (%lld vs %lld)", what, d, (long long)x->dims[d], (long long)y->dims[d]);
+            c->max_abs_err = INFINITY;
+            return;
+        }
+    if (x->dtype == OX_DT_STRING) {
+        if (!ox_tensor_equal(x, y))
+            check_fail(c, "%s: strings differ", what);
+        return;
+    }
+    for (int64_t i = 0; i < x->numel; i++) {
+        double a = ox_tensor_get_f64(x, i), b = ox_tensor_get_f64(y, i);
+        if (isnan(a) && isnan(b))
+            continue;
+        double d = fabs(b - a);
+        if (isnan(d))
+            d = INFINITY;   /* NaN on one side only, or inf - inf */
+        else if (d == 0)
+            continue;
+        if (d > c->max_abs_err)
+            c->max_abs_err = d;
+        if (a != 0 && d / fabs(a) > c->max_rel_err)
+            c->max_rel_err = d / fabs(a);
+        if (!(d <= atol + rtol * fabs(a)))
+            check_fail(c, "%s: element %lld: %.9g vs %.9g", what, (long long)i, a, b);
+    }
+}
+
+static void compare_rval(const ox_rval *x, const ox_rval *y, const char *what, double rtol,
+                         double atol, ox_bench_check *c)
+{
+    if (!x || !y) {
+        if (x != y) {
+            check_fail(c, "%s: present on one side only", what);
+            c->max_abs_err = INFINITY;
+        }
+        return;
+    }
+    if (x->kind != y->kind || x->n_items != y->n_items) {
+        check_fail(c, "%s: kind or item count differs", what);
+        c->max_abs_err = INFINITY;
+        return;
+    }
+    if (x->kind == OX_RV_TENSOR || x->kind == OX_RV_MAP) {
+        if (!x->t || !y->t) {
+            if (x->t != y->t)
+                check_fail(c, "%s: tensor on one side only", what);
+        } else {
+            compare_tensor(x->t, y->t, what, rtol, atol, c);
+        }
+    }
+    for (int i = 0; i < x->n_items; i++)
+        compare_rval(x->items[i], y->items[i], what, rtol, atol, c);
+}
+
+void ox_bench_compare_outputs(int n, ox_rval *const *a, ox_rval *const *b, double rtol,
+                              double atol, ox_bench_check *out)
+{
+    memset(out, 0, sizeof *out);
+    out->ok = true;
+    for (int k = 0; k < n; k++) {
+        char what[32];
+        snprintf(what, sizeof what, "output %d", k);
+        compare_rval(a[k], b[k], what, rtol, atol, out);
+    }
+}
+
+/* ---- running ------------------------------------------------------------- */
+
+typedef struct job {
+    const ox_bench_config *cfg;
+    int n_models;
+    int runs_per_model;       /* warmup + iters: the progress denominator */
+} job;
+
+static bool cancelled(const ox_bench_config *cfg)
+{
+    return cfg->cancel && atomic_load(cfg->cancel) != 0;
+}
+
+static void report(const job *j, int which, int done, int total)
+{
+    if (!j->cfg->progress)
+        return;
+    double f = ((double)which + (total > 0 ? (double)done / total : 1.0)) / j->n_models;
+    j->cfg->progress(j->cfg->user, which, done, total, f > 1 ? 1 : f);
+}
+
+/* Applies --shape/--dim to m's input types so the executor plans (and
+ * checks inputs) for the requested shapes. */
+static ox_status apply_shapes(const ox_bench_config *cfg, ox_model *m, ox_error *err)
+{
+    if (!cfg->shapes || (cfg->shapes->n_shapes == 0 && cfg->shapes->n_dims == 0))
+        return OX_OK;
+    ox_infer_opts io = *cfg->shapes;
+    io.reset = true;
+    io.stats = NULL;
+    return ox_infer_model(m, &io, err);
+}
+
+/* Runs m warmup + iters times on in; the outputs of the first run go to
+ * keep (when given) for the equivalence check. */
+static ox_status run_model(const job *j, int which, ox_model *m, ox_rval *const *in,
+                           ox_rval **keep, ox_bench_stats *s, ox_error *err)
+{
+    const ox_bench_config *cfg = j->cfg;
+    ox_exec *e = NULL;
+    ox_exec_opts eo = {.threads = cfg->threads};
+    int no = m->graph->n_outputs, ni = m->graph->n_inputs;
+    int total = j->runs_per_model;
+    s->latency_ms = calloc((size_t)cfg->iters + 1, sizeof *s->latency_ms);
+    ox_rval **out = calloc((size_t)no + 1, sizeof *out);
+    if (!s->latency_ms || !out) {
+        free(out);
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    }
+    rss_reset();
+    ox_status st = ox_exec_new(m, &eo, &e, err);
+    if (st) {
+        free(out);
+        return st;
+    }
+    int min_timed = cfg->iters < 3 ? cfg->iters : 3;
+    double t_start = 0;
+    bool first = true;
+    report(j, which, 0, total);
+    for (int it = -cfg->warmup; it < cfg->iters; it++) {
+        if (cancelled(cfg)) {
+            st = OX_ECANCELLED;
+            ox_errorf(err, st, "cancelled");
+            break;
+        }
+        if (it == 0)
+            t_start = now_ms();
+        double t0 = now_ms();
+        st = ox_exec_run(e, ni, in, no, out, err);
+        double t1 = now_ms();
+        if (st)
+            break;
+        for (int k = 0; k < no; k++) {
+            if (first && keep)
+                keep[k] = out[k];
+            else
+                ox_rval_free(out[k]);
+            out[k] = NULL;
+        }
+        first = false;
+        if (it >= 0)
+            s->latency_ms[s->iters++] = t1 - t0;
+        int done = it + cfg->warmup + 1;
+        if (it >= 0 && cfg->time_budget_s > 0 && s->iters >= min_timed &&
+            t1 - t_start > cfg->time_budget_s * 1e3) {
+            report(j, which, total, total);
+            break;
+        }
+        report(j, which, done, total);
+    }
+    s->peak_rss_bytes = rss_peak();
+    ox_bench_stats_compute(s);
+    free(out);
+    ox_exec_free(e);
+    return st;
+}
+
+/* Inputs for the compare model, matched to the first model's by name (an
+ * optimized model may reorder or drop graph inputs). Borrowed pointers. */
+static ox_status map_inputs(const ox_model *a, ox_rval *const *in_a, const ox_model *b,
+                            ox_rval **in_b, ox_error *err)
+{
+    const ox_graph *ga = a->graph, *gb = b->graph;
+    for (int i = 0; i < gb->n_inputs; i++) {
+        const ox_value *v = gb->inputs[i];
+        in_b[i] = NULL;
+        if (v->init)
+            continue;
+        int found = -1;
+        for (int k = 0; k < ga->n_inputs && found < 0; k++)
+            if (ga->inputs[k]->name && v->name && strcmp(ga->inputs[k]->name, v->name) == 0)
+                found = k;
+        if (found < 0 || !in_a[found]) {
+            if (v->n_uses == 0 && !v->is_output)
+                continue;   /* unused: the executor accepts it missing */
+            return ox_errorf(err, OX_EINVAL,
+                             "compare model: input '%s' is not an input of the first model",
+                             v->name ? v->name : "");
+        }
+        in_b[i] = in_a[found];
+    }
+    return OX_OK;
+}
+
+static void free_vals(ox_rval **v, int n)
+{
+    for (int i = 0; v && i < n; i++)
+        ox_rval_free(v[i]);
+    free(v);
+}
+
+static ox_status check_config(const ox_bench_config *cfg, ox_error *err)
+{
+    if (!cfg || !cfg->model || !cfg->model->graph)
+        return ox_errorf(err, OX_EINVAL, "bench: no model");
+    if (cfg->compare && !cfg->compare->graph)
+        return ox_errorf(err, OX_EINVAL, "bench: compare model has no graph");
+    if (cfg->iters < 1 || cfg->warmup < 0 || cfg->threads < 0)
+        return ox_errorf(err, OX_EINVAL, "bench: iters must be >= 1, warmup and threads >= 0");
+    return OX_OK;
+}
+
+ox_status ox_bench_run(const ox_bench_config *cfg, ox_bench_result *r, ox_error *err)
+{
+    memset(r, 0, sizeof *r);
+    ox_status st = check_config(cfg, err);
+    if (st)
+        return st;
+    r->threads = cfg->threads;
+    r->warmup = cfg->warmup;
+    ox_model *ma = cfg->model, *mb = cfg->compare;
+    if ((st = apply_shapes(cfg, ma, err)) || (mb && (st = apply_shapes(cfg, mb, err))))
+        return st;
+    job j = {.cfg = cfg, .n_models = mb ? 2 : 1, .runs_per_model = cfg->warmup + cfg->iters};
+    int ni = ma->graph->n_inputs, no = ma->graph->n_outputs;
+    int nib = mb ? mb->graph->n_inputs : 0, nob = mb ? mb->graph->n_outputs : 0;
+    ox_rval **in = calloc((size_t)ni + 1, sizeof *in);
+    ox_rval **in_b = calloc((size_t)nib + 1, sizeof *in_b);
+    ox_rval **oa = calloc((size_t)no + 1, sizeof *oa);
+    ox_rval **ob = calloc((size_t)nob + 1, sizeof *ob);
+    if (!in || !in_b || !oa || !ob) {
+        st = ox_errorf(err, OX_ENOMEM, "out of memory");
+        goto out;
+    }
+    int64_t int_max = cfg->int_max > 0 ? cfg->int_max : 100;
+    if ((st = ox_random_inputs(ma, cfg->shapes, cfg->seed, int_max, in, err)))
+        goto out;
+    if (mb && (st = map_inputs(ma, in, mb, in_b, err)))
+        goto out;
+    st = run_model(&j, 0, ma, in, mb ? oa : NULL, &r->a, err);
+    if (st)
+        goto out;
+    if (mb) {
+        st = run_model(&j, 1, mb, in_b, ob, &r->b, err);
+        if (st)
+            goto out;
+        r->compared = true;
+        r->speedup = r->b.p50 > 0 ? r->a.p50 / r->b.p50 : 0;
+        if (no != nob) {
+            memset(&r->check, 0, sizeof r->check);
+            r->check.max_abs_err = INFINITY;
+            snprintf(r->check.why, sizeof r->check.why, "%d outputs vs %d", no, nob);
+        } else {
+            ox_bench_compare_outputs(no, oa, ob, cfg->rtol, cfg->atol, &r->check);
+        }
+    }
+out:
+    r->cancelled = st == OX_ECANCELLED;
+    free(in_b);   /* borrowed from in */
+    free_vals(in, ni);
+    free_vals(oa, no);
+    free_vals(ob, nob);
+    return st;
+}
+
+void ox_bench_result_free(ox_bench_result *r)
+{
+    if (!r)
+        return;
+    free(r->a.latency_ms);
+    free(r->b.latency_ms);
+    r->a.latency_ms = r->b.latency_ms = NULL;
+}
+
+/* ---- Chrome trace -------------------------------------------------------- */
+
+typedef struct trace_ev {
+    const ox_node *node;
+    int64_t t0, t1;
+} trace_ev;
+
+typedef struct trace_buf {
+    trace_ev *ev;
+    size_t n, cap;
+    bool recording;
+    bool oom;
+} trace_buf;
+
+static void trace_hook(void *user, const ox_node *n, int64_t t0, int64_t t1)
+{
+    trace_buf *b = user;
+    if (!b->recording || b->oom)
+        return;
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        trace_ev *ev = realloc(b->ev, cap * sizeof *ev);
+        if (!ev) {
+            b->oom = true;
+            return;
+        }
+        b->ev = ev;
+        b->cap = cap;
+    }
+    b->ev[b->n++] = (trace_ev){n, t0, t1};
+}
+
+/* One "X" (complete) event per node, µs since the run started; nested
+ * subgraph nodes fall inside their If/Loop/Scan event, which trace viewers
+ * draw as a stack. */
+static json_t *trace_json(const trace_buf *b, int64_t run_t0, const ox_bench_config *cfg)
+{
+    json_t *root = json_object(), *evs = json_array();
+    if (!root || !evs) {
+        json_decref(root);
+        json_decref(evs);
+        return NULL;
+    }
+    json_object_set_new(root, "traceEvents", evs);
+    json_object_set_new(root, "displayTimeUnit", json_string("ms"));
+    json_t *meta = json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "process_name", "ph", "M",
+                             "pid", 1, "tid", 1, "args", "name", "onnxscope bench");
+    if (meta)
+        json_array_append_new(evs, meta);
+    for (size_t i = 0; i < b->n; i++) {
+        const ox_node *n = b->ev[i].node;
+        const char *op = n->op_type ? n->op_type : "?";
+        const char *name = n->name && n->name[0] ? n->name : op;
+        json_t *e = json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i, s:{s:s, s:s, s:i}}",
+                              "name", name, "cat", op, "ph", "X",
+                              "ts", (double)(b->ev[i].t0 - run_t0) / 1e3,
+                              "dur", (double)(b->ev[i].t1 - b->ev[i].t0) / 1e3,
+                              "pid", 1, "tid", 1, "args", "op_type", op, "domain",
+                              n->domain ? n->domain : "", "node_id", n->id);
+        if (e)
+            json_array_append_new(evs, e);
+    }
+    json_object_set_new(root, "otherData",
+                        json_pack("{s:i, s:i}", "threads", cfg->threads, "nodes_timed",
+                                  (json_int_t)b->n));
+    return root;
+}
+
+ox_status ox_bench_trace(const ox_bench_config *cfg, const char *path, ox_error *err)
+{
+    ox_status st = check_config(cfg, err);
+    if (st)
+        return st;
+    if (!path)
+        return ox_errorf(err, OX_EINVAL, "bench: no trace path");
+    ox_model *m = cfg->model;
+    if ((st = apply_shapes(cfg, m, err)))
+        return st;
+    trace_buf buf = {0};
+    ox_exec_opts eo = {.threads = cfg->threads, .node_hook = trace_hook,
+                       .node_hook_user = &buf};
+    ox_exec *e = NULL;
+    int ni = m->graph->n_inputs, no = m->graph->n_outputs;
+    ox_rval **in = calloc((size_t)ni + 1, sizeof *in);
+    ox_rval **out = calloc((size_t)no + 1, sizeof *out);
+    json_t *root = NULL;
+    if (!in || !out) {
+        st = ox_errorf(err, OX_ENOMEM, "out of memory");
+        goto done;
+    }
+    int64_t int_max = cfg->int_max > 0 ? cfg->int_max : 100;
+    if ((st = ox_random_inputs(m, cfg->shapes, cfg->seed, int_max, in, err)))
+        goto done;
+    if ((st = ox_exec_new(m, &eo, &e, err)))
+        goto done;
+    /* Warm-up runs first so the traced run shows steady-state timings. */
+    for (int it = 0; it <= cfg->warmup; it++) {
+        if (cancelled(cfg)) {
+            st = ox_errorf(err, OX_ECANCELLED, "cancelled");
+            goto done;
+        }
+        buf.recording = it == cfg->warmup;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t run_t0 = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+        if ((st = ox_exec_run(e, ni, in, no, out, err)))
+            goto done;
+        for (int k = 0; k < no; k++) {
+            ox_rval_free(out[k]);
+            out[k] = NULL;
+        }
+        if (buf.recording) {
+            if (buf.oom) {
+                st = ox_errorf(err, OX_ENOMEM, "out of memory recording the trace");
+                goto done;
+            }
+            root = trace_json(&buf, run_t0, cfg);
+        }
+    }
+    if (!root) {
+        st = ox_errorf(err, OX_ENOMEM, "out of memory building the trace");
+        goto done;
+    }
+    if (json_dump_file(root, path, JSON_COMPACT | JSON_REAL_PRECISION(12)) != 0)
+        st = ox_errorf(err, OX_EIO, "%s: cannot write the trace", path);
+done:
+    json_decref(root);
+    ox_exec_free(e);
+    free_vals(in, ni);
+    free_vals(out, no);
+    free(buf.ev);
+    return st;
+}

@@ -1,0 +1,291 @@
+/* Fusion passes on standard ops: consecutive Transposes, Reshapes, Concats
+ * and lossless Casts collapse into one node; Log(Softmax) becomes
+ * LogSoftmax; a keepdims=0 Reduce followed by the matching Unsqueeze
+ * becomes a keepdims=1 Reduce. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/pass_internal.h"
+
+/* The producer of n's input k when it is in n's graph, of type op. */
+static ox_node *producer_is(const ox_node *n, int k, const char *op)
+{
+    if (k >= n->n_inputs || !n->inputs[k])
+        return NULL;
+    ox_node *p = n->inputs[k]->producer;
+    return p && p->graph == n->graph && ox_node_is(p, op) ? p : NULL;
+}
+
+static bool single_reader(const ox_value *v)
+{
+    return v && v->n_uses == 1 && v->uses[0].input >= 0 && !v->is_output;
+}
+
+static int perm_of(const ox_node *t, int64_t *perm)
+{
+    const int64_t *p;
+    int np = ox_node_attr_ints(t, "perm", &p);
+    if (np > OX_MAX_RANK)
+        return -1;
+    if (np >= 0) {
+        for (int i = 0; i < np; i++) {
+            if (p[i] < 0 || p[i] >= np)
+                return -1;
+            perm[i] = p[i];
+        }
+        return np;
+    }
+    int64_t d[OX_MAX_RANK];
+    int r = t->n_inputs > 0 ? ox__pass_static_shape(t->inputs[0], d) : -1;
+    if (r < 0 && t->inputs[0] && t->inputs[0]->type && t->inputs[0]->type->has_shape)
+        r = t->inputs[0]->type->rank;
+    for (int i = 0; i < r; i++)
+        perm[i] = r - 1 - i;
+    return r;
+}
+
+static ox_status pass_transposes(ox_pass_ctx *c, ox_graph *g, ox_error *err)
+{
+    (void)err;
+    for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
+        ox_node *t2 = g->nodes[i];
+        if (!ox_node_is(t2, "Transpose"))
+            continue;
+        ox_node *t1 = producer_is(t2, 0, "Transpose");
+        int64_t p1[OX_MAX_RANK], p2[OX_MAX_RANK], p[OX_MAX_RANK];
+        if (!t1 || !t1->inputs[0])
+            continue;
+        int r1 = perm_of(t1, p1), r2 = perm_of(t2, p2);
+        if (r1 < 0 || r1 != r2)
+            continue;
+        for (int k = 0; k < r2; k++)
+            p[k] = p1[p2[k]];
+        ox_node_set_attr_ints(t2, "perm", r2, p);
+        ox_node_set_input(t2, 0, t1->inputs[0]);
+        ox__pass_did(c);
+    }
+    return OX_OK;
+}
+
+static ox_status pass_reshapes(ox_pass_ctx *c, ox_graph *g, ox_error *err)
+{
+    (void)err;
+    for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
+        ox_node *r2 = g->nodes[i];
+        if (!ox_node_is(r2, "Reshape") || r2->n_inputs < 2)
+            continue;
+        ox_node *r1 = producer_is(r2, 0, "Reshape");
+        if (!r1 || !r1->inputs[0])
+            r1 = producer_is(r2, 0, "Flatten");
+        if (!r1 || !r1->inputs[0])
+            continue;
+        /* A 0 in the second shape copies a dim of the first result. */
+        int64_t s[OX_MAX_RANK];
+        int k = ox__pass_const_ints(r2->inputs[1], s, OX_MAX_RANK);
+        bool zero = false;
+        for (int j = 0; j < k; j++)
+            zero |= s[j] == 0;
+        if (k < 0 || zero)
+            continue;
+        ox_node_set_input(r2, 0, r1->inputs[0]);
+        ox__pass_did(c);
+    }
+    return OX_OK;
+}
+
+static ox_status pass_concats(ox_pass_ctx *c, ox_graph *g, ox_error *err)
+{
+    for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
+        ox_node *n = g->nodes[i];
+        if (!ox_node_is(n, "Concat"))
+            continue;
+        int64_t axis = ox_node_attr_i(n, "axis", 0);
+        for (int k = 0; k < n->n_inputs; k++) {
+            ox_node *in = producer_is(n, k, "Concat");
+            if (!in || !single_reader(n->inputs[k]) || ox_node_attr_i(in, "axis", 0) != axis ||
+                axis < 0)
+                continue;
+            int nn = n->n_inputs - 1 + in->n_inputs;
+            ox_value **v = malloc((size_t)nn * sizeof *v);
+            if (!v)
+                return ox_errorf(err, OX_ENOMEM, "out of memory");
+            int q = 0;
+            for (int j = 0; j < n->n_inputs; j++) {
+                if (j != k) {
+                    v[q++] = n->inputs[j];
+                    continue;
+                }
+                for (int z = 0; z < in->n_inputs; z++)
+                    v[q++] = in->inputs[z];
+            }
+            ox_value *mid = n->inputs[k];
+            for (int j = 0; j < nn; j++)
+                ox_node_set_input(n, j, v[j]);
+            free(v);
+            ox_node_remove(in);
+            ox_graph_remove_value(g, mid);
+            ox__pass_did(c);
+            i = -1;
+            break;
+        }
+    }
+    return OX_OK;
+}
+
+/* A cast from a to b that keeps every value of a exactly. */
+static bool lossless(ox_dtype a, ox_dtype b)
+{
+    if (a == b)
+        return true;
+    switch (a) {
+    case OX_DT_FLOAT16:
+    case OX_DT_BFLOAT16: return b == OX_DT_FLOAT || b == OX_DT_DOUBLE;
+    case OX_DT_FLOAT: return b == OX_DT_DOUBLE;
+    case OX_DT_INT8: return b == OX_DT_INT16 || b == OX_DT_INT32 || b == OX_DT_INT64;
+    case OX_DT_INT16: return b == OX_DT_INT32 || b == OX_DT_INT64;
+    case OX_DT_INT32: return b == OX_DT_INT64;
+    case OX_DT_UINT8:
+        return b == OX_DT_UINT16 || b == OX_DT_UINT32 || b == OX_DT_UINT64 || b == OX_DT_INT16 ||
+               b == OX_DT_INT32 || b == OX_DT_INT64;
+    case OX_DT_UINT16:
+        return b == OX_DT_UINT32 || b == OX_DT_UINT64 || b == OX_DT_INT32 || b == OX_DT_INT64;
+    case OX_DT_UINT32: return b == OX_DT_UINT64 || b == OX_DT_INT64;
+    default: return false;
+    }
+}
+
+static ox_status pass_casts(ox_pass_ctx *c, ox_graph *g, ox_error *err)
+{
+    (void)err;
+    for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
+        ox_node *c2 = g->nodes[i];
+        if (!ox_node_is(c2, "Cast"))
+            continue;
+        ox_node *c1 = producer_is(c2, 0, "Cast");
+        if (!c1 || !c1->inputs[0])
+            continue;
+        ox_dtype x = ox__pass_elem(c1->inputs[0]);
+        ox_dtype mid = (ox_dtype)ox_node_attr_i(c1, "to", 0);
+        if (x == OX_DT_UNDEFINED || !lossless(x, mid))
+            continue;
+        ox_node_set_input(c2, 0, c1->inputs[0]);
+        ox__pass_did(c);
+    }
+    return OX_OK;
+}
+
+static ox_status pass_log_softmax(ox_pass_ctx *c, ox_graph *g, ox_error *err)
+{
+    for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
+        ox_node *lg = g->nodes[i];
+        if (!ox_node_is(lg, "Log") || lg->n_outputs != 1 || !lg->outputs[0])
+            continue;
+        ox_node *sm = producer_is(lg, 0, "Softmax");
+        if (!sm || !sm->inputs[0] || !single_reader(lg->inputs[0]))
+            continue;
+        ox_value *x = sm->inputs[0], *mid = lg->inputs[0], *y = lg->outputs[0];
+        const ox_attr *axis = ox_node_attr(sm, "axis");
+        ox_attr copy = {0};
+        if (axis)
+            ox_attr_copy(&copy, axis, NULL);
+        char *name = ox_model_unique_node_name(c->m, "LogSoftmax");
+        ox_node_remove(lg);
+        ox_node_remove(sm);
+        ox_graph_remove_value(g, mid);
+        ox_node *n = ox_node_new(g, "LogSoftmax", "", name, 1, &x, 1, &y);
+        free(name);
+        if (axis) {
+            if (n)
+                ox_node_set_attr(n, &copy);
+            ox_attr_free_contents(&copy);
+        }
+        if (!n)
+            return ox_errorf(err, OX_ENOMEM, "out of memory");
+        ox__pass_did(c);
+        i = -1;
+    }
+    return OX_OK;
+}
+
+static int norm_axes(int64_t *a, int n, int rank)
+{
+    for (int i = 0; i < n; i++) {
+        if (a[i] < 0)
+            a[i] += rank;
+        if (a[i] < 0 || a[i] >= rank)
+            return -1;
+    }
+    for (int i = 1; i < n; i++) /* insertion sort: few axes */
+        for (int j = i; j > 0 && a[j] < a[j - 1]; j--) {
+            int64_t t = a[j];
+            a[j] = a[j - 1];
+            a[j - 1] = t;
+        }
+    return n;
+}
+
+static int axes_of(const ox_node *n, int64_t *a)
+{
+    const int64_t *p;
+    int k = ox_node_attr_ints(n, "axes", &p);
+    if (k >= 0) {
+        if (k > OX_MAX_RANK)
+            return -1;
+        memcpy(a, p, (size_t)k * sizeof *a);
+        return k;
+    }
+    if (n->n_inputs > 1 && n->inputs[1])
+        return ox__pass_const_ints(n->inputs[1], a, OX_MAX_RANK);
+    return -1;
+}
+
+static ox_status pass_reduce_unsqueeze(ox_pass_ctx *c, ox_graph *g, ox_error *err)
+{
+    (void)err;
+    for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
+        ox_node *u = g->nodes[i];
+        if (!ox_node_is(u, "Unsqueeze") || u->n_inputs < 1 || !u->inputs[0] || !u->outputs ||
+            !u->outputs[0])
+            continue;
+        ox_node *r = u->inputs[0]->producer;
+        if (!r || r->graph != g || !ox_node_is_default_domain(r) || strncmp(r->op_type, "Reduce", 6) ||
+            ox_node_attr_i(r, "keepdims", 1) != 0 || !single_reader(u->inputs[0]) ||
+            r->n_outputs != 1)
+            continue;
+        int64_t d[OX_MAX_RANK], ra[OX_MAX_RANK], ua[OX_MAX_RANK];
+        int rank = ox__pass_static_shape(r->inputs[0], d);
+        if (rank < 0 && r->inputs[0]->type && r->inputs[0]->type->has_shape)
+            rank = r->inputs[0]->type->rank;
+        int nr = axes_of(r, ra), nu = axes_of(u, ua);
+        if (rank < 0 || nr <= 0 || nr != nu || norm_axes(ra, nr, rank) < 0 ||
+            norm_axes(ua, nu, rank) < 0 || memcmp(ra, ua, (size_t)nr * sizeof *ra))
+            continue;
+        ox_value *mid = u->inputs[0], *y = u->outputs[0];
+        if (y->is_output && (mid->is_output))
+            continue;
+        /* Let the Reduce produce y with keepdims=1. */
+        ox_node_remove(u);
+        ox_node_set_output(r, 0, y);
+        ox_graph_remove_value(g, mid);
+        ox_node_set_attr_i(r, "keepdims", 1);
+        ox__pass_did(c);
+        i = -1;
+    }
+    return OX_OK;
+}
+
+const ox_pass ox__passes_fuse[] = {
+    {"fuse_transposes", "compose consecutive Transposes into one", OX_PASS_FUSION,
+     OX_TARGET_ONNX, OX_LEVEL_BASIC, true, pass_transposes},
+    {"fuse_reshapes", "a Reshape of a Reshape/Flatten reads the first input", OX_PASS_FUSION,
+     OX_TARGET_ONNX, OX_LEVEL_BASIC, true, pass_reshapes},
+    {"fuse_concats", "flatten a Concat of a single-use Concat on the same axis",
+     OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_BASIC, true, pass_concats},
+    {"fuse_casts", "a Cast of a lossless Cast reads the first input", OX_PASS_FUSION,
+     OX_TARGET_ONNX, OX_LEVEL_BASIC, true, pass_casts},
+    {"fuse_log_softmax", "Log(Softmax(x)) -> LogSoftmax(x)", OX_PASS_FUSION, OX_TARGET_ONNX,
+     OX_LEVEL_BASIC, true, pass_log_softmax},
+    {"fuse_reduce_unsqueeze", "Reduce(keepdims=0) + matching Unsqueeze -> keepdims=1",
+     OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_BASIC, true, pass_reduce_unsqueeze},
+    {0},
+};

@@ -1,0 +1,615 @@
+/* The pass registry (the families' tables in pipeline order) and the pass
+ * manager: on/off per pass, a bounded fixed point, single steps, and a
+ * report built by diffing snapshots of node ids and initializers around
+ * each pass invocation, so passes need not account for their own edits. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnxscope/infer.h"
+#include "passes/pass_internal.h"
+
+/* ---- registry ------------------------------------------------------------ */
+
+static const ox_pass *const *registry(int *count)
+{
+    static const ox_pass *list[128];
+    static int n = -1;
+    if (n < 0) {
+        /* Order matters for a round: constants first so that folding sees
+         * initializers, eliminations and fusions next, cleanup last. */
+        const ox_pass *tables[] = {ox__passes_fold, ox__passes_elim, ox__passes_fuse,
+                                   ox__passes_cleanup};
+        int k = 0;
+        for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
+            for (const ox_pass *p = tables[t]; p->name && k < 128; p++)
+                list[k++] = p;
+        n = k;
+    }
+    *count = n;
+    return list;
+}
+
+int ox_pass_count(void)
+{
+    int n;
+    registry(&n);
+    return n;
+}
+
+const ox_pass *ox_pass_at(int i)
+{
+    int n;
+    const ox_pass *const *l = registry(&n);
+    return i >= 0 && i < n ? l[i] : NULL;
+}
+
+const ox_pass *ox_pass_find(const char *name)
+{
+    int n;
+    const ox_pass *const *l = registry(&n);
+    for (int i = 0; name && i < n; i++)
+        if (!strcmp(l[i]->name, name))
+            return l[i];
+    return NULL;
+}
+
+const char *ox_pass_category_name(ox_pass_category c)
+{
+    static const char *names[] = {"elimination", "folding", "fusion", "precision", "layout",
+                                  "conversion"};
+    return (unsigned)c < 6 ? names[c] : "?";
+}
+
+const char *ox_pass_target_name(ox_pass_target t)
+{
+    return t == OX_TARGET_ORT ? "ort" : "onnx";
+}
+
+const char *ox_pass_level_name(ox_pass_level l)
+{
+    return l == OX_LEVEL_BASIC ? "basic" : l == OX_LEVEL_EXTENDED ? "extended" : "all";
+}
+
+bool ox_pass_level_parse(const char *s, ox_pass_level *out)
+{
+    for (int l = OX_LEVEL_BASIC; s && l <= OX_LEVEL_ALL; l++)
+        if (!strcmp(s, ox_pass_level_name((ox_pass_level)l))) {
+            *out = (ox_pass_level)l;
+            return true;
+        }
+    return false;
+}
+
+bool ox_pass_target_parse(const char *s, ox_pass_target *out)
+{
+    if (s && !strcmp(s, "onnx")) {
+        *out = OX_TARGET_ONNX;
+        return true;
+    }
+    if (s && !strcmp(s, "ort")) {
+        *out = OX_TARGET_ORT;
+        return true;
+    }
+    return false;
+}
+
+/* ---- manager ------------------------------------------------------------- */
+
+struct ox_pass_manager {
+    int n;
+    const ox_pass **passes;
+    bool *on;
+    const ox_infer_opts *io;
+    int64_t fold_limit;
+    int max_iter;
+};
+
+ox_pass_manager *ox_pm_new(ox_pass_level level, ox_pass_target target)
+{
+    ox_pass_manager *pm = calloc(1, sizeof *pm);
+    int n;
+    const ox_pass *const *l = registry(&n);
+    if (!pm)
+        return NULL;
+    pm->passes = calloc((size_t)n + 1, sizeof *pm->passes);
+    pm->on = calloc((size_t)n + 1, sizeof *pm->on);
+    if (!pm->passes || !pm->on) {
+        ox_pm_free(pm);
+        return NULL;
+    }
+    pm->n = n;
+    for (int i = 0; i < n; i++) {
+        pm->passes[i] = l[i];
+        pm->on[i] = l[i]->level <= level &&
+                    (l[i]->target == OX_TARGET_ONNX || target == OX_TARGET_ORT);
+    }
+    pm->fold_limit = 1 << 20;
+    pm->max_iter = 8;
+    return pm;
+}
+
+void ox_pm_free(ox_pass_manager *pm)
+{
+    if (!pm)
+        return;
+    free(pm->passes);
+    free(pm->on);
+    free(pm);
+}
+
+int ox_pm_count(const ox_pass_manager *pm)
+{
+    return pm ? pm->n : 0;
+}
+
+const ox_pass *ox_pm_pass(const ox_pass_manager *pm, int i)
+{
+    return pm && i >= 0 && i < pm->n ? pm->passes[i] : NULL;
+}
+
+bool ox_pm_enabled(const ox_pass_manager *pm, int i)
+{
+    return pm && i >= 0 && i < pm->n && pm->on[i];
+}
+
+void ox_pm_enable(ox_pass_manager *pm, int i, bool on)
+{
+    if (pm && i >= 0 && i < pm->n)
+        pm->on[i] = on;
+}
+
+/* Applies fn to each pass named in the comma-separated list. */
+static ox_status for_list(ox_pass_manager *pm, const char *list, bool on, ox_error *err)
+{
+    const char *p = list ? list : "";
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        bool found = false;
+        for (int i = 0; i < pm->n; i++)
+            if (strlen(pm->passes[i]->name) == len && !strncmp(pm->passes[i]->name, p, len)) {
+                pm->on[i] = on;
+                found = true;
+            }
+        if (!found && len)
+            return ox_errorf(err, OX_EINVAL, "unknown pass '%.*s' (see `onnxscope passes`)",
+                             (int)len, p);
+        p += len + (e ? 1 : 0);
+    }
+    return OX_OK;
+}
+
+ox_status ox_pm_only(ox_pass_manager *pm, const char *list, ox_error *err)
+{
+    if (!pm)
+        return ox_errorf(err, OX_EINVAL, "no pass manager");
+    bool *save = malloc((size_t)pm->n + 1);
+    if (!save)
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    memcpy(save, pm->on, (size_t)pm->n);
+    memset(pm->on, 0, (size_t)pm->n * sizeof *pm->on);
+    ox_status st = for_list(pm, list, true, err);
+    if (st)
+        memcpy(pm->on, save, (size_t)pm->n);
+    free(save);
+    return st;
+}
+
+ox_status ox_pm_skip(ox_pass_manager *pm, const char *list, ox_error *err)
+{
+    if (!pm)
+        return ox_errorf(err, OX_EINVAL, "no pass manager");
+    return for_list(pm, list, false, err);
+}
+
+void ox_pm_set_infer_opts(ox_pass_manager *pm, const ox_infer_opts *io)
+{
+    if (pm)
+        pm->io = io;
+}
+
+void ox_pm_set_fold_limit(ox_pass_manager *pm, int64_t bytes)
+{
+    if (pm)
+        pm->fold_limit = bytes < 0 ? 0 : bytes;
+}
+
+void ox_pm_set_max_iterations(ox_pass_manager *pm, int n)
+{
+    if (pm)
+        pm->max_iter = n < 1 ? 1 : n;
+}
+
+/* ---- snapshots for the report ------------------------------------------- */
+
+typedef struct snap_node {
+    int id;
+    const char *op;     /* interned in the report */
+    uint64_t sig;       /* inputs, outputs and attributes */
+} snap_node;
+
+typedef struct snap {
+    snap_node *nodes;
+    int n, cap;
+    int inits;
+    int64_t init_bytes;
+    bool oom;
+} snap;
+
+/* Interns op type names in a small table owned by the report stats. */
+static const char *intern(const char *s)
+{
+    static char **tab;
+    static int n, cap;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(tab[i], s))
+            return tab[i];
+    if (n == cap) {
+        int nc = cap ? cap * 2 : 64;
+        char **t = realloc(tab, (size_t)nc * sizeof *t);
+        if (!t)
+            return "?";
+        tab = t;
+        cap = nc;
+    }
+    char *d = ox_strdup(s);
+    if (!d)
+        return "?";
+    tab[n++] = d;
+    return d;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0x100000001b3ull;
+}
+
+static uint64_t node_sig(const ox_node *n)
+{
+    uint64_t h = (uint64_t)n->n_inputs;
+    for (int i = 0; i < n->n_inputs; i++)
+        h = mix(h, (uint64_t)(uintptr_t)n->inputs[i]);
+    for (int i = 0; i < n->n_outputs; i++)
+        h = mix(h, (uint64_t)(uintptr_t)n->outputs[i]);
+    for (int i = 0; i < n->n_attrs; i++) {
+        const ox_attr *a = &n->attrs[i];
+        h = mix(h, (uint64_t)a->type);
+        h = mix(h, (uint64_t)a->i);
+        h = mix(h, (uint64_t)a->n);
+        for (int k = 0; a->type == OX_ATTR_INTS && k < a->n; k++)
+            h = mix(h, (uint64_t)a->ints[k]);
+    }
+    return h;
+}
+
+static void snap_graph(ox_graph *g, void *ctx)
+{
+    snap *s = ctx;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (s->n == s->cap) {
+            int nc = s->cap ? s->cap * 2 : 256;
+            snap_node *t = realloc(s->nodes, (size_t)nc * sizeof *t);
+            if (!t) {
+                s->oom = true;
+                return;
+            }
+            s->nodes = t;
+            s->cap = nc;
+        }
+        const ox_node *n = g->nodes[i];
+        s->nodes[s->n++] = (snap_node){n->id, intern(n->op_type ? n->op_type : ""), node_sig(n)};
+    }
+    for (int i = 0; i < g->n_values; i++)
+        if (g->values[i]->init) {
+            s->inits++;
+            s->init_bytes += (int64_t)g->values[i]->init->nbytes;
+        }
+}
+
+static int cmp_snap(const void *a, const void *b)
+{
+    const snap_node *x = a, *y = b;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+static void take_snap(ox_model *m, snap *s)
+{
+    s->n = 0;
+    s->inits = 0;
+    s->init_bytes = 0;
+    ox_graph_visit(m->graph, snap_graph, s);
+    if (s->n > 1)
+        qsort(s->nodes, (size_t)s->n, sizeof *s->nodes, cmp_snap);
+}
+
+static bool push_id(int **v, int *n, int id)
+{
+    int *t = realloc(*v, ((size_t)*n + 1) * sizeof **v);
+    if (!t)
+        return false;
+    t[(*n)++] = id;
+    *v = t;
+    return true;
+}
+
+static void op_delta(ox_pass_stat *st, const char *op, int removed, int added)
+{
+    for (int i = 0; i < st->n_ops; i++)
+        if (!strcmp(st->ops[i].op_type, op)) {
+            st->ops[i].removed += removed;
+            st->ops[i].added += added;
+            return;
+        }
+    ox_pass_op_delta *t = realloc(st->ops, ((size_t)st->n_ops + 1) * sizeof *t);
+    if (!t)
+        return;
+    st->ops = t;
+    st->ops[st->n_ops++] = (ox_pass_op_delta){ox_strdup(op), removed, added};
+}
+
+/* Adds the difference between snapshots a (before) and b (after). */
+static void diff_into(ox_pass_report *r, ox_pass_stat *st, const snap *a, const snap *b)
+{
+    int i = 0, j = 0;
+    while (i < a->n || j < b->n) {
+        if (j >= b->n || (i < a->n && a->nodes[i].id < b->nodes[j].id)) {
+            st->nodes_removed++;
+            op_delta(st, a->nodes[i].op, 1, 0);
+            push_id(&r->removed_ids, &r->n_removed_ids, a->nodes[i].id);
+            i++;
+        } else if (i >= a->n || b->nodes[j].id < a->nodes[i].id) {
+            st->nodes_added++;
+            op_delta(st, b->nodes[j].op, 0, 1);
+            push_id(&r->touched, &r->n_touched, b->nodes[j].id);
+            j++;
+        } else {
+            if (a->nodes[i].sig != b->nodes[j].sig) {
+                st->nodes_replaced++;
+                push_id(&r->touched, &r->n_touched, b->nodes[j].id);
+            }
+            i++;
+            j++;
+        }
+    }
+    if (b->inits < a->inits)
+        st->inits_removed += a->inits - b->inits;
+    else
+        st->inits_added += b->inits - a->inits;
+    st->bytes_saved += a->init_bytes - b->init_bytes;
+}
+
+static ox_pass_stat *stat_for(ox_pass_report *r, const ox_pass *p)
+{
+    for (int i = 0; i < r->n_passes; i++)
+        if (r->passes[i].name == p->name)
+            return &r->passes[i];
+    ox_pass_stat *t = realloc(r->passes, ((size_t)r->n_passes + 1) * sizeof *t);
+    if (!t)
+        return NULL;
+    r->passes = t;
+    memset(&t[r->n_passes], 0, sizeof *t);
+    t[r->n_passes].name = p->name;
+    return &t[r->n_passes++];
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+static void uniq(int *v, int *n)
+{
+    if (*n < 2)
+        return;
+    qsort(v, (size_t)*n, sizeof *v, cmp_int);
+    int k = 1;
+    for (int i = 1; i < *n; i++)
+        if (v[i] != v[k - 1])
+            v[k++] = v[i];
+    *n = k;
+}
+
+void ox_pass_report_free(ox_pass_report *r)
+{
+    if (!r)
+        return;
+    for (int i = 0; i < r->n_passes; i++) {
+        for (int k = 0; k < r->passes[i].n_ops; k++)
+            free(r->passes[i].ops[k].op_type);
+        free(r->passes[i].ops);
+    }
+    free(r->passes);
+    free(r->touched);
+    free(r->removed_ids);
+    memset(r, 0, sizeof *r);
+}
+
+const ox_pass_stat *ox_pass_report_find(const ox_pass_report *r, const char *name)
+{
+    for (int i = 0; r && name && i < r->n_passes; i++)
+        if (!strcmp(r->passes[i].name, name))
+            return &r->passes[i];
+    return NULL;
+}
+
+/* ---- running ------------------------------------------------------------- */
+
+/* Collects the graphs of the model innermost first, so that a pass that
+ * inlines or drops a subgraph in the parent runs after its children. */
+typedef struct glist {
+    ox_graph **v;
+    int n, cap;
+    bool oom;
+} glist;
+
+static void collect(ox_graph *g, void *ctx)
+{
+    glist *l = ctx;
+    if (l->n == l->cap) {
+        int nc = l->cap ? l->cap * 2 : 16;
+        ox_graph **t = realloc(l->v, (size_t)nc * sizeof *t);
+        if (!t) {
+            l->oom = true;
+            return;
+        }
+        l->v = t;
+        l->cap = nc;
+    }
+    l->v[l->n++] = g;
+}
+
+/* Sorts every graph again (the passes append new nodes at the end). */
+static ox_status sort_all(ox_model *m, ox_error *err)
+{
+    glist l = {0};
+    ox_graph_visit(m->graph, collect, &l);
+    ox_status st = l.oom ? ox_errorf(err, OX_ENOMEM, "out of memory") : OX_OK;
+    for (int i = 0; !st && i < l.n; i++)
+        st = ox_graph_toposort(l.v[i], err);
+    free(l.v);
+    return st;
+}
+
+static ox_status run_pass(ox_pass_manager *pm, ox_model *m, const ox_pass *p, int budget,
+                          int *rewrites, ox_error *err)
+{
+    ox_pass_ctx c = {.m = m, .io = pm->io, .fold_limit = pm->fold_limit, .budget = budget};
+    glist l = {0};
+    ox_graph_visit(m->graph, collect, &l);
+    if (l.oom) {
+        free(l.v);
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    }
+    ox_status st = OX_OK;
+    /* Parents come first in the visit order: walk it backwards. A parent
+     * pass may free subgraphs listed before it, never those after. */
+    for (int i = l.n - 1; i >= 0 && !st && ox__pass_may(&c); i--)
+        st = p->run(&c, l.v[i], err);
+    free(l.v);
+    if (!st && c.rewrites) {
+        ox_graph_relink(m->graph);
+        st = sort_all(m, err);
+    }
+    *rewrites = c.rewrites;
+    return st;
+}
+
+static ox_status infer(ox_pass_manager *pm, ox_model *m, ox_error *err)
+{
+    ox_infer_opts o = {0};
+    if (pm->io)
+        o = *pm->io;
+    o.reset = true;
+    o.strict = false;
+    o.stats = NULL;
+    ox_error ierr = {0};
+    ox_status st = ox_infer_model(m, &o, &ierr);
+    /* An override naming no input is the caller's mistake; other trouble
+     * only makes the passes that need types do less. */
+    if (st == OX_EINVAL)
+        return ox_errorf(err, st, "%s", ierr.msg);
+    return OX_OK;
+}
+
+static ox_status invoke(ox_pass_manager *pm, ox_model *m, const ox_pass *p, int budget,
+                        ox_pass_report *rep, snap *a, snap *b, int *rewrites, ox_error *err)
+{
+    if (rep)
+        take_snap(m, a);
+    ox_status st = run_pass(pm, m, p, budget, rewrites, err);
+    if (rep) {
+        take_snap(m, b);
+        ox_pass_stat *s = stat_for(rep, p);
+        if (s) {
+            s->runs++;
+            s->rewrites += *rewrites;
+            if (*rewrites)
+                diff_into(rep, s, a, b);
+        }
+    }
+    return st;
+}
+
+static void finish(ox_pass_report *rep, ox_model *m, snap *b)
+{
+    if (!rep)
+        return;
+    take_snap(m, b);
+    rep->nodes_after = b->n;
+    rep->init_bytes_after = b->init_bytes;
+    /* A node added then removed in the same run is neither. */
+    uniq(rep->touched, &rep->n_touched);
+    uniq(rep->removed_ids, &rep->n_removed_ids);
+    int k = 0;
+    for (int i = 0; i < rep->n_touched; i++) {
+        snap_node key = {.id = rep->touched[i]};
+        if (b->n && bsearch(&key, b->nodes, (size_t)b->n, sizeof key, cmp_snap))
+            rep->touched[k++] = rep->touched[i];
+    }
+    rep->n_touched = k;
+}
+
+ox_status ox_pm_run(ox_pass_manager *pm, ox_model *m, ox_pass_report *rep, ox_error *err)
+{
+    if (!pm || !m || !m->graph)
+        return ox_errorf(err, OX_EINVAL, "no model");
+    snap a = {0}, b = {0};
+    ox_status st = OX_OK;
+    if (rep) {
+        take_snap(m, &a);
+        rep->nodes_before = a.n;
+        rep->init_bytes_before = a.init_bytes;
+    }
+    for (int it = 0; it < pm->max_iter && !st; it++) {
+        st = infer(pm, m, err);
+        if (st)
+            break;
+        if (rep)
+            rep->iterations++;
+        int total = 0;
+        for (int i = 0; i < pm->n && !st; i++) {
+            if (!pm->on[i])
+                continue;
+            int rw = 0;
+            st = invoke(pm, m, pm->passes[i], -1, rep, &a, &b, &rw, err);
+            total += rw;
+        }
+        if (!total)
+            break;
+    }
+    if (!st)
+        st = infer(pm, m, err);
+    finish(rep, m, &b);
+    free(a.nodes);
+    free(b.nodes);
+    return st;
+}
+
+ox_status ox_pm_step(ox_pass_manager *pm, ox_model *m, int i, int max_rewrites,
+                     ox_pass_report *rep, ox_error *err)
+{
+    if (!pm || !m || !m->graph || i < 0 || i >= pm->n)
+        return ox_errorf(err, OX_EINVAL, "no such pass");
+    const ox_pass *p = pm->passes[i];
+    snap a = {0}, b = {0};
+    int rw = 0;
+    ox_status st = infer(pm, m, err);
+    if (!st) {
+        if (rep) {
+            take_snap(m, &a);
+            rep->nodes_before = a.n;
+            rep->init_bytes_before = a.init_bytes;
+            rep->iterations = 1;
+        }
+        int budget = max_rewrites > 0 && p->single_rewrite ? max_rewrites : -1;
+        st = invoke(pm, m, p, budget, rep, &a, &b, &rw, err);
+    }
+    if (!st && rw)
+        st = infer(pm, m, err);
+    finish(rep, m, &b);
+    free(a.nodes);
+    free(b.nodes);
+    return st;
+}

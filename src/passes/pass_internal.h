@@ -1,0 +1,70 @@
+/* What passes share: the run context (rewrite budget, overrides, fold
+ * limit), the pass tables of each family, and small graph helpers that
+ * keep graph-output names stable when a node is bypassed. */
+#ifndef ONNXSCOPE_PASS_INTERNAL_H
+#define ONNXSCOPE_PASS_INTERNAL_H
+
+#include "onnxscope/passes.h"
+#include "onnxscope/tensor.h"
+
+struct ox_pass_ctx {
+    ox_model *m;
+    const ox_infer_opts *io;
+    int64_t fold_limit;
+    int budget;     /* rewrites left in this step; < 0 unlimited */
+    int rewrites;   /* rewrites done by the current invocation */
+};
+
+/* True while the pass may make another rewrite. */
+static inline bool ox__pass_may(const ox_pass_ctx *c)
+{
+    return c->budget != 0;
+}
+/* Records one rewrite. */
+static inline void ox__pass_did(ox_pass_ctx *c)
+{
+    c->rewrites++;
+    if (c->budget > 0)
+        c->budget--;
+}
+
+/* Pass tables of each family, terminated by a zero entry. */
+extern const ox_pass ox__passes_cleanup[];
+extern const ox_pass ox__passes_fold[];
+extern const ox_pass ox__passes_elim[];
+extern const ox_pass ox__passes_fuse[];
+
+/* The constant tensor of v when it is a real constant: an initializer that
+ * is not also a graph input (those can be overridden at run time). */
+const ox_tensor *ox__pass_const(const ox_value *v);
+/* The constant as int64 list (any integer dtype, rank <= 1); returns the
+ * count or -1 when v is not such a constant. At most cap entries. */
+int ox__pass_const_ints(const ox_value *v, int64_t *out, int cap);
+/* Static dims of a tensor value; returns rank or -1. */
+int ox__pass_static_shape(const ox_value *v, int64_t *dims);
+/* Element type of a tensor value, or OX_DT_UNDEFINED. */
+ox_dtype ox__pass_elem(const ox_value *v);
+/* Consumers of v inside its graph that are real inputs (not subgraph
+ * reads), and whether v is read by a subgraph. */
+bool ox__pass_read_by_subgraph(const ox_value *v);
+
+/* Removes node n, whose output `out` is computed equal to `in` (a value
+ * visible from n's graph), making every reader of out read in. When out is
+ * a graph output its name must survive: then in's producer is made to
+ * produce out directly, which needs in to be a node output of the same
+ * graph read only by n and not itself a graph output. Returns false (and
+ * changes nothing) when that is impossible. Other outputs of n must be
+ * unused. */
+bool ox__pass_bypass(ox_node *n, ox_value *in, ox_value *out);
+
+/* Makes a new initializer value holding t (takes ownership) in g, named
+ * from hint; sets its type. NULL on failure (t freed). */
+ox_value *ox__pass_new_init(ox_graph *g, const char *hint, ox_tensor *t);
+
+/* An int64 1-D tensor holding v[0..n). */
+ox_tensor *ox__pass_i64_tensor(int n, const int64_t *v);
+
+/* True for ops whose result is not a function of the inputs alone. */
+bool ox__pass_op_random(const ox_node *n);
+
+#endif

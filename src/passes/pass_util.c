@@ -1,0 +1,132 @@
+/* Helpers the passes share: reading constants and static shapes, making
+ * initializers, and bypassing a node without renaming a graph output. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/pass_internal.h"
+
+const ox_tensor *ox__pass_const(const ox_value *v)
+{
+    if (!v || !v->init || v->is_input)
+        return NULL;
+    return v->init;
+}
+
+int ox__pass_const_ints(const ox_value *v, int64_t *out, int cap)
+{
+    const ox_tensor *t = ox__pass_const(v);
+    if (!t)
+        t = v ? v->known : NULL;
+    if (!t || t->rank > 1 || !ox_dtype_is_int(t->dtype) || ox_dtype_bits(t->dtype) < 8 ||
+        t->numel > cap || !ox_tensor_data(t))
+        return -1;
+    for (int64_t i = 0; i < t->numel; i++)
+        out[i] = ox_tensor_get_i64(t, i);
+    return (int)t->numel;
+}
+
+int ox__pass_static_shape(const ox_value *v, int64_t *dims)
+{
+    if (v && v->init) {
+        for (int i = 0; i < v->init->rank; i++)
+            dims[i] = v->init->dims[i];
+        return v->init->rank;
+    }
+    if (!v || !ox_type_is_static(v->type) || v->type->rank > OX_MAX_RANK)
+        return -1;
+    for (int i = 0; i < v->type->rank; i++)
+        dims[i] = v->type->dims[i].value;
+    return v->type->rank;
+}
+
+ox_dtype ox__pass_elem(const ox_value *v)
+{
+    if (v && v->init)
+        return v->init->dtype;
+    if (!v || !v->type || v->type->kind != OX_TYPE_TENSOR)
+        return OX_DT_UNDEFINED;
+    return v->type->elem;
+}
+
+bool ox__pass_read_by_subgraph(const ox_value *v)
+{
+    for (int i = 0; v && i < v->n_uses; i++)
+        if (v->uses[i].input < 0)
+            return true;
+    return false;
+}
+
+bool ox__pass_bypass(ox_node *n, ox_value *in, ox_value *out)
+{
+    if (!n || !in || !out || in == out || out->producer != n)
+        return false;
+    ox_graph *g = n->graph;
+    for (int k = 0; k < n->n_outputs; k++) {
+        ox_value *o = n->outputs[k];
+        if (o && o != out && (o->n_uses || o->is_output))
+            return false;
+    }
+    if (!out->is_output) {
+        ox_value_replace_uses(out, in);
+        ox_node_remove(n);
+        ox_graph_remove_value(g, out);
+        return true;
+    }
+    /* out names a graph output: keep the name by making in's producer
+     * produce out directly. */
+    if (in->graph != g || !in->producer || in->is_output || in->is_input || in->init)
+        return false;
+    for (int i = 0; i < in->n_uses; i++)
+        if (in->uses[i].node != n)
+            return false;
+    ox_node *p = in->producer;
+    int k = in->producer_output;
+    ox_node_remove(n);
+    ox_node_set_output(p, k, out);
+    if (!out->type && in->type)
+        out->type = ox_type_clone(in->type);
+    ox_infer_forget_value(out);
+    ox_graph_remove_value(g, in);
+    return true;
+}
+
+ox_value *ox__pass_new_init(ox_graph *g, const char *hint, ox_tensor *t)
+{
+    if (!t)
+        return NULL;
+    ox_value *v = ox_graph_new_value(g, hint && *hint ? hint : "const");
+    if (!v) {
+        ox_tensor_free(t);
+        return NULL;
+    }
+    ox_tensor_set_name(t, v->name);
+    ox_type *ty = ox_type_new_tensor(t->dtype, t->rank, t->dims);
+    if (ox_graph_set_initializer(g, v, t) != OX_OK) {
+        ox_type_free(ty);
+        return NULL;
+    }
+    ox_type_free(v->type);
+    v->type = ty;
+    return v;
+}
+
+ox_tensor *ox__pass_i64_tensor(int n, const int64_t *v)
+{
+    int64_t d = n;
+    ox_tensor *t = ox_tensor_new(OX_DT_INT64, 1, &d);
+    for (int i = 0; t && i < n; i++)
+        ox_tensor_set_i64(t, i, v[i]);
+    return t;
+}
+
+bool ox__pass_op_random(const ox_node *n)
+{
+    static const char *ops[] = {"RandomNormal", "RandomUniform", "RandomNormalLike",
+                                "RandomUniformLike", "Multinomial", "Bernoulli", NULL};
+    if (!ox_node_is_default_domain(n))
+        return false;
+    for (int i = 0; ops[i]; i++)
+        if (!strcmp(n->op_type, ops[i]))
+            return true;
+    return false;
+}

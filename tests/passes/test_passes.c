@@ -1,0 +1,446 @@
+/* Unit tests of the pass manager and the passes on small hand-built graphs:
+ * each pass fires where it should, stays put where it must not, keeps
+ * graph-output names, is idempotent, and the result computes the same. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "onnxscope/check.h"
+#include "onnxscope/exec.h"
+#include "onnxscope/infer.h"
+#include "onnxscope/passes.h"
+#include "onnxscope/randinput.h"
+
+static ox_model *mk(int64_t opset)
+{
+    ox_model *m = ox_model_new();
+    assert_non_null(m);
+    ox_model_set_opset(m, "", opset);
+    return m;
+}
+
+static ox_value *in2(ox_model *m, const char *name, ox_dtype dt, int64_t a, int64_t b)
+{
+    int64_t d[2] = {a, b};
+    ox_value *v = ox_graph_value(m->graph, name);
+    v->type = ox_type_new_tensor(dt, 2, d);
+    ox_graph_add_input(m->graph, v);
+    return v;
+}
+
+static ox_node *nd(ox_model *m, const char *op, const char *i0, const char *i1, const char *o)
+{
+    ox_graph *g = m->graph;
+    ox_value *ins[2] = {ox_graph_value(g, i0), i1 ? ox_graph_value(g, i1) : NULL};
+    ox_value *out = ox_graph_value(g, o);
+    return ox_node_new(g, op, "", o, i1 ? 2 : 1, ins, 1, &out);
+}
+
+static void out(ox_model *m, const char *name)
+{
+    ox_graph_add_output(m->graph, ox_graph_value(m->graph, name));
+}
+
+static void init_f(ox_model *m, const char *name, int n, const float *v)
+{
+    int64_t d = n;
+    ox_tensor *t = ox_tensor_new(OX_DT_FLOAT, 1, &d);
+    for (int i = 0; i < n; i++)
+        ox_tensor_set_f64(t, i, v[i]);
+    ox_graph_set_initializer(m->graph, ox_graph_value(m->graph, name), t);
+}
+
+static void init_i(ox_model *m, const char *name, int n, const int64_t *v)
+{
+    int64_t d = n;
+    ox_tensor *t = ox_tensor_new(OX_DT_INT64, 1, &d);
+    for (int i = 0; i < n; i++)
+        ox_tensor_set_i64(t, i, v[i]);
+    ox_graph_set_initializer(m->graph, ox_graph_value(m->graph, name), t);
+}
+
+static int count_op(const ox_model *m, const char *op)
+{
+    int c = 0;
+    for (int i = 0; i < m->graph->n_nodes; i++)
+        c += !strcmp(m->graph->nodes[i]->op_type, op);
+    return c;
+}
+
+/* Runs only `passes` (comma list) to the fixed point; returns rewrites. */
+static int run(ox_model *m, const char *passes)
+{
+    ox_pass_manager *pm = ox_pm_new(OX_LEVEL_ALL, OX_TARGET_ONNX);
+    ox_error err = {0};
+    ox_pass_report rep = {0};
+    if (passes)
+        assert_int_equal(ox_pm_only(pm, passes, &err), OX_OK);
+    assert_int_equal(ox_pm_run(pm, m, &rep, &err), OX_OK);
+    int rw = 0;
+    for (int i = 0; i < rep.n_passes; i++)
+        rw += rep.passes[i].rewrites;
+    ox_pass_report_free(&rep);
+    ox_pm_free(pm);
+    ox_check_report cr = {0};
+    ox_status st = ox_check_model(m, &cr);
+    if (st)
+        print_error("checker: %s\n", cr.n_issues ? cr.issues[0].msg : "?");
+    ox_check_report_free(&cr);
+    assert_int_equal(st, OX_OK);
+    return rw;
+}
+
+/* Runs the passes on a clone, checks idempotence (a second run changes
+ * nothing) and that both models compute the same on random inputs. */
+static ox_model *opt_checked(ox_model *m, const char *passes, int *rewrites)
+{
+    ox_error err = {0};
+    assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
+    ox_model *o = ox_model_clone(m);
+    *rewrites = run(o, passes);
+    assert_int_equal(run(o, passes), 0);
+    ox_exec *ea, *eb;
+    ox_exec_opts eo = {.threads = 1};
+    assert_int_equal(ox_exec_new(m, &eo, &ea, &err), OX_OK);
+    assert_int_equal(ox_exec_new(o, &eo, &eb, &err), OX_OK);
+    int ni = m->graph->n_inputs, no = m->graph->n_outputs;
+    ox_rval *in[8] = {0}, *ra[8] = {0}, *rb[8] = {0};
+    assert_int_equal(ox_random_inputs(m, NULL, 7, 10, in, &err), OX_OK);
+    assert_int_equal(ox_exec_run(ea, ni, in, no, ra, &err), OX_OK);
+    assert_int_equal(ox_exec_run(eb, ni, in, no, rb, &err), OX_OK);
+    for (int k = 0; k < no; k++) {
+        char why[256];
+        assert_string_equal(m->graph->outputs[k]->name, o->graph->outputs[k]->name);
+        assert_true(ox_rval_allclose(rb[k], ra[k], 1e-5, 1e-6, why, sizeof why));
+        ox_rval_free(ra[k]);
+        ox_rval_free(rb[k]);
+    }
+    for (int k = 0; k < ni; k++)
+        ox_rval_free(in[k]);
+    ox_exec_free(ea);
+    ox_exec_free(eb);
+    return o;
+}
+
+static void test_registry(void **state)
+{
+    (void)state;
+    assert_true(ox_pass_count() >= 15);
+    for (int i = 0; i < ox_pass_count(); i++) {
+        const ox_pass *p = ox_pass_at(i);
+        assert_non_null(p->summary);
+        assert_ptr_equal(ox_pass_find(p->name), p);
+    }
+    ox_pass_manager *pm = ox_pm_new(OX_LEVEL_BASIC, OX_TARGET_ONNX);
+    ox_error err = {0};
+    assert_int_equal(ox_pm_only(pm, "dce,nope", &err), OX_EINVAL);
+    assert_int_equal(ox_pm_skip(pm, "dce", &err), OX_OK);
+    ox_pm_free(pm);
+}
+
+static void test_identity(void **state)
+{
+    (void)state;
+    ox_model *m = mk(17);
+    in2(m, "x", OX_DT_FLOAT, 2, 3);
+    nd(m, "Identity", "x", NULL, "a");
+    nd(m, "Relu", "a", NULL, "b");
+    nd(m, "Identity", "b", NULL, "y"); /* produces a graph output */
+    nd(m, "Identity", "x", NULL, "z"); /* input straight to output: must stay */
+    out(m, "y");
+    out(m, "z");
+    int rw;
+    ox_model *o = opt_checked(m, "eliminate_identity", &rw);
+    assert_int_equal(rw, 2);
+    assert_int_equal(count_op(o, "Identity"), 1);
+    assert_ptr_equal(o->graph->outputs[0]->producer->op_type[0], 'R');
+    ox_model_free(o);
+    ox_model_free(m);
+}
+
+static void test_dropout(void **state)
+{
+    (void)state;
+    ox_model *m = mk(13);
+    in2(m, "x", OX_DT_FLOAT, 2, 3);
+    nd(m, "Dropout", "x", NULL, "a");
+    nd(m, "Relu", "a", NULL, "y");
+    out(m, "y");
+    int rw;
+    ox_model *o = opt_checked(m, "eliminate_dropout", &rw);
+    assert_int_equal(count_op(o, "Dropout"), 0);
+    ox_model_free(o);
+    ox_model_free(m);
+    /* Training mode must stay. */
+    m = mk(13);
+    in2(m, "x", OX_DT_FLOAT, 2, 3);
+    ox_graph *g = m->graph;
+    ox_tensor *t = ox_tensor_new(OX_DT_BOOL, 0, NULL);
+    ox_tensor_set_i64(t, 0, 1);
+    ox_graph_set_initializer(g, ox_graph_value(g, "train"), t);
+    ox_value *ins[3] = {ox_graph_value(g, "x"), NULL, ox_graph_value(g, "train")};
+    ox_value *y = ox_graph_value(g, "y");
+    ox_node_new(g, "Dropout", "", "d", 3, ins, 1, &y);
+    out(m, "y");
+    assert_int_equal(run(m, "eliminate_dropout,constant_folding,cse"), 0);
+    assert_int_equal(count_op(m, "Dropout"), 1);
+    ox_model_free(m);
+}
+
+static void test_transpose(void **state)
+{
+    (void)state;
+    ox_model *m = mk(17);
+    in2(m, "x", OX_DT_FLOAT, 2, 3);
+    int64_t id[2] = {0, 1}, sw[2] = {1, 0};
+    ox_node_set_attr_ints(nd(m, "Transpose", "x", NULL, "a"), "perm", 2, id);
+    ox_node_set_attr_ints(nd(m, "Transpose", "a", NULL, "b"), "perm", 2, sw);
+    nd(m, "Relu", "b", NULL, "y");
+    out(m, "y");
+    int rw;
+    ox_model *o = opt_checked(m, "eliminate_noop", &rw);
+    /* The identity perm goes, the real one stays. */
+    assert_int_equal(rw, 1);
+    assert_int_equal(count_op(o, "Transpose"), 1);
+    ox_model_free(o);
+    /* Two swaps cancel out. */
+    ox_model *m2 = mk(17);
+    in2(m2, "x", OX_DT_FLOAT, 2, 3);
+    ox_node_set_attr_ints(nd(m2, "Transpose", "x", NULL, "a"), "perm", 2, sw);
+    ox_node_set_attr_ints(nd(m2, "Transpose", "a", NULL, "b"), "perm", 2, sw);
+    nd(m2, "Relu", "b", NULL, "y");
+    out(m2, "y");
+    o = opt_checked(m2, "fuse_transposes,eliminate_noop,dce", &rw);
+    assert_int_equal(count_op(o, "Transpose"), 0);
+    ox_model_free(o);
+    ox_model_free(m2);
+    ox_model_free(m);
+}
+
+static void test_cast(void **state)
+{
+    (void)state;
+    ox_model *m = mk(17);
+    in2(m, "x", OX_DT_FLOAT, 2, 3);
+    ox_node_set_attr_i(nd(m, "Cast", "x", NULL, "a"), "to", OX_DT_FLOAT);
+    ox_node_set_attr_i(nd(m, "Cast", "a", NULL, "y"), "to", OX_DT_INT32); /* changes type */
+    out(m, "y");
+    int rw;
+    ox_model *o = opt_checked(m, "eliminate_noop,dce", &rw);
+    assert_int_equal(count_op(o, "Cast"), 1);
+    assert_int_equal(ox_node_attr_i(o->graph->nodes[0], "to", 0), OX_DT_INT32);
+    ox_model_free(o);
+    ox_model_free(m);
+}
+
+static void test_fold(void **state)
+{
+    (void)state;
+    ox_model *m = mk(17);
+    in2(m, "x", OX_DT_FLOAT, 2, 3);
+    float a[3] = {1, 2, 3}, b[3] = {4, 5, 6};
+    init_f(m, "ca", 3, a);
+    init_f(m, "cb", 3, b);
+    nd(m, "Add", "ca", "cb", "s");        /* foldable */
+    nd(m, "Mul", "x", "s", "y");
+    nd(m, "Sub", "cb", "ca", "z");        /* foldable but a graph output: stays */
+    out(m, "y");
+    out(m, "z");
+    int rw;
+    ox_model *o = opt_checked(m, "constant_folding,remove_unused_initializers", &rw);
+    assert_int_equal(count_op(o, "Add"), 0);
+    assert_int_equal(count_op(o, "Sub"), 1);
+    ox_value *s = ox_graph_find(o->graph, "s");
+    assert_non_null(s);
+    assert_non_null(s->init);
+    assert_true(ox_tensor_get_f64(s->init, 2) == 9.0);
+    ox_model_free(o);
+    ox_model_free(m);
+}
+
+static void test_fold_limit(void **state)
+{
+    (void)state;
+    /* Expand to 4 MiB exceeds the 1 MiB growth limit. */
+    ox_model *m = mk(17);
+    in2(m, "x", OX_DT_FLOAT, 1024, 1024);
+    float one[1] = {1};
+    int64_t shp[2] = {1024, 1024};
+    init_f(m, "c", 1, one);
+    init_i(m, "shape", 2, shp);
+    nd(m, "Expand", "c", "shape", "e");
+    nd(m, "Add", "x", "e", "y");
+    out(m, "y");
+    ox_error err = {0};
+    assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
+    assert_int_equal(run(m, "constant_folding"), 0);
+    assert_int_equal(count_op(m, "Expand"), 1);
+    ox_model_free(m);
+}
+
+static void test_cse_dedup(void **state)
+{
+    (void)state;
+    ox_model *m = mk(17);
+    in2(m, "x", OX_DT_FLOAT, 2, 3);
+    in2(m, "w", OX_DT_FLOAT, 2, 3);
+    float a[3] = {1, 2, 3};
+    init_f(m, "c1", 3, a);
+    init_f(m, "c2", 3, a);
+    nd(m, "Add", "x", "w", "p");
+    nd(m, "Add", "w", "x", "q");  /* commuted duplicate */
+    nd(m, "Mul", "p", "c1", "r");
+    nd(m, "Mul", "q", "c2", "s");
+    nd(m, "Sub", "r", "s", "y");
+    out(m, "y");
+    int rw;
+    ox_model *o = opt_checked(m, "dedup_initializers,cse,remove_unused_initializers", &rw);
+    assert_int_equal(count_op(o, "Add"), 1);
+    assert_int_equal(count_op(o, "Mul"), 1);
+    ox_model_free(o);
+    /* Non-commutative ops with swapped inputs stay apart. */
+    ox_model *m2 = mk(17);
+    in2(m2, "x", OX_DT_FLOAT, 2, 3);
+    in2(m2, "w", OX_DT_FLOAT, 2, 3);
+    nd(m2, "Sub", "x", "w", "p");
+    nd(m2, "Sub", "w", "x", "q");
+    nd(m2, "Add", "p", "q", "y");
+    out(m2, "y");
+    o = opt_checked(m2, "cse", &rw);
+    assert_int_equal(rw, 0);
+    ox_model_free(o);
+    ox_model_free(m2);
+    ox_model_free(m);
+}
+
+static void test_reshape_and_shape_chain(void **state)
+{
+    (void)state;
+    /* Shape -> Gather -> Unsqueeze -> Concat -> Reshape with a symbolic
+     * batch: folds under --dim batch=2 only. */
+    ox_model *m = mk(13);
+    int64_t d[2] = {-1, 6};
+    ox_value *x = ox_graph_value(m->graph, "x");
+    x->type = ox_type_new_tensor(OX_DT_FLOAT, 2, d);
+    x->type->dims[0].param = ox_strdup("batch");
+    ox_graph_add_input(m->graph, x);
+    int64_t zero[1] = {0}, rest[2] = {2, 3};
+    init_i(m, "i0", 1, zero);
+    init_i(m, "rest", 2, rest);
+    nd(m, "Shape", "x", NULL, "s");
+    nd(m, "Gather", "s", "i0", "b");
+    nd(m, "Concat", "b", "rest", "shape");
+    ox_node_set_attr_i(m->graph->nodes[2], "axis", 0);
+    nd(m, "Reshape", "x", "shape", "r");
+    int64_t flat[2] = {-1, 6};
+    init_i(m, "flat", 2, flat);
+    nd(m, "Reshape", "r", "flat", "y");
+    out(m, "y");
+    out(m, "r");
+    ox_error err = {0};
+    ox_model *o = ox_model_clone(m);
+    run(o, NULL);
+    /* Without the override the chain stays. */
+    assert_int_equal(count_op(o, "Shape"), 1);
+    ox_model_free(o);
+    o = ox_model_clone(m);
+    ox_infer_opts io = {0};
+    assert_int_equal(ox_infer_opts_add_dim(&io, "batch=2", &err), OX_OK);
+    ox_pass_manager *pm = ox_pm_new(OX_LEVEL_BASIC, OX_TARGET_ONNX);
+    ox_pm_set_infer_opts(pm, &io);
+    ox_pass_report rep = {0};
+    assert_int_equal(ox_pm_run(pm, o, &rep, &err), OX_OK);
+    assert_int_equal(count_op(o, "Shape"), 0);
+    assert_int_equal(count_op(o, "Concat"), 0);
+    /* The second Reshape now reads x (fused); it cannot go: it would
+     * connect the graph input straight to an output. */
+    assert_int_equal(count_op(o, "Reshape"), 2);
+    assert_ptr_equal(o->graph->outputs[0]->producer->inputs[0], o->graph->inputs[0]);
+    assert_true(rep.n_touched + rep.n_removed_ids > 0);
+    assert_true(rep.nodes_after < rep.nodes_before);
+    assert_non_null(ox_pass_report_find(&rep, "fold_shape_chains"));
+    ox_pass_report_free(&rep);
+    /* Stepping a pass changes nothing now: the graph is at a fixed point. */
+    for (int i = 0; i < ox_pm_count(pm); i++) {
+        ox_pass_report r2 = {0};
+        assert_int_equal(ox_pm_step(pm, o, i, 0, &r2, &err), OX_OK);
+        assert_int_equal(r2.n_passes == 1 ? r2.passes[0].rewrites : 0, 0);
+        ox_pass_report_free(&r2);
+    }
+    ox_pm_free(pm);
+    ox_infer_opts_free(&io);
+    ox_model_free(o);
+    ox_model_free(m);
+}
+
+static void test_step_one_rewrite(void **state)
+{
+    (void)state;
+    ox_model *m = mk(17);
+    in2(m, "x", OX_DT_FLOAT, 2, 3);
+    nd(m, "Identity", "x", NULL, "a");
+    nd(m, "Identity", "a", NULL, "b");
+    nd(m, "Relu", "b", NULL, "y");
+    out(m, "y");
+    ox_pass_manager *pm = ox_pm_new(OX_LEVEL_BASIC, OX_TARGET_ONNX);
+    int k = -1;
+    for (int i = 0; i < ox_pm_count(pm); i++)
+        if (!strcmp(ox_pm_pass(pm, i)->name, "eliminate_identity"))
+            k = i;
+    assert_true(k >= 0);
+    ox_error err = {0};
+    ox_pass_report rep = {0};
+    assert_int_equal(ox_pm_step(pm, m, k, 1, &rep, &err), OX_OK);
+    assert_int_equal(count_op(m, "Identity"), 1);
+    assert_int_equal(rep.n_removed_ids, 1);
+    ox_pass_report_free(&rep);
+    ox_pm_free(pm);
+    ox_model_free(m);
+}
+
+static void test_fusions(void **state)
+{
+    (void)state;
+    ox_model *m = mk(13);
+    in2(m, "x", OX_DT_FLOAT, 2, 3);
+    nd(m, "Softmax", "x", NULL, "s");
+    nd(m, "Log", "s", NULL, "l");
+    int64_t ax[1] = {1};
+    init_i(m, "ax", 1, ax);
+    ox_node_set_attr_i(nd(m, "ReduceMax", "l", NULL, "r"), "keepdims", 0);
+    ox_node_set_attr_ints(m->graph->nodes[2], "axes", 1, ax);
+    nd(m, "Unsqueeze", "r", "ax", "u");
+    nd(m, "Exp", "u", NULL, "e");
+    nd(m, "ArgMax", "e", NULL, "y");
+    out(m, "y");
+    int rw;
+    ox_model *o = opt_checked(m, NULL, &rw);
+    assert_int_equal(count_op(o, "LogSoftmax"), 1);
+    assert_int_equal(count_op(o, "Unsqueeze"), 0);
+    assert_int_equal(count_op(o, "Exp"), 0);
+    ox_model_free(o);
+    ox_model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_registry),
+        cmocka_unit_test(test_identity),
+        cmocka_unit_test(test_dropout),
+        cmocka_unit_test(test_transpose),
+        cmocka_unit_test(test_cast),
+        cmocka_unit_test(test_fold),
+        cmocka_unit_test(test_fold_limit),
+        cmocka_unit_test(test_cse_dedup),
+        cmocka_unit_test(test_reshape_and_shape_chain),
+        cmocka_unit_test(test_step_one_rewrite),
+        cmocka_unit_test(test_fusions),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

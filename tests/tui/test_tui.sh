@@ -1,0 +1,314 @@
+#!/usr/bin/env bash
+# End-to-end tests of the TUI: drive the real binary ($ONNXSCOPE_BIN) in a
+# private tmux server, send keys, and assert on the captured screen text.
+# Waits poll capture-pane (no fixed long sleeps). Exit 77 = skipped.
+set -u
+
+BIN=${ONNXSCOPE_BIN:-}
+SRC=${ONNXSCOPE_SOURCE:-$(cd "$(dirname "$0")/../.." && pwd)}
+if ! command -v tmux >/dev/null 2>&1; then
+    echo "SKIP: tmux is not installed (the TUI tests drive the binary in tmux)"
+    exit 77
+fi
+if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
+    echo "SKIP: ONNXSCOPE_BIN is not set to the onnxscope binary"
+    exit 77
+fi
+CNN=$SRC/samples/tiny_cnn.onnx
+TRF=$SRC/samples/tiny_transformer.onnx
+for f in "$CNN" "$TRF"; do
+    [ -f "$f" ] || { echo "SKIP: sample $f missing"; exit 77; }
+done
+
+TMP=$(mktemp -d /tmp/oxtui.XXXXXX)
+SOCK="oxtui-$$-$RANDOM"
+FAILS=0
+CHECKS=0
+SCEN=""
+cleanup() {
+    tmux -L "$SOCK" kill-server >/dev/null 2>&1
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+# start W H ENV... -- ARGS... : one session per scenario on our own server.
+start() {
+    local w=$1 h=$2
+    shift 2
+    local envs=()
+    while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
+    tmux -L "$SOCK" kill-server >/dev/null 2>&1
+    local cmd
+    cmd=$(printf '%q ' env ONNXSCOPE_TUI_BENCH_ITERS=10 "${envs[@]}" "$BIN" "$@")
+    tmux -L "$SOCK" new-session -d -s t -x "$w" -y "$h" \
+        "$cmd; echo \"EXIT=\$?\"; sleep 120"
+}
+
+screen() { tmux -L "$SOCK" capture-pane -p -t t 2>/dev/null; }
+keys() { tmux -L "$SOCK" send-keys -t t "$@"; }
+typed() { tmux -L "$SOCK" send-keys -t t -l "$1"; }
+
+fail() {
+    echo "FAIL [$SCEN]: $*"
+    echo "----- screen -----"
+    screen
+    echo "------------------"
+    FAILS=$((FAILS + 1))
+}
+
+# wait_for TEXT [SECONDS]: polls the screen until TEXT (fixed string) shows.
+wait_for() {
+    local text=$1 limit=${2:-10}
+    local deadline=$(( $(date +%s%N) / 1000000 + limit * 1000 ))
+    CHECKS=$((CHECKS + 1))
+    while :; do
+        if screen | grep -qF -- "$text"; then
+            return 0
+        fi
+        if [ $(( $(date +%s%N) / 1000000 )) -ge $deadline ]; then
+            fail "timed out waiting for '$text'"
+            return 1
+        fi
+        sleep 0.05
+    done
+}
+
+assert_screen() {
+    CHECKS=$((CHECKS + 1))
+    screen | grep -qF -- "$1" || fail "screen lacks '$1'"
+}
+
+assert_not_screen() {
+    CHECKS=$((CHECKS + 1))
+    if screen | grep -qF -- "$1"; then fail "screen unexpectedly has '$1'"; fi
+}
+
+check() {   # check DESCRIPTION COMMAND...
+    local what=$1
+    shift
+    CHECKS=$((CHECKS + 1))
+    "$@" >/dev/null 2>&1 || fail "$what"
+}
+
+quit_clean() {
+    keys q
+    wait_for "EXIT=0" || return
+    # The alternate screen is gone: no tab bar left behind.
+    assert_not_screen "Overview"
+}
+
+# ---------------------------------------------------------------------------
+# A full session on the CNN at 80x24 with 256 colours.
+run_cnn() {
+    local term=$1 w=$2 h=$3
+    shift 3
+    SCEN="cnn $term ${w}x$h $*"
+    echo "== $SCEN"
+    start "$w" "$h" TERM="$term" "$@" -- "$CNN"
+    wait_for "Conv 2" || return
+    assert_screen "Params"
+    assert_screen "float32[1,3,32,32]"
+    # Nodes, then the detail of the 5th node (Conv) and its producer.
+    keys 2
+    wait_for "total MACs" || return
+    assert_screen "/Conv_0"
+    keys j j j j Enter
+    wait_for "#4  Conv  /Conv_4" || return
+    assert_screen "<- MaxPool /MaxPool_3"
+    keys Enter
+    wait_for "#3  MaxPool  /MaxPool_3" || return
+    keys BSpace
+    wait_for "#4  Conv  /Conv_4" || return
+    # Search by op type in the Nodes panel, next match.
+    keys 2 Home /
+    typed "Relu"
+    keys Enter
+    wait_for "/Relu: row 3 of 10" || return
+    keys n
+    wait_for "/Relu: row 7 of 10" || return
+    # Filter by op type, then clear it.
+    keys f C-u
+    typed "Conv"
+    keys Enter
+    wait_for "2 of 10 nodes" || return
+    keys f C-u Enter
+    wait_for "10 of 10 nodes" || return
+    # Initializers with statistics.
+    keys 4
+    wait_for "conv1.weight" || return
+    wait_for "zeros" || return
+    assert_screen "mean"
+    assert_screen "std"
+    # Change the input shape: batch 4 reaches the output.
+    keys 5
+    wait_for "float32[1,10]" || return
+    keys e C-u
+    typed "4x3x32x32"
+    keys Enter
+    wait_for "float32[4,10]" || return
+    assert_screen "(override)"
+    keys 2
+    wait_for "4x8x32x32" || return
+    keys 5 c
+    wait_for "float32[1,10]" || return
+    # Neighbourhood of a node.
+    keys 2 Home j j v
+    wait_for "/Relu_2" || return
+    assert_screen "/BatchNormalization_1"
+    assert_screen "/MaxPool_3"
+    # Benchmark.
+    keys b
+    wait_for "p50 ms" 20 || return
+    assert_screen "original"
+    # Export the neighbourhood as DOT, the whole graph as SVG.
+    keys 6 x C-u
+    typed "$TMP/n-$term.dot"
+    keys Enter
+    wait_for "exported neighbourhood" || return
+    check "DOT file written" grep -q "digraph" "$TMP/n-$term.dot"
+    keys 1 x C-u
+    typed "$TMP/g-$term.svg"
+    keys Enter
+    wait_for "exported graph" || return
+    check "SVG file written" grep -q "<svg" "$TMP/g-$term.svg"
+    # Save, refuse to overwrite without confirmation, protect the input.
+    keys w C-u
+    typed "$TMP/o-$term.onnx"
+    keys Enter
+    wait_for "saved the model" || return
+    check "saved model loads with 10 nodes" \
+        sh -c "'$BIN' info --json '$TMP/o-$term.onnx' | grep -q '\"nodes\": *10'"
+    keys w C-u
+    typed "$TMP/o-$term.onnx"
+    keys Enter
+    wait_for "overwrite? (y/n)" || return
+    keys n
+    wait_for "not saved" || return
+    keys w C-u
+    typed "$CNN"
+    keys Enter
+    wait_for "is the input model" || return
+    keys n
+    wait_for "not saved" || return
+    # Help comes from the key table.
+    keys '?'
+    wait_for "Keys (from the key table" || return
+    assert_screen "search by name or op type"
+    keys q
+    wait_for "total MACs" 5 >/dev/null 2>&1 || true
+    quit_clean
+}
+
+# The transformer at another size and terminal: search, detail, help, bench cancel.
+run_trf() {
+    local term=$1 w=$2 h=$3
+    shift 3
+    SCEN="transformer $term ${w}x$h $*"
+    echo "== $SCEN"
+    start "$w" "$h" TERM="$term" "$@" -- "$TRF"
+    wait_for "MatMul" || return
+    keys 2 /
+    typed "MatMul"
+    keys Enter
+    wait_for "/MatMul:" || return
+    keys Enter
+    wait_for "MatMul  /MatMul" || return
+    keys 6
+    wait_for "producers (above)" || return
+    keys 3 End Home PPage NPage Down Up
+    keys 7
+    wait_for "node / attribute / body" || return
+    keys 0 b Escape
+    wait_for "Bench" || return
+    keys Tab
+    wait_for "Overview" || return
+    quit_clean
+}
+
+run_ascii() {
+    SCEN="ascii"
+    echo "== $SCEN"
+    start 80 24 TERM=xterm-256color -- --ascii "$CNN"
+    wait_for "Conv 2" || return
+    keys 2 j j v
+    wait_for "/Relu_2" || return
+    assert_screen "+--------------------+"
+    assert_not_screen "┌"
+    quit_clean
+    SCEN="non-UTF-8 locale"
+    echo "== $SCEN"
+    start 80 24 TERM=vt100 LANG=C LC_ALL=C -- "$CNN"
+    wait_for "Conv 2" || return
+    keys 2 j j v
+    wait_for "/Relu_2" || return
+    assert_screen "+--------------------+"
+    quit_clean
+}
+
+run_errors() {
+    SCEN="bad file"
+    echo "== $SCEN"
+    printf 'this is not an onnx model' >"$TMP/bad.onnx"
+    start 80 24 TERM=xterm-256color -- "$TMP/bad.onnx"
+    wait_for "Cannot open" || return
+    keys q
+    wait_for "EXIT=1" || return
+    SCEN="missing file"
+    echo "== $SCEN"
+    start 80 24 TERM=xterm-256color -- "$TMP/nonexistent.onnx"
+    wait_for "Cannot open" || return
+    keys q
+    wait_for "EXIT=3" || return
+}
+
+run_themes() {
+    SCEN="themes"
+    echo "== $SCEN"
+    mkdir -p "$TMP/xdg/onnxscope/themes"
+    printf 'name = mine\nui.title = red on black bold\n' >"$TMP/xdg/onnxscope/themes/mine.theme"
+    printf 'name = broken\nui.title = notacolour\n' >"$TMP/xdg/onnxscope/themes/broken.theme"
+    start 80 24 TERM=xterm-256color XDG_CONFIG_HOME="$TMP/xdg" -- --theme mine "$CNN"
+    wait_for "Conv 2" || return
+    assert_not_screen "using the default"
+    quit_clean
+    start 80 24 TERM=xterm-256color XDG_CONFIG_HOME="$TMP/xdg" -- --theme broken "$CNN"
+    wait_for "using the default" || return
+    assert_screen "broken.theme:2"
+    quit_clean
+    for th in light high-contrast mono; do
+        start 80 24 TERM=xterm-256color -- --theme "$th" "$CNN"
+        wait_for "Conv 2" || return
+        assert_not_screen "using the default"
+        quit_clean
+    done
+}
+
+run_keymap_docs() {
+    SCEN="key map in docs/TUI.md"
+    echo "== $SCEN"
+    local doc=$SRC/docs/TUI.md
+    CHECKS=$((CHECKS + 1))
+    if [ ! -f "$doc" ]; then
+        fail "docs/TUI.md missing"
+        return
+    fi
+    while IFS= read -r line; do
+        CHECKS=$((CHECKS + 1))
+        grep -qF -- "$line" "$doc" || fail "docs/TUI.md lacks key map line: $line"
+    done < <("$BIN" --help-keys)
+}
+
+run_cnn xterm-256color 80 24
+run_cnn vt100 80 24
+run_cnn xterm-256color 200 60 NO_COLOR=1
+run_trf xterm-256color 80 24
+run_trf vt100 200 60
+run_trf xterm-256color 200 60 NO_COLOR=1
+run_ascii
+run_errors
+run_themes
+run_keymap_docs
+
+echo "$CHECKS checks, $FAILS failures"
+[ "$FAILS" -eq 0 ]
