@@ -67,12 +67,14 @@ typedef struct ox_bench_check {
 } ox_bench_check;
 
 typedef struct ox_bench_result {
-    int threads;              /* threads actually asked of the executor */
+    int threads;              /* threads the executor used (0 resolved to the
+                               * number of online CPUs, as the pool does) */
     int warmup;
     ox_bench_stats a;         /* model */
     ox_bench_stats b;         /* compare model, when compared */
     bool compared;
     double speedup;           /* a.p50 / b.p50 (> 1: the compare model is faster) */
+    double speedup_min;       /* a.min / b.min: steadier on a busy machine */
     ox_bench_check check;     /* valid when compared */
     bool cancelled;
 } ox_bench_result;

@@ -111,7 +111,10 @@ typedef struct ox_exec_opts {
     void *node_hook_user;
 } ox_exec_opts;
 
-/* Prepares an executor for m's main graph (runs inference if needed). */
+/* Prepares an executor for m's main graph: topological order, a kernel per
+ * node (OX_EUNSUPPORTED naming the node when one is missing), value
+ * lifetimes. Kernels size outputs from their actual inputs, so inference is
+ * not required and any input shape works. m must outlive the executor. */
 ox_status ox_exec_new(ox_model *m, const ox_exec_opts *opts, ox_exec **out,
                       ox_error *err);
 void ox_exec_free(ox_exec *e);

@@ -557,6 +557,9 @@ ox_status ox__infer_bitcast(ox_infer_node_ctx *c)
     /* Different widths: the last dim absorbs the ratio. */
     ox_type *o = ox__tt_copy(t, to);
     if (o && o->rank > 0 && ox__dim_known(t, t->rank - 1) && bt)
-        ox__dim_set(o, o->rank - 1, ox__dimv(t, t->rank - 1) * bf / bt);
+    {
+        int64_t bits = ox__mul(ox__dimv(t, t->rank - 1), bf);
+        ox__dim_set(o, o->rank - 1, bits >= 0 ? bits / bt : -1);
+    }
     return ox__set_out(c, 0, o);
 }

@@ -60,6 +60,29 @@ struct ox_infer_node_ctx {
     ox_error *err;
 };
 
+/* Checked dim arithmetic: attributes may hold any int64, and a wrapped
+ * result would be a wrong dim. Overflow gives -1 (unknown). */
+static inline int64_t ox__add(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? -1 : r;
+}
+static inline int64_t ox__sub(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_sub_overflow(a, b, &r) ? -1 : r;
+}
+static inline int64_t ox__mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? -1 : r;
+}
+/* A double as a dim: -1 unless finite and in [0, 2^62]. */
+static inline int64_t ox__d2dim(double d)
+{
+    return d == d && d >= 0 && d <= 4.6e18 ? (int64_t)d : -1;
+}
+
 /* ---- helpers for inference functions ----------------------------------- */
 
 int ox__nin(const ox_infer_node_ctx *c);           /* node->n_inputs */

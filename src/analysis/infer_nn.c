@@ -160,15 +160,19 @@ static bool read_window(ox_infer_node_ctx *c, int nsp, const ox_type *w, win_par
     p->auto_pad = !strcmp(ap, "SAME_UPPER") ? 1 : !strcmp(ap, "SAME_LOWER") ? 2
                 : !strcmp(ap, "VALID") ? 3 : 0;
     p->ceil = ox_node_attr_i(c->n, "ceil_mode", 0) != 0;
+    /* Bounds keep the window arithmetic below free of overflow. */
+    const int64_t lim = (int64_t)1 << 31;
     for (int i = 0; i < nsp; i++)
-        if (p->s[i] <= 0 || p->d[i] <= 0)
+        if (p->s[i] <= 0 || p->d[i] <= 0 || p->s[i] > lim || p->d[i] > lim ||
+            p->k[i] < -1 || p->k[i] > lim || p->pb[i] < -lim || p->pb[i] > lim ||
+            p->pe[i] < -lim || p->pe[i] > lim)
             return false;
     return true;
 }
 
 static int64_t out_dim(const win_params *p, int i, int64_t in)
 {
-    if (in < 0 || p->k[i] < 0)
+    if (in < 0 || p->k[i] < 0 || in > ((int64_t)1 << 40))
         return -1;
     int64_t s = p->s[i];
     if (p->auto_pad == 1 || p->auto_pad == 2)
@@ -238,7 +242,7 @@ ox_status ox__infer_conv_transpose(ox_infer_node_ctx *c)
     ox__dim_copy(o, 0, &x->dims[0]);
     int64_t g = ox_node_attr_i(c->n, "group", 1);
     if (w && w->rank >= 2 && ox__dim_known(w, 1))
-        ox__dim_set(o, 1, ox__dimv(w, 1) * g);
+        ox__dim_set(o, 1, ox__mul(ox__dimv(w, 1), g));
     const int64_t *os, *op;
     int nos = ox_node_attr_ints(c->n, "output_shape", &os);
     int nop = ox_node_attr_ints(c->n, "output_padding", &op);
@@ -250,7 +254,10 @@ ox_status ox__infer_conv_transpose(ox_infer_node_ctx *c)
             r = os[i + 2];
         else if (in >= 0 && p.k[i] >= 0) {
             int64_t opad = nop == nsp ? op[i] : 0;
-            if (p.auto_pad == 1 || p.auto_pad == 2)
+            const int64_t lim = (int64_t)1 << 31;
+            if (in > ((int64_t)1 << 40) || opad < -lim || opad > lim)
+                r = -1;
+            else if (p.auto_pad == 1 || p.auto_pad == 2)
                 r = in * p.s[i];
             else
                 r = p.s[i] * (in - 1) + opad + (p.k[i] - 1) * p.d[i] + 1 -
@@ -317,7 +324,7 @@ ox_status ox__infer_max_unpool(ox_infer_node_ctx *c)
     ox_type *o = ox__tt_copy(x, e);
     for (int i = 0; i < p.nsp; i++) {
         int64_t in = x->dims[i + 2].value;
-        ox__dim_set(o, i + 2, in >= 0 && p.k[i] >= 0
+        ox__dim_set(o, i + 2, in >= 0 && p.k[i] >= 0 && in <= ((int64_t)1 << 40)
                                   ? (in - 1) * p.s[i] + p.k[i] - p.pb[i] - p.pe[i] : -1);
     }
     return ox__set_out(c, 0, o);
@@ -341,7 +348,7 @@ ox_status ox__infer_col2im(ox_infer_node_ctx *c)
         if (nb == ni && ox__dim_known(x, 1)) {
             int64_t prod = 1;
             for (int i = 0; i < nb; i++)
-                prod *= blk[i];
+                prod = prod > 0 ? ox__mul(prod, blk[i]) : -1;
             if (prod > 0)
                 ox__dim_set(o, 1, ox__dimv(x, 1) / prod);
         }
@@ -400,7 +407,7 @@ static ox_status resize_common(ox_infer_node_ctx *c, int scales_idx, int sizes_i
                 scale = strcmp(pol, "not_larger") == 0 ? fmin(scale, s) : fmax(scale, s);
             }
             for (int i = 0; i < na; i++)
-                ox__dim_set(o, (int)axes[i], ok ? (int64_t)floor(scale * (double)x->dims[axes[i]].value + 0.5) : -1);
+                ox__dim_set(o, (int)axes[i], ok ? ox__d2dim(floor(scale * (double)x->dims[axes[i]].value + 0.5)) : -1);
         } else {
             for (int i = 0; i < na; i++)
                 ox__dim_set(o, (int)axes[i], ox__kv_get_i(sz, i));
@@ -409,7 +416,7 @@ static ox_status resize_common(ox_infer_node_ctx *c, int scales_idx, int sizes_i
         for (int i = 0; i < na; i++) {
             int64_t in = x->dims[axes[i]].value;
             double s = attr_scales ? attr_scales[i] : ox__kv_get_f(sc, i);
-            ox__dim_set(o, (int)axes[i], in >= 0 ? (int64_t)floor((double)in * s + 1e-9) : -1);
+            ox__dim_set(o, (int)axes[i], in >= 0 ? ox__d2dim(floor((double)in * s + 1e-9)) : -1);
         }
     } else {
         for (int i = 0; i < r; i++)
@@ -699,7 +706,7 @@ ox_status ox__infer_attention(ox_infer_node_ctx *c)
         ox__dim_set(y, 3, hv);
     } else {
         ox__dim_copy(y, 1, &sq);
-        ox__dim_set(y, 2, qh > 0 && hv >= 0 ? qh * hv : -1);
+        ox__dim_set(y, 2, qh > 0 && hv >= 0 ? ox__mul(qh, hv) : -1);
     }
     ox__set_out(c, 0, y);
     /* present_key/value: past (if any) + current along the sequence axis. */
@@ -798,7 +805,7 @@ ox_status ox__infer_linear_attention(ox_infer_node_ctx *c)
             dk = ox__dimv(k, 2) / kvh;
         if (kvh > 0 && ox__dim_known(v, 2))
             dv = ox__dimv(v, 2) / kvh;
-        ox__dim_set(y, 2, qh > 0 && dv >= 0 ? qh * dv : -1);
+        ox__dim_set(y, 2, qh > 0 && dv >= 0 ? ox__mul(qh, dv) : -1);
     }
     ox__set_out(c, 0, y);
     if (ox__in_shape(c, 3))
@@ -840,7 +847,7 @@ ox_status ox__infer_mha_ms(ox_infer_node_ctx *c)
         ox__dim_copy(o, 2, &v->dims[2]);
     else if (v && v->rank == 4) {
         int64_t h = ox_node_attr_i(c->n, "num_heads", -1);
-        ox__dim_set(o, 2, h > 0 && ox__dim_known(v, 3) ? h * ox__dimv(v, 3) : -1);
+        ox__dim_set(o, 2, h > 0 && ox__dim_known(v, 3) ? ox__mul(h, ox__dimv(v, 3)) : -1);
     }
     return ox__set_out(c, 0, o);
 }
@@ -959,7 +966,7 @@ ox_status ox__infer_dft(ox_infer_node_ctx *c)
         /* Inverse of a one-sided spectrum: a real signal of dft_length
          * (default 2*(n-1)) samples. */
         if (!ox__has_in(c, 1) && n >= 0)
-            n = 2 * (n - 1);
+            n = n >= 1 ? ox__mul(2, n - 1) : -1;
         ox__dim_set(o, a, n);
         ox__dim_set(o, x->rank - 1, 1);
         return ox__set_out(c, 0, o);
@@ -1029,7 +1036,7 @@ ox_status ox__infer_tfidf(ox_infer_node_ctx *c)
     int n = ox_node_attr_ints(c->n, "ngram_indexes", &ix);
     int64_t width = -1;
     for (int i = 0; i < n; i++)
-        if (ix[i] + 1 > width)
+        if (ix[i] >= 0 && ix[i] < INT32_MAX && ix[i] + 1 > width)
             width = ix[i] + 1;
     if (!x)
         return ox__set_out(c, 0, ox__tt(OX_DT_FLOAT, -1));
@@ -1107,9 +1114,9 @@ ox_status ox__infer_array_feature_extractor(ox_infer_node_ctx *c)
         if (y->dims[i].value < 0)
             known = false;
         else
-            p *= y->dims[i].value;
+            p = p >= 0 ? ox__mul(p, y->dims[i].value) : -1;
     }
-    cnt.value = known ? p : -1;
+    cnt.value = known && p >= 0 ? p : -1;
     cnt.param = NULL;
     cnt.denotation = NULL;
     if (x->rank <= 1) {

@@ -47,7 +47,9 @@ static void prod_dims(const ox_type *t, int from, int to, ox_dim *d)
     bool unknown = false;
     for (int i = from; i < to; i++) {
         if (t->dims[i].value >= 0) {
-            p *= t->dims[i].value;
+            p = ox__mul(p, t->dims[i].value);
+            if (p < 0)
+                unknown = true;
         } else if (t->dims[i].param) {
             sym = t->dims[i].param;
             nsym++;
@@ -227,8 +229,10 @@ ox_status ox__infer_reshape(ox_infer_node_ctx *c)
         int nin = 0, nout = 0;
         bool unknown = false;
         for (int i = 0; i < in->rank; i++) {
-            if (in->dims[i].value >= 0)
+            if (in->dims[i].value >= 0 && ox__mul(pin, in->dims[i].value) >= 0)
                 pin *= in->dims[i].value;
+            else if (in->dims[i].value >= 0)
+                unknown = true;
             else if (in->dims[i].param && nin < OX_MAX_RANK * 4)
                 sin[nin++] = in->dims[i].param;
             else
@@ -237,8 +241,10 @@ ox_status ox__infer_reshape(ox_infer_node_ctx *c)
         for (int i = 0; i < n; i++) {
             if (i == neg)
                 continue;
-            if (o->dims[i].value >= 0)
+            if (o->dims[i].value >= 0 && ox__mul(pout, o->dims[i].value) >= 0)
                 pout *= o->dims[i].value;
+            else if (o->dims[i].value >= 0)
+                unknown = true;
             else if (o->dims[i].param)
                 sout[nout++] = o->dims[i].param;
             else
@@ -451,7 +457,10 @@ ox_status ox__infer_concat(ox_infer_node_ctx *c)
                 ox__dim_copy(o, k, &t->dims[k]);
         }
         if (t->dims[a].value >= 0) {
-            sum += t->dims[a].value;
+            if (ox__add(sum, t->dims[a].value) < 0)
+                sum_known = false;
+            else
+                sum += t->dims[a].value;
             if (t->dims[a].value)
                 n_nonzero++;
         } else {
@@ -531,9 +540,9 @@ ox_status ox__infer_split(ox_infer_node_ctx *c)
         known = true;
     } else if (got == 0 && dim >= 0 && nout > 0) {
         int64_t num = c->opset >= 18 ? ox_node_attr_i(c->n, "num_outputs", nout) : nout;
-        if (num <= 0)
+        if (num <= 0 || num > ((int64_t)1 << 40))
             num = nout;
-        if (c->opset >= 18) {
+        if (c->opset >= 18 && dim <= ((int64_t)1 << 40)) {
             int64_t chunk = (dim + num - 1) / num;
             for (int i = 0; i < nout; i++) {
                 int64_t left = dim - chunk * i;
@@ -556,7 +565,7 @@ ox_status ox__infer_split(ox_infer_node_ctx *c)
     if (known && k && k->rank == 1) {
         int64_t off = 0;
         for (int i = 0; i < nout; i++) {
-            if (sizes[i] < 0 || off + sizes[i] > k->n)
+            if (sizes[i] < 0 || sizes[i] > k->n - off)
                 break;
             ox__kv *part = ox__kv_new(k->dt, 1, &sizes[i]);
             for (int64_t j = 0; part && j < sizes[i]; j++)
@@ -655,11 +664,12 @@ ox_status ox__infer_slice(ox_infer_node_ctx *c)
         if (step > 0) {
             s = clamp64(s, 0, dim);
             en = clamp64(en, 0, dim);
-            len = en > s ? (en - s + step - 1) / step : 0;
+            len = en > s ? (en - s - 1) / step + 1 : 0;
         } else {
             s = clamp64(s, 0, dim - 1);
             en = clamp64(en, -1, dim - 1);
-            len = s > en ? (s - en + (-step) - 1) / (-step) : 0;
+            int64_t ns = step == INT64_MIN ? INT64_MAX : -step;
+            len = s > en ? (s - en - 1) / ns + 1 : 0;
         }
         ox__dim_set(o, a, len);
         if (a < OX_MAX_RANK * 4) {
@@ -761,7 +771,7 @@ ox_status ox__infer_gather_nd(ox_infer_node_ctx *c)
         return ox__set_out(c, 0, ox__tt(e, -1));
     int64_t b = ox_node_attr_i(c->n, "batch_dims", 0);
     int64_t last = ox__dimv(ix, ix->rank - 1);
-    int64_t r = ix->rank - 1 + d->rank - last - b;
+    int64_t r;
     if (b < 0 || b > d->rank || b > ix->rank - 1 || last > d->rank - b)
         return ox__fail(c, "indices do not fit data");
     r = ix->rank - 1 + d->rank - last - b;
@@ -875,7 +885,7 @@ ox_status ox__infer_tile(ox_infer_node_ctx *c)
     ox_type *o = ox__tt_copy(in, e);
     for (int i = 0; i < in->rank; i++) {
         if (n == in->rank && in->dims[i].value >= 0)
-            ox__dim_set(o, i, in->dims[i].value * rep[i]);
+            ox__dim_set(o, i, ox__mul(in->dims[i].value, rep[i]));
         else if (n == in->rank && rep[i] == 1)
             ;
         else
@@ -917,9 +927,14 @@ ox_status ox__infer_pad(ox_infer_node_ctx *c)
             ox_type_free(o);
             return ox__fail(c, "axis out of range");
         }
-        if (in->dims[a].value >= 0)
-            ox__dim_set(o, a, in->dims[a].value + pads[j] + pads[j + na]);
-        else if (pads[j] + pads[j + na] != 0)
+        int64_t t1, t2;
+        if (in->dims[a].value >= 0 &&
+            !__builtin_add_overflow(in->dims[a].value, pads[j], &t1) &&
+            !__builtin_add_overflow(t1, pads[j + na], &t2))
+            ox__dim_set(o, a, t2);
+        else if (in->dims[a].value >= 0)
+            ox__dim_set(o, a, -1);
+        else if (pads[j] != 0 || pads[j + na] != 0)
             ox__dim_set(o, a, -1);
     }
     return ox__set_out(c, 0, o);
@@ -962,9 +977,10 @@ ox_status ox__infer_depth_to_space(ox_infer_node_ctx *c)
         return ox__set_out(c, 0, ox__tt(e, in ? in->rank : -1));
     ox_type *o = ox__tt_copy(in, e);
     int64_t ch = ox__dimv(in, 1), h = ox__dimv(in, 2), w = ox__dimv(in, 3);
-    ox__dim_set(o, 1, ch >= 0 ? ch / (b * b) : -1);
-    ox__dim_set(o, 2, h >= 0 ? h * b : -1);
-    ox__dim_set(o, 3, w >= 0 ? w * b : -1);
+    int64_t bb = ox__mul(b, b);
+    ox__dim_set(o, 1, ch >= 0 && bb > 0 ? ch / bb : -1);
+    ox__dim_set(o, 2, h >= 0 ? ox__mul(h, b) : -1);
+    ox__dim_set(o, 3, w >= 0 ? ox__mul(w, b) : -1);
     return ox__set_out(c, 0, o);
 }
 
@@ -977,7 +993,8 @@ ox_status ox__infer_space_to_depth(ox_infer_node_ctx *c)
         return ox__set_out(c, 0, ox__tt(e, in ? in->rank : -1));
     ox_type *o = ox__tt_copy(in, e);
     int64_t ch = ox__dimv(in, 1), h = ox__dimv(in, 2), w = ox__dimv(in, 3);
-    ox__dim_set(o, 1, ch >= 0 ? ch * b * b : -1);
+    int64_t bb = ox__mul(b, b);
+    ox__dim_set(o, 1, ch >= 0 && bb > 0 ? ox__mul(ch, bb) : -1);
     ox__dim_set(o, 2, h >= 0 ? h / b : -1);
     ox__dim_set(o, 3, w >= 0 ? w / b : -1);
     return ox__set_out(c, 0, o);
@@ -1105,7 +1122,11 @@ ox_status ox__infer_range(ox_infer_node_ctx *c)
                        : (diff < 0 ? (-diff + (-di) - 1) / (-di) : 0);
         } else {
             double q = ceil((l - s) / st);
-            n = q > 0 ? (int64_t)q : 0;
+            n = q > 0 ? ox__d2dim(q) : 0;
+            if (n < 0 || n > ((int64_t)1 << 40)) {
+                ox_type_free(o);
+                return ox__fail(c, "range too long");
+            }
         }
         ox__dim_set(o, 0, n);
         ox__kv *k = ox__kv_new(e ? e : a->dt, 1, &n);
@@ -1195,7 +1216,7 @@ ox_status ox__infer_one_hot(ox_infer_node_ctx *c)
     for (int i = 0, k = 0; i < r; i++) {
         if (i == a) {
             if (dk && dk->n == 1 && dk->known[0])
-                ox__dim_set(o, i, (int64_t)ox__kv_get_f(dk, 0));
+                ox__dim_set(o, i, ox__d2dim(ox__kv_get_f(dk, 0)));
         } else {
             ox__dim_copy(o, i, &ix->dims[k++]);
         }
@@ -1236,7 +1257,7 @@ ox_status ox__infer_compress(ox_infer_node_ctx *c)
             /* Only the first numel(input) condition entries count. */
             int64_t total = 1;
             for (int i = 0; i < in->rank && total >= 0; i++)
-                total = in->dims[i].value >= 0 ? total * in->dims[i].value : -1;
+                total = in->dims[i].value >= 0 ? ox__mul(total, in->dims[i].value) : -1;
             if (total >= 0) {
                 cnt = 0;
                 for (int64_t i = 0; i < ck->n && i < total; i++)

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
@@ -199,6 +198,19 @@ int ox_cmd_bench(int argc, char **argv)
         goto out;
     if (compare_path && !(mb = ox_cli_load(compare_path, &rc)))
         goto out;
+    /* A --shape naming no input is a usage error (as in `info`), not a
+     * model failure. */
+    for (int i = 0; i < io.n_shapes; i++) {
+        bool found = false;
+        for (int k = 0; k < m->graph->n_inputs && !found; k++)
+            found = m->graph->inputs[k]->name &&
+                    strcmp(m->graph->inputs[k]->name, io.shapes[i].name) == 0;
+        if (!found) {
+            ox_cli_error(path, "--shape: the model has no input named '%s'", io.shapes[i].name);
+            rc = 2;
+            goto out;
+        }
+    }
     cfg.model = m;
     cfg.compare = mb;
     cfg.shapes = &io;
@@ -213,15 +225,12 @@ int ox_cmd_bench(int argc, char **argv)
         ox_error_clear(&err);
         st = ox_bench_trace(&cfg, trace_path, &err);
         if (st) {
-            ox_cli_error(st == OX_EIO ? trace_path : path, "%s", err.msg);
+            ox_cli_error(st == OX_EIO ? NULL : path, "%s", err.msg);
             rc = ox_status_exit_code(st);
             goto out;
         }
     }
-    /* The thread count the executor really used, not "0". */
-    int threads = cfg.threads > 0 ? cfg.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (threads < 1)
-        threads = 1;
+    int threads = r.threads;   /* resolved: never "0" */
     if (r.compared && !r.check.ok)
         rc = 1;
     if (json) {
@@ -236,6 +245,7 @@ int ox_cmd_bench(int argc, char **argv)
         if (r.compared) {
             json_object_set_new(o, "compare", stats_json(compare_path, &r.b, threads));
             json_object_set_new(o, "speedup", json_real(r.speedup));
+            json_object_set_new(o, "speedup_min", json_real(r.speedup_min));
             json_t *ck = json_pack("{s:o, s:o, s:b, s:f, s:f}", "max_abs_err",
                                    num_or_null(r.check.max_abs_err), "max_rel_err",
                                    num_or_null(r.check.max_rel_err), "ok", r.check.ok,
@@ -262,7 +272,8 @@ int ox_cmd_bench(int argc, char **argv)
     print_row("model", &r.a);
     if (r.compared) {
         print_row("compare", &r.b);
-        printf("speedup x%.3f (p50 model / p50 compare)\n", r.speedup);
+        printf("speedup x%.3f (p50 model / p50 compare), x%.3f (min / min)\n", r.speedup,
+               r.speedup_min);
         printf("outputs: max abs err %.3g, max rel err %.3g: %s%s%s\n", r.check.max_abs_err,
                r.check.max_rel_err, r.check.ok ? "ok" : "MISMATCH",
                r.check.ok ? "" : " - ", r.check.ok ? "" : r.check.why);

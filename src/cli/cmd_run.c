@@ -13,52 +13,8 @@
 #include "cli/commands.h"
 #include "onnxscope/exec.h"
 #include "onnxscope/io.h"
+#include "onnxscope/randinput.h"
 #include "onnxscope/testdata.h"
-
-/* mulberry32: the PRNG the shared test models' inputs were drawn with. */
-static uint32_t mulberry32(uint32_t *s)
-{
-    uint32_t t = (*s += 0x6D2B79F5u);
-    t = (t ^ (t >> 15)) * (t | 1u);
-    t ^= t + (t ^ (t >> 7)) * (t | 61u);
-    return t ^ (t >> 14);
-}
-
-static double rand_unit(uint32_t *s)
-{
-    return mulberry32(s) / 4294967296.0;
-}
-
-/* Bound for an integer input used as Gather indices: the size of the
- * indexed axis of the gathered tensor, when known; 0 otherwise. */
-static int64_t gather_bound(const ox_model *m, const ox_value *v)
-{
-    const ox_graph *g = m->graph;
-    int64_t best = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const ox_node *n = g->nodes[i];
-        if (!(ox_node_is(n, "Gather") || ox_node_is(n, "GatherElements")) ||
-            n->n_inputs < 2 || n->inputs[1] != v || !n->inputs[0])
-            continue;
-        const ox_value *d = n->inputs[0];
-        int64_t axis = ox_node_attr_i(n, "axis", 0);
-        int64_t dim = -1;
-        if (d->init) {
-            if (axis < 0)
-                axis += d->init->rank;
-            if (axis >= 0 && axis < d->init->rank)
-                dim = d->init->dims[axis];
-        } else if (d->type && d->type->kind == OX_TYPE_TENSOR && d->type->has_shape) {
-            if (axis < 0)
-                axis += d->type->rank;
-            if (axis >= 0 && axis < d->type->rank)
-                dim = d->type->dims[axis].value;
-        }
-        if (dim > 0 && (best == 0 || dim < best))
-            best = dim;
-    }
-    return best;
-}
 
 static int64_t dim_from_symbol(const ox_infer_opts *io, const char *sym)
 {
@@ -68,62 +24,24 @@ static int64_t dim_from_symbol(const ox_infer_opts *io, const char *sym)
     return -1;
 }
 
-static ox_tensor *random_input(const ox_model *m, const ox_value *v, const ox_infer_opts *io,
-                               uint32_t *seed, int64_t int_max, char *why, size_t wn)
+/* Says which dims of v the random input guesses as 1 (ox_random_input's
+ * rule), so that a surprising output shape has an explanation. */
+static void note_unknown_dims(const ox_value *v, const ox_infer_opts *io)
 {
     const ox_type *t = v->type;
-    if (!t || t->kind != OX_TYPE_TENSOR || t->elem == OX_DT_UNDEFINED) {
-        snprintf(why, wn, "input '%s' is not a typed tensor", v->name);
-        return NULL;
-    }
-    int rank = t->has_shape ? t->rank : 0;
-    int64_t dims[OX_MAX_RANK];
-    const ox_shape_override *ov = NULL;
+    if (!t || t->kind != OX_TYPE_TENSOR || !t->has_shape)
+        return;
     for (int i = 0; i < io->n_shapes; i++)
         if (strcmp(io->shapes[i].name, v->name) == 0)
-            ov = &io->shapes[i];
-    if (ov)
-        rank = ov->rank;
-    if (rank > OX_MAX_RANK) {
-        snprintf(why, wn, "input '%s': rank too large", v->name);
-        return NULL;
+            return;   /* --shape decides (its symbols go through --dim) */
+    for (int d = 0; d < t->rank; d++) {
+        if (t->dims[d].value >= 0 || dim_from_symbol(io, t->dims[d].param) >= 0)
+            continue;
+        const char *sym = t->dims[d].param;
+        fprintf(stderr, "onnxscope: note: input '%s' dim %d%s%s%s is unknown, using 1 "
+                "(set it with --shape or --dim)\n", v->name, d, sym ? " ('" : "",
+                sym ? sym : "", sym ? "')" : "");
     }
-    for (int d = 0; d < rank; d++) {
-        int64_t x = -1;
-        if (ov) {
-            x = ov->dims[d] >= 0 ? ov->dims[d] : dim_from_symbol(io, ov->params[d]);
-        } else {
-            x = t->dims[d].value >= 0 ? t->dims[d].value
-                                      : dim_from_symbol(io, t->dims[d].param);
-        }
-        if (x < 0) {
-            const char *sym = ov ? ov->params[d] : t->dims[d].param;
-            fprintf(stderr, "onnxscope: note: input '%s' dim %d%s%s%s is unknown, using 1 "
-                    "(set it with --shape or --dim)\n", v->name, d, sym ? " ('" : "",
-                    sym ? sym : "", sym ? "')" : "");
-        }
-        dims[d] = x >= 0 ? x : 1;   /* unknown dims default to 1 */
-    }
-    ox_tensor *x = ox_tensor_new(t->elem, rank, dims);
-    if (!x) {
-        snprintf(why, wn, "input '%s': cannot allocate", v->name);
-        return NULL;
-    }
-    int64_t bound = ox_dtype_is_int(t->elem) ? gather_bound(m, v) : 0;
-    if (bound <= 0)
-        bound = int_max > 0 ? int_max : 1;
-    for (int64_t i = 0; i < x->numel; i++) {
-        if (ox_dtype_is_float(t->elem) || t->elem == OX_DT_COMPLEX64 ||
-            t->elem == OX_DT_COMPLEX128)
-            ox_tensor_set_f64(x, i, -1.0 + 2.0 * rand_unit(seed));
-        else if (t->elem == OX_DT_BOOL)
-            ox_tensor_set_i64(x, i, mulberry32(seed) & 1);
-        else if (t->elem == OX_DT_STRING)
-            break;
-        else
-            ox_tensor_set_i64(x, i, (int64_t)(rand_unit(seed) * (double)bound));
-    }
-    return x;
 }
 
 static void print_value(const char *name, const ox_rval *v, int indent)
@@ -301,10 +219,10 @@ int ox_cmd_run(int argc, char **argv)
             rc = 2;
             goto out;
         }
-        char why[256];
-        ox_tensor *t = random_input(m, v, &io, &seed, int_max, why, sizeof why);
+        note_unknown_dims(v, &io);
+        ox_tensor *t = ox_random_input(m, v, &io, &seed, int_max, &err);
         if (!t) {
-            ox_cli_error(path, "%s", why);
+            ox_cli_error(path, "%s", err.msg);
             rc = 1;
             goto out;
         }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -352,7 +353,9 @@ ox_status ox_bench_run(const ox_bench_config *cfg, ox_bench_result *r, ox_error 
     ox_status st = check_config(cfg, err);
     if (st)
         return st;
-    r->threads = cfg->threads;
+    /* Report what the pool really uses: 0 means every online CPU there. */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    r->threads = cfg->threads > 0 ? cfg->threads : ncpu > 0 ? (int)ncpu : 1;
     r->warmup = cfg->warmup;
     ox_model *ma = cfg->model, *mb = cfg->compare;
     if ((st = apply_shapes(cfg, ma, err)) || (mb && (st = apply_shapes(cfg, mb, err))))
@@ -382,6 +385,7 @@ ox_status ox_bench_run(const ox_bench_config *cfg, ox_bench_result *r, ox_error 
             goto out;
         r->compared = true;
         r->speedup = r->b.p50 > 0 ? r->a.p50 / r->b.p50 : 0;
+        r->speedup_min = r->b.min > 0 ? r->a.min / r->b.min : 0;
         if (no != nob) {
             memset(&r->check, 0, sizeof r->check);
             r->check.max_abs_err = INFINITY;

@@ -469,7 +469,12 @@ static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_err
         if (!pmap_put(&p->slots, v, i))
             goto oom;
         if (v->init) {
-            ox_tensor *t = ox_tensor_share(v->init);
+            /* Initializers viewed in the mapped file sit wherever protobuf
+             * put them; kernels read typed, possibly vectorized data, so
+             * give misaligned ones an aligned private copy (once per plan). */
+            const void *d = ox_tensor_data(v->init);
+            ox_tensor *t = d && ((uintptr_t)d & 15) ? ox_tensor_clone(v->init)
+                                                    : ox_tensor_share(v->init);
             p->consts[i] = t ? ox_rval_tensor(t) : NULL;
             if (!p->consts[i])
                 goto oom;

@@ -403,6 +403,15 @@ ox_status ox_tensor_from_proto(const Onnx__TensorProto *tp,
             return ox_errorf(err, OX_EMODEL, "tensor '%s': no data for %lld elements",
                              tname(tp), (long long)numel);
     }
+    /* Typed fields hold at most two elements per entry (packed 4-bit types):
+     * refuse before allocating for a count the file cannot back. */
+    if (!external && !has_raw && dt != OX_DT_STRING) {
+        uint64_t typed = (uint64_t)tp->n_float_data + tp->n_int32_data + tp->n_int64_data +
+                         tp->n_double_data + tp->n_uint64_data;
+        if ((uint64_t)numel > 4 * typed)
+            return ox_errorf(err, OX_EMODEL, "tensor '%s': %llu typed values for %lld elements",
+                             tname(tp), (unsigned long long)typed, (long long)numel);
+    }
     if (dt == OX_DT_STRING && !external && (int64_t)tp->n_string_data != numel)
         return ox_errorf(err, OX_EMODEL, "tensor '%s': %zu strings for %lld elements",
                          tname(tp), tp->n_string_data, (long long)numel);

@@ -188,6 +188,119 @@ static ox_status pass_argmax_monotone(ox_pass_ctx *c, ox_graph *g, ox_error *err
     return OX_OK;
 }
 
+
+/* ---- If with a constant condition ---------------------------------------- */
+
+static bool has_subgraphs(const ox_graph *b)
+{
+    for (int i = 0; i < b->n_nodes; i++)
+        for (int a = 0; a < b->nodes[i]->n_attrs; a++)
+            if (b->nodes[i]->attrs[a].type == OX_ATTR_GRAPH ||
+                b->nodes[i]->attrs[a].type == OX_ATTR_GRAPHS)
+                return true;
+    return false;
+}
+
+/* The copy in g of a value of branch b (recorded in v->user), or v itself
+ * when it comes from an outer scope. */
+static ox_value *mapped(const ox_graph *b, ox_value *v)
+{
+    return v && v->graph == b ? v->user : v;
+}
+
+/* Moves copies of branch b's initializers and nodes into g, then makes the
+ * If node's outputs come from them. Returns false before any edit when the
+ * branch is not simple enough (nested subgraphs, inputs, arity). */
+static bool inline_branch(ox_pass_ctx *c, ox_graph *g, ox_node *n, ox_graph *b)
+{
+    if (b->n_inputs || b->n_outputs != n->n_outputs || has_subgraphs(b) || b->n_sparse)
+        return false;
+    for (int i = 0; i < b->n_values; i++)
+        b->values[i]->user = NULL;
+    for (int i = 0; i < b->n_values; i++) {
+        ox_value *v = b->values[i];
+        if (!v->init && !v->producer)
+            continue;
+        ox_value *nv = v->init ? ox__pass_new_init(g, v->name, ox_tensor_share(v->init))
+                               : ox_graph_new_value(g, v->name);
+        if (!nv)
+            return false; /* only new, unused values exist so far */
+        if (!v->init && v->type)
+            nv->type = ox_type_clone(v->type);
+        v->user = nv;
+    }
+    for (int i = 0; i < b->n_nodes; i++) {
+        ox_node *bn = b->nodes[i];
+        ox_value *ins[64], *outs[64];
+        if (bn->n_inputs > 64 || bn->n_outputs > 64)
+            return false;
+        for (int k = 0; k < bn->n_inputs; k++)
+            ins[k] = mapped(b, bn->inputs[k]);
+        for (int k = 0; k < bn->n_outputs; k++)
+            outs[k] = mapped(b, bn->outputs[k]);
+        char *name = ox_model_unique_node_name(c->m, bn->name && *bn->name ? bn->name
+                                                                         : bn->op_type);
+        ox_node *nn = ox_node_new(g, bn->op_type, bn->domain, name, bn->n_inputs, ins,
+                                  bn->n_outputs, outs);
+        free(name);
+        if (!nn)
+            return false;
+        for (int a = 0; a < bn->n_attrs; a++)
+            ox_node_set_attr(nn, &bn->attrs[a]);
+    }
+    ox_value *src[64], *dst[64];
+    int no = n->n_outputs;
+    if (no > 64)
+        return false;
+    for (int k = 0; k < no; k++) {
+        src[k] = mapped(b, b->outputs[k]);
+        dst[k] = n->outputs[k];
+    }
+    ox_node_remove(n); /* frees b */
+    for (int k = 0; k < no; k++) {
+        ox_value *s = src[k], *o = dst[k];
+        if (!o)
+            continue;
+        bool reused = false;
+        for (int j = 0; j < no; j++)
+            reused |= j != k && src[j] == s;
+        if (s && s->graph == g && s->producer && !s->n_uses && !s->is_output && !reused) {
+            /* The copied producer makes the If output directly. */
+            ox_node_set_output(s->producer, s->producer_output, o);
+            ox_graph_remove_value(g, s);
+        } else if (s) {
+            char *name = ox_model_unique_node_name(c->m, "Identity");
+            ox_node_new(g, "Identity", "", name, 1, &s, 1, &o);
+            free(name);
+        }
+    }
+    return true;
+}
+
+static ox_status pass_if_const(ox_pass_ctx *c, ox_graph *g, ox_error *err)
+{
+    (void)err;
+    for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
+        ox_node *n = g->nodes[i];
+        if (!ox_node_is(n, "If") || n->n_inputs < 1 || !n->inputs[0])
+            continue;
+        const ox_tensor *t = ox__pass_const(n->inputs[0]);
+        if (!t)
+            t = n->inputs[0]->known;
+        if (!t || t->numel != 1 || !ox_tensor_data(t) || t->dtype == OX_DT_STRING)
+            continue;
+        ox_attr *a = ox_node_attr(n, ox_tensor_get_f64(t, 0) != 0 ? "then_branch"
+                                                                    : "else_branch");
+        if (!a || a->type != OX_ATTR_GRAPH || !a->g)
+            continue;
+        if (inline_branch(c, g, n, a->g)) {
+            ox__pass_did(c);
+            i = -1;
+        }
+    }
+    return OX_OK;
+}
+
 const ox_pass ox__passes_elim[] = {
     {"eliminate_identity", "remove Identity nodes", OX_PASS_ELIMINATION, OX_TARGET_ONNX,
      OX_LEVEL_BASIC, true, pass_identity},
@@ -198,5 +311,7 @@ const ox_pass ox__passes_elim[] = {
      OX_PASS_ELIMINATION, OX_TARGET_ONNX, OX_LEVEL_BASIC, true, pass_noop},
     {"eliminate_monotone_argmax", "drop strictly monotone ops feeding ArgMax/ArgMin",
      OX_PASS_ELIMINATION, OX_TARGET_ONNX, OX_LEVEL_BASIC, true, pass_argmax_monotone},
+    {"inline_constant_if", "replace If with a constant condition by the chosen branch",
+     OX_PASS_ELIMINATION, OX_TARGET_ONNX, OX_LEVEL_BASIC, true, pass_if_const},
     {0},
 };

@@ -39,6 +39,7 @@ static void replace_by_values(ox_graph *g, ox_node *n, ox_tensor **vals)
             ox_type_free(o->type);
             o->type = ty;
         }
+        ox__pass_list_init(g, o);
     }
     free(outs);
 }

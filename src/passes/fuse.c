@@ -274,6 +274,192 @@ static ox_status pass_reduce_unsqueeze(ox_pass_ctx *c, ox_graph *g, ox_error *er
     return OX_OK;
 }
 
+
+/* ---- Squeeze / Unsqueeze ------------------------------------------------- */
+
+static int rank_of(const ox_value *v)
+{
+    if (v && v->init)
+        return v->init->rank;
+    return v && v->type && v->type->kind == OX_TYPE_TENSOR && v->type->has_shape
+               ? v->type->rank
+               : -1;
+}
+
+/* Sets the axes of a Squeeze/Unsqueeze the way its opset wants them. */
+static bool set_axes(ox_pass_ctx *c, ox_node *n, int k, const int64_t *a)
+{
+    if (ox_model_opset(c->m, "") >= 13) {
+        ox_value *v = ox__pass_new_init(n->graph, "axes", ox__pass_i64_tensor(k, a));
+        if (!v)
+            return false;
+        ox_node_set_input(n, 1, v);
+        return true;
+    }
+    return ox_node_set_attr_ints(n, "axes", k, a) != NULL;
+}
+
+static ox_status pass_squeezes(ox_pass_ctx *c, ox_graph *g, ox_error *err)
+{
+    (void)err;
+    for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
+        ox_node *n2 = g->nodes[i];
+        bool sq = ox_node_is(n2, "Squeeze"), un = ox_node_is(n2, "Unsqueeze");
+        if (!(sq || un) || n2->n_outputs != 1 || !n2->outputs[0])
+            continue;
+        ox_node *n1 = producer_is(n2, 0, "Squeeze");
+        bool sq1 = n1 != NULL;
+        if (!n1)
+            n1 = producer_is(n2, 0, "Unsqueeze");
+        if (!n1 || !n1->inputs[0])
+            continue;
+        ox_value *x = n1->inputs[0];
+        int64_t a1[OX_MAX_RANK], a2[OX_MAX_RANK], out[OX_MAX_RANK];
+        int k1 = axes_of(n1, a1), k2 = axes_of(n2, a2), r = rank_of(x);
+        if (r < 0 || k1 <= 0 || k2 <= 0)
+            continue;
+        int r1 = sq1 ? r - k1 : r + k1;
+        int r2 = sq ? r1 - k2 : r1 + k2;
+        if (r1 < 0 || r2 < 0 || r1 > OX_MAX_RANK || r2 > OX_MAX_RANK ||
+            norm_axes(a1, k1, sq1 ? r : r1) < 0 || norm_axes(a2, k2, sq ? r1 : r2) < 0)
+            continue;
+        if (sq1 != sq) {
+            /* A pair undoes itself when both name the same axes of the
+             * larger shape. */
+            if (k1 != k2 || memcmp(a1, a2, (size_t)k1 * sizeof *a1))
+                continue;
+            if (ox__pass_bypass(n2, x, n2->outputs[0])) {
+                ox__pass_did(c);
+                i = -1;
+            }
+            continue;
+        }
+        int k = 0;
+        if (un) {
+            /* Slots of the final shape not made by n2 are n1's output in order. */
+            int p = 0;
+            for (int j = 0; j < r2; j++) {
+                bool mine = false;
+                for (int q = 0; q < k2; q++)
+                    mine |= a2[q] == j;
+                bool theirs = false;
+                if (!mine) {
+                    for (int q = 0; q < k1; q++)
+                        theirs |= a1[q] == p;
+                    p++;
+                }
+                if (mine || theirs)
+                    out[k++] = j;
+            }
+        } else {
+            /* n2's axes index the dims of x that n1 kept. */
+            int64_t kept[OX_MAX_RANK];
+            int nk = 0;
+            for (int j = 0; j < r; j++) {
+                bool gone = false;
+                for (int q = 0; q < k1; q++)
+                    gone |= a1[q] == j;
+                if (!gone)
+                    kept[nk++] = j;
+                else
+                    out[k++] = j;
+            }
+            for (int q = 0; q < k2; q++)
+                out[k++] = kept[a2[q]];
+            norm_axes(out, k, r);
+        }
+        if (!set_axes(c, n2, k, out))
+            continue;
+        ox_node_set_input(n2, 0, x);
+        ox__pass_did(c);
+    }
+    return OX_OK;
+}
+
+
+/* ---- Slice of a Slice ----------------------------------------------------- */
+
+/* Reads a Slice (opset >= 10) with constant starts/ends/axes and unit
+ * steps into s/e/a (axes normalized); returns the axis count or -1. */
+static int slice_parts(const ox_node *n, int rank, int64_t *s, int64_t *e, int64_t *a)
+{
+    if (n->n_inputs < 3 || !n->inputs[1] || !n->inputs[2])
+        return -1;
+    int k = ox__pass_const_ints(n->inputs[1], s, OX_MAX_RANK);
+    if (k <= 0 || ox__pass_const_ints(n->inputs[2], e, OX_MAX_RANK) != k)
+        return -1;
+    if (n->n_inputs > 3 && n->inputs[3]) {
+        if (ox__pass_const_ints(n->inputs[3], a, OX_MAX_RANK) != k)
+            return -1;
+    } else {
+        for (int i = 0; i < k; i++)
+            a[i] = i;
+    }
+    if (n->n_inputs > 4 && n->inputs[4]) {
+        int64_t st[OX_MAX_RANK];
+        if (ox__pass_const_ints(n->inputs[4], st, OX_MAX_RANK) != k)
+            return -1;
+        for (int i = 0; i < k; i++)
+            if (st[i] != 1)
+                return -1;
+    }
+    for (int i = 0; i < k; i++) {
+        if (a[i] < 0)
+            a[i] += rank;
+        if (a[i] < 0 || a[i] >= rank)
+            return -1;
+    }
+    return k;
+}
+
+static ox_status pass_slices(ox_pass_ctx *c, ox_graph *g, ox_error *err)
+{
+    (void)err;
+    if (ox_model_opset(c->m, "") < 10)
+        return OX_OK;
+    for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
+        ox_node *n2 = g->nodes[i];
+        if (!ox_node_is(n2, "Slice"))
+            continue;
+        ox_node *n1 = producer_is(n2, 0, "Slice");
+        if (!n1 || !n1->inputs[0])
+            continue;
+        int r = rank_of(n1->inputs[0]);
+        int64_t s1[OX_MAX_RANK], e1[OX_MAX_RANK], a1[OX_MAX_RANK];
+        int64_t s2[OX_MAX_RANK], e2[OX_MAX_RANK], a2[OX_MAX_RANK];
+        int k1 = r > 0 ? slice_parts(n1, r, s1, e1, a1) : -1;
+        int k2 = k1 > 0 ? slice_parts(n2, r, s2, e2, a2) : -1;
+        if (k2 <= 0 || k1 + k2 > OX_MAX_RANK)
+            continue;
+        /* Only slices of different axes compose by concatenation. */
+        bool clash = false;
+        for (int p = 0; p < k1; p++)
+            for (int q = 0; q < k2; q++)
+                clash |= a1[p] == a2[q];
+        if (clash)
+            continue;
+        for (int q = 0; q < k2; q++) {
+            s1[k1 + q] = s2[q];
+            e1[k1 + q] = e2[q];
+            a1[k1 + q] = a2[q];
+        }
+        int k = k1 + k2;
+        ox_value *vs = ox__pass_new_init(g, "starts", ox__pass_i64_tensor(k, s1));
+        ox_value *ve = ox__pass_new_init(g, "ends", ox__pass_i64_tensor(k, e1));
+        ox_value *va = ox__pass_new_init(g, "axes", ox__pass_i64_tensor(k, a1));
+        if (!vs || !ve || !va)
+            return ox_errorf(err, OX_ENOMEM, "out of memory");
+        ox_node_set_input(n2, 0, n1->inputs[0]);
+        ox_node_set_input(n2, 1, vs);
+        ox_node_set_input(n2, 2, ve);
+        ox_node_set_input(n2, 3, va);
+        if (n2->n_inputs > 4)
+            ox_node_set_input(n2, 4, NULL);
+        ox__pass_did(c);
+    }
+    return OX_OK;
+}
+
 const ox_pass ox__passes_fuse[] = {
     {"fuse_transposes", "compose consecutive Transposes into one", OX_PASS_FUSION,
      OX_TARGET_ONNX, OX_LEVEL_BASIC, true, pass_transposes},
@@ -287,5 +473,10 @@ const ox_pass ox__passes_fuse[] = {
      OX_LEVEL_BASIC, true, pass_log_softmax},
     {"fuse_reduce_unsqueeze", "Reduce(keepdims=0) + matching Unsqueeze -> keepdims=1",
      OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_BASIC, true, pass_reduce_unsqueeze},
+    {"fuse_squeezes",
+     "merge consecutive Squeezes or Unsqueezes; drop Squeeze/Unsqueeze pairs that cancel",
+     OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_BASIC, true, pass_squeezes},
+    {"fuse_slices", "merge a Slice of a Slice over different axes (unit steps)",
+     OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_BASIC, true, pass_slices},
     {0},
 };

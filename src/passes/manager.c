@@ -505,7 +505,24 @@ static ox_status infer(ox_pass_manager *pm, ox_model *m, ox_error *err)
     o.strict = false;
     o.stats = NULL;
     ox_error ierr = {0};
+    /* Reset forgets the declared types of graph outputs too; an op that
+     * inference does not know would then leave them untyped, and ONNX
+     * requires them typed: put back what the file said. */
+    ox_graph *g = m->graph;
+    ox_type **keep = calloc((size_t)g->n_outputs + 1, sizeof *keep);
+    for (int i = 0; keep && i < g->n_outputs; i++)
+        keep[i] = g->outputs[i]->type ? ox_type_clone(g->outputs[i]->type) : NULL;
     ox_status st = ox_infer_model(m, &o, &ierr);
+    for (int i = 0; keep && i < g->n_outputs; i++) {
+        ox_value *v = g->outputs[i];
+        if (keep[i] && (!v->type || v->type->kind == OX_TYPE_NONE)) {
+            ox_type_free(v->type);
+            v->type = keep[i];
+            keep[i] = NULL;
+        }
+        ox_type_free(keep[i]);
+    }
+    free(keep);
     /* An override naming no input is the caller's mistake; other trouble
      * only makes the passes that need types do less. */
     if (st == OX_EINVAL)
@@ -551,6 +568,18 @@ static void finish(ox_pass_report *rep, ox_model *m, snap *b)
     rep->n_touched = k;
 }
 
+/* A value_info entry needs a type: drop the listing of values that the
+ * final inference left untyped (their producer may have changed). */
+static void drop_untyped_info(ox_graph *g, void *ctx)
+{
+    (void)ctx;
+    for (int i = 0; i < g->n_values; i++) {
+        ox_value *v = g->values[i];
+        if (v->has_value_info && (!v->type || v->type->kind == OX_TYPE_NONE))
+            v->has_value_info = false;
+    }
+}
+
 ox_status ox_pm_run(ox_pass_manager *pm, ox_model *m, ox_pass_report *rep, ox_error *err)
 {
     if (!pm || !m || !m->graph)
@@ -581,6 +610,7 @@ ox_status ox_pm_run(ox_pass_manager *pm, ox_model *m, ox_pass_report *rep, ox_er
     }
     if (!st)
         st = infer(pm, m, err);
+    ox_graph_visit(m->graph, drop_untyped_info, NULL);
     finish(rep, m, &b);
     free(a.nodes);
     free(b.nodes);
@@ -608,6 +638,7 @@ ox_status ox_pm_step(ox_pass_manager *pm, ox_model *m, int i, int max_rewrites,
     }
     if (!st && rw)
         st = infer(pm, m, err);
+    ox_graph_visit(m->graph, drop_untyped_info, NULL);
     finish(rep, m, &b);
     free(a.nodes);
     free(b.nodes);

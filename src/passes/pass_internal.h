@@ -37,6 +37,9 @@ extern const ox_pass ox__passes_fuse[];
 /* The constant tensor of v when it is a real constant: an initializer that
  * is not also a graph input (those can be overridden at run time). */
 const ox_tensor *ox__pass_const(const ox_value *v);
+/* Lists a new initializer v of g as a graph input when the model's IR
+ * version (< 4) requires it. */
+void ox__pass_list_init(ox_graph *g, ox_value *v);
 /* The constant as int64 list (any integer dtype, rank <= 1); returns the
  * count or -1 when v is not such a constant. At most cap entries. */
 int ox__pass_const_ints(const ox_value *v, int64_t *out, int cap);

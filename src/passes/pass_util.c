@@ -7,9 +7,19 @@
 
 const ox_tensor *ox__pass_const(const ox_value *v)
 {
-    if (!v || !v->init || v->is_input)
+    if (!v || !v->init)
+        return NULL;
+    /* Before IR 4 every initializer is listed as a graph input and is
+     * still a constant; from IR 4 on such a listing makes it overridable. */
+    if (v->is_input && !(v->graph && v->graph->model && v->graph->model->ir_version < 4))
         return NULL;
     return v->init;
+}
+
+void ox__pass_list_init(ox_graph *g, ox_value *v)
+{
+    if (g && !g->parent && g->model && g->model->ir_version < 4 && !v->is_input)
+        ox_graph_add_input(g, v);
 }
 
 int ox__pass_const_ints(const ox_value *v, int64_t *out, int cap)
@@ -107,6 +117,7 @@ ox_value *ox__pass_new_init(ox_graph *g, const char *hint, ox_tensor *t)
     }
     ox_type_free(v->type);
     v->type = ty;
+    ox__pass_list_init(g, v);
     return v;
 }
 

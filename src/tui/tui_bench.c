@@ -169,6 +169,6 @@ void tui_bench_draw(tui *t, int y0, int h, int w)
         tui_put(y++, 2, w - 4, OX_SLOT_UI_DIM, t,
                 "speedup: n/a (no optimized model; apply passes in panel 8)");
     }
-    tui_putf(y++, 2, w - 4, OX_SLOT_UI_DIM, t, "%d timed runs, min %.3f ms, max %.3f ms, %d threads",
-             r->iters, r->min, r->max, r->threads);
+    tui_putf(y++, 2, w - 4, OX_SLOT_UI_DIM, t, "%d timed runs, min %.3f ms, max %.3f ms, threads %d%s",
+             r->iters, r->min, r->max, r->threads, r->threads ? "" : " (one per core)");
 }

@@ -159,6 +159,8 @@ struct tui {
     int gdepth;
     ox_model_cost cost;
     ox_infer_opts iopts;   /* shape overrides, re-applied on edit */
+    ox_type **in_types;    /* the file's graph input types (overrides rewrite them) */
+    int n_in_types;
     ox_infer_stats istats;
 
     /* node list of the current graph */
@@ -215,6 +217,7 @@ struct tui {
     char pbuf[512];
     int plen;
     char pending_path[512];
+    char confirm_msg[160];
     int export_scope;      /* 0 graph, 1 neighbourhood, 2 diff */
 
     /* passes: the manager, the last report and the before/after numbers */
@@ -227,6 +230,9 @@ struct tui {
     char last_action[128];
     ox_model_cost cost_orig;
     int64_t size_cur;      /* serialized size of cur (orig: the file size) */
+    struct tui_op_delta *dtab;   /* Diff op table, computed once per change */
+    int n_dtab;
+    bool dtab_valid;
 
     /* bench worker */
     pthread_t bench_thread;
@@ -262,6 +268,8 @@ void tui_model_resort(tui *t);
 void tui_model_free_views(tui *t);
 ox_status tui_apply_shape(tui *t, const char *input, const char *shape, ox_error *err);
 void tui_clear_shapes(tui *t, ox_error *err);
+void tui_save_input_types(tui *t);
+void tui_free_input_types(tui *t);
 const char *tui_node_label(const ox_node *n, char *buf, size_t len);
 const char *tui_out_shapes(const ox_node *n, char *buf, size_t len);
 const char *tui_value_type(const ox_value *v, char *buf, size_t len);

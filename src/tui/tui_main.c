@@ -100,7 +100,7 @@ static const char *prompt_label(const tui *t)
     case TUI_PROMPT_SHAPE: return "shape: ";
     case TUI_PROMPT_EXPORT: return "export to (.dot .svg .png): ";
     case TUI_PROMPT_SAVE: return "save model to: ";
-    case TUI_PROMPT_CONFIRM: return "overwrite? (y/n) ";
+    case TUI_PROMPT_CONFIRM: return t->confirm_msg;
     default: return "";
     }
 }
@@ -374,9 +374,9 @@ static void save_do(tui *t, const char *path, bool confirmed)
     if (exists && !confirmed) {
         snprintf(t->pending_path, sizeof t->pending_path, "%s", path);
         t->confirm_for = TUI_PROMPT_SAVE;
+        snprintf(t->confirm_msg, sizeof t->confirm_msg, "%s: overwrite? (y/n) ",
+                 is_input ? "this is the input model" : "the file exists");
         tui_prompt_open(t, TUI_PROMPT_CONFIRM, "");
-        tui_set_status(t, OX_SLOT_UI_WARNING, "%s exists%s", path,
-                       is_input ? " and is the input model" : "");
         return;
     }
     ox_save_opts so = {.overwrite_input = is_input};
@@ -684,6 +684,7 @@ static void *load_main(void *arg)
         t->cur = t->orig;
         t->graph = t->orig->graph;
         t->iopts.stats = &t->istats;
+        tui_save_input_types(t);
         ox_error ie = {0};
         if (ox_infer_model(t->orig, &t->iopts, &ie) != OX_OK && ie.status == OX_EINVAL) {
             l->status = ie.status;
@@ -793,6 +794,7 @@ static void tui_free(tui *t)
     }
     tui_model_free_views(t);
     tui_passes_free(t);
+    tui_free_input_types(t);
     if (t->cur != t->orig)
         ox_model_free(t->cur);
     ox_model_free(t->orig);

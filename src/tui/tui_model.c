@@ -12,6 +12,8 @@
 #include "onnxscope/tensor.h"
 #include "tui/tui_internal.h"
 
+static void restore_input_types(tui *t, ox_model *m);
+
 const char *tui_node_label(const ox_node *n, char *buf, size_t len)
 {
     if (n->name && n->name[0])
@@ -65,6 +67,10 @@ const char *tui_out_shapes(const ox_node *n, char *buf, size_t len)
 
 void tui_model_free_views(tui *t)
 {
+    free(t->dtab);
+    t->dtab = NULL;
+    t->n_dtab = 0;
+    t->dtab_valid = false;
     for (int k = 0; k < TUI_SORT_COUNT; k++) {
         free(t->perm[k]);
         t->perm[k] = NULL;
@@ -349,9 +355,11 @@ ox_status tui_apply_shape(tui *t, const char *input, const char *shape, ox_error
         ox_infer_opts_free(&fresh);
         return err->status;
     }
-    /* Validate on the model before committing: an unknown name is refused. */
     ox_infer_opts_free(&t->iopts);
     t->iopts = fresh;
+    restore_input_types(t, t->orig);
+    if (t->cur != t->orig)
+        restore_input_types(t, t->cur);
     ox_error e2 = {0};
     reinfer(t, &e2);
     ox_status st = e2.status;
@@ -362,10 +370,46 @@ ox_status tui_apply_shape(tui *t, const char *input, const char *shape, ox_error
     return st;
 }
 
+void tui_save_input_types(tui *t)
+{
+    const ox_graph *g = t->orig->graph;
+    t->in_types = calloc((size_t)g->n_inputs + 1, sizeof *t->in_types);
+    if (!t->in_types)
+        return;
+    t->n_in_types = g->n_inputs;
+    for (int i = 0; i < g->n_inputs; i++)
+        t->in_types[i] = g->inputs[i]->type ? ox_type_clone(g->inputs[i]->type) : NULL;
+}
+
+void tui_free_input_types(tui *t)
+{
+    for (int i = 0; i < t->n_in_types; i++)
+        ox_type_free(t->in_types[i]);
+    free(t->in_types);
+    t->in_types = NULL;
+    t->n_in_types = 0;
+}
+
+/* Puts the file's input types back on m's graph inputs (matched by name). */
+static void restore_input_types(tui *t, ox_model *m)
+{
+    const ox_graph *o = t->orig->graph;
+    for (int i = 0; i < t->n_in_types && i < o->n_inputs; i++) {
+        ox_value *v = m == t->orig ? o->inputs[i] : ox_graph_find(m->graph, o->inputs[i]->name);
+        if (!v || !v->is_input)
+            continue;
+        ox_type_free(v->type);
+        v->type = t->in_types[i] ? ox_type_clone(t->in_types[i]) : NULL;
+    }
+}
+
 void tui_clear_shapes(tui *t, ox_error *err)
 {
     ox_infer_opts_free(&t->iopts);
     memset(&t->iopts, 0, sizeof t->iopts);
+    restore_input_types(t, t->orig);
+    if (t->cur != t->orig)
+        restore_input_types(t, t->cur);
     reinfer(t, err);
     tui_model_refresh(t, err);
 }

@@ -569,7 +569,11 @@ static void draw_row(tui *t, int y, int w, ox_node **ns, int cnt, int sel_base, 
                       : "(no consumers: graph outputs only)");
         return;
     }
-    int bw = 22;
+    int bw = (w - 2) / cnt - 1;   /* wide boxes when few, at least 16 columns */
+    if (bw > 32)
+        bw = 32;
+    if (bw < 16)
+        bw = 16;
     int fit = (w - 2) / (bw + 1);
     if (fit < 1)
         fit = 1;

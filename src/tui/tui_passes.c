@@ -284,7 +284,7 @@ void tui_passes_footer(tui *t, int y0, int h, int w)
 
 /* ---- Diff ------------------------------------------------------------------ */
 
-typedef struct op_delta {
+typedef struct tui_op_delta {
     const char *op;
     int before, after;
 } op_delta;
@@ -298,31 +298,59 @@ static int cmp_delta(const void *a, const void *b)
     return strcmp(x->op, y->op);
 }
 
-static void count_ops(const ox_graph *g, op_delta **tab, int *n, int *cap, bool after)
+#define OPTAB_SIZE 2048   /* open addressing; more distinct ops than this are not shown */
+
+static uint32_t hash_str(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* Counts op types of a graph into the hash table (one pass, O(nodes)). */
+static void count_ops(const ox_graph *g, op_delta *tab, int *n, bool after)
 {
     for (int i = 0; i < g->n_nodes; i++) {
         const char *op = g->nodes[i]->op_type ? g->nodes[i]->op_type : "?";
-        int k = 0;
-        for (; k < *n; k++)
-            if (strcmp((*tab)[k].op, op) == 0)
-                break;
-        if (k == *n) {
-            if (*n == *cap) {
-                int nc = *cap ? *cap * 2 : 32;
-                op_delta *nt = realloc(*tab, (size_t)nc * sizeof *nt);
-                if (!nt)
-                    return;
-                *tab = nt;
-                *cap = nc;
+        uint32_t h = hash_str(op) & (OPTAB_SIZE - 1);
+        for (int probe = 0; probe < OPTAB_SIZE; probe++, h = (h + 1) & (OPTAB_SIZE - 1)) {
+            if (!tab[h].op) {
+                if (*n >= OPTAB_SIZE / 2)
+                    break;
+                tab[h].op = op;
+                (*n)++;
+            } else if (strcmp(tab[h].op, op) != 0) {
+                continue;
             }
-            (*tab)[k] = (op_delta){op, 0, 0};
-            (*n)++;
+            if (after)
+                tab[h].after++;
+            else
+                tab[h].before++;
+            break;
         }
-        if (after)
-            (*tab)[k].after++;
-        else
-            (*tab)[k].before++;
     }
+}
+
+static void build_dtab(tui *t)
+{
+    free(t->dtab);
+    t->dtab = NULL;
+    t->n_dtab = 0;
+    t->dtab_valid = true;
+    op_delta *tab = calloc(OPTAB_SIZE, sizeof *tab);
+    if (!tab)
+        return;
+    int n = 0;
+    count_ops(t->orig->graph, tab, &n, false);
+    count_ops(t->cur->graph, tab, &n, true);
+    int k = 0;
+    for (int i = 0; i < OPTAB_SIZE; i++)
+        if (tab[i].op)
+            tab[k++] = tab[i];
+    qsort(tab, (size_t)k, sizeof *tab, cmp_delta);
+    t->dtab = tab;
+    t->n_dtab = k;
 }
 
 static void diff_line(tui *t, int y, int w, const char *label, const char *b, const char *a,
@@ -365,12 +393,10 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
     if (y < end)
         y++;
     /* Op counts, largest change first; then the per-pass report. */
-    op_delta *tab = NULL;
-    int n = 0, cap = 0;
-    count_ops(t->orig->graph, &tab, &n, &cap, false);
-    count_ops(t->cur->graph, &tab, &n, &cap, true);
-    if (tab)
-        qsort(tab, (size_t)n, sizeof *tab, cmp_delta);
+    if (!t->dtab_valid)
+        build_dtab(t);
+    op_delta *tab = t->dtab;
+    int n = t->n_dtab;
     int half = w / 2;
     int tw = w < 100 ? w - 4 : half - 3;
     int ytab = y;
@@ -383,7 +409,6 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
                                      : OX_SLOT_UI_DIM,
                  t, "%-18.18s %6d %6d %+6d", tab[i].op, tab[i].before, tab[i].after, d);
     }
-    free(tab);
     /* the pass report beside the op table (below it when narrow) */
     int x = half, yr = ytab;
     if (w < 100) {

@@ -300,6 +300,11 @@ static void test_cli_errors(void **state)
     assert_int_equal(run_cli(args, &out), 2);
     free(out);
     out = NULL;
+    snprintf(args, sizeof args, "bench %s/samples/tiny_cnn.onnx --shape nosuch=1x2",
+             ox_test_source());
+    assert_int_equal(run_cli(args, &out), 2);
+    free(out);
+    out = NULL;
     assert_int_equal(run_cli("bench /nonexistent/model.onnx", &out), 3);
     free(out);
 }

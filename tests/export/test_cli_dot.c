@@ -13,6 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cgraph.h>
+#include <jansson.h>
+
 #include "onnxscope/io.h"
 #include "testutil.h"
 
@@ -150,11 +153,142 @@ static void test_guard(void **state)
     free(out);
 }
 
+/* Adds n to hist[op][what] (a JSON object used as a two-level histogram). */
+static void hist_add(json_t *hist, const char *op, const char *what, long n)
+{
+    if (n == 0)
+        return;
+    json_t *e = json_object_get(hist, op);
+    if (!e) {
+        e = json_object();
+        json_object_set_new(hist, op, e);
+    }
+    long cur = (long)json_integer_value(json_object_get(e, what));
+    json_object_set_new(e, what, json_integer(cur + n));
+}
+
+/* Histogram of ox_diff=added / removed op nodes in a DOT file, by ox_op. */
+static json_t *diff_marks(const char *path, int *added, int *removed)
+{
+    *added = *removed = 0;
+    json_t *hist = json_object();
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    Agraph_t *g = agread(f, NULL);
+    fclose(f);
+    assert_non_null(g);
+    for (Agnode_t *n = agfstnode(g); n; n = agnxtnode(g, n)) {
+        char *d = agget(n, "ox_diff");
+        char *op = agget(n, "ox_op");
+        if (!d || !op)
+            continue;
+        if (strcmp(d, "added") == 0) {
+            (*added)++;
+            hist_add(hist, op, "added", 1);
+        } else if (strcmp(d, "removed") == 0) {
+            (*removed)++;
+            hist_add(hist, op, "removed", 1);
+        }
+    }
+    agclose(g);
+    return hist;
+}
+
+/* The acceptance check of issue 6: `dot --diff` between a model and its
+ * optimized version marks exactly as many removed and added nodes as the
+ * optimizer's pass report (optimize --json: sums of nodes_removed and
+ * nodes_added over passes) says, for every model of ../shared/models. */
+static void test_diff_matches_pass_report(void **state)
+{
+    (void)state;
+    const char *shared = ox_test_shared();
+    if (!shared || !usable())
+        skip();
+    char cmd[4096];
+    char *out = NULL;
+    snprintf(cmd, sizeof cmd, "'%s' optimize --help", bin);
+    if (ox_test_run(cmd, &out) != 0) {
+        free(out);
+        print_message("skipped: `onnxscope optimize` not available\n");
+        skip();
+    }
+    free(out);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/models", shared);
+    ox_test_paths p = {0};
+    ox_test_find(dir, "model.onnx", &p);
+    assert_true(p.n > 0);
+    static const char *const levels[] = {"basic", "all"};
+    int compared = 0;
+    for (int i = 0; i < p.n; i++) {
+        for (size_t l = 0; l < sizeof levels / sizeof levels[0]; l++) {
+            char opt[512], dot[512];
+            snprintf(opt, sizeof opt, "%s/opt%d.onnx", tmpdir, i);
+            snprintf(dot, sizeof dot, "%s/diff%d.dot", tmpdir, i);
+            snprintf(cmd, sizeof cmd, "'%s' optimize '%s' -o '%s' --level %s --json 2>/dev/null",
+                     bin, p.v[i], opt, levels[l]);
+            if (ox_test_run(cmd, &out) != 0)
+                fail_msg("optimize failed on %s: %s", p.v[i], out ? out : "");
+            json_error_t jerr;
+            json_t *root = json_loads(out, 0, &jerr);
+            free(out);
+            out = NULL;
+            if (!root)
+                fail_msg("optimize --json on %s: %s", p.v[i], jerr.text);
+            long removed = 0, added = 0;
+            json_t *passes = json_object_get(root, "passes");
+            assert_true(json_is_array(passes));
+            json_t *want = json_object();
+            size_t k;
+            json_t *ps;
+            json_array_foreach(passes, k, ps) {
+                removed += (long)json_integer_value(json_object_get(ps, "nodes_removed"));
+                added += (long)json_integer_value(json_object_get(ps, "nodes_added"));
+                const char *op;
+                json_t *oc;
+                json_object_foreach(json_object_get(ps, "ops"), op, oc) {
+                    hist_add(want, op, "removed",
+                             (long)json_integer_value(json_object_get(oc, "removed")));
+                    hist_add(want, op, "added",
+                             (long)json_integer_value(json_object_get(oc, "added")));
+                }
+            }
+            json_decref(root);
+            char args[2048];
+            snprintf(args, sizeof args, "'%s' --diff '%s' -o '%s' --no-infer", p.v[i], opt, dot);
+            if (run_dot(args, &out) != 0)
+                fail_msg("dot --diff failed on %s: %s", p.v[i], out ? out : "");
+            free(out);
+            out = NULL;
+            int da, dr;
+            json_t *got = diff_marks(dot, &da, &dr);
+            if (da != added || dr != removed)
+                fail_msg("%s (--level %s): diff marks %d added / %d removed, the pass report "
+                         "says %ld / %ld", p.v[i], levels[l], da, dr, added, removed);
+            /* And by op type, as far as the report breaks it down. */
+            if (json_object_size(want) > 0 && !json_equal(got, want)) {
+                char *a = json_dumps(got, JSON_SORT_KEYS | JSON_COMPACT);
+                char *b = json_dumps(want, JSON_SORT_KEYS | JSON_COMPACT);
+                fail_msg("%s (--level %s): marked by op %s, report by op %s", p.v[i],
+                         levels[l], a, b);
+            }
+            json_decref(got);
+            json_decref(want);
+            print_message("%-60s %-5s removed %4d added %3d (= pass report)\n", p.v[i],
+                          levels[l], dr, da);
+            compared++;
+        }
+    }
+    assert_int_equal(compared, 2 * p.n);
+    ox_test_paths_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exit_codes),
         cmocka_unit_test(test_guard),
+        cmocka_unit_test(test_diff_matches_pass_report),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

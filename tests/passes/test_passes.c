@@ -427,6 +427,157 @@ static void test_fusions(void **state)
     ox_model_free(m);
 }
 
+
+/* X -> Relu -> Identity -> Y, read only inside both branches of an If. */
+static ox_model *if_model(bool const_cond)
+{
+    ox_model *m = mk(17);
+    ox_graph *g = m->graph;
+    in2(m, "X", OX_DT_FLOAT, 2, 3);
+    ox_value *cond = ox_graph_value(g, "cond");
+    if (const_cond) {
+        ox_tensor *t = ox_tensor_new(OX_DT_BOOL, 0, NULL);
+        ox_tensor_set_i64(t, 0, 1);
+        ox_graph_set_initializer(g, cond, t);
+    } else {
+        cond->type = ox_type_new_tensor(OX_DT_BOOL, 0, NULL);
+        ox_graph_add_input(g, cond);
+    }
+    nd(m, "Relu", "X", NULL, "Y0");
+    nd(m, "Identity", "Y0", NULL, "Y");
+    ox_value *z = ox_graph_value(g, "Z");
+    ox_node *iff = ox_node_new(g, "If", "", "if", 1, &cond, 1, &z);
+    ox_graph_add_output(g, z);
+    ox_graph *branches[2];
+    for (int b = 0; b < 2; b++) {
+        ox_graph *t = ox_graph_new(m, g);
+        t->owner = iff;
+        ox_value *y = ox_graph_value(g, "Y");
+        ox_value *ty = ox_graph_value(t, b ? "ey" : "ty");
+        ox_node_new(t, b ? "Abs" : "Neg", "", b ? "abs" : "neg", 1, &y, 1, &ty);
+        ox_graph_add_output(t, ty);
+        branches[b] = t;
+    }
+    iff->attrs = calloc(2, sizeof(ox_attr));
+    iff->attrs[0].name = strdup("then_branch");
+    iff->attrs[0].type = OX_ATTR_GRAPH;
+    iff->attrs[0].g = branches[0];
+    iff->attrs[1].name = strdup("else_branch");
+    iff->attrs[1].type = OX_ATTR_GRAPH;
+    iff->attrs[1].g = branches[1];
+    iff->n_attrs = 2;
+    ox_graph_relink(g);
+    return m;
+}
+
+static void test_if_and_subgraph_reads(void **state)
+{
+    (void)state;
+    /* A value read only by a subgraph is live; the Identity feeding it may
+     * go (the subgraph then reads its input). */
+    ox_model *m = if_model(false);
+    int rw;
+    ox_model *o = opt_checked(m, NULL, &rw);
+    assert_int_equal(count_op(o, "Relu"), 1);
+    assert_int_equal(count_op(o, "If"), 1);
+    assert_int_equal(count_op(o, "Identity"), 0);
+    ox_model_free(o);
+    ox_model_free(m);
+    /* A constant condition inlines the then branch. */
+    m = if_model(true);
+    o = opt_checked(m, NULL, &rw);
+    assert_int_equal(count_op(o, "If"), 0);
+    assert_int_equal(count_op(o, "Neg"), 1);
+    assert_string_equal(o->graph->outputs[0]->name, "Z");
+    assert_non_null(o->graph->outputs[0]->producer);
+    ox_model_free(o);
+    ox_model_free(m);
+}
+
+
+static void test_squeezes(void **state)
+{
+    (void)state;
+    for (int opset = 11; opset <= 13; opset += 2) {
+        ox_model *m = mk(opset);
+        in2(m, "x", OX_DT_FLOAT, 2, 3);
+        int64_t a0[1] = {0}, a2[1] = {2}, m1[1] = {-4};
+        ox_node *u1 = nd(m, "Unsqueeze", "x", opset >= 13 ? "a0" : NULL, "u1");
+        ox_node *u2 = nd(m, "Unsqueeze", "u1", opset >= 13 ? "a2" : NULL, "u2");
+        ox_node *s1 = nd(m, "Squeeze", "u2", opset >= 13 ? "m1" : NULL, "s1");
+        nd(m, "Relu", "s1", NULL, "y");
+        if (opset >= 13) {
+            init_i(m, "a0", 1, a0);
+            init_i(m, "a2", 1, a2);
+            init_i(m, "m1", 1, m1);
+        } else {
+            ox_node_set_attr_ints(u1, "axes", 1, a0);
+            ox_node_set_attr_ints(u2, "axes", 1, a2);
+            ox_node_set_attr_ints(s1, "axes", 1, m1);
+        }
+        out(m, "y");
+        out(m, "u2");
+        int rw;
+        ox_model *o = opt_checked(m, "fuse_squeezes,dce,remove_unused_initializers", &rw);
+        /* u2 = Unsqueeze(x, [0, 2]); the Squeeze of it at -4 (= 0) does not
+         * undo it, so one Unsqueeze and the Squeeze stay. */
+        assert_int_equal(count_op(o, "Unsqueeze"), 1);
+        assert_int_equal(count_op(o, "Squeeze"), 1);
+        ox_model_free(o);
+        ox_model_free(m);
+    }
+    /* Unsqueeze then Squeeze of the same axis cancel. */
+    ox_model *m = mk(13);
+    in2(m, "x", OX_DT_FLOAT, 2, 3);
+    int64_t a1[1] = {1};
+    init_i(m, "a1", 1, a1);
+    nd(m, "Unsqueeze", "x", "a1", "u");
+    nd(m, "Squeeze", "u", "a1", "s");
+    nd(m, "Relu", "s", NULL, "y");
+    out(m, "y");
+    int rw;
+    ox_model *o = opt_checked(m, "fuse_squeezes,dce", &rw);
+    assert_int_equal(count_op(o, "Unsqueeze") + count_op(o, "Squeeze"), 0);
+    ox_model_free(o);
+    ox_model_free(m);
+}
+
+
+static void test_slices(void **state)
+{
+    (void)state;
+    ox_model *m = mk(13);
+    in2(m, "x", OX_DT_FLOAT, 4, 6);
+    int64_t s0[1] = {1}, e0[1] = {3}, a0[1] = {0}, s1[1] = {2}, e1[1] = {-1}, a1[1] = {-1};
+    init_i(m, "s0", 1, s0);
+    init_i(m, "e0", 1, e0);
+    init_i(m, "a0", 1, a0);
+    init_i(m, "s1", 1, s1);
+    init_i(m, "e1", 1, e1);
+    init_i(m, "a1", 1, a1);
+    ox_graph *g = m->graph;
+    ox_value *i1[4] = {ox_graph_value(g, "x"), ox_graph_value(g, "s0"), ox_graph_value(g, "e0"),
+                       ox_graph_value(g, "a0")};
+    ox_value *o1 = ox_graph_value(g, "p");
+    ox_node_new(g, "Slice", "", "sl1", 4, i1, 1, &o1);
+    ox_value *i2[4] = {o1, ox_graph_value(g, "s1"), ox_graph_value(g, "e1"),
+                       ox_graph_value(g, "a1")};
+    ox_value *o2 = ox_graph_value(g, "q");
+    ox_node_new(g, "Slice", "", "sl2", 4, i2, 1, &o2);
+    /* Same axis twice: must not merge by concatenation. */
+    ox_value *i3[4] = {o2, ox_graph_value(g, "s0"), ox_graph_value(g, "e0"),
+                       ox_graph_value(g, "a0")};
+    ox_value *o3 = ox_graph_value(g, "y");
+    ox_node_new(g, "Slice", "", "sl3", 4, i3, 1, &o3);
+    out(m, "y");
+    int rw;
+    ox_model *o = opt_checked(m, "fuse_slices,dce", &rw);
+    assert_int_equal(rw, 2); /* one fusion, then the first Slice is dead */
+    assert_int_equal(count_op(o, "Slice"), 2);
+    ox_model_free(o);
+    ox_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -441,6 +592,9 @@ int main(void)
         cmocka_unit_test(test_reshape_and_shape_chain),
         cmocka_unit_test(test_step_one_rewrite),
         cmocka_unit_test(test_fusions),
+        cmocka_unit_test(test_slices),
+        cmocka_unit_test(test_squeezes),
+        cmocka_unit_test(test_if_and_subgraph_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

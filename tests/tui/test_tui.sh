@@ -24,6 +24,7 @@ TMP=$(mktemp -d /tmp/oxtui.XXXXXX)
 SOCK="oxtui-$$-$RANDOM"
 FAILS=0
 CHECKS=0
+RUN=0
 SCEN=""
 cleanup() {
     tmux -L "$SOCK" kill-server >/dev/null 2>&1
@@ -104,6 +105,8 @@ run_cnn() {
     local term=$1 w=$2 h=$3
     shift 3
     SCEN="cnn $term ${w}x$h $*"
+    RUN=$((RUN + 1))
+    local tag="$RUN-$term"
     echo "== $SCEN"
     start "$w" "$h" TERM="$term" "$@" -- "$CNN"
     wait_for "Conv 2" || return
@@ -163,38 +166,40 @@ run_cnn() {
     assert_screen "original"
     # Export the neighbourhood as DOT, the whole graph as SVG.
     keys 6 x C-u
-    typed "$TMP/n-$term.dot"
+    typed "$TMP/n-$tag.dot"
     keys Enter
     wait_for "exported neighbourhood" || return
-    check "DOT file written" grep -q "digraph" "$TMP/n-$term.dot"
+    check "DOT file written" grep -q "digraph" "$TMP/n-$tag.dot"
     keys 1 x C-u
-    typed "$TMP/g-$term.svg"
+    typed "$TMP/g-$tag.svg"
     keys Enter
     wait_for "exported graph" || return
-    check "SVG file written" grep -q "<svg" "$TMP/g-$term.svg"
+    check "SVG file written" grep -q "<svg" "$TMP/g-$tag.svg"
     # Save, refuse to overwrite without confirmation, protect the input.
     keys w C-u
-    typed "$TMP/o-$term.onnx"
+    typed "$TMP/o-$tag.onnx"
     keys Enter
     wait_for "saved the model" || return
     check "saved model loads with 10 nodes" \
-        sh -c "'$BIN' info --json '$TMP/o-$term.onnx' | grep -q '\"nodes\": *10'"
+        sh -c "'$BIN' info --json '$TMP/o-$tag.onnx' | grep -q '\"nodes\": *10'"
     keys w C-u
-    typed "$TMP/o-$term.onnx"
+    typed "$TMP/o-$tag.onnx"
     keys Enter
-    wait_for "overwrite? (y/n)" || return
+    wait_for "the file exists: overwrite? (y/n)" || return
     keys n
     wait_for "not saved" || return
     keys w C-u
     typed "$CNN"
     keys Enter
-    wait_for "is the input model" || return
+    wait_for "this is the input model: overwrite? (y/n)" || return
     keys n
     wait_for "not saved" || return
     # Help comes from the key table.
     keys '?'
     wait_for "Keys (from the key table" || return
-    assert_screen "search by name or op type"
+    assert_screen "show this help"
+    keys NPage
+    wait_for "search by name or op type" || return
     keys q
     wait_for "total MACs" 5 >/dev/null 2>&1 || true
     quit_clean
@@ -219,7 +224,43 @@ run_trf() {
     keys 3 End Home PPage NPage Down Up
     keys 7
     wait_for "node / attribute / body" || return
-    keys 0 b Escape
+    # Passes: apply all, toggle a pass (live re-run changes the diff),
+    # reset, then step passes one at a time.
+    keys 8
+    wait_for "[x] constant_to_initializer" || return
+    keys a
+    wait_for "applied: 129 -> " 20 || return
+    applied1=$(screen | grep -o 'applied: [0-9]* -> [0-9]*')
+    keys 9
+    wait_for "Diff: original -> all enabled passes" || return
+    assert_screen "Constant"
+    diff_before=$(screen | grep -E '^ +nodes ' | tr -s ' ')
+    keys 8 /
+    typed "cse"
+    keys Enter Space
+    wait_for "[ ] cse" 20 || return
+    applied2=$(screen | grep -o 'applied: [0-9]* -> [0-9]*')
+    CHECKS=$((CHECKS + 1))
+    [ -n "$applied2" ] && [ "$applied1" != "$applied2" ] ||
+        fail "toggling cse did not change the result ($applied1 / $applied2)"
+    keys 9
+    wait_for "Diff: original" || return
+    diff_after=$(screen | grep -E '^ +nodes ' | tr -s ' ')
+    CHECKS=$((CHECKS + 1))
+    [ "$diff_before" != "$diff_after" ] || fail "diff node counts did not change ($diff_before)"
+    keys r
+    wait_for "reset to the original model" || return
+    keys s
+    wait_for "step constant_to_initializer: -" 20 || return
+    keys s
+    wait_for "step fold_shape_chains" 20 || return
+    keys 2
+    wait_for "total MACs" || return
+    # Benchmark original vs optimized, with the equivalence check.
+    keys 0 b
+    wait_for "speedup x" 30 || return
+    assert_screen "max abs error"
+    keys b Escape
     wait_for "Bench" || return
     keys Tab
     wait_for "Overview" || return
@@ -233,7 +274,8 @@ run_ascii() {
     wait_for "Conv 2" || return
     keys 2 j j v
     wait_for "/Relu_2" || return
-    assert_screen "+--------------------+"
+    assert_screen "+-----"
+    assert_screen "|Relu"
     assert_not_screen "┌"
     quit_clean
     SCEN="non-UTF-8 locale"
@@ -242,7 +284,8 @@ run_ascii() {
     wait_for "Conv 2" || return
     keys 2 j j v
     wait_for "/Relu_2" || return
-    assert_screen "+--------------------+"
+    assert_screen "+-----"
+    assert_not_screen "│"
     quit_clean
 }
 

@@ -1,9 +1,11 @@
 /* Binary and variadic elementwise kernels with numpy broadcasting:
- * arithmetic, comparisons, logic and bitwise ops, Pow, Mod, PRelu, Where.
+ * arithmetic, comparisons, logic and bitwise ops, Pow, Mod, PRelu, Where,
+ * SwiGLU.
  * Each op has one inner loop per compute type (float, double, int64,
  * uint64); narrower types are widened once per call and narrowed back. */
 /* The build's -O2 does not vectorize on GCC 12; these loops are the hot
- * path of elementwise work, so ask for it here. */
+ * path of elementwise work, so ask for it here. Without trapping math the
+ * min/max selects become branch-free; errno from libm is never read. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("tree-vectorize", "no-trapping-math", "no-math-errno")
 #endif

@@ -3,7 +3,8 @@
  * directly; narrow formats (float16, bfloat16, float8, float4, int4, int2)
  * and strings go through a native intermediate in small stack chunks. */
 /* The build's -O2 does not vectorize on GCC 12; these loops are the hot
- * path of elementwise work, so ask for it here. */
+ * path of elementwise work, so ask for it here. Without trapping math the
+ * min/max selects become branch-free; errno from libm is never read. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("tree-vectorize", "no-trapping-math", "no-math-errno")
 #endif

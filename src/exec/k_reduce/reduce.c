@@ -3,7 +3,8 @@
  * axes" and "reduce the leading axes" run as contiguous inner loops. Floats
  * accumulate in double, integers in (u)int64. */
 /* The build's -O2 does not vectorize on GCC 12; these loops are the hot
- * path of elementwise work, so ask for it here. */
+ * path of elementwise work, so ask for it here. Without trapping math the
+ * min/max selects become branch-free; errno from libm is never read. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("tree-vectorize", "no-trapping-math", "no-math-errno")
 #endif

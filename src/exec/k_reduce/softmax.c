@@ -1,8 +1,9 @@
-/* Softmax, LogSoftmax, Hardmax and CumSum: ops that work along one axis,
+/* Softmax, LogSoftmax, Hardmax, CumSum and CumProd: ops along one axis,
  * seen as (outer, n, inner). Before opset 13 the softmax family flattened
  * the input to 2-D at `axis`; from 13 on it works along that single axis. */
 /* The build's -O2 does not vectorize on GCC 12; these loops are the hot
- * path of elementwise work, so ask for it here. */
+ * path of elementwise work, so ask for it here. Without trapping math the
+ * min/max selects become branch-free; errno from libm is never read. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("tree-vectorize", "no-trapping-math", "no-math-errno")
 #endif

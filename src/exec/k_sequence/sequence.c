@@ -178,7 +178,7 @@ static ox_status k_split_to_seq(ox_kernel_ctx *c)
     if (!sp) {
         n_parts = D;
         squeeze = keepdims == 0;
-    } else if (sp->rank == 0 || (sp->rank == 1 && sp->numel == 1 && false)) {
+    } else if (sp->rank == 0) {   /* a scalar: equal chunks, the last may be shorter */
         int64_t k;
         if (!ox_rv_scalar_i64(sp, &k) || k <= 0)
             return ox_errorf(c->err, OX_EINVAL, "split must be positive");
