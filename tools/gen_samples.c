@@ -6,7 +6,8 @@
  *
  *   gen_samples OUTDIR             -> OUTDIR/tiny_cnn.onnx, OUTDIR/tiny_transformer.onnx
  *   gen_samples --large FILE.onnx  -> the benchmark model
- *   gen_samples --wide N FILE.onnx -> a chain of N cheap nodes (TUI scrolling bench) */
+ *   gen_samples --wide N FILE.onnx -> a chain of N cheap nodes (TUI scrolling bench)
+ *   gen_samples --transformer LAYERS HIDDEN FILE.onnx -> the same block, any size */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -436,12 +437,23 @@ int main(int argc, char **argv)
         gen_transformer(argv[2], &c, "large_transformer");
         return 0;
     }
+    if (argc == 5 && !strcmp(argv[1], "--transformer")) {
+        int layers = atoi(argv[2]), hidden = atoi(argv[3]);
+        if (layers < 1 || hidden < 8 || hidden % 4) {
+            fprintf(stderr, "gen_samples: --transformer LAYERS HIDDEN (HIDDEN a multiple of 4)\n");
+            return 2;
+        }
+        tf_cfg c = {layers, hidden, 4, 4 * hidden, 1000, 512};
+        gen_transformer(argv[4], &c, "transformer");
+        return 0;
+    }
     if (argc == 4 && !strcmp(argv[1], "--wide")) {
         gen_wide(argv[3], atoi(argv[2]));
         return 0;
     }
     if (argc != 2) {
-        fprintf(stderr, "usage: gen_samples OUTDIR | --large FILE | --wide N FILE\n");
+        fprintf(stderr, "usage: gen_samples OUTDIR | --large FILE | --wide N FILE |\n"
+                        "                   --transformer LAYERS HIDDEN FILE\n");
         return 2;
     }
     char path[4096];

@@ -997,7 +997,7 @@ static double now_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-static int run_bench(int reps)
+static int run_bench(int reps, const char *extra)
 {
     static const struct {
         const char *rel, *shape;
@@ -1016,13 +1016,19 @@ static int run_bench(int reps)
     }
     printf("%-58s %6s %10s %10s %12s\n", "model", "nodes", "infer ms", "cost ms",
            "us per node");
-    for (size_t k = 0; k < sizeof list / sizeof list[0]; k++) {
+    size_t n_list = sizeof list / sizeof list[0];
+    for (size_t k = 0; k < n_list + (extra != NULL); k++) {
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s", d, list[k].rel);
+        if (k == n_list) /* an extra model (bench/cost_bench.sh), batch 1, sequence 128 */
+            snprintf(path, sizeof path, "%s", extra);
+        else
+            snprintf(path, sizeof path, "%s/%s", d, list[k].rel);
+        const char *rel = k == n_list ? extra : list[k].rel;
+        const char *shape = k == n_list ? "1x128" : list[k].shape;
         ox_model *base = NULL;
         ox_error err = {0};
         if (ox_load(path, NULL, &base, &err) != OX_OK) {
-            printf("%-58s load failed: %s\n", list[k].rel, err.msg);
+            printf("%-58s load failed: %s\n", rel, err.msg);
             continue;
         }
         double best_inf = 1e9, best_cost = 1e9;
@@ -1036,7 +1042,7 @@ static int run_bench(int reps)
                     continue;
                 char arg[512];
                 snprintf(arg, sizeof arg, "%s=%s", m->graph->inputs[i]->name,
-                         list[k].shape);
+                         shape);
                 ox_infer_opts_add_shape(&o, arg, &err);
             }
             double t0 = now_ms();
@@ -1056,7 +1062,7 @@ static int run_bench(int reps)
                 best_cost = t2 - t1;
         }
         int nn = base->graph->n_nodes;
-        printf("%-58s %6d %10.2f %10.2f %12.2f\n", list[k].rel, nn, best_inf, best_cost,
+        printf("%-58s %6d %10.2f %10.2f %12.2f\n", rel, nn, best_inf, best_cost,
                nn ? 1e3 * (best_inf + best_cost) / nn : 0.0);
         ox_model_free(base);
     }
@@ -1090,7 +1096,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_backend_models),
     };
     if (argc > 1 && !strcmp(argv[1], "bench"))
-        return run_bench(argc > 2 ? atoi(argv[2]) : 5);
+        return run_bench(argc > 2 ? atoi(argv[2]) : 5, argc > 3 ? argv[3] : NULL);
     if (argc > 1 && !strcmp(argv[1], "models"))
         return cmocka_run_group_tests_name("cost_models", models, NULL, NULL);
     return cmocka_run_group_tests_name("cost_unit", unit, NULL, NULL);
