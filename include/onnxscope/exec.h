@@ -109,7 +109,23 @@ typedef struct ox_exec_opts {
      * CLOCK_MONOTONIC in ns. NULL (the default) costs nothing. */
     void (*node_hook)(void *user, const ox_node *n, int64_t start_ns, int64_t end_ns);
     void *node_hook_user;
+    /* Allocate every activation on the heap instead of the planned arena
+     * (docs/EXECUTOR.md); results are identical, for comparisons. */
+    bool no_arena;
 } ox_exec_opts;
+
+/* What the last ox_exec_run did with memory (docs/EXECUTOR.md). */
+typedef struct ox_exec_stats {
+    bool arena_used;        /* the run placed activations in an arena */
+    int64_t arena_bytes;    /* its size: the memory plan's arena_bytes */
+    int arena_outputs;      /* node outputs placed in the arena */
+    int heap_outputs;       /* node outputs on the heap (no slot, mismatch,
+                             * non-tensor, or a kernel's own view) */
+    int arena_copies;       /* views of arena bytes copied (aliasing rule) */
+    int output_copies;      /* graph outputs copied out of the arena */
+    int plans_built;        /* signatures planned so far (this executor) */
+    int plan_hits;          /* runs that reused a cached plan */
+} ox_exec_stats;
 
 /* Prepares an executor for m's main graph: topological order, a kernel per
  * node (OX_EUNSUPPORTED naming the node when one is missing), value
@@ -129,6 +145,9 @@ typedef struct ox_scope ox_scope;
 ox_status ox_exec_subgraph(ox_kernel_ctx *c, const ox_graph *g, int n_inputs,
                            ox_rval *const *inputs, int n_outputs,
                            ox_rval **outputs);
+
+/* Memory statistics of the last run (zeros before any run). */
+void ox_exec_get_stats(const ox_exec *e, ox_exec_stats *out);
 
 /* The model an executor runs, and its pool (NULL when single-threaded). */
 const ox_model *ox_exec_model(const ox_exec *e);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "onnxscope/exec.h"
+#include "arena.h"
 
 /* ---- pointer hash map (plan-time lookups only) ------------------------- */
 
@@ -124,6 +125,11 @@ struct ox_exec {
     ox_thread_pool *pool;
     ox_plan **plans;      /* main graph first, subgraphs as they are met */
     int n_plans, cap_plans;
+    /* Activation arenas of the main graph (arena.c, docs/EXECUTOR.md). */
+    ox_arena_cache arenas;
+    bool arena_ok;        /* main graph runs in file order, arenas allowed */
+    int arena_busy;       /* a run holds the arena (atomic): others use the heap */
+    ox_exec_stats stats;
 };
 
 typedef struct frame {
@@ -131,6 +137,13 @@ typedef struct frame {
     const ox_plan *plan;
     ox_rval **vals;
     unsigned char *owned;
+    /* Main-graph frames running with an arena: the plan, the node being
+     * run with its output array, and the tensors placed for it. */
+    const ox_arena_plan *arena;
+    const plan_node *cur;
+    ox_rval **cur_out;
+    ox_tensor *placed[16];
+    ox_exec_stats *stats;
 } frame;
 
 /* Largest single tensor a kernel may allocate; guards against absurd
@@ -650,6 +663,27 @@ const ox_tensor *ox_kernel_in(const ox_kernel_ctx *c, int i)
     return c->in[i]->t;
 }
 
+/* Output i of the node being run, at its planned arena offset when the
+ * frame has an arena and dtype and size match the plan; else NULL (heap).
+ * The bytes are zeroed like a fresh heap tensor's. */
+static ox_tensor *arena_place(ox_kernel_ctx *c, int i, ox_dtype dt, int rank,
+                              const int64_t *dims, size_t bytes)
+{
+    frame *f = c->priv;
+    if (!f || !f->arena || !f->cur || c->node != f->cur->node || c->out != f->cur_out ||
+        c->n_out != f->cur->n_out || i >= 16 || dt == OX_DT_STRING || bytes == 0)
+        return NULL;
+    int s = f->cur->out[i];
+    const ox_arena_plan *ap = f->arena;
+    if (s < 0 || s >= ap->n_slots || ap->off[s] < 0 || ap->dtype[s] != dt ||
+        ap->nbytes[s] != (int64_t)bytes || ap->off[s] + ap->nbytes[s] > ap->bytes)
+        return NULL;
+    memset((char *)ap->buf->data + ap->off[s], 0, bytes);
+    ox_tensor *t = ox_tensor_new_view(dt, rank, dims, ap->buf, (size_t)ap->off[s]);
+    f->placed[i] = t;
+    return t;
+}
+
 ox_tensor *ox_kernel_output(ox_kernel_ctx *c, int i, ox_dtype dt, int rank,
                             const int64_t *dims)
 {
@@ -676,7 +710,9 @@ ox_tensor *ox_kernel_output(ox_kernel_ctx *c, int i, ox_dtype dt, int rank,
                   i, ox_shape_str(rank, dims, buf, sizeof buf), bytes);
         return NULL;
     }
-    ox_tensor *t = ox_tensor_new(dt, rank, dims);
+    ox_tensor *t = arena_place(c, i, dt, rank, dims, bytes);
+    if (!t)
+        t = ox_tensor_new(dt, rank, dims);
     if (!t) {
         ox_errorf(c->err, OX_ENOMEM, "output %d: out of memory", i);
         return NULL;
@@ -717,6 +753,7 @@ static void frame_free(frame *f)
 
 static ox_status frame_init(frame *f, frame *parent, const ox_plan *p, ox_error *err)
 {
+    memset(f, 0, sizeof *f);
     f->parent = parent;
     f->plan = p;
     f->vals = calloc((size_t)p->n_slots + 1, sizeof *f->vals);
@@ -759,6 +796,32 @@ static int64_t hook_now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Aliasing rule: a value may hold arena bytes only in its own planned
+ * slot. Any tensor inside v (sequence items included) that views other
+ * arena bytes (Reshape/Identity/... views, subgraph results, values
+ * returned by If/Loop) gets a private heap copy, so reusing a dead slot
+ * can never change a live value. `keep` is the tensor placed for v. */
+static ox_status arena_detach(const ox_arena_plan *ap, ox_rval *v, const ox_tensor *keep,
+                              int *copies)
+{
+    if (!v)
+        return OX_OK;
+    if (v->t && v->t != keep && ox_arena_holds(ap, v->t)) {
+        ox_tensor *c = ox_tensor_clone(v->t);
+        if (!c)
+            return OX_ENOMEM;
+        ox_tensor_free(v->t);
+        v->t = c;
+        (*copies)++;
+    }
+    for (int i = 0; i < v->n_items; i++) {
+        ox_status st = arena_detach(ap, v->items[i], NULL, copies);
+        if (st)
+            return st;
+    }
+    return OX_OK;
+}
+
 static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
 {
     const ox_plan *p = f->plan;
@@ -797,6 +860,9 @@ static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
             .n_out = pn->n_out, .out = out, .exec = e, .pool = e->pool,
             .err = &kerr, .priv = f,
         };
+        f->cur = pn;
+        f->cur_out = out;
+        memset(f->placed, 0, sizeof f->placed);
         int64_t hook_t0 = e->opts.node_hook ? hook_now_ns() : 0;
         ox_status st = pn->fn(&ctx);
         if (e->opts.node_hook)
@@ -815,7 +881,20 @@ static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
                             st = ox_errorf(&kerr, OX_ENOMEM, "out of memory");
                     }
             }
+            for (int i = 0; f->arena && st == OX_OK && i < pn->n_out; i++) {
+                const ox_tensor *mine = i < 16 ? f->placed[i] : NULL;
+                if (!out[i])
+                    continue;
+                if (mine && out[i]->t == mine)
+                    f->stats->arena_outputs++;
+                else
+                    f->stats->heap_outputs++;
+                if (arena_detach(f->arena, out[i], mine, &f->stats->arena_copies))
+                    st = ox_errorf(&kerr, OX_ENOMEM, "out of memory");
+            }
         }
+        f->cur = NULL;
+        f->cur_out = NULL;
         if (st != OX_OK) {
             for (int i = 0; i < pn->n_out; i++)
                 ox_rval_free(out[i]);
@@ -934,6 +1013,12 @@ ox_status ox_exec_new(ox_model *m, const ox_exec_opts *opts, ox_exec **out,
         ox_exec_free(e);
         return st;
     }
+    /* The memory plan follows the file's node order: arenas only when the
+     * executor runs that same order. */
+    e->arena_ok = !e->opts.no_arena && !e->opts.keep_intermediates;
+    for (int k = 0; k < p->n_nodes && e->arena_ok; k++)
+        if (p->nodes[k].node != m->graph->nodes[k])
+            e->arena_ok = false;
     int threads = e->opts.threads;
     if (threads != 1) {
         e->pool = ox_thread_pool_new(threads);  /* NULL is fine: serial */
@@ -950,6 +1035,7 @@ void ox_exec_free(ox_exec *e)
         plan_free(e->plans[i]);
     free(e->plans);
     ox_thread_pool_free(e->pool);
+    ox_arena_cache_free(&e->arenas);
     free(e);
 }
 
@@ -969,6 +1055,7 @@ ox_status ox_exec_run(ox_exec *e, int n_inputs, ox_rval *const *inputs,
         return ox_errorf(err, OX_EINVAL, "%d outputs asked, the graph has %d", n_outputs,
                          g->n_outputs);
     frame f;
+    bool hold = false;
     ox_status st = frame_init(&f, NULL, p, err);
     if (st)
         return st;
@@ -989,12 +1076,50 @@ ox_status ox_exec_run(ox_exec *e, int n_inputs, ox_rval *const *inputs,
             }
         }
     }
+    /* One run at a time uses the arena; a concurrent run takes the heap. */
+    hold = e->arena_ok && !__atomic_exchange_n(&e->arena_busy, 1, __ATOMIC_ACQUIRE);
+    if (hold) {
+        e->stats = (ox_exec_stats){.plans_built = e->arenas.built,
+                                   .plan_hits = e->arenas.hits};
+        /* Plans are keyed by every graph input: runs giving fewer use the heap. */
+        if (n_inputs == g->n_inputs)
+            st = ox_arena_get(&e->arenas, e->model, p->n_slots, p->slot_value,
+                              g->n_inputs, inputs, &f.arena, err);
+        if (st)
+            goto out;
+        f.stats = &e->stats;
+        e->stats.arena_used = f.arena != NULL;
+        e->stats.arena_bytes = f.arena ? f.arena->bytes : 0;
+        e->stats.plans_built = e->arenas.built;
+        e->stats.plan_hits = e->arenas.hits;
+    }
     st = run_frame(e, &f, err);
     if (!st)
         st = take_outputs(&f, n_outputs, outputs, err);
+    /* Graph outputs belong to the caller: copy them out of the arena. */
+    if (getenv("OXDBG")) fprintf(stderr, "arena %p st %d out0 %p\n", (void*)f.arena, st, outputs[0] ? (void*)outputs[0]->t : NULL);
+    for (int i = 0; !st && f.arena && i < n_outputs; i++)
+        if (arena_detach(f.arena, outputs[i], NULL, &e->stats.output_copies))
+            st = ox_errorf(err, OX_ENOMEM, "out of memory");
+    if (st && f.arena)
+        for (int i = 0; i < n_outputs; i++) {
+            ox_rval_free(outputs[i]);
+            outputs[i] = NULL;
+        }
 out:
     frame_free(&f);
+    if (hold)
+        __atomic_store_n(&e->arena_busy, 0, __ATOMIC_RELEASE);
     return st;
+}
+
+void ox_exec_get_stats(const ox_exec *e, ox_exec_stats *out)
+{
+    if (!out)
+        return;
+    memset(out, 0, sizeof *out);
+    if (e)
+        *out = e->stats;
 }
 
 ox_status ox_exec_subgraph(ox_kernel_ctx *c, const ox_graph *g, int n_inputs,

@@ -2,6 +2,7 @@
  * manager: on/off per pass, a bounded fixed point, single steps, and a
  * report built by diffing snapshots of node ids and initializers around
  * each pass invocation, so passes need not account for their own edits. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,23 +11,29 @@
 
 /* ---- registry ------------------------------------------------------------ */
 
+static const ox_pass *reg_list[128];
+static int reg_n;
+
+static void reg_build(void)
+{
+    /* Order matters for a round: constants first so that folding sees
+     * initializers, eliminations and fusions next, cleanup last. */
+    const ox_pass *tables[] = {ox__passes_fold, ox__passes_elim, ox__passes_fuse,
+                               ox__passes_cleanup};
+    int k = 0;
+    for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
+        for (const ox_pass *p = tables[t]; p->name && k < 128; p++)
+            reg_list[k++] = p;
+    reg_n = k;
+}
+
+/* Built once, thread-safely (the TUI runs the manager in a worker). */
 static const ox_pass *const *registry(int *count)
 {
-    static const ox_pass *list[128];
-    static int n = -1;
-    if (n < 0) {
-        /* Order matters for a round: constants first so that folding sees
-         * initializers, eliminations and fusions next, cleanup last. */
-        const ox_pass *tables[] = {ox__passes_fold, ox__passes_elim, ox__passes_fuse,
-                                   ox__passes_cleanup};
-        int k = 0;
-        for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
-            for (const ox_pass *p = tables[t]; p->name && k < 128; p++)
-                list[k++] = p;
-        n = k;
-    }
-    *count = n;
-    return list;
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, reg_build);
+    *count = reg_n;
+    return reg_list;
 }
 
 int ox_pass_count(void)
@@ -224,7 +231,7 @@ void ox_pm_set_max_iterations(ox_pass_manager *pm, int n)
 
 typedef struct snap_node {
     int id;
-    const char *op;     /* interned in the report */
+    const char *op;     /* interned (see intern) */
     uint64_t sig;       /* inputs, outputs and attributes */
 } snap_node;
 
@@ -236,8 +243,7 @@ typedef struct snap {
     bool oom;
 } snap;
 
-/* Interns op type names in a small table owned by the report stats. */
-static const char *intern(const char *s)
+static const char *intern_locked(const char *s)
 {
     static char **tab;
     static int n, cap;
@@ -257,6 +263,17 @@ static const char *intern(const char *s)
         return "?";
     tab[n++] = d;
     return d;
+}
+
+/* Op names live for the process (a few dozen strings), so snapshots can
+ * point at them after the nodes are freed. */
+static const char *intern(const char *s)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&mu);
+    const char *r = intern_locked(s);
+    pthread_mutex_unlock(&mu);
+    return r;
 }
 
 static uint64_t mix(uint64_t h, uint64_t v)

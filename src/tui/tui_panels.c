@@ -704,7 +704,7 @@ static void sg_draw_row(tui *t, int row, int y, int w, bool sel)
     int slot = sel ? OX_SLOT_UI_SELECTED : OX_SLOT_UI_NORMAL;
     if (sel)
         tui_fill(y, 0, w, slot, t);
-    tui_putf(y, 0, w, slot, t, "%-10s %-28s %-14s %-20s %6d nodes", t->sg_node[row]->op_type,
+    tui_putf(y, 0, w, slot, t, "%-10.10s %-24.24s %-10.10s %-20.20s %6d nodes", t->sg_node[row]->op_type,
              tui_node_label(t->sg_node[row], lb, sizeof lb), t->sg_attr[row],
              t->sg_graph[row]->name ? t->sg_graph[row]->name : "", t->sg_graph[row]->n_nodes);
 }

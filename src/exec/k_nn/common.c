@@ -5,7 +5,60 @@
 #include <stdio.h>
 #include <strings.h>
 
+#include <pthread.h>
+
 #include "nn_common.h"
+
+/* ---- per-thread scratch ------------------------------------------------------ */
+
+typedef struct nn_scratch_set {
+    float *buf[NN_SCRATCH_SLOTS];
+    size_t cap[NN_SCRATCH_SLOTS];
+} nn_scratch_set;
+
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static pthread_key_t scratch_key;
+static bool scratch_key_ok;
+
+static void scratch_free(void *p)
+{
+    nn_scratch_set *s = p;
+    for (int i = 0; i < NN_SCRATCH_SLOTS; i++) free(s->buf[i]);
+    free(s);
+}
+
+static void scratch_init(void)
+{
+    scratch_key_ok = pthread_key_create(&scratch_key, scratch_free) == 0;
+}
+
+float *nn_scratch(int slot, size_t nfloats)
+{
+    if (slot < 0 || slot >= NN_SCRATCH_SLOTS) return NULL;
+    if (nfloats == 0) nfloats = 1;
+    pthread_once(&scratch_once, scratch_init);
+    if (!scratch_key_ok) return NULL;
+    nn_scratch_set *s = pthread_getspecific(scratch_key);
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s) return NULL;
+        if (pthread_setspecific(scratch_key, s) != 0) {
+            free(s);
+            return NULL;
+        }
+    }
+    if (s->cap[slot] < nfloats) {
+        /* Grow by half again so a slowly rising size does not reallocate
+         * (and refault) on every call. */
+        size_t want = nfloats + nfloats / 2;
+        float *nb = malloc(want * sizeof(float));
+        if (!nb) return NULL;
+        free(s->buf[slot]);
+        s->buf[slot] = nb;
+        s->cap[slot] = want;
+    }
+    return s->buf[slot];
+}
 
 ox_status nn_fail(ox_kernel_ctx *c, ox_status st, const char *fmt, ...)
 {

@@ -204,7 +204,7 @@ static void conv_items(void *ctx, int64_t b, int64_t e)
     if (tile_rows > rows) tile_rows = rows;
     float *col = NULL;
     if (!j->pointwise) {
-        col = malloc((size_t)(kdim * tile_rows * g->out[2] + 1) * sizeof(float));
+        col = nn_scratch(1, (size_t)(kdim * tile_rows * g->out[2] + 1));
         if (!col) { j->failed = true; return; }
     }
     for (int64_t it = b; it < e; it++) {
@@ -236,7 +236,6 @@ static void conv_items(void *ctx, int64_t b, int64_t e)
                         yg + r0 * g->out[2], g->out_sz);
         }
     }
-    free(col);
 }
 
 /* Float convolution into y (N, M, out...). act may be NULL; z (same shape

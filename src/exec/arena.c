@@ -1,0 +1,264 @@
+/* Activation arenas for the executor: per input-shape signature, infer the
+ * main graph's shapes on a clone, plan it with ox_memplan (the same plan
+ * the cost model reports) and keep one aligned arena; a small LRU cache. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnxscope/infer.h"
+#include "onnxscope/memplan.h"
+#include "arena.h"
+
+/* Shape-like integer inputs (rank <= 1, this few elements) are keyed by
+ * value too: their values may decide shapes (a Reshape target fed at run
+ * time), and inference gets them. Token-id tensors are rank 2 and are not. */
+#define SIG_VALUE_MAX 8
+
+typedef struct i64vec {
+    int64_t *v;
+    int n, cap;
+} i64vec;
+
+static bool vec_push(i64vec *a, int64_t x)
+{
+    if (a->n == a->cap) {
+        int cap = a->cap ? a->cap * 2 : 32;
+        int64_t *nv = realloc(a->v, (size_t)cap * sizeof *nv);
+        if (!nv)
+            return false;
+        a->v = nv;
+        a->cap = cap;
+    }
+    a->v[a->n++] = x;
+    return true;
+}
+
+static bool keyed_by_value(const ox_tensor *t)
+{
+    return (t->dtype == OX_DT_INT64 || t->dtype == OX_DT_INT32) && t->rank <= 1 &&
+           t->numel <= SIG_VALUE_MAX && ox_tensor_data(t);
+}
+
+/* Signature: per graph input, -1 when absent, else dtype, rank, dims and,
+ * for small integer tensors, their values. false for non-tensor inputs. */
+static bool make_sig(int n_inputs, ox_rval *const *inputs, i64vec *s, bool *ok)
+{
+    *ok = true;
+    if (!vec_push(s, n_inputs))
+        return false;
+    for (int i = 0; i < n_inputs; i++) {
+        const ox_rval *r = inputs[i];
+        if (!r) {
+            if (!vec_push(s, -1))
+                return false;
+            continue;
+        }
+        if (r->kind != OX_RV_TENSOR || !r->t) {
+            *ok = false;
+            return true;
+        }
+        const ox_tensor *t = r->t;
+        if (!vec_push(s, t->dtype) || !vec_push(s, t->rank))
+            return false;
+        for (int d = 0; d < t->rank; d++)
+            if (!vec_push(s, t->dims[d]))
+                return false;
+        if (keyed_by_value(t)) {
+            if (!vec_push(s, t->numel))
+                return false;
+            for (int64_t k = 0; k < t->numel; k++)
+                if (!vec_push(s, ox_tensor_get_i64(t, k)))
+                    return false;
+        } else if (!vec_push(s, -1)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void arena_buf_release(ox_buffer *b)
+{
+    free(b->data);
+    free(b);
+}
+
+/* A zeroed, 64-byte aligned buffer (kernels may use aligned vector loads). */
+static ox_buffer *arena_buf_new(int64_t bytes)
+{
+    size_t sz = ((size_t)bytes + OX_MEMPLAN_ALIGN - 1) & ~(size_t)(OX_MEMPLAN_ALIGN - 1);
+    ox_buffer *b = calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    b->data = aligned_alloc(OX_MEMPLAN_ALIGN, sz ? sz : OX_MEMPLAN_ALIGN);
+    if (!b->data) {
+        free(b);
+        return NULL;
+    }
+    b->refcount = 1;
+    b->size = (size_t)bytes;
+    b->release = arena_buf_release;
+    return b;
+}
+
+static void plan_free(ox_arena_plan *p)
+{
+    if (!p)
+        return;
+    free(p->sig);
+    ox_buffer_release(p->buf);
+    free(p->off);
+    free(p->nbytes);
+    free(p->dtype);
+    free(p);
+}
+
+/* Infers a clone of m for these inputs and fills p's slots and arena.
+ * Leaves p->buf NULL (a negative entry) whenever planning is not possible. */
+static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
+                            const ox_value *const *slot_value, int n_inputs,
+                            ox_rval *const *inputs, ox_error *err)
+{
+    ox_status st = OX_OK;
+    ox_model *cl = ox_model_clone(m);
+    ox_shape_override *ov = calloc((size_t)n_inputs + 1, sizeof *ov);
+    ox_input_value *iv = calloc((size_t)n_inputs + 1, sizeof *iv);
+    ox_memplan *mp = NULL;
+    int n_ov = 0, n_iv = 0;
+    p->n_slots = n_slots;
+    p->off = malloc(((size_t)n_slots + 1) * sizeof *p->off);
+    p->nbytes = calloc((size_t)n_slots + 1, sizeof *p->nbytes);
+    p->dtype = calloc((size_t)n_slots + 1, sizeof *p->dtype);
+    if (!cl || !ov || !iv || !p->off || !p->nbytes || !p->dtype) {
+        st = ox_errorf(err, OX_ENOMEM, "out of memory planning the arena");
+        goto out;
+    }
+    const ox_graph *g = cl->graph;
+    if (!g || g->n_inputs != n_inputs)
+        goto out;
+    for (int i = 0; i < n_inputs; i++) {
+        const ox_value *gv = g->inputs[i];
+        if (!inputs[i] || !gv || !gv->name)
+            continue;
+        const ox_tensor *t = inputs[i]->t;
+        ov[n_ov].name = gv->name;
+        ov[n_ov].rank = t->rank;
+        memcpy(ov[n_ov].dims, t->dims, (size_t)t->rank * sizeof t->dims[0]);
+        n_ov++;
+        if (keyed_by_value(t)) {
+            iv[n_iv].name = gv->name;
+            iv[n_iv].value = t;
+            n_iv++;
+        }
+    }
+    ox_infer_opts io = {
+        .shapes = ov, .n_shapes = n_ov, .input_values = iv, .n_input_values = n_iv,
+        .reset = true, .no_value_info = true,
+    };
+    ox_error ierr = {0};
+    if (ox_infer_model(cl, &io, &ierr) != OX_OK)
+        goto out;   /* not plannable: heap */
+    ox_memplan_opts mo;
+    ox_memplan_opts_default(&mo);
+    mo.include_inputs = false;    /* inputs are the caller's memory */
+    mo.include_constants = false; /* held like initializers */
+    if (ox_memplan_build(g, &mo, &mp, &ierr) != OX_OK || !mp->complete ||
+        mp->arena_bytes <= 0 || !ox_memplan_verify(mp, &ierr))
+        goto out;
+    for (int s = 0; s < n_slots; s++) {
+        p->off[s] = -1;
+        const ox_value *v = slot_value[s];
+        if (!v || !v->name || !v->name[0])
+            continue;
+        const ox_value *cv = ox_graph_find(g, v->name);
+        const ox_memplan_slot *ms = cv ? ox_memplan_find(mp, cv) : NULL;
+        if (!ms || ms->offset < 0 || !cv->type || cv->type->kind != OX_TYPE_TENSOR ||
+            cv->type->elem == OX_DT_STRING || cv->type->elem == OX_DT_UNDEFINED ||
+            ms->offset + ms->nbytes > mp->arena_bytes)
+            continue;
+        p->off[s] = ms->offset;
+        p->nbytes[s] = ms->nbytes;
+        p->dtype[s] = cv->type->elem;
+    }
+    p->buf = arena_buf_new(mp->arena_bytes);
+    if (!p->buf) {
+        st = ox_errorf(err, OX_ENOMEM, "out of memory for a %lld-byte arena",
+                       (long long)mp->arena_bytes);
+        goto out;
+    }
+    p->bytes = mp->arena_bytes;
+out:
+    ox_memplan_free(mp);
+    ox_model_free(cl);
+    free(ov);
+    free(iv);
+    return st;
+}
+
+ox_status ox_arena_get(ox_arena_cache *c, const ox_model *m, int n_slots,
+                       const ox_value *const *slot_value, int n_inputs,
+                       ox_rval *const *inputs, const ox_arena_plan **out,
+                       ox_error *err)
+{
+    *out = NULL;
+    i64vec sig = {0};
+    bool ok;
+    if (!make_sig(n_inputs, inputs, &sig, &ok)) {
+        free(sig.v);
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    }
+    if (!ok) {
+        free(sig.v);
+        return OX_OK;
+    }
+    c->tick++;
+    for (int i = 0; i < c->n; i++) {
+        ox_arena_plan *p = c->e[i];
+        if (p->n_sig == sig.n && !memcmp(p->sig, sig.v, (size_t)sig.n * sizeof *sig.v)) {
+            free(sig.v);
+            p->used = c->tick;
+            c->hits++;
+            *out = p->buf ? p : NULL;
+            return OX_OK;
+        }
+    }
+    ox_arena_plan *p = calloc(1, sizeof *p);
+    if (!p) {
+        free(sig.v);
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    }
+    p->sig = sig.v;
+    p->n_sig = sig.n;
+    ox_status st = plan_build(p, m, n_slots, slot_value, n_inputs, inputs, err);
+    if (st) {
+        plan_free(p);
+        return st;
+    }
+    p->used = c->tick;
+    c->built++;
+    if (c->n == OX_ARENA_CACHE) {
+        int lru = 0;
+        for (int i = 1; i < c->n; i++)
+            if (c->e[i]->used < c->e[lru]->used)
+                lru = i;
+        plan_free(c->e[lru]);
+        c->e[lru] = c->e[--c->n];
+    }
+    c->e[c->n++] = p;
+    *out = p->buf ? p : NULL;
+    return OX_OK;
+}
+
+void ox_arena_cache_free(ox_arena_cache *c)
+{
+    for (int i = 0; i < c->n; i++)
+        plan_free(c->e[i]);
+    c->n = 0;
+}
+
+bool ox_arena_holds(const ox_arena_plan *p, const ox_tensor *t)
+{
+    if (!p || !p->buf || !t || !t->buf)
+        return false;
+    const char *d = ox_tensor_data(t);
+    const char *a = p->buf->data;
+    return d >= a && d < a + p->buf->size;
+}

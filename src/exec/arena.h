@@ -1,0 +1,51 @@
+/* Executor-private: activation arenas. For one input-shape signature the
+ * main graph is inferred to static shapes, planned with ox_memplan and
+ * given one aligned arena; a few signatures are cached (see EXECUTOR.md). */
+#ifndef ONNXSCOPE_EXEC_ARENA_H
+#define ONNXSCOPE_EXEC_ARENA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "onnxscope/exec.h"
+#include "onnxscope/ir.h"
+#include "onnxscope/tensor.h"
+
+#define OX_ARENA_CACHE 4
+
+/* One planned signature. `buf` is NULL when the signature does not make
+ * every activation static (then runs with it use the heap). */
+typedef struct ox_arena_plan {
+    int64_t *sig;         /* the signature (see arena.c) */
+    int n_sig;
+    ox_buffer *buf;       /* the arena, 64-byte aligned */
+    int64_t bytes;        /* arena size = the memplan's arena_bytes */
+    int n_slots;          /* executor slots of the main graph */
+    int64_t *off;         /* per slot: offset in the arena, -1 = heap */
+    int64_t *nbytes;      /* per slot: exact planned bytes */
+    ox_dtype *dtype;      /* per slot: planned element type */
+    uint64_t used;        /* LRU tick */
+} ox_arena_plan;
+
+typedef struct ox_arena_cache {
+    ox_arena_plan *e[OX_ARENA_CACHE];
+    int n;
+    uint64_t tick;
+    int built, hits;      /* cumulative */
+} ox_arena_cache;
+
+/* The plan for these inputs (built on first sight of their signature), or
+ * *out = NULL when inputs cannot be planned (non-tensor inputs, nodes not
+ * in file order, shapes not static: the caller then uses the heap).
+ * slot_value[s] is the value of executor slot s of main graph g. Errors
+ * only for out-of-memory. */
+ox_status ox_arena_get(ox_arena_cache *c, const ox_model *m, int n_slots,
+                       const ox_value *const *slot_value, int n_inputs,
+                       ox_rval *const *inputs, const ox_arena_plan **out,
+                       ox_error *err);
+void ox_arena_cache_free(ox_arena_cache *c);
+
+/* True when t's bytes lie inside the arena of p. */
+bool ox_arena_holds(const ox_arena_plan *p, const ox_tensor *t);
+
+#endif
