@@ -32,6 +32,10 @@ ox_buffer *ox_buffer_new(size_t size);
 /* A buffer that views memory owned by `owner` (retained through a parent
  * buffer): the view keeps `parent` alive. Caller owns one ref. */
 ox_buffer *ox_buffer_view(ox_buffer *parent, void *data, size_t size);
+/* Like ox_buffer_view, but memory the creator lets its holder write:
+ * ox_tensor_mutable_data writes it in place while the view is held once
+ * (the executor's arena slots). */
+ox_buffer *ox_buffer_writable_view(ox_buffer *parent, void *data, size_t size);
 ox_buffer *ox_buffer_retain(ox_buffer *b);
 void ox_buffer_release(ox_buffer *b);
 

@@ -53,6 +53,21 @@ ox_buffer *ox_buffer_view(ox_buffer *parent, void *data, size_t size)
     return b;
 }
 
+/* Same as a view, but a distinct release function marks it writable in
+ * place by ox_tensor_mutable_data (the executor's activation arena). */
+static void writable_view_release(ox_buffer *b)
+{
+    view_release(b);
+}
+
+ox_buffer *ox_buffer_writable_view(ox_buffer *parent, void *data, size_t size)
+{
+    ox_buffer *b = ox_buffer_view(parent, data, size);
+    if (b)
+        b->release = writable_view_release;
+    return b;
+}
+
 ox_buffer *ox_buffer_retain(ox_buffer *b)
 {
     /* Atomic: the bench worker thread and the UI share models. */
@@ -315,7 +330,7 @@ void *ox_tensor_mutable_data(ox_tensor *t)
     }
     /* Only a heap buffer we alone hold may be written in place: views can
      * point into a read-only mapping of the model file. */
-    if (t->buf->release == heap_release &&
+    if ((t->buf->release == heap_release || t->buf->release == writable_view_release) &&
         __atomic_load_n(&t->buf->refcount, __ATOMIC_ACQUIRE) == 1)
         return (char *)t->buf->data + t->offset;
     ox_buffer *nb = ox_buffer_new(t->nbytes);

@@ -678,8 +678,13 @@ static ox_tensor *arena_place(ox_kernel_ctx *c, int i, ox_dtype dt, int rank,
     if (s < 0 || s >= ap->n_slots || ap->off[s] < 0 || ap->dtype[s] != dt ||
         ap->nbytes[s] != (int64_t)bytes || ap->off[s] + ap->nbytes[s] > ap->bytes)
         return NULL;
-    memset((char *)ap->buf->data + ap->off[s], 0, bytes);
-    ox_tensor *t = ox_tensor_new_view(dt, rank, dims, ap->buf, (size_t)ap->off[s]);
+    char *data = (char *)ap->buf->data + ap->off[s];
+    memset(data, 0, bytes);
+    /* A writable view of its own, so that kernels writing through
+     * ox_tensor_mutable_data write the slot instead of copying. */
+    ox_buffer *b = ox_buffer_writable_view(ap->buf, data, bytes);
+    ox_tensor *t = b ? ox_tensor_new_view(dt, rank, dims, b, 0) : NULL;
+    ox_buffer_release(b);
     f->placed[i] = t;
     return t;
 }
@@ -1097,7 +1102,6 @@ ox_status ox_exec_run(ox_exec *e, int n_inputs, ox_rval *const *inputs,
     if (!st)
         st = take_outputs(&f, n_outputs, outputs, err);
     /* Graph outputs belong to the caller: copy them out of the arena. */
-    if (getenv("OXDBG")) fprintf(stderr, "arena %p st %d out0 %p\n", (void*)f.arena, st, outputs[0] ? (void*)outputs[0]->t : NULL);
     for (int i = 0; !st && f.arena && i < n_outputs; i++)
         if (arena_detach(f.arena, outputs[i], NULL, &e->stats.output_copies))
             st = ox_errorf(err, OX_ENOMEM, "out of memory");

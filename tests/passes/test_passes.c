@@ -72,6 +72,10 @@ static int count_op(const ox_model *m, const char *op)
     return c;
 }
 
+/* Which passes fired in some test case: the last test requires every
+ * registered pass to have fired at least once. */
+static bool fired[256];
+
 /* Runs only `passes` (comma list) to the fixed point; returns rewrites. */
 static int run(ox_model *m, const char *passes)
 {
@@ -82,8 +86,13 @@ static int run(ox_model *m, const char *passes)
         assert_int_equal(ox_pm_only(pm, passes, &err), OX_OK);
     assert_int_equal(ox_pm_run(pm, m, &rep, &err), OX_OK);
     int rw = 0;
-    for (int i = 0; i < rep.n_passes; i++)
+    for (int i = 0; i < rep.n_passes; i++) {
         rw += rep.passes[i].rewrites;
+        const ox_pass *p = ox_pass_find(rep.passes[i].name);
+        for (int k = 0; p && rep.passes[i].rewrites > 0 && k < ox_pass_count() && k < 256; k++)
+            if (ox_pass_at(k) == p)
+                fired[k] = true;
+    }
     ox_pass_report_free(&rep);
     ox_pm_free(pm);
     ox_check_report cr = {0};
@@ -578,6 +587,19 @@ static void test_slices(void **state)
     ox_model_free(m);
 }
 
+/* Runs last: each registered pass fired in at least one case above. */
+static void test_every_pass_fired(void **state)
+{
+    (void)state;
+    int missing = 0;
+    for (int k = 0; k < ox_pass_count(); k++)
+        if (!fired[k]) {
+            print_message("# pass '%s' never fired in a unit test\n", ox_pass_at(k)->name);
+            missing++;
+        }
+    assert_int_equal(missing, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -595,6 +617,7 @@ int main(void)
         cmocka_unit_test(test_slices),
         cmocka_unit_test(test_squeezes),
         cmocka_unit_test(test_if_and_subgraph_reads),
+        cmocka_unit_test(test_every_pass_fired),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
