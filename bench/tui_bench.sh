@@ -14,7 +14,7 @@ command -v tmux >/dev/null || { echo "tmux is required" >&2; exit 1; }
 
 TMP=$(mktemp -d /tmp/oxtuibench.XXXXXX)
 SOCK="oxtuibench-$$"
-trap 'tmux -L "$SOCK" kill-server >/dev/null 2>&1; rm -rf "$TMP"' EXIT
+trap 'tmux -L "$SOCK" kill-server >/dev/null 2>&1; rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$SOCK"; rm -rf "$TMP"' EXIT
 MODEL=$TMP/wide.onnx
 LOG=$TMP/timing.log
 "$GEN" --wide "$NODES" "$MODEL" >/dev/null

@@ -76,14 +76,16 @@ static int count_op(const ox_model *m, const char *op)
  * registered pass to have fired at least once. */
 static bool fired[256];
 
-/* Runs only `passes` (comma list) to the fixed point; returns rewrites. */
-static int run(ox_model *m, const char *passes)
+/* Runs only `passes` (comma list) to the fixed point under the shape
+ * overrides io (may be NULL); returns rewrites. */
+static int run_io(ox_model *m, const char *passes, const ox_infer_opts *io)
 {
     ox_pass_manager *pm = ox_pm_new(OX_LEVEL_ALL, OX_TARGET_ONNX);
     ox_error err = {0};
     ox_pass_report rep = {0};
     if (passes)
         assert_int_equal(ox_pm_only(pm, passes, &err), OX_OK);
+    ox_pm_set_infer_opts(pm, io);
     assert_int_equal(ox_pm_run(pm, m, &rep, &err), OX_OK);
     int rw = 0;
     for (int i = 0; i < rep.n_passes; i++) {
@@ -102,6 +104,11 @@ static int run(ox_model *m, const char *passes)
     ox_check_report_free(&cr);
     assert_int_equal(st, OX_OK);
     return rw;
+}
+
+static int run(ox_model *m, const char *passes)
+{
+    return run_io(m, passes, NULL);
 }
 
 /* Runs the passes on a clone, checks idempotence (a second run changes

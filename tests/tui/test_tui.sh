@@ -32,6 +32,7 @@ cleanup() {
     local i
     for i in $(seq 0 "$NSOCK"); do
         tmux -L "$SOCK_BASE-$i" kill-server >/dev/null 2>&1
+        rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$SOCK_BASE-$i"
     done
     rm -rf "$TMP"
 }
