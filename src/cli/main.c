@@ -25,8 +25,10 @@ static const command commands[] = {
 
 static void usage(FILE *fp)
 {
-    fprintf(fp, "usage: onnxscope MODEL              open the interactive viewer\n"
+    fprintf(fp, "usage: onnxscope [OPTIONS] MODEL    open the interactive viewer\n"
                 "       onnxscope COMMAND [ARGS...]  (COMMAND --help for its options)\n\n"
+                "viewer options: --theme NAME|FILE, --ascii, --no-color, --shape NAME=DIMS,\n"
+                "                --dim SYMBOL=VALUE, --help-keys (onnxscope MODEL --help)\n\n"
                 "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(fp, "  %-14s %s\n", commands[i].name, commands[i].summary);

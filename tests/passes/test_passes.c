@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -594,6 +595,313 @@ static void test_slices(void **state)
     ox_model_free(m);
 }
 
+static ox_node *find_op(const ox_model *m, const char *op)
+{
+    for (int i = 0; i < m->graph->n_nodes; i++)
+        if (!strcmp(m->graph->nodes[i]->op_type, op))
+            return m->graph->nodes[i];
+    return NULL;
+}
+
+/* Names of a model's top-level nodes, in order, joined by ','. */
+static void node_names(const ox_model *m, char *buf, size_t cap)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < m->graph->n_nodes && at < cap; i++)
+        at += (size_t)snprintf(buf + at, cap - at, "%s%s", i ? "," : "",
+                               m->graph->nodes[i]->name);
+}
+
+static void test_constant_to_initializer(void **state)
+{
+    (void)state;
+    ox_model *m = mk(17);
+    ox_graph *g = m->graph;
+    in2(m, "x", OX_DT_FLOAT, 2, 3);
+    /* c = Constant(value=[1,2,3]) feeds a Mul: becomes an initializer. */
+    int64_t d3 = 3;
+    ox_tensor *t = ox_tensor_new(OX_DT_FLOAT, 1, &d3);
+    for (int i = 0; i < 3; i++)
+        ox_tensor_set_f64(t, i, 1.5 * (i + 1));
+    ox_value *c = ox_graph_value(g, "c");
+    ox_node_set_attr_t(ox_node_new(g, "Constant", "", "const_c", 0, NULL, 1, &c), "value", t);
+    nd(m, "Mul", "x", "c", "y");
+    /* k = Constant(value_int=7) is a graph output: stays a node. */
+    ox_value *k = ox_graph_value(g, "k");
+    ox_node_set_attr_i(ox_node_new(g, "Constant", "", "const_k", 0, NULL, 1, &k), "value_int", 7);
+    out(m, "y");
+    out(m, "k");
+    int rw;
+    ox_model *o = opt_checked(m, "constant_to_initializer", &rw);
+    assert_int_equal(rw, 1);
+    assert_int_equal(count_op(o, "Constant"), 1);
+    ox_value *cv = ox_graph_find(o->graph, "c");
+    assert_non_null(cv);
+    assert_non_null(cv->init);
+    assert_null(cv->producer);
+    assert_int_equal(cv->init->dtype, OX_DT_FLOAT);
+    assert_int_equal(cv->init->rank, 1);
+    assert_int_equal(cv->init->dims[0], 3);
+    assert_true(ox_tensor_get_f64(cv->init, 2) == 4.5);
+    /* The Mul still reads the value named c. */
+    assert_ptr_equal(o->graph->outputs[0]->producer->inputs[1], cv);
+    assert_string_equal(o->graph->outputs[1]->name, "k");
+    assert_non_null(o->graph->outputs[1]->producer);
+    assert_string_equal(o->graph->outputs[1]->producer->op_type, "Constant");
+    ox_model_free(o);
+    ox_model_free(m);
+
+    /* A Constant read only inside a subgraph keeps its name: the branch
+     * still resolves it after the node became an initializer. */
+    m = if_model(false);
+    g = m->graph;
+    ox_value *s = ox_graph_value(g, "sc");
+    ox_node_set_attr_f(ox_node_new(g, "Constant", "", "const_sc", 0, NULL, 1, &s), "value_float",
+                       2.0f);
+    ox_node *iff = find_op(m, "If");
+    assert_non_null(iff);
+    ox_graph *then = ox_node_attr(iff, "then_branch")->g;
+    /* The then branch becomes ty = Add(Y, sc). */
+    ox_node *neg = then->nodes[0];
+    free(neg->op_type);
+    neg->op_type = strdup("Add");
+    ox_node_set_input(neg, 1, s);
+    ox_graph_relink(g);
+    o = opt_checked(m, "constant_to_initializer,dce", &rw);
+    assert_int_equal(rw, 1);
+    assert_int_equal(count_op(o, "Constant"), 0);
+    ox_value *sv = ox_graph_find(o->graph, "sc");
+    assert_non_null(sv);
+    assert_non_null(sv->init);
+    assert_true(ox_tensor_get_f64(sv->init, 0) == 2.0);
+    ox_node *add = ox_node_attr(find_op(o, "If"), "then_branch")->g->nodes[0];
+    assert_ptr_equal(add->inputs[1], sv);
+    ox_model_free(o);
+    ox_model_free(m);
+}
+
+static void test_fold_shape_chains(void **state)
+{
+    (void)state;
+    /* Static shapes: s = Shape(x) is known, so it becomes an initializer;
+     * sh = Shape(x) is a graph output and keeps its producer. */
+    ox_model *m = mk(17);
+    in2(m, "x", OX_DT_FLOAT, 2, 3);
+    in2(m, "w", OX_DT_FLOAT, 3, 2);
+    nd(m, "Shape", "x", NULL, "s");
+    nd(m, "Reshape", "w", "s", "y");
+    nd(m, "Shape", "w", NULL, "sh");
+    out(m, "y");
+    out(m, "sh");
+    int rw;
+    ox_model *o = opt_checked(m, "fold_shape_chains", &rw);
+    assert_int_equal(rw, 1);
+    assert_int_equal(count_op(o, "Shape"), 1);
+    assert_int_equal(count_op(o, "Reshape"), 1);
+    ox_value *s = ox_graph_find(o->graph, "s");
+    assert_non_null(s);
+    assert_non_null(s->init);
+    assert_int_equal(s->init->dtype, OX_DT_INT64);
+    assert_int_equal(s->init->dims[0], 2);
+    assert_int_equal(ox_tensor_get_i64(s->init, 0), 2);
+    assert_int_equal(ox_tensor_get_i64(s->init, 1), 3);
+    assert_string_equal(o->graph->outputs[1]->name, "sh");
+    assert_string_equal(o->graph->outputs[1]->producer->op_type, "Shape");
+    ox_model_free(o);
+    ox_model_free(m);
+
+    /* A symbolic dim: without an override nothing is known, so the chain
+     * stays; with --dim batch=2 it folds (idempotently). */
+    m = mk(13);
+    int64_t d[2] = {-1, 6};
+    ox_value *x = ox_graph_value(m->graph, "x");
+    x->type = ox_type_new_tensor(OX_DT_FLOAT, 2, d);
+    x->type->dims[0].param = ox_strdup("batch");
+    ox_graph_add_input(m->graph, x);
+    int64_t zero[1] = {0}, rest[2] = {2, 3};
+    init_i(m, "i0", 1, zero);
+    init_i(m, "rest", 2, rest);
+    nd(m, "Shape", "x", NULL, "s");
+    nd(m, "Gather", "s", "i0", "b");
+    ox_node_set_attr_i(nd(m, "Concat", "b", "rest", "shape"), "axis", 0);
+    nd(m, "Reshape", "x", "shape", "y");
+    out(m, "y");
+    o = ox_model_clone(m);
+    assert_int_equal(run(o, "fold_shape_chains"), 0);
+    assert_int_equal(count_op(o, "Shape"), 1);
+    assert_int_equal(count_op(o, "Gather"), 1);
+    assert_int_equal(count_op(o, "Concat"), 1);
+    ox_model_free(o);
+    ox_error err = {0};
+    ox_infer_opts io = {0};
+    assert_int_equal(ox_infer_opts_add_dim(&io, "batch=2", &err), OX_OK);
+    o = ox_model_clone(m);
+    assert_true(run_io(o, "fold_shape_chains,dce,remove_unused_initializers", &io) > 0);
+    assert_int_equal(run_io(o, "fold_shape_chains,dce,remove_unused_initializers", &io), 0);
+    assert_int_equal(count_op(o, "Shape") + count_op(o, "Gather") + count_op(o, "Concat"), 0);
+    assert_int_equal(o->graph->n_nodes, 1);
+    ox_value *sh = ox_graph_find(o->graph, "shape");
+    assert_non_null(sh);
+    assert_non_null(sh->init);
+    assert_int_equal(sh->init->dims[0], 3);
+    assert_int_equal(ox_tensor_get_i64(sh->init, 0), 2);
+    assert_int_equal(ox_tensor_get_i64(sh->init, 1), 2);
+    assert_int_equal(ox_tensor_get_i64(sh->init, 2), 3);
+    ox_model_free(o);
+    ox_infer_opts_free(&io);
+    ox_model_free(m);
+}
+
+static void test_fuse_concats(void **state)
+{
+    (void)state;
+    /* Concat(Concat(x, w, axis 1), v, axis 1) = Concat(x, w, v, axis 1). */
+    ox_model *m = mk(13);
+    in2(m, "x", OX_DT_FLOAT, 2, 3);
+    in2(m, "w", OX_DT_FLOAT, 2, 1);
+    in2(m, "v", OX_DT_FLOAT, 2, 2);
+    ox_node_set_attr_i(nd(m, "Concat", "x", "w", "c1"), "axis", 1);
+    ox_node_set_attr_i(nd(m, "Concat", "v", "c1", "y"), "axis", 1);
+    out(m, "y");
+    int rw;
+    ox_model *o = opt_checked(m, "fuse_concats", &rw);
+    assert_int_equal(rw, 1);
+    assert_int_equal(count_op(o, "Concat"), 1);
+    ox_node *c = o->graph->nodes[0];
+    assert_int_equal(c->n_inputs, 3);
+    assert_string_equal(c->inputs[0]->name, "v");
+    assert_string_equal(c->inputs[1]->name, "x");
+    assert_string_equal(c->inputs[2]->name, "w");
+    assert_string_equal(c->outputs[0]->name, "y");
+    assert_null(ox_graph_find(o->graph, "c1"));
+    ox_model_free(o);
+    ox_model_free(m);
+
+    /* Different axes must stay. */
+    m = mk(13);
+    in2(m, "x", OX_DT_FLOAT, 2, 3);
+    in2(m, "w", OX_DT_FLOAT, 2, 3);
+    in2(m, "v", OX_DT_FLOAT, 4, 2);
+    ox_node_set_attr_i(nd(m, "Concat", "x", "w", "c1"), "axis", 0);
+    ox_node_set_attr_i(nd(m, "Concat", "c1", "v", "y"), "axis", 1);
+    out(m, "y");
+    o = opt_checked(m, "fuse_concats", &rw);
+    assert_int_equal(rw, 0);
+    assert_int_equal(count_op(o, "Concat"), 2);
+    ox_model_free(o);
+    ox_model_free(m);
+
+    /* The inner Concat is also a graph output: it must stay. */
+    m = mk(13);
+    in2(m, "x", OX_DT_FLOAT, 2, 3);
+    in2(m, "w", OX_DT_FLOAT, 2, 3);
+    ox_node_set_attr_i(nd(m, "Concat", "x", "w", "c1"), "axis", 1);
+    ox_node_set_attr_i(nd(m, "Concat", "c1", "x", "y"), "axis", 1);
+    out(m, "y");
+    out(m, "c1");
+    o = opt_checked(m, "fuse_concats", &rw);
+    assert_int_equal(rw, 0);
+    assert_int_equal(count_op(o, "Concat"), 2);
+    ox_model_free(o);
+    ox_model_free(m);
+}
+
+static void test_fuse_casts(void **state)
+{
+    (void)state;
+    /* int32 -> int64 is lossless: Cast(Cast(x, int64), float) reads x. */
+    ox_model *m = mk(17);
+    in2(m, "x", OX_DT_INT32, 2, 3);
+    ox_node_set_attr_i(nd(m, "Cast", "x", NULL, "a"), "to", OX_DT_INT64);
+    ox_node_set_attr_i(nd(m, "Cast", "a", NULL, "y"), "to", OX_DT_FLOAT);
+    out(m, "y");
+    int rw;
+    ox_model *o = opt_checked(m, "fuse_casts,dce", &rw);
+    assert_int_equal(rw, 2); /* the fusion, then the dead first Cast */
+    assert_int_equal(count_op(o, "Cast"), 1);
+    ox_node *c = o->graph->nodes[0];
+    assert_string_equal(c->inputs[0]->name, "x");
+    assert_string_equal(c->outputs[0]->name, "y");
+    assert_int_equal(ox_node_attr_i(c, "to", 0), OX_DT_FLOAT);
+    ox_model_free(o);
+    ox_model_free(m);
+
+    /* Narrowing first casts must stay: int64 -> int8 -> int64 wraps, and
+     * float -> int32 -> float truncates. */
+    m = mk(17);
+    in2(m, "x", OX_DT_INT64, 2, 3);
+    in2(m, "f", OX_DT_FLOAT, 2, 3);
+    ox_node_set_attr_i(nd(m, "Cast", "x", NULL, "a"), "to", OX_DT_INT8);
+    ox_node_set_attr_i(nd(m, "Cast", "a", NULL, "y"), "to", OX_DT_INT64);
+    ox_node_set_attr_i(nd(m, "Cast", "f", NULL, "b"), "to", OX_DT_INT32);
+    ox_node_set_attr_i(nd(m, "Cast", "b", NULL, "z"), "to", OX_DT_FLOAT);
+    out(m, "y");
+    out(m, "z");
+    o = opt_checked(m, "fuse_casts,dce", &rw);
+    assert_int_equal(rw, 0);
+    assert_int_equal(count_op(o, "Cast"), 4);
+    assert_string_equal(o->graph->outputs[0]->producer->inputs[0]->name, "a");
+    assert_string_equal(o->graph->outputs[1]->producer->inputs[0]->name, "b");
+    ox_model_free(o);
+    ox_model_free(m);
+}
+
+static void test_unique_node_names(void **state)
+{
+    (void)state;
+    /* Two nodes named "dup" and one unnamed: the first "dup" keeps its
+     * name, the others get fresh, distinct, non-empty ones. */
+    ox_model *m = mk(17);
+    ox_graph *g = m->graph;
+    in2(m, "x", OX_DT_FLOAT, 2, 3);
+    ox_value *x = ox_graph_value(g, "x"), *a = ox_graph_value(g, "a"),
+             *b = ox_graph_value(g, "b"), *y = ox_graph_value(g, "y");
+    ox_node_new(g, "Relu", "", "dup", 1, &x, 1, &a);
+    ox_node_new(g, "Neg", "", "dup", 1, &a, 1, &b);
+    ox_node_new(g, "Abs", "", "", 1, &b, 1, &y);
+    out(m, "y");
+    int rw;
+    ox_model *o = opt_checked(m, "unique_node_names", &rw);
+    assert_int_equal(rw, 2);
+    assert_int_equal(o->graph->n_nodes, 3);
+    assert_string_equal(o->graph->nodes[0]->name, "dup");
+    for (int i = 0; i < 3; i++) {
+        assert_true(o->graph->nodes[i]->name[0] != 0);
+        for (int j = 0; j < i; j++)
+            assert_string_not_equal(o->graph->nodes[i]->name, o->graph->nodes[j]->name);
+    }
+    ox_model_free(o);
+    ox_model_free(m);
+
+    /* Already unique names are left exactly as they are. */
+    m = mk(17);
+    in2(m, "x", OX_DT_FLOAT, 2, 3);
+    nd(m, "Relu", "x", NULL, "a");
+    nd(m, "Neg", "a", NULL, "y");
+    out(m, "y");
+    o = opt_checked(m, "unique_node_names", &rw);
+    assert_int_equal(rw, 0);
+    char names[64];
+    node_names(o, names, sizeof names);
+    assert_string_equal(names, "a,y");
+    ox_model_free(o);
+    ox_model_free(m);
+
+    /* Names are unique model-wide: a main-graph node named like a node of
+     * a branch is renamed once; the branch reads are untouched. */
+    m = if_model(false);
+    free(m->graph->nodes[0]->name);
+    m->graph->nodes[0]->name = strdup("neg"); /* the Relu; "neg" is in then */
+    o = opt_checked(m, "unique_node_names", &rw);
+    assert_int_equal(rw, 1);
+    ox_graph *then = ox_node_attr(find_op(o, "If"), "then_branch")->g;
+    assert_string_not_equal(o->graph->nodes[0]->name, then->nodes[0]->name);
+    assert_int_equal(run(o, "unique_node_names"), 0);
+    ox_model_free(o);
+    ox_model_free(m);
+}
+
 /* Runs last: each registered pass fired in at least one case above. */
 static void test_every_pass_fired(void **state)
 {
@@ -624,6 +932,11 @@ int main(void)
         cmocka_unit_test(test_slices),
         cmocka_unit_test(test_squeezes),
         cmocka_unit_test(test_if_and_subgraph_reads),
+        cmocka_unit_test(test_constant_to_initializer),
+        cmocka_unit_test(test_fold_shape_chains),
+        cmocka_unit_test(test_fuse_concats),
+        cmocka_unit_test(test_fuse_casts),
+        cmocka_unit_test(test_unique_node_names),
         cmocka_unit_test(test_every_pass_fired),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
