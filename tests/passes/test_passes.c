@@ -751,6 +751,26 @@ static void test_fold_shape_chains(void **state)
     ox_model_free(o);
     ox_infer_opts_free(&io);
     ox_model_free(m);
+
+    /* sx = Shape(X) read only inside a branch: it folds under its own name,
+     * and the branch still reads it. */
+    m = if_model(false);
+    nd(m, "Shape", "X", NULL, "sx");
+    ox_graph *then = ox_node_attr(find_op(m, "If"), "then_branch")->g;
+    ox_node *neg = then->nodes[0];
+    free(neg->op_type);
+    neg->op_type = strdup("Reshape"); /* ty = Reshape(Y, sx) */
+    ox_node_set_input(neg, 1, ox_graph_value(m->graph, "sx"));
+    ox_graph_relink(m->graph);
+    o = opt_checked(m, "fold_shape_chains,dce", &rw);
+    assert_int_equal(count_op(o, "Shape"), 0);
+    ox_value *sx = ox_graph_find(o->graph, "sx");
+    assert_non_null(sx);
+    assert_non_null(sx->init);
+    then = ox_node_attr(find_op(o, "If"), "then_branch")->g;
+    assert_ptr_equal(then->nodes[0]->inputs[1], sx);
+    ox_model_free(o);
+    ox_model_free(m);
 }
 
 static void test_fuse_concats(void **state)
