@@ -123,6 +123,7 @@ typedef struct ox_exec_stats {
                              * non-tensor, or a kernel's own view) */
     int arena_copies;       /* views of arena bytes copied (aliasing rule) */
     int output_copies;      /* graph outputs copied out of the arena */
+    int inplace_slots;      /* outputs planned onto their input's bytes */
     int plans_built;        /* signatures planned so far (this executor) */
     int plan_hits;          /* runs that reused a cached plan */
 } ox_exec_stats;

@@ -99,6 +99,67 @@ static ox_buffer *arena_buf_new(int64_t bytes)
     return b;
 }
 
+/* Elementwise kernels that read element i of an input of the output's
+ * shape only to write element i of the output (src/exec/k_elementwise:
+ * unary() and simple_binary()), so output and input may share bytes. */
+static const char *const inplace_ops[] = {
+    "Relu", "Neg", "Abs", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Erf", "Reciprocal",
+    "Add", "Sub", "Mul", "Div", NULL,
+};
+
+static bool inplace_op(const ox_node *n)
+{
+    if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
+        return false;
+    for (int i = 0; inplace_ops[i]; i++)
+        if (!strcmp(n->op_type, inplace_ops[i]))
+            return true;
+    return false;
+}
+
+/* In-place rule: node k's output o may take the bytes of its input x when
+ * the op is in inplace_ops, x is planned, dies at k (so it is no graph input,
+ * initializer or output), has o's dtype and size, and no other value live
+ * during o's lifetime overlaps those bytes under the offsets chosen so far.
+ * off[] (per memplan slot) is updated; inplace[] marks moved outputs. */
+static void plan_inplace(const ox_graph *g, const ox_memplan *mp, int64_t *off,
+                         bool *inplace)
+{
+    for (int k = 0; k < g->n_nodes; k++) {
+        const ox_node *n = g->nodes[k];
+        if (n->n_outputs != 1 || !n->outputs[0] || !inplace_op(n))
+            continue;
+        const ox_value *o = n->outputs[0];
+        const ox_memplan_slot *so = ox_memplan_find(mp, o);
+        if (!so || so->offset < 0 || !o->type)
+            continue;
+        int io = (int)(so - mp->slots);
+        for (int j = 0; j < n->n_inputs && j < 2; j++) {
+            const ox_value *x = n->inputs[j];
+            const ox_memplan_slot *sx = x ? ox_memplan_find(mp, x) : NULL;
+            if (!sx || sx->offset < 0 || sx->last != k || sx->nbytes != so->nbytes ||
+                sx->size != so->size || !x->type || x->type->elem != o->type->elem ||
+                x->is_input || x->init || x->is_output)
+                continue;
+            int ix = (int)(sx - mp->slots);
+            int64_t b0 = off[ix], b1 = off[ix] + sx->size;
+            bool clash = false;
+            for (int t = 0; t < mp->n_slots && !clash; t++) {
+                const ox_memplan_slot *st = &mp->slots[t];
+                if (t == io || t == ix || st->offset < 0 || st->first > so->last ||
+                    st->last < k)
+                    continue;
+                clash = off[t] < b1 && b0 < off[t] + st->size;
+            }
+            if (!clash) {
+                off[io] = off[ix];
+                inplace[io] = true;
+                break;
+            }
+        }
+    }
+}
+
 static void plan_free(ox_arena_plan *p)
 {
     if (!p)
@@ -108,6 +169,7 @@ static void plan_free(ox_arena_plan *p)
     free(p->off);
     free(p->nbytes);
     free(p->dtype);
+    free(p->inplace);
     free(p);
 }
 
@@ -122,6 +184,8 @@ static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
     ox_shape_override *ov = calloc((size_t)n_inputs + 1, sizeof *ov);
     ox_input_value *iv = calloc((size_t)n_inputs + 1, sizeof *iv);
     ox_memplan *mp = NULL;
+    int64_t *moff = NULL;
+    bool *minp = NULL;
     int n_ov = 0, n_iv = 0;
     p->n_slots = n_slots;
     p->off = malloc(((size_t)n_slots + 1) * sizeof *p->off);
@@ -163,6 +227,16 @@ static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
     if (ox_memplan_build(g, &mo, &mp, &ierr) != OX_OK || !mp->complete ||
         mp->arena_bytes <= 0 || !ox_memplan_verify(mp, &ierr))
         goto out;
+    moff = malloc(((size_t)mp->n_slots + 1) * sizeof *moff);
+    minp = calloc((size_t)mp->n_slots + 1, sizeof *minp);
+    p->inplace = calloc((size_t)n_slots + 1, sizeof *p->inplace);
+    if (!moff || !minp || !p->inplace) {
+        st = ox_errorf(err, OX_ENOMEM, "out of memory planning the arena");
+        goto out;
+    }
+    for (int t = 0; t < mp->n_slots; t++)
+        moff[t] = mp->slots[t].offset;
+    plan_inplace(g, mp, moff, minp);
     for (int s = 0; s < n_slots; s++) {
         p->off[s] = -1;
         const ox_value *v = slot_value[s];
@@ -174,7 +248,9 @@ static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
             cv->type->elem == OX_DT_STRING || cv->type->elem == OX_DT_UNDEFINED ||
             ms->offset + ms->nbytes > mp->arena_bytes)
             continue;
-        p->off[s] = ms->offset;
+        p->off[s] = moff[ms - mp->slots];
+        p->inplace[s] = minp[ms - mp->slots];
+        p->n_inplace += p->inplace[s];
         p->nbytes[s] = ms->nbytes;
         p->dtype[s] = cv->type->elem;
     }
@@ -186,6 +262,8 @@ static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
     }
     p->bytes = mp->arena_bytes;
 out:
+    free(moff);
+    free(minp);
     ox_memplan_free(mp);
     ox_model_free(cl);
     free(ov);

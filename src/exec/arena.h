@@ -24,6 +24,8 @@ typedef struct ox_arena_plan {
     int64_t *off;         /* per slot: offset in the arena, -1 = heap */
     int64_t *nbytes;      /* per slot: exact planned bytes */
     ox_dtype *dtype;      /* per slot: planned element type */
+    bool *inplace;        /* per slot: shares its input's bytes (no zeroing) */
+    int n_inplace;
     uint64_t used;        /* LRU tick */
 } ox_arena_plan;
 

@@ -679,7 +679,9 @@ static ox_tensor *arena_place(ox_kernel_ctx *c, int i, ox_dtype dt, int rank,
         ap->nbytes[s] != (int64_t)bytes || ap->off[s] + ap->nbytes[s] > ap->bytes)
         return NULL;
     char *data = (char *)ap->buf->data + ap->off[s];
-    memset(data, 0, bytes);
+    /* An in-place output's bytes are its input's, still to be read. */
+    if (!ap->inplace[s])
+        memset(data, 0, bytes);
     /* A writable view of its own, so that kernels writing through
      * ox_tensor_mutable_data write the slot instead of copying. */
     ox_buffer *b = ox_buffer_writable_view(ap->buf, data, bytes);
@@ -1095,6 +1097,7 @@ ox_status ox_exec_run(ox_exec *e, int n_inputs, ox_rval *const *inputs,
         f.stats = &e->stats;
         e->stats.arena_used = f.arena != NULL;
         e->stats.arena_bytes = f.arena ? f.arena->bytes : 0;
+        e->stats.inplace_slots = f.arena ? f.arena->n_inplace : 0;
         e->stats.plans_built = e->arenas.built;
         e->stats.plan_hits = e->arenas.hits;
     }

@@ -105,11 +105,51 @@ typedef struct pool_job {
     bool col_major;
 } pool_job;
 
+/* MaxPool over 1-D/2-D planes without an indices output: the common CNN
+ * case. Same result as the generic loop below (first maximum wins, a NaN
+ * sticks), but the window is clipped to the input once per output row and
+ * column instead of testing every tap. */
+static void max_planes_2d(const pool_job *j, int64_t b0, int64_t b1)
+{
+    const pool_geom *g = j->g;
+    int64_t H = g->in[1], W = g->in[2], OH = g->out[1], OW = g->out[2];
+    for (int64_t nc = b0; nc < b1; nc++) {
+        const float *xc = j->X + nc * g->in_sz;
+        float *yc = j->Y + nc * g->out_sz;
+        for (int64_t oy = 0; oy < OH; oy++) {
+            int64_t iy0 = oy * g->s[1] - g->pb[1];
+            for (int64_t ox = 0; ox < OW; ox++) {
+                int64_t ix0 = ox * g->s[2] - g->pb[2];
+                float acc = 0.0f;
+                bool any = false;
+                for (int64_t ky = 0; ky < g->k[1]; ky++) {
+                    int64_t iy = iy0 + ky * g->d[1];
+                    if (iy < 0 || iy >= H) continue;
+                    const float *row = xc + iy * W;
+                    for (int64_t kx = 0; kx < g->k[2]; kx++) {
+                        int64_t ix = ix0 + kx * g->d[2];
+                        if (ix < 0 || ix >= W) continue;
+                        float v = row[ix];
+                        if (!any || v > acc || (isnan(v) && !isnan(acc))) acc = v;
+                        any = true;
+                    }
+                }
+                yc[oy * OW + ox] = acc;
+            }
+        }
+    }
+}
+
 /* Pools the (image, channel) planes [b0, b1). */
 static void pool_planes(void *ctx, int64_t b0, int64_t b1)
 {
     const pool_job *j = ctx;
     const pool_geom *g = j->g;
+    if (j->kind == P_MAX && !j->I && g->in[0] == 1 && g->out[0] == 1 && g->k[0] == 1 &&
+        g->pb[0] == 0) {
+        max_planes_2d(j, b0, b1);
+        return;
+    }
     int kind = j->kind;
     bool include_pad = j->include_pad, col_major = j->col_major;
     float p = j->p;
