@@ -109,6 +109,11 @@ static void test_chain_arena(void **state)
     assert_int_equal(s.arena_outputs, 3);   /* a, b, y */
     assert_int_equal(s.heap_outputs, 0);
     assert_int_equal(s.output_copies, 1);   /* y leaves the arena */
+    /* In place: y = Abs(b) takes b's bytes (b dies there). a = Relu(x)
+     * cannot (x is the caller's), and b = Neg(a) cannot: greedy-by-size
+     * already gave a's bytes to y (a dies at step 1, y starts at step 2),
+     * and y is live together with b at step 2. */
+    assert_int_equal(s.inplace_slots, 1);
     assert_int_equal(s.plans_built, 1);
     assert_int_equal(s.plan_hits, 0);
     ox_rval_free(out);
@@ -271,8 +276,9 @@ static void test_shared_models(void **state)
             ox_exec_stats s;
             ox_exec_get_stats(ea, &s);
             printf("%s set %d: arena %lld bytes, %d outputs in the arena, %d on the heap, "
-                   "%d view copies\n", models[k], ds, (long long)s.arena_bytes,
-                   s.arena_outputs, s.heap_outputs, s.arena_copies);
+                   "%d view copies, %d in-place slots\n", models[k], ds,
+                   (long long)s.arena_bytes, s.arena_outputs, s.heap_outputs, s.arena_copies,
+                   s.inplace_slots);
             assert_true(s.arena_used);
             assert_true(s.arena_outputs > 0);
             for (int i = 0; i < g->n_outputs; i++) {
