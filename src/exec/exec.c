@@ -1,7 +1,9 @@
 /* The executor core: plans a graph (topological order, a kernel per node,
  * value slots with liveness so buffers are released after their last use)
  * and runs it in frames, one per graph invocation, chained to the frame of
- * the enclosing graph so subgraphs (If/Loop/Scan bodies) see outer values. */
+ * the enclosing graph so subgraphs (If/Loop/Scan bodies) see outer values.
+ * Main-graph activations go to a planned arena when shapes allow (arena.c,
+ * docs/EXECUTOR.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -51,8 +51,8 @@ float *nn_scratch(int slot, size_t nfloats)
         /* Grow by half again so a slowly rising size does not reallocate
          * (and refault) on every call. */
         size_t want = nfloats + nfloats / 2;
-        float *nb = malloc(want * sizeof(float));
-        if (!nb) return NULL;
+        void *nb = NULL;
+        if (posix_memalign(&nb, 64, want * sizeof(float)) != 0) return NULL;
         free(s->buf[slot]);
         s->buf[slot] = nb;
         s->cap[slot] = want;

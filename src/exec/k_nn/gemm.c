@@ -150,17 +150,16 @@ void nn_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
         return;
     }
     int64_t nc_max = N < NC ? N : NC, kc_max = K < KC ? K : KC, mc_max = M < MC ? M : MC;
-    /* Both panels in this thread's reusable scratch (nn_sgemm never nests
-     * on one thread), B's first, A's from a 64-byte boundary after it. */
+    /* The panels live in this thread's reusable scratch (nn_sgemm never
+     * nests on one thread). */
     size_t nb = (size_t)(kc_max * ((nc_max + NR - 1) / NR * NR));
     size_t na = (size_t)(kc_max * ((mc_max + MR - 1) / MR * MR));
-    nb = (nb + 15) / 16 * 16;
-    float *Bp = nn_scratch(0, nb + na);
-    if (!Bp) {
+    float *Bp = nn_scratch(0, nb);
+    float *Ap = Bp ? nn_scratch(2, na) : NULL;
+    if (!Ap) {
         sgemm_simple(ta, tb, M, N, K, alpha, A, lda, B, ldb, C, ldc);
         return;
     }
-    float *Ap = Bp + nb;
     for (int64_t jc = 0; jc < N; jc += NC) {
         int64_t nc = N - jc < NC ? N - jc : NC;
         for (int64_t pc = 0; pc < K; pc += KC) {
