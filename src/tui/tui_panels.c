@@ -58,9 +58,15 @@ static void overview_draw(tui *t, int y0, int h, int w)
     ROW("Params", "%s   (%s deduplicated)", ox_fmt_count(c->params, true, a, sizeof a),
         ox_fmt_count(c->params_dedup, true, b, sizeof b));
     ROW("Weights", "%s", ox_fmt_bytes(c->weights_bytes, true, a, sizeof a));
-    ROW("MACs", "%s   FLOPs %s%s", ox_fmt_count(c->macs, true, a, sizeof a),
-        ox_fmt_count(c->flops, true, b, sizeof b),
-        c->known ? "" : "   (some nodes unknown)");
+    if (c->known)
+        ROW("MACs", "%s   FLOPs %s", ox_fmt_count(c->macs, true, a, sizeof a),
+            ox_fmt_count(c->flops, true, b, sizeof b));
+    else if (c->macs > 0) /* a lower bound: the nodes with known dims */
+        ROW("MACs", ">= %s   (%d nodes depend on unknown dims: set shapes in panel 5)",
+            ox_fmt_count(c->macs, true, a, sizeof a), c->n_unknown);
+    else
+        ROW("MACs", "?   (%d nodes depend on unknown dims: set shapes in panel 5)",
+            c->n_unknown);
     ROW("Peak activ.", "%s   memory total %s%s",
         ox_fmt_bytes(c->peak_activation_bytes, c->peak_known, d, sizeof d),
         ox_fmt_bytes(c->memory_bytes, c->peak_known, e, sizeof e),
