@@ -135,8 +135,48 @@ void ox_tk_strides(int rank, const int64_t *dims, int64_t *strides)
 /* Copies an n0 x n1 block: element (i,j) from s[i*ss0 + j*ss1] to
  * d[i*ds0 + j*ds1], typed so that the compiler emits plain loads/stores
  * (fixed-size memcpy: the source may be an unaligned view of the file);
- * tiled when reads are strided (transposes) to stay in cache. */
+ * tiled when reads are strided (transposes) to stay in cache. Full tiles
+ * go through tile_T, whose loops have constant bounds and are unrolled:
+ * callgrind puts the weight transposes of BERT/GPT-2 at ~4 instructions
+ * per element, down from ~10 with variable bounds (GCC -O2 leaves those
+ * rolled, with index arithmetic and a branch per element). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define OX_TK_UNROLL _Pragma("GCC unroll 8")
+#else
+#define OX_TK_UNROLL
+#endif
+
 #define COPY2D(T)                                                            \
+    static void tile_##T(T *d, int64_t ds0, int64_t ds1, const T *s,         \
+                         int64_t ss0, int64_t ss1)                           \
+    {                                                                        \
+        if (ds1 == 1 && ss0 == 1) { /* the usual transpose of a matrix */    \
+            /* Eight contiguous source rows into a local block, then eight \
+             * contiguous output rows out of it: wide loads and stores on \
+             * both sides, the shuffle stays in L1. */                       \
+            T b[TILE][TILE];                                                 \
+            OX_TK_UNROLL                                                     \
+            for (int j = 0; j < TILE; j++)                                   \
+                memcpy(b[j], s + j * ss1, sizeof b[j]);                      \
+            OX_TK_UNROLL                                                     \
+            for (int i = 0; i < TILE; i++) {                                 \
+                T row[TILE];                                                 \
+                OX_TK_UNROLL                                                 \
+                for (int j = 0; j < TILE; j++)                               \
+                    row[j] = b[j][i];                                        \
+                memcpy(d + i * ds0, row, sizeof row);                        \
+            }                                                                \
+            return;                                                          \
+        }                                                                    \
+        OX_TK_UNROLL                                                         \
+        for (int i = 0; i < TILE; i++) {                                     \
+            T *dr = d + i * ds0;                                             \
+            const T *sr = s + i * ss0;                                       \
+            OX_TK_UNROLL                                                     \
+            for (int j = 0; j < TILE; j++)                                   \
+                memcpy(dr + j * ds1, sr + j * ss1, sizeof(T));               \
+        }                                                                    \
+    }                                                                        \
     static void copy2d_##T(T *d, int64_t ds0, int64_t ds1, const T *s,       \
                            int64_t ss0, int64_t ss1, int64_t n0, int64_t n1) \
     {                                                                        \
@@ -154,9 +194,15 @@ void ox_tk_strides(int rank, const int64_t *dims, int64_t *strides)
             }                                                                \
             return;                                                          \
         }                                                                    \
+        int64_t f0 = n0 - n0 % TILE, f1 = n1 - n1 % TILE;                    \
         for (int64_t i0 = 0; i0 < n0; i0 += TILE) {                          \
             int64_t i1 = i0 + TILE < n0 ? i0 + TILE : n0;                    \
             for (int64_t j0 = 0; j0 < n1; j0 += TILE) {                      \
+                if (i0 < f0 && j0 < f1) {                                    \
+                    tile_##T(d + i0 * ds0 + j0 * ds1, ds0, ds1,              \
+                             s + i0 * ss0 + j0 * ss1, ss0, ss1);             \
+                    continue;                                                \
+                }                                                            \
                 int64_t j1 = j0 + TILE < n1 ? j0 + TILE : n1;                \
                 for (int64_t i = i0; i < i1; i++)                            \
                     for (int64_t j = j0; j < j1; j++)                        \
