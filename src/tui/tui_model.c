@@ -336,6 +336,8 @@ ox_status tui_apply_shape(tui *t, const char *input, const char *shape, ox_error
     for (int i = 0; i < t->iopts.n_shapes; i++) {
         if (strcmp(t->iopts.shapes[i].name, input) == 0)
             continue;
+        /* Rebuild the other overrides; commas keep adjacent symbols apart
+         * ("NxM" would read back as one symbol). */
         char old[600];
         int off = snprintf(old, sizeof old, "%s=", t->iopts.shapes[i].name);
         const ox_shape_override *o = &t->iopts.shapes[i];
@@ -343,10 +345,10 @@ ox_status tui_apply_shape(tui *t, const char *input, const char *shape, ox_error
             snprintf(old + off, sizeof old - (size_t)off, "scalar");
         for (int d = 0; d < o->rank && off < (int)sizeof old - 24; d++) {
             if (o->dims[d] >= 0)
-                off += snprintf(old + off, sizeof old - (size_t)off, "%s%lld", d ? "x" : "",
+                off += snprintf(old + off, sizeof old - (size_t)off, "%s%lld", d ? "," : "",
                                 (long long)o->dims[d]);
             else
-                off += snprintf(old + off, sizeof old - (size_t)off, "%s%s", d ? "x" : "",
+                off += snprintf(old + off, sizeof old - (size_t)off, "%s%s", d ? "," : "",
                                 o->params[d] ? o->params[d] : "?");
         }
         ox_infer_opts_add_shape(&fresh, old, NULL);
