@@ -373,3 +373,38 @@ float *nn_expand(ox_kernel_ctx *c, const ox_tensor *t, const float *f, int rank,
     }
     return out;
 }
+
+const char *nn_window_dim(const char *auto_pad, int64_t in, int64_t k, int64_t s, int64_t d,
+                          bool has_pads, int64_t pad_b, int64_t pad_e, bool ceil_mode,
+                          int64_t *pb, int64_t *pe, int64_t *out)
+{
+    if (k < 1 || s < 1 || d < 1)
+        return "bad kernel/stride/dilation";
+    int64_t ek = (k - 1) * d + 1;
+    if (!strcmp(auto_pad, "SAME_UPPER") || !strcmp(auto_pad, "SAME_LOWER")) {
+        *out = (in + s - 1) / s;
+        int64_t tot = (*out - 1) * s + ek - in;
+        if (tot < 0)
+            tot = 0;
+        *pb = !strcmp(auto_pad, "SAME_UPPER") ? tot / 2 : tot - tot / 2;
+        *pe = tot - *pb;
+        return NULL;
+    }
+    if (!strcmp(auto_pad, "NOTSET") && has_pads) {
+        *pb = pad_b;
+        *pe = pad_e;
+        if (*pb < 0 || *pe < 0)
+            return "negative pads";
+    }
+    int64_t span = in + *pb + *pe - ek;
+    if (span < 0)
+        return "kernel larger than padded input";
+    if (ceil_mode) {
+        *out = (span + s - 1) / s + 1;
+        if ((*out - 1) * s >= in + *pb)
+            (*out)--;
+    } else {
+        *out = span / s + 1;
+    }
+    return NULL;
+}

@@ -60,24 +60,10 @@ static ox_status conv_geom_init(ox_kernel_ctx *c, int nsp, const int64_t *xsp,
         if (nk >= 0 && ksp && ks[i] != ksp[i]) return NN_FAIL(c, "kernel_shape does not match W");
         g->s[i] = ns >= 0 ? st[i] : 1;
         g->d[i] = nd >= 0 ? dl[i] : 1;
-        if (g->k[i] < 1 || g->s[i] < 1 || g->d[i] < 1) return NN_FAIL(c, "bad kernel/stride/dilation");
-        int64_t ek = (g->k[i] - 1) * g->d[i] + 1;
-        if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
-            g->out[i] = (g->in[i] + g->s[i] - 1) / g->s[i];
-            int64_t tot = (g->out[i] - 1) * g->s[i] + ek - g->in[i];
-            if (tot < 0) tot = 0;
-            g->pb[i] = !strcmp(ap, "SAME_UPPER") ? tot / 2 : tot - tot / 2;
-            g->pe[i] = tot - g->pb[i];
-        } else {
-            if (!strcmp(ap, "NOTSET") && np >= 0) {
-                g->pb[i] = pads[i];
-                g->pe[i] = pads[i + nsp];
-                if (g->pb[i] < 0 || g->pe[i] < 0) return NN_FAIL(c, "negative pads");
-            }
-            int64_t span = g->in[i] + g->pb[i] + g->pe[i] - ek;
-            if (span < 0) return NN_FAIL(c, "kernel larger than padded input");
-            g->out[i] = span / g->s[i] + 1;
-        }
+        const char *why = nn_window_dim(ap, g->in[i], g->k[i], g->s[i], g->d[i], np >= 0,
+                                        np >= 0 ? pads[i] : 0, np >= 0 ? pads[i + nsp] : 0,
+                                        false, &g->pb[i], &g->pe[i], &g->out[i]);
+        if (why) return NN_FAIL(c, "%s", why);
     }
     geom_align(nsp, g->in, g->k, g->s, g->d, g->pb, g->pe, g->out);
     g->in_sz = nn_prod(g->in, SP);

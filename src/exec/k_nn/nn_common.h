@@ -42,6 +42,16 @@
 
 #define NN_OPNAME(c) ((c)->node && (c)->node->op_type ? (c)->node->op_type : "?")
 #define NN_FAIL(c, ...) nn_fail((c), OX_EINVAL, __VA_ARGS__)
+
+/* One spatial dimension of a sliding window (Conv, ConvTranspose's input
+ * side, pooling): the output size and the begin/end padding under
+ * auto_pad (SAME_UPPER, SAME_LOWER, VALID, NOTSET with explicit pads when
+ * has_pads). ceil_mode rounds the output up as pooling's ceil_mode does,
+ * keeping the last window starting inside the input or the left pad.
+ * Returns NULL, or why the geometry is invalid. */
+const char *nn_window_dim(const char *auto_pad, int64_t in, int64_t k, int64_t s, int64_t d,
+                          bool has_pads, int64_t pad_b, int64_t pad_e, bool ceil_mode,
+                          int64_t *pb, int64_t *pe, int64_t *out);
 #define NN_NOMEM(c) nn_fail((c), OX_ENOMEM, "out of memory")
 /* The status already recorded (after a helper failed), or OX_ENOMEM. */
 #define NN_ST(c) ((c)->err && (c)->err->status ? (c)->err->status : OX_ENOMEM)
