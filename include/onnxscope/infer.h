@@ -77,6 +77,8 @@ ox_status ox_infer_opts_add_shape(ox_infer_opts *opts, const char *arg,
 ox_status ox_infer_opts_add_dim(ox_infer_opts *opts, const char *arg,
                                 ox_error *err);
 void ox_infer_opts_free(ox_infer_opts *opts);
+/* The value a --dim override gives `symbol`, or -1 (opts or symbol may be NULL). */
+int64_t ox_infer_opts_dim(const ox_infer_opts *opts, const char *symbol);
 
 /* Infers value->type for every value of m (graph inputs keep the model's
  * types, changed by opts overrides). Intermediate values get

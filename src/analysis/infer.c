@@ -487,6 +487,14 @@ static ox_type *merge_types(ox_type *inf, const ox_type *old)
 }
 
 /* Applies --dim overrides to a type in place. */
+int64_t ox_infer_opts_dim(const ox_infer_opts *opts, const char *symbol)
+{
+    for (int i = 0; opts && symbol && i < opts->n_dims; i++)
+        if (strcmp(opts->dims[i].symbol, symbol) == 0)
+            return opts->dims[i].value;
+    return -1;
+}
+
 static void apply_dim_overrides(const ox_infer_opts *o, ox_type *t)
 {
     if (!o || !t)
@@ -497,12 +505,9 @@ static void apply_dim_overrides(const ox_infer_opts *o, ox_type *t)
         for (int k = 0; k < t->rank; k++) {
             if (t->dims[k].value >= 0 || !t->dims[k].param)
                 continue;
-            for (int j = 0; j < o->n_dims; j++) {
-                if (!strcmp(o->dims[j].symbol, t->dims[k].param)) {
-                    ox__dim_set(t, k, o->dims[j].value);
-                    break;
-                }
-            }
+            int64_t v = ox_infer_opts_dim(o, t->dims[k].param);
+            if (v >= 0)
+                ox__dim_set(t, k, v);
         }
     } else {
         apply_dim_overrides(o, t->inner);

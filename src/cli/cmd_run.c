@@ -16,14 +16,6 @@
 #include "onnxscope/randinput.h"
 #include "onnxscope/testdata.h"
 
-static int64_t dim_from_symbol(const ox_infer_opts *io, const char *sym)
-{
-    for (int i = 0; sym && i < io->n_dims; i++)
-        if (strcmp(io->dims[i].symbol, sym) == 0)
-            return io->dims[i].value;
-    return -1;
-}
-
 /* Says which dims of v the random input guesses as 1 (ox_random_input's
  * rule), so that a surprising output shape has an explanation. */
 static void note_unknown_dims(const ox_value *v, const ox_infer_opts *io)
@@ -35,7 +27,7 @@ static void note_unknown_dims(const ox_value *v, const ox_infer_opts *io)
         if (strcmp(io->shapes[i].name, v->name) == 0)
             return;   /* --shape decides (its symbols go through --dim) */
     for (int d = 0; d < t->rank; d++) {
-        if (t->dims[d].value >= 0 || dim_from_symbol(io, t->dims[d].param) >= 0)
+        if (t->dims[d].value >= 0 || ox_infer_opts_dim(io, t->dims[d].param) >= 0)
             continue;
         const char *sym = t->dims[d].param;
         fprintf(stderr, "onnxscope: note: input '%s' dim %d%s%s%s is unknown, using 1 "

@@ -49,14 +49,6 @@ static int64_t gather_bound(const ox_model *m, const ox_value *v)
     return best;
 }
 
-static int64_t dim_from_symbol(const ox_infer_opts *io, const char *sym)
-{
-    for (int i = 0; io && sym && i < io->n_dims; i++)
-        if (strcmp(io->dims[i].symbol, sym) == 0)
-            return io->dims[i].value;
-    return -1;
-}
-
 ox_tensor *ox_random_input(const ox_model *m, const ox_value *v, const ox_infer_opts *io,
                            uint32_t *seed, int64_t int_max, ox_error *err)
 {
@@ -80,9 +72,9 @@ ox_tensor *ox_random_input(const ox_model *m, const ox_value *v, const ox_infer_
     for (int d = 0; d < rank; d++) {
         int64_t x;
         if (ov)
-            x = ov->dims[d] >= 0 ? ov->dims[d] : dim_from_symbol(io, ov->params[d]);
+            x = ov->dims[d] >= 0 ? ov->dims[d] : ox_infer_opts_dim(io, ov->params[d]);
         else
-            x = t->dims[d].value >= 0 ? t->dims[d].value : dim_from_symbol(io, t->dims[d].param);
+            x = t->dims[d].value >= 0 ? t->dims[d].value : ox_infer_opts_dim(io, t->dims[d].param);
         dims[d] = x >= 0 ? x : 1;   /* unknown dims default to 1 */
     }
     ox_tensor *x = ox_tensor_new(t->elem, rank, dims);

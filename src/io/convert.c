@@ -21,9 +21,6 @@ static void release_mapping(ox_buffer *b)
     free(b);
 }
 
-ox_status ox_map_file(const char *path, ox_buffer **out, ox_error *err);
-
-/* Maps a whole regular file read-only into a buffer. */
 ox_status ox_map_file(const char *path, ox_buffer **out, ox_error *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);

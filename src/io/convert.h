@@ -11,6 +11,9 @@
  * mapped external files (owned by the model through its buffers). */
 typedef struct ox_extctx ox_extctx;
 
+/* Maps a whole regular file read-only into a reference-counted buffer. */
+ox_status ox_map_file(const char *path, ox_buffer **out, ox_error *err);
+
 ox_extctx *ox_extctx_new(const char *dir);
 void ox_extctx_free(ox_extctx *x);
 

@@ -12,8 +12,6 @@
 #include "io/convert.h"
 #include "io/wire.h"
 
-ox_status ox_map_file(const char *path, ox_buffer **out, ox_error *err);
-
 /* Payloads below this size are copied by protobuf-c: not worth a view. */
 #define VIEW_THRESHOLD 256
 /* Deeper nesting than this is hostile input, not a real model. */
