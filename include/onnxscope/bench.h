@@ -46,7 +46,11 @@ typedef struct ox_bench_config {
     double rtol, atol;        /* equivalence: |b-a| <= atol + rtol*|a| per element */
     ox_bench_progress_fn progress;  /* optional */
     void *user;
-    atomic_int *cancel;       /* optional: non-zero stops between runs */
+    atomic_int *cancel;       /* optional: non-zero stops the run in progress
+                               * (between nodes and Loop/Scan iterations) */
+    int64_t max_memory;       /* executor memory ceiling (ox_exec_opts) */
+    double timeout_s;         /* > 0: the whole benchmark (each call) stops
+                               * with OX_ETIMEDOUT after this long */
 } ox_bench_config;
 
 typedef struct ox_bench_stats {

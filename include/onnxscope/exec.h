@@ -5,6 +5,7 @@
 #ifndef ONNXSCOPE_EXEC_H
 #define ONNXSCOPE_EXEC_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -59,6 +60,7 @@ typedef struct ox_kernel_ctx {
     ox_thread_pool *pool;     /* may be NULL: run serially (see threadpool.h) */
     ox_error *err;
     void *priv;               /* executor-private: the running scope */
+    int64_t max_output_bytes; /* > 0: refuse larger outputs (constant folding) */
 } ox_kernel_ctx;
 
 typedef ox_status (*ox_kernel_fn)(ox_kernel_ctx *ctx);
@@ -71,6 +73,10 @@ ox_tensor *ox_kernel_output(ox_kernel_ctx *c, int i, ox_dtype dt, int rank,
                             const int64_t *dims);
 /* Sets output i to an existing tensor (takes ownership). */
 void ox_kernel_set_output(ox_kernel_ctx *c, int i, ox_tensor *t);
+/* For kernels that loop (Loop, Scan): checks the run's cancel flag, its
+ * deadline and its memory ceiling, counting extra_bytes about to be
+ * allocated. OX_OK to go on; else the status, with c->err saying why. */
+ox_status ox_kernel_poll(ox_kernel_ctx *c, int64_t extra_bytes);
 
 typedef struct ox_kernel_entry {
     const char *domain;      /* "" default, "ai.onnx.ml", "com.microsoft" */
@@ -112,7 +118,24 @@ typedef struct ox_exec_opts {
     /* Allocate every activation on the heap instead of the planned arena
      * (docs/EXECUTOR.md); results are identical, for comparisons. */
     bool no_arena;
+    /* Ceiling on the tensor memory the process holds during a run (heap
+     * outputs, arenas, Loop/Scan accumulation, sequences: see
+     * ox_buffer_live_bytes): a run that would exceed it stops with OX_ERANGE
+     * naming the node and the bytes. 0 = ox_exec_default_max_memory(),
+     * < 0 = no ceiling. */
+    int64_t max_memory;
+    /* Optional: once non-zero, runs stop between nodes and Loop/Scan
+     * iterations with OX_ECANCELLED (the TUI bench's Esc). */
+    atomic_int *cancel;
+    /* > 0: runs stop with OX_ETIMEDOUT once ox_exec_clock_ns() passes it. */
+    int64_t deadline_ns;
 } ox_exec_opts;
+
+/* The default memory ceiling: 3/4 of physical memory (8 GiB when unknown);
+ * the environment variable ONNXSCOPE_MAX_MEMORY (bytes) overrides it. */
+int64_t ox_exec_default_max_memory(void);
+/* CLOCK_MONOTONIC in ns, the clock of deadline_ns and of node_hook. */
+int64_t ox_exec_clock_ns(void);
 
 /* What the last ox_exec_run did with memory (docs/EXECUTOR.md). */
 typedef struct ox_exec_stats {
@@ -158,5 +181,10 @@ ox_thread_pool *ox_exec_pool(const ox_exec *e);
 ox_status ox_exec_node(const ox_model *m, const ox_node *n, int n_in,
                        ox_rval *const *in, int n_out, ox_rval **out,
                        ox_error *err);
+/* The same, refusing (OX_ERANGE) any output tensor over max_output_bytes
+ * (> 0) before allocating it: folding never builds what it would reject. */
+ox_status ox_exec_node_capped(const ox_model *m, const ox_node *n, int n_in,
+                              ox_rval *const *in, int n_out, ox_rval **out,
+                              int64_t max_output_bytes, ox_error *err);
 
 #endif

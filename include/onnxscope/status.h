@@ -16,7 +16,8 @@
     X(EUNSUPPORTED, "unsupported")                              \
     X(ESHAPE, "shape error")                                    \
     X(ERANGE, "value out of range")                             \
-    X(ECANCELLED, "cancelled")
+    X(ECANCELLED, "cancelled")                                  \
+    X(ETIMEDOUT, "time limit reached")
 
 typedef enum {
 #define X(name, msg) OX_##name,

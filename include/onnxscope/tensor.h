@@ -37,6 +37,12 @@ ox_buffer *ox_buffer_view(ox_buffer *parent, void *data, size_t size);
  * (the executor's arena slots). */
 ox_buffer *ox_buffer_writable_view(ox_buffer *parent, void *data, size_t size);
 ox_buffer *ox_buffer_retain(ox_buffer *b);
+/* Bytes of tensor memory the process holds now: every live ox_buffer_new
+ * buffer plus what owners of other buffers report with ox_buffer_account
+ * (the executor's arenas). Thread-safe; the executor's memory ceiling
+ * (exec.h, max_memory) compares against it. */
+int64_t ox_buffer_live_bytes(void);
+void ox_buffer_account(int64_t delta);
 void ox_buffer_release(ox_buffer *b);
 
 typedef struct ox_bytes {

@@ -19,13 +19,16 @@ static void usage(FILE *f)
             "          [--threads N] [--warmup W] [--iters N] [--seed S]\n"
             "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE] [--int-max M]\n"
             "          [--rtol R] [--atol A] [--json] [--trace FILE.json]\n"
+            "          [--max-memory SIZE] [--timeout SECONDS]\n"
             "Runs MODEL W times untimed (default 1), then N times timed (default 50) on\n"
             "seeded random inputs (as `run --random`) and prints min/p50/p90/p99/max\n"
             "latency, throughput and peak RSS. --compare runs OTHER on the same inputs,\n"
             "prints the speedup (p50 of MODEL / p50 of OTHER) and checks the outputs\n"
             "agree within --atol + --rtol*|x| (defaults 1e-4, 1e-3); exit 1 if not.\n"
             "--threads 0 uses every core. --trace writes one traced run's per-node\n"
-            "timings as Chrome trace-event JSON (chrome://tracing, ui.perfetto.dev).\n");
+            "timings as Chrome trace-event JSON (chrome://tracing, ui.perfetto.dev).\n"
+            "--max-memory caps the tensor memory of a run (default 3/4 of RAM; K/M/G\n"
+            "suffixes); --timeout stops the whole benchmark after SECONDS (exit 1).\n");
 }
 
 static bool parse_int(const char *opt, const char *s, long lo, long *out)
@@ -93,6 +96,8 @@ int ox_cmd_bench(int argc, char **argv)
         {"atol", required_argument, NULL, 'a'},
         {"json", no_argument, NULL, 'J'},
         {"trace", required_argument, NULL, 't'},
+        {"max-memory", required_argument, NULL, 'M'},
+        {"timeout", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -183,6 +188,18 @@ int ox_cmd_bench(int argc, char **argv)
             break;
         case 'J': json = true; break;
         case 't': trace_path = optarg; break;
+        case 'M':
+            if (!ox_cli_parse_size("--max-memory", optarg, &cfg.max_memory)) {
+                rc = 2;
+                goto out;
+            }
+            break;
+        case 'T':
+            if (!ox_cli_parse_seconds("--timeout", optarg, &cfg.timeout_s)) {
+                rc = 2;
+                goto out;
+            }
+            break;
         case 'h': usage(stdout); goto out;
         default: usage(stderr); rc = 2; goto out;
         }
@@ -217,7 +234,7 @@ int ox_cmd_bench(int argc, char **argv)
     ox_error err = {0};
     ox_status st = ox_bench_run(&cfg, &r, &err);
     if (st) {
-        ox_cli_error(path, "%s", err.msg);
+        ox_cli_run_error(path, &err, cfg.timeout_s);
         rc = st == OX_EINVAL || st == OX_ENOMEM ? 1 : ox_status_exit_code(st);
         goto out;
     }
@@ -225,7 +242,7 @@ int ox_cmd_bench(int argc, char **argv)
         ox_error_clear(&err);
         st = ox_bench_trace(&cfg, trace_path, &err);
         if (st) {
-            ox_cli_error(st == OX_EIO ? NULL : path, "%s", err.msg);
+            ox_cli_run_error(st == OX_EIO ? NULL : path, &err, cfg.timeout_s);
             rc = ox_status_exit_code(st);
             goto out;
         }

@@ -25,10 +25,11 @@ static void usage(FILE *f)
             "usage: onnxscope optimize MODEL -o OUT [--level basic|extended|all]\n"
             "          [--passes a,b] [--skip a,b] [--target onnx|ort]\n"
             "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE] [--check N]\n"
-            "          [--json] [--force]\n"
+            "          [--json] [--force] [--max-memory SIZE]\n"
             "--check N runs the original and the optimized model on N seeded random\n"
             "inputs; outside rtol 1e-4 / atol 1e-5 the output is not written (exit 1)\n"
-            "unless --force. `onnxscope passes` lists the passes.\n");
+            "unless --force; --max-memory caps the tensor memory of those runs (default\n"
+            "3/4 of RAM; K/M/G suffixes). `onnxscope passes` lists the passes.\n");
 }
 
 typedef struct check_res {
@@ -110,10 +111,10 @@ static void free_vals(ox_rval **v, int n)
 
 /* Runs both models on n seeded random inputs. */
 static ox_status check_models(ox_model *a, ox_model *b, const ox_infer_opts *io, int n,
-                              check_res *r, ox_error *err)
+                              int64_t max_memory, check_res *r, ox_error *err)
 {
     ox_exec *ea = NULL, *eb = NULL;
-    ox_exec_opts eo = {0};
+    ox_exec_opts eo = {.max_memory = max_memory};
     r->ok = true;
     ox_status st = ox_exec_new(a, &eo, &ea, err);
     if (!st)
@@ -193,6 +194,7 @@ int ox_cmd_optimize(int argc, char **argv)
         {"check", required_argument, NULL, 'c'},
         {"json", no_argument, NULL, 'j'},
         {"force", no_argument, NULL, 'f'},
+        {"max-memory", required_argument, NULL, 'M'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -201,6 +203,7 @@ int ox_cmd_optimize(int argc, char **argv)
     ox_pass_level level = OX_LEVEL_BASIC;
     ox_pass_target target = OX_TARGET_ONNX;
     int n_check = 0, rc = 0;
+    int64_t max_memory = 0;
     bool json = false, force = false;
     optind = 1;
     int c;
@@ -241,6 +244,10 @@ int ox_cmd_optimize(int argc, char **argv)
         }
         case 'j': json = true; break;
         case 'f': force = true; break;
+        case 'M':
+            if (!ox_cli_parse_size("--max-memory", optarg, &max_memory))
+                rc = 2;
+            break;
         case 'h':
             usage(stdout);
             ox_infer_opts_free(&io);
@@ -306,7 +313,7 @@ int ox_cmd_optimize(int argc, char **argv)
     bool write = true;
     if (n_check > 0) {
         ox_error cerr = {0};
-        if (check_models(m, opt, &io, n_check, &chk, &cerr) != OX_OK) {
+        if (check_models(m, opt, &io, n_check, max_memory, &chk, &cerr) != OX_OK) {
             ox_cli_error(path, "--check: %s", cerr.msg);
             chk.ok = false;
             snprintf(chk.why, sizeof chk.why, "%.200s", cerr.msg);

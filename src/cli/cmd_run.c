@@ -71,9 +71,12 @@ static void usage(FILE *f)
             "usage: onnxscope run MODEL [--input NAME=FILE.pb ...] [--random] [--seed S]\n"
             "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE] [--int-max M]\n"
             "          [--save-outputs DIR] [--threads N] [--device cpu]\n"
+            "          [--max-memory SIZE] [--timeout SECONDS]\n"
             "Inputs not given by --input are drawn with --random: floats uniform in\n"
             "[-1, 1], integers feeding Gather indices within the gathered axis, other\n"
-            "integers in [0, int-max) (default 100). Unknown dims default to 1.\n");
+            "integers in [0, int-max) (default 100). Unknown dims default to 1.\n"
+            "--max-memory caps the tensor memory of the run (default 3/4 of RAM; K/M/G\n"
+            "suffixes); --timeout stops it after SECONDS. Either stops it with exit 1.\n");
 }
 
 int ox_cmd_run(int argc, char **argv)
@@ -88,6 +91,8 @@ int ox_cmd_run(int argc, char **argv)
         {"threads", required_argument, NULL, 'j'},
         {"int-max", required_argument, NULL, 'I'},
         {"device", required_argument, NULL, 'd'},
+        {"max-memory", required_argument, NULL, 'M'},
+        {"timeout", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -96,7 +101,8 @@ int ox_cmd_run(int argc, char **argv)
     int n_in_args = 0, threads = 0, rc = 0;
     bool random = false;
     uint32_t seed = 0;
-    int64_t int_max = 100;
+    int64_t int_max = 100, max_memory = 0;
+    double timeout_s = 0;
     const char *save_dir = NULL;
     ox_model *m = NULL;
     ox_exec *e = NULL;
@@ -137,6 +143,18 @@ int ox_cmd_run(int argc, char **argv)
         case 'd':
             if (strcmp(optarg, "cpu") != 0) {
                 ox_cli_error(NULL, "--device %s: only cpu is available", optarg);
+                rc = 2;
+                goto out;
+            }
+            break;
+        case 'M':
+            if (!ox_cli_parse_size("--max-memory", optarg, &max_memory)) {
+                rc = 2;
+                goto out;
+            }
+            break;
+        case 'T':
+            if (!ox_cli_parse_seconds("--timeout", optarg, &timeout_s)) {
                 rc = 2;
                 goto out;
             }
@@ -220,7 +238,8 @@ int ox_cmd_run(int argc, char **argv)
         }
         in[i] = ox_rval_tensor(t);
     }
-    ox_exec_opts eo = {.threads = threads};
+    ox_exec_opts eo = {.threads = threads, .max_memory = max_memory,
+                       .deadline_ns = ox_cli_deadline(timeout_s)};
     if (ox_exec_new(m, &eo, &e, &err) != OX_OK) {
         ox_cli_error(path, "%s", err.msg);
         rc = 1;
@@ -229,7 +248,7 @@ int ox_cmd_run(int argc, char **argv)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (ox_exec_run(e, ni, in, no, out, &err) != OX_OK) {
-        ox_cli_error(path, "%s", err.msg);
+        ox_cli_run_error(path, &err, timeout_s);
         rc = 1;
         goto out;
     }

@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 
+#include "onnxscope/exec.h"
 #include "onnxscope/infer.h"
 #include "onnxscope/ir.h"
 
@@ -34,6 +35,15 @@ bool ox_cli_add_dim(ox_infer_opts *opts, const char *arg);
 const char *ox_cli_si(double v, char *buf, size_t len);
 /* "13.2 MiB" */
 const char *ox_cli_bytes(double v, char *buf, size_t len);
+
+/* --max-memory SIZE (K/M/G/T suffixes, powers of 1024) and --timeout
+ * SECONDS (> 0); false after printing a usage error (cli_limits.c). */
+bool ox_cli_parse_size(const char *opt, const char *arg, int64_t *out);
+bool ox_cli_parse_seconds(const char *opt, const char *arg, double *out);
+/* The executor deadline of a --timeout (0: none). */
+int64_t ox_cli_deadline(double timeout_s);
+/* Prints a failed run's error, naming --timeout when it stopped the run. */
+void ox_cli_run_error(const char *path, const ox_error *err, double timeout_s);
 
 /* The `info --json` object of a model (cmd_info.c); used by optimize. */
 typedef struct json_t json_t;

@@ -12,8 +12,23 @@
 
 /* ---- buffers -------------------------------------------------------------- */
 
+/* Bytes of live heap and accounted buffers, process-wide: the executor's
+ * memory ceiling reads it (atomic: the TUI's bench worker allocates too). */
+static int64_t live_bytes;
+
+void ox_buffer_account(int64_t delta)
+{
+    __atomic_add_fetch(&live_bytes, delta, __ATOMIC_RELAXED);
+}
+
+int64_t ox_buffer_live_bytes(void)
+{
+    return __atomic_load_n(&live_bytes, __ATOMIC_RELAXED);
+}
+
 static void heap_release(ox_buffer *b)
 {
+    ox_buffer_account(-(int64_t)b->size);
     free(b->data);
     free(b);
 }
@@ -37,6 +52,7 @@ ox_buffer *ox_buffer_new(size_t size)
     b->refcount = 1;
     b->size = size;
     b->release = heap_release;
+    ox_buffer_account((int64_t)size);
     return b;
 }
 

@@ -77,6 +77,7 @@ static bool make_sig(int n_inputs, ox_rval *const *inputs, i64vec *s, bool *ok)
 
 static void arena_buf_release(ox_buffer *b)
 {
+    ox_buffer_account(-(int64_t)b->size);
     free(b->data);
     free(b);
 }
@@ -96,6 +97,7 @@ static ox_buffer *arena_buf_new(int64_t bytes)
     b->refcount = 1;
     b->size = (size_t)bytes;
     b->release = arena_buf_release;
+    ox_buffer_account(bytes);   /* counts against the memory ceiling */
     return b;
 }
 

@@ -209,9 +209,16 @@ void ox_bench_compare_outputs(int n, ox_rval *const *a, ox_rval *const *b, doubl
 
 typedef struct job {
     const ox_bench_config *cfg;
+    int64_t deadline_ns;      /* from cfg->timeout_s; 0 none */
     int n_models;
     int runs_per_model;       /* warmup + iters: the progress denominator */
 } job;
+
+/* The absolute deadline of a budget of s seconds from now (0: none). */
+static int64_t deadline_after(double s)
+{
+    return s > 0 ? ox_exec_clock_ns() + (int64_t)(s * 1e9) : 0;
+}
 
 static bool cancelled(const ox_bench_config *cfg)
 {
@@ -245,7 +252,8 @@ static ox_status run_model(const job *j, int which, ox_model *m, ox_rval *const 
 {
     const ox_bench_config *cfg = j->cfg;
     ox_exec *e = NULL;
-    ox_exec_opts eo = {.threads = cfg->threads};
+    ox_exec_opts eo = {.threads = cfg->threads, .max_memory = cfg->max_memory,
+                       .cancel = cfg->cancel, .deadline_ns = j->deadline_ns};
     int no = m->graph->n_outputs, ni = m->graph->n_inputs;
     int total = j->runs_per_model;
     s->latency_ms = calloc((size_t)cfg->iters + 1, sizeof *s->latency_ms);
@@ -360,7 +368,8 @@ ox_status ox_bench_run(const ox_bench_config *cfg, ox_bench_result *r, ox_error 
     ox_model *ma = cfg->model, *mb = cfg->compare;
     if ((st = apply_shapes(cfg, ma, err)) || (mb && (st = apply_shapes(cfg, mb, err))))
         return st;
-    job j = {.cfg = cfg, .n_models = mb ? 2 : 1, .runs_per_model = cfg->warmup + cfg->iters};
+    job j = {.cfg = cfg, .n_models = mb ? 2 : 1, .runs_per_model = cfg->warmup + cfg->iters,
+             .deadline_ns = deadline_after(cfg->timeout_s)};
     int ni = ma->graph->n_inputs, no = ma->graph->n_outputs;
     int nib = mb ? mb->graph->n_inputs : 0, nob = mb ? mb->graph->n_outputs : 0;
     ox_rval **in = calloc((size_t)ni + 1, sizeof *in);
@@ -492,7 +501,8 @@ ox_status ox_bench_trace(const ox_bench_config *cfg, const char *path, ox_error 
         return st;
     trace_buf buf = {0};
     ox_exec_opts eo = {.threads = cfg->threads, .node_hook = trace_hook,
-                       .node_hook_user = &buf};
+                       .node_hook_user = &buf, .max_memory = cfg->max_memory,
+                       .cancel = cfg->cancel, .deadline_ns = deadline_after(cfg->timeout_s)};
     ox_exec *e = NULL;
     int ni = m->graph->n_inputs, no = m->graph->n_outputs;
     ox_rval **in = calloc((size_t)ni + 1, sizeof *in);

@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "onnxscope/exec.h"
+#include "onnxscope/profile.h"
 #include "arena.h"
 
 /* ---- pointer hash map (plan-time lookups only) ------------------------- */
@@ -132,6 +134,7 @@ struct ox_exec {
     bool arena_ok;        /* main graph runs in file order, arenas allowed */
     int arena_busy;       /* a run holds the arena (atomic): others use the heap */
     ox_exec_stats stats;
+    int64_t max_mem;      /* resolved opts.max_memory; INT64_MAX when none */
 };
 
 typedef struct frame {
@@ -159,6 +162,61 @@ static size_t max_tensor_bytes(void)
         cached = v ? (size_t)v : ((size_t)8 << 30);
     }
     return cached;
+}
+
+int64_t ox_exec_default_max_memory(void)
+{
+    const char *s = getenv("ONNXSCOPE_MAX_MEMORY");
+    long long v = s ? strtoll(s, NULL, 10) : 0;
+    if (v > 0)
+        return v;
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || psz <= 0)
+        return (int64_t)8 << 30;
+    return (int64_t)pages / 4 * 3 * psz;
+}
+
+int64_t ox_exec_clock_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The run's limits: cancellation, deadline, then the memory ceiling with
+ * `extra` bytes about to be allocated. The message names no node: callers
+ * are inside one and the frame adds it. */
+static ox_status exec_poll(const ox_exec *e, int64_t extra, ox_error *err)
+{
+    if (e->opts.cancel && atomic_load(e->opts.cancel))
+        return ox_errorf(err, OX_ECANCELLED, "cancelled");
+    if (e->opts.deadline_ns > 0 && ox_exec_clock_ns() > e->opts.deadline_ns)
+        return ox_errorf(err, OX_ETIMEDOUT, "time limit reached");
+    int64_t live = ox_buffer_live_bytes();
+    if (extra < 0)
+        extra = 0;
+    if (live > e->max_mem - extra) {
+        char a[32], b[32], c[32];
+        if (extra)
+            return ox_errorf(err, OX_ERANGE,
+                             "%s more would bring tensor memory to %s, over the ceiling of "
+                             "%s (--max-memory)",
+                             ox_fmt_bytes(extra, true, a, sizeof a),
+                             ox_fmt_bytes(live + extra, true, b, sizeof b),
+                             ox_fmt_bytes(e->max_mem, true, c, sizeof c));
+        return ox_errorf(err, OX_ERANGE,
+                         "tensor memory reached %s, over the ceiling of %s (--max-memory)",
+                         ox_fmt_bytes(live, true, b, sizeof b),
+                         ox_fmt_bytes(e->max_mem, true, c, sizeof c));
+    }
+    return OX_OK;
+}
+
+ox_status ox_kernel_poll(ox_kernel_ctx *c, int64_t extra_bytes)
+{
+    if (!c || !c->exec)
+        return OX_OK;
+    return exec_poll(c->exec, extra_bytes, c->err);
 }
 
 static const char *node_label(const ox_node *n)
@@ -713,12 +771,16 @@ ox_tensor *ox_kernel_output(ox_kernel_ctx *c, int i, ox_dtype dt, int rank,
     }
     if (dt == OX_DT_STRING)
         bytes = (size_t)numel * sizeof(ox_bytes);
-    if (bytes > max_tensor_bytes()) {
+    if (bytes > max_tensor_bytes() ||
+        (c->max_output_bytes > 0 && bytes > (size_t)c->max_output_bytes)) {
         char buf[128];
         ox_errorf(c->err, OX_ERANGE, "output %d: %s tensor of %zu bytes exceeds the limit",
                   i, ox_shape_str(rank, dims, buf, sizeof buf), bytes);
         return NULL;
     }
+    /* Refused before allocating, so a bomb never touches the memory. */
+    if (c->exec && ox_kernel_poll(c, (int64_t)bytes) != OX_OK)
+        return NULL;
     ox_tensor *t = arena_place(c, i, dt, rank, dims, bytes);
     if (!t)
         t = ox_tensor_new(dt, rank, dims);
@@ -800,9 +862,7 @@ static void frame_set(frame *f, int slot, ox_rval *v)
 /* Clock of the optional per-node hook (ox_exec_opts.node_hook). */
 static int64_t hook_now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return ox_exec_clock_ns();
 }
 
 /* Aliasing rule: a value may hold arena bytes only in its own planned
@@ -876,6 +936,10 @@ static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
         ox_status st = pn->fn(&ctx);
         if (e->opts.node_hook)
             e->opts.node_hook(e->opts.node_hook_user, pn->node, hook_t0, hook_now_ns());
+        /* Between nodes: cancel, deadline and the ceiling (what this
+         * node allocated outside ox_kernel_output counts here). */
+        if (st == OX_OK)
+            st = exec_poll(e, 0, &kerr);
         if (st == OX_OK) {
             for (int i = 0; i < pn->n_out; i++) {
                 if (pn->out_needed[i] && !out[i]) {
@@ -1016,6 +1080,9 @@ ox_status ox_exec_new(ox_model *m, const ox_exec_opts *opts, ox_exec **out,
     e->model = m;
     if (opts)
         e->opts = *opts;
+    e->max_mem = e->opts.max_memory > 0   ? e->opts.max_memory
+                 : e->opts.max_memory < 0 ? INT64_MAX
+                                          : ox_exec_default_max_memory();
     ox_plan *p;
     ox_status st = get_plan(e, m->graph, &p, err);
     if (st) {
@@ -1102,6 +1169,13 @@ ox_status ox_exec_run(ox_exec *e, int n_inputs, ox_rval *const *inputs,
         e->stats.inplace_slots = f.arena ? f.arena->n_inplace : 0;
         e->stats.plans_built = e->arenas.built;
         e->stats.plan_hits = e->arenas.hits;
+        if (f.arena && (st = exec_poll(e, 0, err)) != OX_OK) {
+            char b[32];
+            ox_error_clear(err);
+            st = ox_errorf(err, st, "activation arena of %s: tensor memory over the ceiling "
+                           "(--max-memory)", ox_fmt_bytes(f.arena->bytes, true, b, sizeof b));
+            goto out;
+        }
     }
     st = run_frame(e, &f, err);
     if (!st)
@@ -1173,6 +1247,13 @@ ox_status ox_exec_node(const ox_model *m, const ox_node *n, int n_in,
                        ox_rval *const *in, int n_out, ox_rval **out,
                        ox_error *err)
 {
+    return ox_exec_node_capped(m, n, n_in, in, n_out, out, 0, err);
+}
+
+ox_status ox_exec_node_capped(const ox_model *m, const ox_node *n, int n_in,
+                              ox_rval *const *in, int n_out, ox_rval **out,
+                              int64_t max_output_bytes, ox_error *err)
+{
     for (int i = 0; i < n_out; i++)
         out[i] = NULL;
     if (!m || !n)
@@ -1186,6 +1267,7 @@ ox_status ox_exec_node(const ox_model *m, const ox_node *n, int n_in,
     ox_kernel_ctx ctx = {
         .node = n, .opset = opset, .n_in = n_in, .in = in, .n_out = n_out,
         .out = out, .exec = NULL, .pool = NULL, .err = &kerr, .priv = NULL,
+        .max_output_bytes = max_output_bytes,
     };
     ox_status st = fn(&ctx);
     for (int i = 0; st == OX_OK && i < n_out; i++)

@@ -68,6 +68,20 @@ static bool has_graph_attr(const ox_node *n)
     return false;
 }
 
+/* Whether a fold growing the model by `growth` bytes fits the per-node
+ * limit and what is left of the run's total (see ox_pass_ctx); takes it. */
+static bool take_growth(ox_pass_ctx *c, int64_t growth)
+{
+    if (growth > c->fold_limit)
+        return false;
+    if (growth <= 0 || !c->fold_room)
+        return true;
+    if (growth > *c->fold_room)
+        return false;
+    *c->fold_room -= growth;
+    return true;
+}
+
 /* ---- Constant -> initializer ------------------------------------------------ */
 
 static ox_tensor *constant_value(const ox_node *n)
@@ -138,11 +152,9 @@ static ox_status pass_fold_shape_values(ox_pass_ctx *c, ox_graph *g, ox_error *e
             else
                 bytes += (int64_t)o->known->nbytes;
         }
-        if (!ok || bytes > c->fold_limit)
+        if (!ok || n->n_outputs > 16 || !take_growth(c, bytes))
             continue;
         ox_tensor *vals[16] = {0};
-        if (n->n_outputs > 16)
-            continue;
         for (int k = 0; k < n->n_outputs; k++) {
             ox_value *o = n->outputs[k];
             if (o && (o->n_uses || o->is_output))
@@ -179,6 +191,15 @@ static bool only_reader(const ox_value *v, const ox_node *n)
     return true;
 }
 
+/* True when input k of n repeats an earlier input. */
+static bool read_before(const ox_node *n, int k)
+{
+    for (int j = 0; j < k; j++)
+        if (n->inputs[j] == n->inputs[k])
+            return true;
+    return false;
+}
+
 static ox_status pass_constant_folding(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 {
     (void)err;
@@ -200,8 +221,8 @@ static ox_status pass_constant_folding(ox_pass_ctx *c, ox_graph *g, ox_error *er
             const ox_tensor *t = ox__pass_const(v);
             if (!t || t->external)
                 ok = false;
-            else if (only_reader(v, n))
-                freed += (int64_t)t->nbytes;
+            else if (only_reader(v, n) && !read_before(n, k))
+                freed += (int64_t)t->nbytes;  /* once per value: Concat(x, x) frees x once */
         }
         if (!ok || !ox_kernel_lookup(n->domain, n->op_type, ox_model_opset(c->m, n->domain)))
             continue;
@@ -212,7 +233,8 @@ static ox_status pass_constant_folding(ox_pass_ctx *c, ox_graph *g, ox_error *er
             int64_t b = n->outputs[k] ? static_bytes(n->outputs[k]) : 0;
             est = b < 0 ? -1 : est + b;
         }
-        if (est >= 0 && est - freed > c->fold_limit)
+        if (est >= 0 && (est - freed > c->fold_limit ||
+                         (c->fold_room && est - freed > *c->fold_room)))
             continue;
         ox_rval *in[64] = {0}, *out[16] = {0};
         if (n->n_inputs > 64)
@@ -224,7 +246,10 @@ static ox_status pass_constant_folding(ox_pass_ctx *c, ox_graph *g, ox_error *er
                 ok = in[k] != NULL;
             }
         ox_error ferr = {0};
-        if (ok && ox_exec_node(c->m, n, n->n_inputs, in, n->n_outputs, out, &ferr) != OX_OK)
+        /* Capped: with no size from inference the kernel itself must not
+         * build an output the limit would reject. */
+        if (ok && ox_exec_node_capped(c->m, n, n->n_inputs, in, n->n_outputs, out,
+                                      c->fold_limit + freed + 1, &ferr) != OX_OK)
             ok = false;
         for (int k = 0; k < n->n_inputs; k++)
             ox_rval_free(in[k]);
@@ -239,7 +264,7 @@ static ox_status pass_constant_folding(ox_pass_ctx *c, ox_graph *g, ox_error *er
             else
                 bytes += (int64_t)out[k]->t->nbytes;
         }
-        if (ok && bytes - freed > c->fold_limit)
+        if (ok && !take_growth(c, bytes - freed))
             ok = false;
         for (int k = 0; k < n->n_outputs; k++) {
             ox_value *o = n->outputs[k];

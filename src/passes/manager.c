@@ -108,6 +108,7 @@ struct ox_pass_manager {
     bool *on;
     const ox_infer_opts *io;
     int64_t fold_limit;
+    int64_t fold_room;    /* left of this run's total folding growth */
     int max_iter;
 };
 
@@ -492,7 +493,8 @@ static ox_status sort_all(ox_model *m, ox_error *err)
 static ox_status run_pass(ox_pass_manager *pm, ox_model *m, const ox_pass *p, int budget,
                           int *rewrites, ox_error *err)
 {
-    ox_pass_ctx c = {.m = m, .io = pm->io, .fold_limit = pm->fold_limit, .budget = budget};
+    ox_pass_ctx c = {.m = m, .io = pm->io, .fold_limit = pm->fold_limit,
+                     .fold_room = &pm->fold_room, .budget = budget};
     glist l = {0};
     ox_graph_visit(m->graph, collect, &l);
     if (l.oom) {
@@ -511,6 +513,24 @@ static ox_status run_pass(ox_pass_manager *pm, ox_model *m, const ox_pass *p, in
     }
     *rewrites = c.rewrites;
     return st;
+}
+
+static void add_init_bytes(ox_graph *g, void *ctx)
+{
+    int64_t *sum = ctx;
+    for (int i = 0; i < g->n_values; i++)
+        if (g->values[i]->init)
+            *sum += (int64_t)g->values[i]->init->nbytes;
+}
+
+/* A run's folding may add 16 fold limits, or as much as the weights
+ * already weigh when that is more (dequantizing folds). */
+static void reset_fold_room(ox_pass_manager *pm, ox_model *m)
+{
+    int64_t w = 0;
+    ox_graph_visit(m->graph, add_init_bytes, &w);
+    int64_t lim = pm->fold_limit > INT64_MAX / 16 ? INT64_MAX : pm->fold_limit * 16;
+    pm->fold_room = w > lim ? w : lim;
 }
 
 static ox_status infer(ox_pass_manager *pm, ox_model *m, ox_error *err)
@@ -603,6 +623,7 @@ ox_status ox_pm_run(ox_pass_manager *pm, ox_model *m, ox_pass_report *rep, ox_er
         return ox_errorf(err, OX_EINVAL, "no model");
     snap a = {0}, b = {0};
     ox_status st = OX_OK;
+    reset_fold_room(pm, m);
     if (rep) {
         take_snap(m, &a);
         rep->nodes_before = a.n;
@@ -642,6 +663,7 @@ ox_status ox_pm_step(ox_pass_manager *pm, ox_model *m, int i, int max_rewrites,
     const ox_pass *p = pm->passes[i];
     snap a = {0}, b = {0};
     int rw = 0;
+    reset_fold_room(pm, m);
     ox_status st = infer(pm, m, err);
     if (!st) {
         if (rep) {

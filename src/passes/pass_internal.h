@@ -11,6 +11,10 @@ struct ox_pass_ctx {
     ox_model *m;
     const ox_infer_opts *io;
     int64_t fold_limit;
+    /* What folding may still add to the model in this manager run, in
+     * total (each fold also stays under fold_limit): many small folds
+     * cannot add up to a bomb. NULL: no total. */
+    int64_t *fold_room;
     int budget;     /* rewrites left in this step; < 0 unlimited */
     int rewrites;   /* rewrites done by the current invocation */
 };

@@ -60,6 +60,15 @@ static bool collect_push(collect *s, ox_tensor *t)
     return true;
 }
 
+/* Bytes of the collected items: stacking them allocates as much again. */
+static int64_t collect_bytes(const collect *s)
+{
+    int64_t b = 0;
+    for (int i = 0; i < s->n; i++)
+        b += (int64_t)s->items[i]->nbytes;
+    return b;
+}
+
 static void collect_free(collect *s)
 {
     for (int i = 0; i < s->n; i++)
@@ -89,6 +98,9 @@ static ox_status stack_output(ox_kernel_ctx *c, int out_i, collect *s, const ox_
         }
         return ox_kernel_output(c, out_i, dt, rank, dims) ? OX_OK : c->err->status;
     }
+    ox_status st = ox_kernel_poll(c, collect_bytes(s));
+    if (st)
+        return st;
     if (reverse)
         for (int i = 0, j = s->n - 1; i < j; i++, j--) {
             ox_tensor *t = s->items[i];
@@ -171,8 +183,12 @@ static ox_status k_loop(ox_kernel_ctx *c)
         for (int i = 0; i < n_carried; i++)
             bin[i + 2] = carried[i];
         st = ox_exec_subgraph(c, body, nb_in, bin, nb_out, bout);
-        if (st)
+        if (st) {
+            ox_error sub = *c->err;
+            ox_error_clear(c->err);
+            ox_errorf(c->err, st, "iteration %lld: %s", (long long)it, sub.msg);
             goto out;
+        }
         if (!bout[0] || bout[0]->kind != OX_RV_TENSOR || !ox_rv_scalar_i64(bout[0]->t, &cond)) {
             st = ox_errorf(c->err, OX_EINVAL, "body condition output is not a scalar");
             goto out;
@@ -195,6 +211,14 @@ static ox_status k_loop(ox_kernel_ctx *c)
             v->t = NULL;
         }
         free_vals(bout, nb_out);
+        /* A missing or huge trip count must stay interruptible and within
+         * the memory ceiling: the body alone may run no node at all. */
+        if ((st = ox_kernel_poll(c, 0)) != OX_OK) {
+            ox_error sub = *c->err;
+            ox_error_clear(c->err);
+            ox_errorf(c->err, st, "%s after %lld iteration(s)", sub.msg, (long long)it + 1);
+            goto out;
+        }
     }
     for (int i = 0; i < n_carried && i < c->n_out; i++) {
         c->out[i] = carried[i];
@@ -274,6 +298,8 @@ static ox_status scan_run(ox_kernel_ctx *c, const ox_graph *body, int N, ox_rval
             v->t = NULL;
         }
         free_vals(bout, N + K);
+        if ((st = ox_kernel_poll(c, 0)) != OX_OK)
+            goto out;
     }
 out:
     if (slices)
