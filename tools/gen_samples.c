@@ -7,6 +7,8 @@
  *   gen_samples OUTDIR             -> OUTDIR/tiny_cnn.onnx, OUTDIR/tiny_transformer.onnx
  *   gen_samples --large FILE.onnx  -> the benchmark model
  *   gen_samples --wide N FILE.onnx -> a chain of N cheap nodes (TUI scrolling bench)
+ *   gen_samples --chain OP N FILE.onnx -> Relu then N eliminable OP nodes (Identity,
+ *                                     Dropout or Cast to float): the optimize bench
  *   gen_samples --transformer LAYERS HIDDEN FILE.onnx -> the same block, any size */
 #include <math.h>
 #include <stdio.h>
@@ -430,6 +432,25 @@ static void gen_wide(const char *path, int n)
     finish(&b, path);
 }
 
+/* x -> Relu -> N x OP -> y, where every OP computes its input unchanged:
+ * `optimize` should leave the Relu alone (bench/chain_bench.sh). */
+static void gen_chain(const char *path, const char *op, int n)
+{
+    builder b;
+    start(&b, "chain", 13);
+    int64_t dims[2] = {1, 16};
+    ox_value *x = input(&b, "x", OX_DT_FLOAT, 2, dims, NULL);
+    x = un(&b, "Relu", x);
+    for (int i = 0; i < n; i++) {
+        ox_node *nd;
+        x = op1(&b, op, 1, &x, &nd);
+        if (!strcmp(op, "Cast"))
+            ox_node_set_attr_i(nd, "to", OX_DT_FLOAT);
+    }
+    output(&b, x, "y", OX_DT_FLOAT);
+    finish(&b, path);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--large")) {
@@ -447,13 +468,24 @@ int main(int argc, char **argv)
         gen_transformer(argv[4], &c, "transformer");
         return 0;
     }
+    if (argc == 5 && !strcmp(argv[1], "--chain")) {
+        const char *op = argv[2];
+        int n = atoi(argv[3]);
+        if (n < 0 || (strcmp(op, "Identity") && strcmp(op, "Dropout") && strcmp(op, "Cast"))) {
+            fprintf(stderr, "gen_samples: --chain Identity|Dropout|Cast N FILE\n");
+            return 2;
+        }
+        gen_chain(argv[4], op, n);
+        return 0;
+    }
     if (argc == 4 && !strcmp(argv[1], "--wide")) {
         gen_wide(argv[3], atoi(argv[2]));
         return 0;
     }
     if (argc != 2) {
         fprintf(stderr, "usage: gen_samples OUTDIR | --large FILE | --wide N FILE |\n"
-                        "                   --transformer LAYERS HIDDEN FILE\n");
+                        "                   --transformer LAYERS HIDDEN FILE |\n"
+                        "                   --chain Identity|Dropout|Cast N FILE\n");
         return 2;
     }
     char path[4096];

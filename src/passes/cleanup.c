@@ -40,11 +40,11 @@ static ox_status pass_dce(ox_pass_ctx *c, ox_graph *g, ox_error *err)
     /* With a budget, remove the dead node nearest the outputs only. */
     if (c->budget > 0 && nd > c->budget)
         nd = c->budget;
-    for (int k = 0; k < nd; k++)
+    /* Dropped, not removed: a value read by many dead nodes loses their
+     * records in one sweep at the flush. */
+    for (int k = 0; k < nd; k++) {
+        ox__pass_drop(c, dead[k]);
         ox__pass_did(c);
-    if (nd) {
-        ox_graph_remove_nodes(g, dead, nd);
-        ox_graph_prune_values(g);
     }
     free(dead);
     return OX_OK;
@@ -59,9 +59,11 @@ static ox_status pass_unused_inits(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         ox_value *v = g->values[i];
         if (!v->init || v->n_uses || v->is_output || v->is_input || v->producer)
             continue;
-        ox_graph_remove_value(g, v);
+        /* Without its tensor it is garbage for the one pruning sweep at
+         * the flush (removing values one by one is O(values) each). */
+        ox_graph_set_initializer(g, v, NULL);
+        ox__pass_drop_value(c, v);
         ox__pass_did(c);
-        i--;
     }
     return OX_OK;
 }
@@ -146,8 +148,10 @@ static ox_status pass_dedup_inits(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         }
         i = j;
     }
-    for (int k = 0; k < ng; k++)
-        ox_graph_remove_value(g, gone[k]);
+    for (int k = 0; k < ng; k++) {
+        ox_graph_set_initializer(g, gone[k], NULL);  /* pruned at the flush */
+        ox__pass_drop_value(c, gone[k]);
+    }
     free(gone);
     free(a);
     return OX_OK;
@@ -278,13 +282,8 @@ static ox_status pass_cse(ox_pass_ctx *c, ox_graph *g, ox_error *err)
     while (cap < (size_t)g->n_nodes * 2)
         cap *= 2;
     ox_node **tab = calloc(cap, sizeof *tab);
-    ox_node **gone = malloc(((size_t)g->n_nodes + 1) * sizeof *gone);
-    if (!tab || !gone) {
-        free(tab);
-        free(gone);
+    if (!tab)
         return ox_errorf(err, OX_ENOMEM, "out of memory");
-    }
-    int ng = 0;
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n = g->nodes[i];
         if (!cse_candidate(n))
@@ -302,22 +301,19 @@ static ox_status pass_cse(ox_pass_ctx *c, ox_graph *g, ox_error *err)
             tab[p] = n;
             continue;
         }
+        /* An output n has and `same` omits keeps n when someone reads it. */
+        bool keep = false;
         for (int k = 0; k < n->n_outputs; k++)
-            if (n->outputs[k]) {
-                if (same->outputs[k])
-                    ox_value_replace_uses(n->outputs[k], same->outputs[k]);
-                else if (n->outputs[k]->n_uses)
-                    break;
-            }
-        gone[ng++] = n;
+            keep |= n->outputs[k] && !same->outputs[k] && n->outputs[k]->n_uses;
+        if (keep)
+            continue;
+        for (int k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] && same->outputs[k])
+                ox_value_replace_uses(n->outputs[k], same->outputs[k]);
+        ox__pass_drop(c, n);
         ox__pass_did(c);
     }
-    if (ng) {
-        ox_graph_remove_nodes(g, gone, ng);
-        ox_graph_prune_values(g);
-    }
     free(tab);
-    free(gone);
     return OX_OK;
 }
 

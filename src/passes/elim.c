@@ -26,12 +26,14 @@ static ox_status bypass_all(ox_pass_ctx *c, ox_graph *g, noop_fn fn)
 {
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n = g->nodes[i];
+        if (ox__pass_gone(n))
+            continue;
         if (n->n_inputs < 1 || !n->inputs[0] || n->n_outputs < 1 || !n->outputs[0] || !fn(c, n))
             continue;
-        if (ox__pass_bypass(n, n->inputs[0], n->outputs[0])) {
+        /* Readers of n come later in the node order and now read n's
+         * input: a chain goes in one sweep. */
+        if (ox__pass_bypass(c, n, n->inputs[0], n->outputs[0]))
             ox__pass_did(c);
-            i--;
-        }
     }
     return OX_OK;
 }
@@ -152,6 +154,8 @@ static ox_status pass_argmax_monotone(ox_pass_ctx *c, ox_graph *g, ox_error *err
     static const char *strict[] = {"Exp", "Log", "Sigmoid", "Tanh", "Sqrt", NULL};
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *a = g->nodes[i];
+        if (ox__pass_gone(a))
+            continue;
         if (!(ox_node_is(a, "ArgMax") || ox_node_is(a, "ArgMin")) || a->n_inputs < 1 ||
             !a->inputs[0])
             continue;
@@ -180,10 +184,10 @@ static ox_status pass_argmax_monotone(ox_pass_ctx *c, ox_graph *g, ox_error *err
         if (!ok)
             continue;
         ox_node_set_input(a, 0, p->inputs[0]);
-        ox_node_remove(p);
-        ox_graph_remove_value(g, v);
+        ox__pass_drop(c, p);
+        ox__pass_drop_value(c, v);
         ox__pass_did(c);
-        i = -1; /* indexes moved */
+        i--; /* a again: its new producer may be monotone too */
     }
     return OX_OK;
 }
@@ -256,7 +260,7 @@ static bool inline_branch(ox_pass_ctx *c, ox_graph *g, ox_node *n, ox_graph *b)
         src[k] = mapped(b, b->outputs[k]);
         dst[k] = n->outputs[k];
     }
-    ox_node_remove(n); /* frees b */
+    ox__pass_drop(c, n); /* frees b */
     for (int k = 0; k < no; k++) {
         ox_value *s = src[k], *o = dst[k];
         if (!o)
@@ -267,7 +271,7 @@ static bool inline_branch(ox_pass_ctx *c, ox_graph *g, ox_node *n, ox_graph *b)
         if (s && s->graph == g && s->producer && !s->n_uses && !s->is_output && !reused) {
             /* The copied producer makes the If output directly. */
             ox_node_set_output(s->producer, s->producer_output, o);
-            ox_graph_remove_value(g, s);
+            ox__pass_drop_value(c, s);
         } else if (s) {
             char *name = ox_model_unique_node_name(c->m, "Identity");
             ox_node_new(g, "Identity", "", name, 1, &s, 1, &o);
@@ -282,6 +286,8 @@ static ox_status pass_if_const(ox_pass_ctx *c, ox_graph *g, ox_error *err)
     (void)err;
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n = g->nodes[i];
+        if (ox__pass_gone(n))
+            continue;
         if (!ox_node_is(n, "If") || n->n_inputs < 1 || !n->inputs[0])
             continue;
         const ox_tensor *t = ox__pass_const(n->inputs[0]);
@@ -293,10 +299,10 @@ static ox_status pass_if_const(ox_pass_ctx *c, ox_graph *g, ox_error *err)
                                                                     : "else_branch");
         if (!a || a->type != OX_ATTR_GRAPH || !a->g)
             continue;
-        if (inline_branch(c, g, n, a->g)) {
+        /* The copied nodes go to the end of g, where this loop meets them
+         * (branches with subgraphs are not inlined: no If among them). */
+        if (inline_branch(c, g, n, a->g))
             ox__pass_did(c);
-            i = -1;
-        }
     }
     return OX_OK;
 }

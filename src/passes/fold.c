@@ -11,7 +11,7 @@
 /* Replaces node n (index i of g) by its computed outputs: each output value
  * keeps its name and uses and becomes an initializer. vals[k] are taken;
  * NULL entries must be unused outputs. */
-static void replace_by_values(ox_graph *g, ox_node *n, ox_tensor **vals)
+static void replace_by_values(ox_pass_ctx *c, ox_graph *g, ox_node *n, ox_tensor **vals)
 {
     int no = n->n_outputs;
     ox_value **outs = malloc(((size_t)no + 1) * sizeof *outs);
@@ -21,7 +21,7 @@ static void replace_by_values(ox_graph *g, ox_node *n, ox_tensor **vals)
         return;
     }
     memcpy(outs, n->outputs, (size_t)no * sizeof *outs);
-    ox_node_remove(n);
+    ox__pass_drop(c, n);
     for (int k = 0; k < no; k++) {
         ox_value *o = outs[k];
         if (!o) {
@@ -29,7 +29,7 @@ static void replace_by_values(ox_graph *g, ox_node *n, ox_tensor **vals)
             continue;
         }
         if (!vals[k]) {
-            ox_graph_remove_value(g, o);
+            ox__pass_drop_value(c, o);
             continue;
         }
         ox_tensor_set_name(vals[k], o->name);
@@ -118,15 +118,16 @@ static ox_status pass_constant_to_init(ox_pass_ctx *c, ox_graph *g, ox_error *er
     (void)err;
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n = g->nodes[i];
+        if (ox__pass_gone(n))
+            continue;
         if (!ox_node_is(n, "Constant") || n->n_outputs != 1 || !n->outputs[0] ||
             n->outputs[0]->is_output)
             continue;
         ox_tensor *t = constant_value(n);
         if (!t)
             continue;
-        replace_by_values(g, n, &t);
+        replace_by_values(c, g, n, &t);
         ox__pass_did(c);
-        i--;
     }
     return OX_OK;
 }
@@ -138,6 +139,8 @@ static ox_status pass_fold_shape_values(ox_pass_ctx *c, ox_graph *g, ox_error *e
     (void)err;
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n = g->nodes[i];
+        if (ox__pass_gone(n))
+            continue;
         if (n->n_outputs < 1 || outputs_are_graph_outputs(n) || outputs_unused(n) ||
             ox__pass_op_random(n) || has_graph_attr(n) || ox_node_is(n, "Constant"))
             continue;
@@ -160,9 +163,8 @@ static ox_status pass_fold_shape_values(ox_pass_ctx *c, ox_graph *g, ox_error *e
             if (o && (o->n_uses || o->is_output))
                 vals[k] = ox_tensor_share(o->known);
         }
-        replace_by_values(g, n, vals);
+        replace_by_values(c, g, n, vals);
         ox__pass_did(c);
-        i--;
     }
     return OX_OK;
 }
@@ -205,6 +207,8 @@ static ox_status pass_constant_folding(ox_pass_ctx *c, ox_graph *g, ox_error *er
     (void)err;
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n = g->nodes[i];
+        if (ox__pass_gone(n))
+            continue;
         if (n->n_inputs < 1 || n->n_outputs < 1 || n->n_outputs > 16 ||
             outputs_are_graph_outputs(n) || outputs_unused(n) || ox__pass_op_random(n) ||
             has_graph_attr(n) || ox_node_is(n, "Constant") || !n->op_type)
@@ -279,9 +283,8 @@ static ox_status pass_constant_folding(ox_pass_ctx *c, ox_graph *g, ox_error *er
                 ox_tensor_free(vals[k]);
             continue;
         }
-        replace_by_values(g, n, vals);
+        replace_by_values(c, g, n, vals);
         ox__pass_did(c);
-        i--;
     }
     return OX_OK;
 }

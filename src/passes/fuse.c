@@ -49,6 +49,8 @@ static ox_status pass_transposes(ox_pass_ctx *c, ox_graph *g, ox_error *err)
     (void)err;
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *t2 = g->nodes[i];
+        if (ox__pass_gone(t2))
+            continue;
         if (!ox_node_is(t2, "Transpose"))
             continue;
         ox_node *t1 = producer_is(t2, 0, "Transpose");
@@ -72,6 +74,8 @@ static ox_status pass_reshapes(ox_pass_ctx *c, ox_graph *g, ox_error *err)
     (void)err;
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *r2 = g->nodes[i];
+        if (ox__pass_gone(r2))
+            continue;
         if (!ox_node_is(r2, "Reshape") || r2->n_inputs < 2)
             continue;
         ox_node *r1 = producer_is(r2, 0, "Reshape");
@@ -93,43 +97,96 @@ static ox_status pass_reshapes(ox_pass_ctx *c, ox_graph *g, ox_error *err)
     return OX_OK;
 }
 
+/* The Concat producing v when the Concat n (axis `axis`) may take over its
+ * inputs: same graph and axis, at least one input, v read only by n. */
+static ox_node *absorbable(const ox_node *n, const ox_value *v, int64_t axis)
+{
+    ox_node *p = v ? v->producer : NULL;
+    if (!p || p->graph != n->graph || !ox_node_is(p, "Concat") || p->n_inputs < 1 ||
+        !single_reader(v) || v->uses[0].node != n || ox_node_attr_i(p, "axis", 0) != axis)
+        return NULL;
+    return p;
+}
+
+typedef struct vstack {
+    void **v;
+    size_t n, cap;
+} vstack;
+
+static bool vpush(vstack *s, void *v)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        void **t = realloc(s->v, cap * sizeof *t);
+        if (!t)
+            return false;
+        s->v = t;
+        s->cap = cap;
+    }
+    s->v[s->n++] = v;
+    return true;
+}
+
+/* Flattens each tree of single-use, same-axis Concats in one go from its
+ * root (a Concat no such Concat reads): every input moves once, where
+ * merging one producer at a time would copy a chain's inputs again at each
+ * step (quadratic on a deep chain). */
 static ox_status pass_concats(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 {
-    for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
+    vstack todo = {0}, flat = {0}, gone = {0};
+    ox_status st = OX_OK;
+    for (int i = 0; i < g->n_nodes && ox__pass_may(c) && !st; i++) {
         ox_node *n = g->nodes[i];
-        if (!ox_node_is(n, "Concat"))
+        if (ox__pass_gone(n) || !ox_node_is(n, "Concat") || n->n_outputs != 1)
             continue;
         int64_t axis = ox_node_attr_i(n, "axis", 0);
-        for (int k = 0; k < n->n_inputs; k++) {
-            ox_node *in = producer_is(n, k, "Concat");
-            if (!in || !single_reader(n->inputs[k]) || ox_node_attr_i(in, "axis", 0) != axis ||
-                axis < 0)
+        if (axis < 0)
+            continue;
+        const ox_value *o = n->outputs[0];
+        const ox_node *r = o && o->n_uses == 1 ? o->uses[0].node : NULL;
+        if (r && ox_node_is(r, "Concat") && ox_node_attr_i(r, "axis", 0) == axis &&
+            absorbable(r, o, axis))
+            continue;  /* its reader will take it over */
+        bool any = false;
+        for (int k = 0; k < n->n_inputs && !any; k++)
+            any = absorbable(n, n->inputs[k], axis) != NULL;
+        if (!any)
+            continue;
+        /* Depth first, inputs pushed in reverse so they come out in order. */
+        todo.n = flat.n = gone.n = 0;
+        for (int k = n->n_inputs - 1; k >= 0 && !st; k--)
+            if (!vpush(&todo, n->inputs[k]))
+                st = ox_errorf(err, OX_ENOMEM, "out of memory");
+        while (todo.n && !st) {
+            ox_value *v = todo.v[--todo.n];
+            ox_node *p = absorbable(v && v->uses ? v->uses[0].node : n, v, axis);
+            if (!p || !ox__pass_may(c)) {
+                if (!vpush(&flat, v))
+                    st = ox_errorf(err, OX_ENOMEM, "out of memory");
                 continue;
-            int nn = n->n_inputs - 1 + in->n_inputs;
-            ox_value **v = malloc((size_t)nn * sizeof *v);
-            if (!v)
-                return ox_errorf(err, OX_ENOMEM, "out of memory");
-            int q = 0;
-            for (int j = 0; j < n->n_inputs; j++) {
-                if (j != k) {
-                    v[q++] = n->inputs[j];
-                    continue;
-                }
-                for (int z = 0; z < in->n_inputs; z++)
-                    v[q++] = in->inputs[z];
             }
-            ox_value *mid = n->inputs[k];
-            for (int j = 0; j < nn; j++)
-                ox_node_set_input(n, j, v[j]);
-            free(v);
-            ox_node_remove(in);
-            ox_graph_remove_value(g, mid);
+            for (int k = p->n_inputs - 1; k >= 0 && !st; k--)
+                if (!vpush(&todo, p->inputs[k]))
+                    st = ox_errorf(err, OX_ENOMEM, "out of memory");
+            /* Its inputs are on the stack: drop it once n reads them. */
+            if (!vpush(&gone, p))
+                st = ox_errorf(err, OX_ENOMEM, "out of memory");
             ox__pass_did(c);
-            i = -1;
+        }
+        if (st || flat.n > (size_t)1 << 30)
             break;
+        for (size_t j = 0; j < flat.n; j++)
+            ox_node_set_input(n, (int)j, flat.v[j]);
+        for (size_t j = 0; j < gone.n; j++) {
+            ox_node *p = gone.v[j];
+            ox__pass_drop_value(c, p->outputs[0]);
+            ox__pass_drop(c, p);
         }
     }
-    return OX_OK;
+    free(todo.v);
+    free(flat.v);
+    free(gone.v);
+    return st;
 }
 
 /* A cast from a to b that keeps every value of a exactly. */
@@ -159,6 +216,8 @@ static ox_status pass_casts(ox_pass_ctx *c, ox_graph *g, ox_error *err)
     (void)err;
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *c2 = g->nodes[i];
+        if (ox__pass_gone(c2))
+            continue;
         if (!ox_node_is(c2, "Cast"))
             continue;
         ox_node *c1 = producer_is(c2, 0, "Cast");
@@ -178,6 +237,8 @@ static ox_status pass_log_softmax(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 {
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *lg = g->nodes[i];
+        if (ox__pass_gone(lg))
+            continue;
         if (!ox_node_is(lg, "Log") || lg->n_outputs != 1 || !lg->outputs[0])
             continue;
         ox_node *sm = producer_is(lg, 0, "Softmax");
@@ -189,9 +250,9 @@ static ox_status pass_log_softmax(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         if (axis)
             ox_attr_copy(&copy, axis, NULL);
         char *name = ox_model_unique_node_name(c->m, "LogSoftmax");
-        ox_node_remove(lg);
-        ox_node_remove(sm);
-        ox_graph_remove_value(g, mid);
+        ox__pass_drop(c, lg);
+        ox__pass_drop(c, sm);
+        ox__pass_drop_value(c, mid);
         ox_node *n = ox_node_new(g, "LogSoftmax", "", name, 1, &x, 1, &y);
         free(name);
         if (axis) {
@@ -201,8 +262,7 @@ static ox_status pass_log_softmax(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         }
         if (!n)
             return ox_errorf(err, OX_ENOMEM, "out of memory");
-        ox__pass_did(c);
-        i = -1;
+        ox__pass_did(c);  /* the new node is appended: no restart needed */
     }
     return OX_OK;
 }
@@ -244,6 +304,8 @@ static ox_status pass_reduce_unsqueeze(ox_pass_ctx *c, ox_graph *g, ox_error *er
     (void)err;
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *u = g->nodes[i];
+        if (ox__pass_gone(u))
+            continue;
         if (!ox_node_is(u, "Unsqueeze") || u->n_inputs < 1 || !u->inputs[0] || !u->outputs ||
             !u->outputs[0])
             continue;
@@ -264,12 +326,11 @@ static ox_status pass_reduce_unsqueeze(ox_pass_ctx *c, ox_graph *g, ox_error *er
         if (y->is_output && (mid->is_output))
             continue;
         /* Let the Reduce produce y with keepdims=1. */
-        ox_node_remove(u);
+        ox__pass_drop(c, u);
         ox_node_set_output(r, 0, y);
-        ox_graph_remove_value(g, mid);
+        ox__pass_drop_value(c, mid);
         ox_node_set_attr_i(r, "keepdims", 1);
         ox__pass_did(c);
-        i = -1;
     }
     return OX_OK;
 }
@@ -304,6 +365,8 @@ static ox_status pass_squeezes(ox_pass_ctx *c, ox_graph *g, ox_error *err)
     (void)err;
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n2 = g->nodes[i];
+        if (ox__pass_gone(n2))
+            continue;
         bool sq = ox_node_is(n2, "Squeeze"), un = ox_node_is(n2, "Unsqueeze");
         if (!(sq || un) || n2->n_outputs != 1 || !n2->outputs[0])
             continue;
@@ -328,10 +391,8 @@ static ox_status pass_squeezes(ox_pass_ctx *c, ox_graph *g, ox_error *err)
              * larger shape. */
             if (k1 != k2 || memcmp(a1, a2, (size_t)k1 * sizeof *a1))
                 continue;
-            if (ox__pass_bypass(n2, x, n2->outputs[0])) {
+            if (ox__pass_bypass(c, n2, x, n2->outputs[0]))
                 ox__pass_did(c);
-                i = -1;
-            }
             continue;
         }
         int k = 0;
@@ -419,6 +480,8 @@ static ox_status pass_slices(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         return OX_OK;
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n2 = g->nodes[i];
+        if (ox__pass_gone(n2))
+            continue;
         if (!ox_node_is(n2, "Slice"))
             continue;
         ox_node *n1 = producer_is(n2, 0, "Slice");

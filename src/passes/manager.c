@@ -341,13 +341,19 @@ static void take_snap(ox_model *m, snap *s)
         qsort(s->nodes, (size_t)s->n, sizeof *s->nodes, cmp_snap);
 }
 
+/* Appends to a report list; capacity doubles at powers of two (the lists
+ * carry no capacity field), so a run removing a million nodes does not
+ * reallocate a million times. */
 static bool push_id(int **v, int *n, int id)
 {
-    int *t = realloc(*v, ((size_t)*n + 1) * sizeof **v);
-    if (!t)
-        return false;
-    t[(*n)++] = id;
-    *v = t;
+    if (*n == 0 || (*n >= 16 && !(*n & (*n - 1)))) {
+        size_t cap = *n < 16 ? 16 : (size_t)*n * 2;
+        int *t = realloc(*v, cap * sizeof **v);
+        if (!t)
+            return false;
+        *v = t;
+    }
+    (*v)[(*n)++] = id;
     return true;
 }
 
@@ -504,8 +510,12 @@ static ox_status run_pass(ox_pass_manager *pm, ox_model *m, const ox_pass *p, in
     ox_status st = OX_OK;
     /* Parents come first in the visit order: walk it backwards. A parent
      * pass may free subgraphs listed before it, never those after. */
-    for (int i = l.n - 1; i >= 0 && !st && ox__pass_may(&c); i--)
+    for (int i = l.n - 1; i >= 0 && !st && ox__pass_may(&c); i--) {
         st = p->run(&c, l.v[i], err);
+        ox__pass_flush(&c, l.v[i]);
+    }
+    free(c.dropped);
+    free(c.stale);
     free(l.v);
     if (!st && c.rewrites) {
         ox_graph_relink(m->graph);
@@ -567,30 +577,36 @@ static ox_status infer(ox_pass_manager *pm, ox_model *m, ox_error *err)
     return OX_OK;
 }
 
+/* *a is a snapshot of the model as it is now (with a report); it is kept
+ * so: a pass that rewrote nothing needs no new one, so a run takes one
+ * snapshot per rewriting pass, not two per pass. */
 static ox_status invoke(ox_pass_manager *pm, ox_model *m, const ox_pass *p, int budget,
                         ox_pass_report *rep, snap *a, snap *b, int *rewrites, ox_error *err)
 {
-    if (rep)
-        take_snap(m, a);
     ox_status st = run_pass(pm, m, p, budget, rewrites, err);
     if (rep) {
-        take_snap(m, b);
         ox_pass_stat *s = stat_for(rep, p);
         if (s) {
             s->runs++;
             s->rewrites += *rewrites;
-            if (*rewrites)
+        }
+        if (*rewrites) {
+            take_snap(m, b);
+            if (s)
                 diff_into(rep, s, a, b);
+            snap t = *a;
+            *a = *b;
+            *b = t;
         }
     }
     return st;
 }
 
-static void finish(ox_pass_report *rep, ox_model *m, snap *b)
+/* b: a snapshot of the model as it is now. */
+static void finish(ox_pass_report *rep, snap *b)
 {
     if (!rep)
         return;
-    take_snap(m, b);
     rep->nodes_after = b->n;
     rep->init_bytes_after = b->init_bytes;
     /* A node added then removed in the same run is neither. */
@@ -649,7 +665,7 @@ ox_status ox_pm_run(ox_pass_manager *pm, ox_model *m, ox_pass_report *rep, ox_er
     if (!st)
         st = infer(pm, m, err);
     ox_graph_visit(m->graph, drop_untyped_info, NULL);
-    finish(rep, m, &b);
+    finish(rep, &a);
     free(a.nodes);
     free(b.nodes);
     return st;
@@ -665,9 +681,10 @@ ox_status ox_pm_step(ox_pass_manager *pm, ox_model *m, int i, int max_rewrites,
     int rw = 0;
     reset_fold_room(pm, m);
     ox_status st = infer(pm, m, err);
+    if (rep)
+        take_snap(m, &a);
     if (!st) {
         if (rep) {
-            take_snap(m, &a);
             rep->nodes_before = a.n;
             rep->init_bytes_before = a.init_bytes;
             rep->iterations = 1;
@@ -678,7 +695,7 @@ ox_status ox_pm_step(ox_pass_manager *pm, ox_model *m, int i, int max_rewrites,
     if (!st && rw)
         st = infer(pm, m, err);
     ox_graph_visit(m->graph, drop_untyped_info, NULL);
-    finish(rep, m, &b);
+    finish(rep, &a);
     free(a.nodes);
     free(b.nodes);
     return st;

@@ -17,6 +17,14 @@ struct ox_pass_ctx {
     int64_t *fold_room;
     int budget;     /* rewrites left in this step; < 0 unlimited */
     int rewrites;   /* rewrites done by the current invocation */
+    /* Nodes the pass dropped (ox__pass_drop): detached but still in their
+     * graph's node array until ox__pass_flush removes them in one sweep,
+     * so k removals cost O(nodes) instead of O(k * nodes). */
+    ox_node **dropped;
+    int n_dropped, cap_dropped;
+    ox_value **stale;  /* values keeping use records of dropped nodes */
+    int n_stale, cap_stale;
+    bool prune;     /* values became garbage: prune them at the flush */
 };
 
 /* True while the pass may make another rewrite. */
@@ -55,14 +63,29 @@ ox_dtype ox__pass_elem(const ox_value *v);
  * reads), and whether v is read by a subgraph. */
 bool ox__pass_read_by_subgraph(const ox_value *v);
 
-/* Removes node n, whose output `out` is computed equal to `in` (a value
+/* Removing nodes inside a pass. ox__pass_drop unlinks n at once (inputs,
+ * outputs, attributes and subgraphs: nothing reaches it through values any
+ * more) and leaves it in place, inert, so indexes do not move and the pass
+ * loop simply goes on; loops over g->nodes skip such nodes with
+ * ox__pass_gone. ox__pass_drop_value marks a value that has lost its
+ * producer and readers for removal. The manager calls ox__pass_flush after
+ * each pass on each graph: one sweep removes the nodes and prunes values. */
+void ox__pass_drop(ox_pass_ctx *c, ox_node *n);
+void ox__pass_drop_value(ox_pass_ctx *c, ox_value *v);
+static inline bool ox__pass_gone(const ox_node *n)
+{
+    return n->n_inputs == 0 && n->n_outputs == 0 && n->n_attrs == 0;
+}
+void ox__pass_flush(ox_pass_ctx *c, ox_graph *g);
+
+/* Drops node n, whose output `out` is computed equal to `in` (a value
  * visible from n's graph), making every reader of out read in. When out is
  * a graph output its name must survive: then in's producer is made to
  * produce out directly, which needs in to be a node output of the same
  * graph read only by n and not itself a graph output. Returns false (and
  * changes nothing) when that is impossible. Other outputs of n must be
  * unused. */
-bool ox__pass_bypass(ox_node *n, ox_value *in, ox_value *out);
+bool ox__pass_bypass(ox_pass_ctx *c, ox_node *n, ox_value *in, ox_value *out);
 
 /* Makes a new initializer value holding t (takes ownership) in g, named
  * from hint; sets its type. NULL on failure (t freed). */

@@ -66,7 +66,98 @@ bool ox__pass_read_by_subgraph(const ox_value *v)
     return false;
 }
 
-bool ox__pass_bypass(ox_node *n, ox_value *in, ox_value *out)
+static bool push_ptr(void ***v, int *n, int *cap, void *p)
+{
+    if (*n == *cap) {
+        int nc = *cap ? *cap * 2 : 64;
+        void **t = realloc(*v, (size_t)nc * sizeof *t);
+        if (!t)
+            return false;
+        *v = t;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = p;
+    return true;
+}
+
+/* Unlinking a reader searches the value's use list, so a value read by
+ * more nodes than this keeps the records of its dropped readers until one
+ * filtering sweep at the flush. Until then those records count as uses:
+ * checks on use counts can only become more cautious. */
+#define DEFER_USES 16
+
+void ox__pass_drop(ox_pass_ctx *c, ox_node *n)
+{
+    if (!n || ox__pass_gone(n))
+        return;
+    if (!push_ptr((void ***)&c->dropped, &c->n_dropped, &c->cap_dropped, n)) {
+        ox_node_remove(n);  /* out of memory: slow but still right */
+        return;
+    }
+    /* Subgraphs first, while n still anchors their outer-scope reads. */
+    while (n->n_attrs)
+        ox_node_remove_attr(n, n->attrs[n->n_attrs - 1].name);
+    for (int i = 0; i < n->n_inputs; i++) {
+        ox_value *v = n->inputs[i];
+        if (v && v->graph == n->graph && v->n_uses > DEFER_USES &&
+            push_ptr((void ***)&c->stale, &c->n_stale, &c->cap_stale, v))
+            n->inputs[i] = NULL;   /* its record goes at the flush */
+        else
+            ox_node_set_input(n, i, NULL);
+    }
+    for (int i = 0; i < n->n_outputs; i++)
+        if (n->outputs[i] && n->outputs[i]->producer == n)
+            ox_node_set_output(n, i, NULL);
+    n->n_inputs = n->n_outputs = 0;   /* ox__pass_gone from now on */
+    c->prune = true;
+}
+
+void ox__pass_drop_value(ox_pass_ctx *c, ox_value *v)
+{
+    (void)v;
+    c->prune = true;
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+    return (x > y) - (x < y);
+}
+
+void ox__pass_flush(ox_pass_ctx *c, ox_graph *g)
+{
+    /* Stale records first, while the dropped nodes still exist: a record
+     * of a node input by a node with no inputs left is a dropped reader. */
+    if (c->n_stale > 1)
+        qsort(c->stale, (size_t)c->n_stale, sizeof *c->stale, cmp_ptr);
+    for (int i = 0; i < c->n_stale; i++) {
+        ox_value *v = c->stale[i];
+        if (i && v == c->stale[i - 1])
+            continue;
+        int k = 0;
+        for (int u = 0; u < v->n_uses; u++)
+            if (!(v->uses[u].input >= 0 && ox__pass_gone(v->uses[u].node)))
+                v->uses[k++] = v->uses[u];
+        v->n_uses = k;
+    }
+    c->n_stale = 0;
+    int k = 0;
+    for (int i = 0; i < c->n_dropped; i++) {
+        ox_node *n = c->dropped[i];
+        if (n->graph == g)
+            c->dropped[k++] = n;
+        else  /* not expected: a pass edits the graph it was given */
+            ox_graph_remove_nodes(n->graph, &n, 1);
+    }
+    if (k)
+        ox_graph_remove_nodes(g, c->dropped, k);
+    if (c->prune)
+        ox_graph_prune_values(g);
+    c->n_dropped = 0;
+    c->prune = false;
+}
+
+bool ox__pass_bypass(ox_pass_ctx *c, ox_node *n, ox_value *in, ox_value *out)
 {
     if (!n || !in || !out || in == out || out->producer != n)
         return false;
@@ -78,8 +169,8 @@ bool ox__pass_bypass(ox_node *n, ox_value *in, ox_value *out)
     }
     if (!out->is_output) {
         ox_value_replace_uses(out, in);
-        ox_node_remove(n);
-        ox_graph_remove_value(g, out);
+        ox__pass_drop(c, n);
+        ox__pass_drop_value(c, out);
         return true;
     }
     /* out names a graph output: keep the name by making in's producer
@@ -91,12 +182,12 @@ bool ox__pass_bypass(ox_node *n, ox_value *in, ox_value *out)
             return false;
     ox_node *p = in->producer;
     int k = in->producer_output;
-    ox_node_remove(n);
+    ox__pass_drop(c, n);
     ox_node_set_output(p, k, out);
     if (!out->type && in->type)
         out->type = ox_type_clone(in->type);
     ox_infer_forget_value(out);
-    ox_graph_remove_value(g, in);
+    ox__pass_drop_value(c, in);
     return true;
 }
 
