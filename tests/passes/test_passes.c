@@ -10,10 +10,13 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "onnxscope/check.h"
 #include "onnxscope/exec.h"
 #include "onnxscope/infer.h"
+#include "onnxscope/io.h"
 #include "onnxscope/passes.h"
 #include "onnxscope/randinput.h"
 
@@ -297,6 +300,83 @@ static void test_fold_limit(void **state)
     assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
     assert_int_equal(run(m, "constant_folding"), 0);
     assert_int_equal(count_op(m, "Expand"), 1);
+    ox_model_free(m);
+}
+
+static int64_t init_bytes(const ox_model *m)
+{
+    int64_t b = 0;
+    for (int i = 0; i < m->graph->n_values; i++)
+        if (m->graph->values[i]->init)
+            b += (int64_t)m->graph->values[i]->init->nbytes;
+    return b;
+}
+
+static void test_fold_concat_bomb(void **state)
+{
+    (void)state;
+    /* c_{k+1} = Concat(c_k, c_k) from 16 bytes, 28 times: 4 GiB if every
+     * step folded. Each step frees c_k once (not twice), so growth is the
+     * size of c_k and folding stops near the 1 MiB limit. */
+    ox_model *m = mk(13);
+    float z[4] = {0};
+    init_f(m, "c0", 4, z);
+    char a[16], b[16];
+    for (int k = 0; k < 28; k++) {
+        snprintf(a, sizeof a, "c%d", k);
+        snprintf(b, sizeof b, "c%d", k + 1);
+        ox_node_set_attr_i(nd(m, "Concat", a, a, b), "axis", 0);
+    }
+    nd(m, "ReduceSum", b, NULL, "y");
+    out(m, "y");
+    ox_error err = {0};
+    assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
+    assert_true(run(m, NULL) > 0);                 /* every pass, to the fixed point */
+    assert_true(init_bytes(m) <= (4 << 20));
+    assert_true(count_op(m, "Concat") > 0);        /* the rest stays computed */
+    char path[] = "/tmp/oxfoldbombXXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    ox_save_opts so = {0};
+    assert_int_equal(ox_save(m, path, &so, &err), OX_OK);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(st.st_size < (5 << 20));
+    char data[64];
+    snprintf(data, sizeof data, "%s.data", path);
+    assert_int_not_equal(access(data, F_OK), 0);   /* no external data needed */
+    unlink(path);
+    ox_model_free(m);
+}
+
+static void test_fold_total_room(void **state)
+{
+    (void)state;
+    /* 64 Expands of one float to 512 KiB each: every one is under the
+     * per-node limit, together 32 MiB; a run adds at most 16 limits. */
+    ox_model *m = mk(13);
+    float one[1] = {1};
+    int64_t shp[1] = {128 * 1024};
+    init_f(m, "c", 1, one);
+    init_i(m, "shape", 1, shp);
+    in2(m, "x", OX_DT_FLOAT, 1, 128 * 1024);
+    char e[16], s[16], p[16];
+    snprintf(s, sizeof s, "x");
+    for (int k = 0; k < 64; k++) {
+        snprintf(e, sizeof e, "e%d", k);
+        snprintf(p, sizeof p, "s%d", k);
+        nd(m, "Expand", "c", "shape", e);
+        nd(m, "Add", s, e, p);
+        snprintf(s, sizeof s, "%s", p);
+    }
+    ox_value_rename(ox_graph_find(m->graph, s), "y", NULL);
+    out(m, "y");
+    ox_error err = {0};
+    assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
+    assert_true(run(m, "constant_folding") > 0);
+    assert_true(init_bytes(m) <= (16 << 20) + 64);
+    assert_true(count_op(m, "Expand") > 0);
     ox_model_free(m);
 }
 
@@ -825,6 +905,66 @@ static void test_fuse_concats(void **state)
     assert_int_equal(count_op(o, "Concat"), 2);
     ox_model_free(o);
     ox_model_free(m);
+
+    /* A chain and a branch: c_k = Concat(c_{k-1}, w) 50 deep, and
+     * y = Concat(v, c_49, d) with d = Concat(x, w): one Concat of
+     * v, x, w x 50, x, w in order, in one sweep from the root. */
+    m = mk(13);
+    in2(m, "x", OX_DT_FLOAT, 2, 3);
+    in2(m, "w", OX_DT_FLOAT, 2, 1);
+    in2(m, "v", OX_DT_FLOAT, 2, 2);
+    ox_node_set_attr_i(nd(m, "Concat", "x", "w", "c0"), "axis", 1);
+    char a[16], b[16];
+    for (int k = 1; k < 50; k++) {
+        snprintf(a, sizeof a, "c%d", k - 1);
+        snprintf(b, sizeof b, "c%d", k);
+        ox_node_set_attr_i(nd(m, "Concat", a, "w", b), "axis", 1);
+    }
+    ox_node_set_attr_i(nd(m, "Concat", "x", "w", "d"), "axis", 1);
+    ox_graph *g = m->graph;
+    ox_value *ins[3] = {ox_graph_value(g, "v"), ox_graph_value(g, b), ox_graph_value(g, "d")};
+    ox_value *y = ox_graph_value(g, "y");
+    ox_node_set_attr_i(ox_node_new(g, "Concat", "", "y", 3, ins, 1, &y), "axis", 1);
+    out(m, "y");
+    o = opt_checked(m, "fuse_concats", &rw);
+    assert_int_equal(rw, 51);
+    assert_int_equal(count_op(o, "Concat"), 1);
+    ox_node *cc = o->graph->nodes[0];
+    assert_int_equal(cc->n_inputs, 54);
+    assert_string_equal(cc->inputs[0]->name, "v");
+    assert_string_equal(cc->inputs[1]->name, "x");
+    for (int k = 2; k < 52; k++)
+        assert_string_equal(cc->inputs[k]->name, "w");
+    assert_string_equal(cc->inputs[52]->name, "x");
+    assert_string_equal(cc->inputs[53]->name, "w");
+    ox_model_free(o);
+    ox_model_free(m);
+}
+
+static void test_cse_keeps_read_extra_output(void **state)
+{
+    (void)state;
+    /* Two Dropouts of x; only the second has its mask, which is read:
+     * merging it into the first would leave the mask unproduced. */
+    ox_model *m = mk(13);
+    in2(m, "x", OX_DT_FLOAT, 2, 3);
+    ox_graph *g = m->graph;
+    ox_value *x = ox_graph_value(g, "x");
+    ox_value *o1[2] = {ox_graph_value(g, "a"), NULL};
+    ox_value *o2[2] = {ox_graph_value(g, "b"), ox_graph_value(g, "mask")};
+    ox_node_new(g, "Dropout", "", "d1", 1, &x, 2, o1);
+    ox_node_new(g, "Dropout", "", "d2", 1, &x, 2, o2);
+    nd(m, "Add", "a", "b", "s");
+    nd(m, "Cast", "mask", NULL, "mf");
+    ox_node_set_attr_i(g->nodes[g->n_nodes - 1], "to", OX_DT_FLOAT);
+    nd(m, "Mul", "s", "mf", "y");
+    out(m, "y");
+    int rw;
+    ox_model *o = opt_checked(m, "cse", &rw);
+    assert_int_equal(rw, 0);
+    assert_int_equal(count_op(o, "Dropout"), 2);
+    ox_model_free(o);
+    ox_model_free(m);
 }
 
 static void test_fuse_casts(void **state)
@@ -945,6 +1085,8 @@ int main(void)
         cmocka_unit_test(test_cast),
         cmocka_unit_test(test_fold),
         cmocka_unit_test(test_fold_limit),
+        cmocka_unit_test(test_fold_concat_bomb),
+        cmocka_unit_test(test_fold_total_room),
         cmocka_unit_test(test_cse_dedup),
         cmocka_unit_test(test_reshape_and_shape_chain),
         cmocka_unit_test(test_step_one_rewrite),
@@ -955,6 +1097,7 @@ int main(void)
         cmocka_unit_test(test_constant_to_initializer),
         cmocka_unit_test(test_fold_shape_chains),
         cmocka_unit_test(test_fuse_concats),
+        cmocka_unit_test(test_cse_keeps_read_extra_output),
         cmocka_unit_test(test_fuse_casts),
         cmocka_unit_test(test_unique_node_names),
         cmocka_unit_test(test_every_pass_fired),
