@@ -934,6 +934,10 @@ static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
         memset(f->placed, 0, sizeof f->placed);
         int64_t hook_t0 = e->opts.node_hook ? hook_now_ns() : 0;
         ox_status st = pn->fn(&ctx);
+        /* The first error recorded is the cause (a kernel reports a refused
+         * allocation as "cannot allocate": the ceiling said why). */
+        if (st && kerr.status)
+            st = kerr.status;
         if (e->opts.node_hook)
             e->opts.node_hook(e->opts.node_hook_user, pn->node, hook_t0, hook_now_ns());
         /* Between nodes: cancel, deadline and the ceiling (what this
@@ -1270,6 +1274,8 @@ ox_status ox_exec_node_capped(const ox_model *m, const ox_node *n, int n_in,
         .max_output_bytes = max_output_bytes,
     };
     ox_status st = fn(&ctx);
+    if (st && kerr.status)
+        st = kerr.status;
     for (int i = 0; st == OX_OK && i < n_out; i++)
         for (int j = 0; j < n_in && out[i]; j++)
             if (out[i] == in[j]) {
