@@ -252,8 +252,9 @@ static ox_status pass_constant_folding(ox_pass_ctx *c, ox_graph *g, ox_error *er
         ox_error ferr = {0};
         /* Capped: with no size from inference the kernel itself must not
          * build an output the limit would reject. */
-        if (ok && ox_exec_node_capped(c->m, n, n->n_inputs, in, n->n_outputs, out,
-                                      c->fold_limit + freed + 1, &ferr) != OX_OK)
+        int64_t cap = c->fold_limit < INT64_MAX - freed - 1 ? c->fold_limit + freed + 1 : 0;
+        if (ok && ox_exec_node_capped(c->m, n, n->n_inputs, in, n->n_outputs, out, cap,
+                                      &ferr) != OX_OK)
             ok = false;
         for (int k = 0; k < n->n_inputs; k++)
             ox_rval_free(in[k]);
