@@ -179,7 +179,7 @@ static void plan_free(ox_arena_plan *p)
  * Leaves p->buf NULL (a negative entry) whenever planning is not possible. */
 static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
                             const ox_value *const *slot_value, int n_inputs,
-                            ox_rval *const *inputs, ox_error *err)
+                            ox_rval *const *inputs, int64_t max_bytes, ox_error *err)
 {
     ox_status st = OX_OK;
     ox_model *cl = ox_model_clone(m);
@@ -226,8 +226,11 @@ static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
     ox_memplan_opts_default(&mo);
     mo.include_inputs = false;    /* inputs are the caller's memory */
     mo.include_constants = false; /* held like initializers */
+    /* An arena over the memory ceiling (a Loop whose static output counts
+     * its whole trip count, say) is not allocated: the heap run allocates
+     * only what it reaches, under the ceiling's checks. */
     if (ox_memplan_build(g, &mo, &mp, &ierr) != OX_OK || !mp->complete ||
-        mp->arena_bytes <= 0 || !ox_memplan_verify(mp, &ierr))
+        mp->arena_bytes <= 0 || mp->arena_bytes > max_bytes || !ox_memplan_verify(mp, &ierr))
         goto out;
     moff = malloc(((size_t)mp->n_slots + 1) * sizeof *moff);
     minp = calloc((size_t)mp->n_slots + 1, sizeof *minp);
@@ -272,8 +275,8 @@ out:
 
 ox_status ox_arena_get(ox_arena_cache *c, const ox_model *m, int n_slots,
                        const ox_value *const *slot_value, int n_inputs,
-                       ox_rval *const *inputs, const ox_arena_plan **out,
-                       ox_error *err)
+                       ox_rval *const *inputs, int64_t max_bytes,
+                       const ox_arena_plan **out, ox_error *err)
 {
     *out = NULL;
     i64vec sig = {0};
@@ -304,7 +307,7 @@ ox_status ox_arena_get(ox_arena_cache *c, const ox_model *m, int n_slots,
     }
     p->sig = sig.v;
     p->n_sig = sig.n;
-    ox_status st = plan_build(p, m, n_slots, slot_value, n_inputs, inputs, err);
+    ox_status st = plan_build(p, m, n_slots, slot_value, n_inputs, inputs, max_bytes, err);
     if (st) {
         plan_free(p);
         return st;

@@ -38,13 +38,13 @@ typedef struct ox_arena_cache {
 
 /* The plan for these inputs (built on first sight of their signature), or
  * *out = NULL when inputs cannot be planned (non-tensor inputs, nodes not
- * in file order, shapes not static: the caller then uses the heap).
- * slot_value[s] is the value of executor slot s of main graph g. Errors
- * only for out-of-memory. */
+ * in file order, shapes not static, an arena over max_bytes: the caller
+ * then uses the heap). slot_value[s] is the value of executor slot s of
+ * main graph g. Errors only for out-of-memory. */
 ox_status ox_arena_get(ox_arena_cache *c, const ox_model *m, int n_slots,
                        const ox_value *const *slot_value, int n_inputs,
-                       ox_rval *const *inputs, const ox_arena_plan **out,
-                       ox_error *err);
+                       ox_rval *const *inputs, int64_t max_bytes,
+                       const ox_arena_plan **out, ox_error *err);
 void ox_arena_cache_free(ox_arena_cache *c);
 
 /* True when t's bytes lie inside the arena of p. */

@@ -1164,7 +1164,8 @@ ox_status ox_exec_run(ox_exec *e, int n_inputs, ox_rval *const *inputs,
         /* Plans are keyed by every graph input: runs giving fewer use the heap. */
         if (n_inputs == g->n_inputs)
             st = ox_arena_get(&e->arenas, e->model, p->n_slots, p->slot_value,
-                              g->n_inputs, inputs, &f.arena, err);
+                              g->n_inputs, inputs, e->max_mem - ox_buffer_live_bytes(),
+                              &f.arena, err);
         if (st)
             goto out;
         f.stats = &e->stats;
