@@ -36,6 +36,7 @@ static void *bench_main(void *arg)
     cfg.iters = t->bench_iters;
     cfg.time_budget_s = BENCH_TIME_BUDGET_S;
     cfg.shapes = NULL;   /* the clones already carry the overridden input types */
+    cfg.inputs = &t->bench_inputs;   /* --input/--fill/--int-max/--default-dim */
     cfg.progress = on_progress;
     cfg.user = t;
     cfg.cancel = &t->bench_cancel;
