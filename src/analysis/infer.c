@@ -997,12 +997,9 @@ static ox_status apply_shape_override(ox__state *st, const ox_shape_override *o)
     if (!v)
         return ox_errorf(st->err, OX_EINVAL, "--shape: the model has no input named '%s'",
                          o->name);
-    /* The front ends validate first (ox_infer_opts_validate, with the
-     * option in the message); this keeps a library caller from giving an
-     * input a shape that contradicts its declared type. */
-    ox_error e2 = {0};
-    if (ox_shape_override_check(o, v->type, st->opts, &e2) != OX_OK)
-        return ox_errorf(st->err, OX_EINVAL, "--shape: %s", e2.msg);
+    /* Not checked against v->type here: a re-run with another override
+     * sees the previous override's type. Front ends check the file's
+     * types first (ox_infer_opts_validate / ox_shape_override_check). */
     ox_dtype elem = v->type && v->type->kind == OX_TYPE_TENSOR ? v->type->elem : OX_DT_UNDEFINED;
     ox_type *t = ox__tt(elem, o->rank);
     if (!t)
