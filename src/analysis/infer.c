@@ -320,9 +320,9 @@ ox_status ox_shape_override_check(const ox_shape_override *o, const ox_type *dec
             else
                 snprintf(wb, sizeof wb, "'%s'", o->params[d] ? o->params[d] : "?");
             return ox_errorf(err, OX_EINVAL,
-                             "input '%s' is %s: dim %d is fixed at %lld, not %s (only "
-                             "symbolic or unknown dims can be set)", o->name, tb, d,
-                             (long long)have, wb);
+                             "input '%s' dim %d is fixed at %lld, not %s (%s; only "
+                             "symbolic or unknown dims can be set)", o->name, d,
+                             (long long)have, wb, tb);
         }
     }
     return OX_OK;
