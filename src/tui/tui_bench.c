@@ -134,7 +134,9 @@ void tui_bench_draw(tui *t, int y0, int h, int w)
     (void)h;
     int y = y0 + 1;
     tui_put(y++, 2, w - 4, OX_SLOT_UI_HEADER, t,
-            "Benchmark on the CPU (b starts, Esc cancels); random inputs, seed 1");
+            t->bench_inputs.n_src
+                ? "Benchmark on the CPU (b starts, Esc cancels); --input/--fill, rest random"
+                : "Benchmark on the CPU (b starts, Esc cancels); random inputs, seed 1");
     y++;
     if (t->bench_running) {
         tui_put(y++, 2, w - 4, OX_SLOT_UI_NORMAL, t,
