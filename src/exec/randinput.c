@@ -486,8 +486,11 @@ ox_status ox_inputs_make(const ox_model *m, const ox_input_opts *in_opts, uint32
         if (src && src->file) {
             ox_error e2 = {0};
             st = ox_testdata_load(src->file, v->type, &in[i], NULL, &e2);
-            if (st)
-                ox_errorf(err, st, "%s: %s", src->file, e2.msg);
+            if (st && strstr(e2.msg, src->file))
+                ox_errorf(err, st, "--input %s: %s", src->name ? src->name : src->file, e2.msg);
+            else if (st)
+                ox_errorf(err, st, "--input %s: %s: %s", src->name ? src->name : src->file,
+                          src->file, e2.msg);
             else
                 st = check_file_shape(o, v, in[i], src->file, err);
             continue;

@@ -408,6 +408,32 @@ run_subgraphs() {
     quit_clean
 }
 
+# The Bench panel takes --fill like `onnxscope bench`: the If-branch model
+# (tools/gen_samples --if-branch) only runs when sr selects the 16 kHz branch.
+run_fill() {
+    SCEN="bench --fill"
+    echo "== $SCEN"
+    local gen
+    gen=$(dirname "$BIN")/tools/gen_samples
+    if [ ! -x "$gen" ]; then
+        echo "SKIP [$SCEN]: $gen not built"
+        return
+    fi
+    "$gen" --if-branch "$TMP/ifb.onnx" >/dev/null || { fail "gen_samples --if-branch"; return; }
+    start 80 24 TERM=xterm-256color -- "$TMP/ifb.onnx"
+    wait_for "Overview" || return
+    keys 0 b
+    wait_for "benchmark failed" 20 || return
+    quit_clean
+    start 80 24 TERM=xterm-256color -- --fill sr=16000 "$TMP/ifb.onnx"
+    wait_for "Overview" || return
+    keys 0
+    wait_for "--input/--fill, rest random" || return
+    keys b
+    wait_for "benchmark done" 20 || return
+    quit_clean
+}
+
 run_keymap_docs() {
     SCEN="key map in docs/TUI.md"
     echo "== $SCEN"
@@ -433,6 +459,7 @@ run_ascii
 run_errors
 run_themes
 run_subgraphs
+run_fill
 run_keymap_docs
 
 echo "$CHECKS checks, $FAILS failures"
