@@ -1,5 +1,6 @@
 /* Small helpers shared by the subcommands: uniform error lines, model
  * loading with exit codes, option parsing, number formatting. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -85,6 +86,19 @@ bool ox_cli_check_inputs(const char *path, const ox_model *m, const ox_infer_opt
     if (in && ox_input_opts_defaulted(in, m, buf, sizeof buf) > 0)
         fprintf(stderr, "onnxscope: note: --default-dim %lld set %s\n",
                 (long long)in->default_dim, buf);
+    return true;
+}
+
+bool ox_cli_parse_long(const char *opt, const char *s, long lo, long hi, long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < lo || v > hi) {
+        ox_cli_error(NULL, "%s %s: expected an integer in [%ld, %ld]", opt, s, lo, hi);
+        return false;
+    }
+    *out = v;
     return true;
 }
 

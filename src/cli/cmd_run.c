@@ -88,19 +88,6 @@ static int make_dirs(const char *dir)
     return access(p, W_OK | X_OK);
 }
 
-static bool parse_long(const char *opt, const char *s, long lo, long hi, long *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || errno || v < lo || v > hi) {
-        ox_cli_error(NULL, "%s %s: expected an integer in [%ld, %ld]", opt, s, lo, hi);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
 int ox_cmd_run(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -129,7 +116,7 @@ int ox_cmd_run(int argc, char **argv)
         switch (c) {
         case 'R': inputs.no_random = false; break;
         case 's':
-            if (!parse_long("--seed", optarg, 0, UINT32_MAX, &v)) {
+            if (!ox_cli_parse_long("--seed", optarg, 0, UINT32_MAX, &v)) {
                 rc = 2;
                 goto out;
             }
@@ -137,7 +124,7 @@ int ox_cmd_run(int argc, char **argv)
             break;
         case 'o': save_dir = optarg; break;
         case 'j':
-            if (!parse_long("--threads", optarg, 0, 4096, &v)) {
+            if (!ox_cli_parse_long("--threads", optarg, 0, 4096, &v)) {
                 rc = 2;
                 goto out;
             }

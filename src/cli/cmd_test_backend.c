@@ -453,6 +453,7 @@ int ox_cmd_test_backend(int argc, char **argv)
     };
     optind = 1;
     int c;
+    long v;
     while ((c = ox_cli_getopt(argc, argv, "test-backend", "f:vh", longopts)) != -1) {
         switch (c) {
         case 'f': filter = optarg; break;
@@ -470,8 +471,16 @@ int ox_cmd_test_backend(int argc, char **argv)
                 return 2;
             }
             break;
-        case 't': o.timeout_s = atoi(optarg); break;
-        case 'j': o.threads = atoi(optarg); break;
+        case 't':
+            if (!ox_cli_parse_long("--timeout", optarg, 0, 86400, &v))
+                return 2;
+            o.timeout_s = (int)v;
+            break;
+        case 'j':
+            if (!ox_cli_parse_long("--threads", optarg, 0, 4096, &v))
+                return 2;
+            o.threads = (int)v;
+            break;
         case 'h': usage(stdout); return 0;
         default: return 2;   /* ox_cli_getopt said why */
         }

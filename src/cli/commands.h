@@ -58,6 +58,9 @@ int ox_cli_input_opt(int c, const char *arg, ox_infer_opts *shapes, ox_input_opt
  * --default-dim, prints the one note line that says which dims it set. */
 bool ox_cli_check_inputs(const char *path, const ox_model *m, const ox_infer_opts *shapes,
                          const ox_input_opts *in);
+/* A whole-string integer in [lo, hi] for option opt; false after printing
+ * "onnxscope: --threads x: expected an integer in [0, 4096]". */
+bool ox_cli_parse_long(const char *opt, const char *s, long lo, long hi, long *out);
 /* "12.3 M", "4.09 G" */
 const char *ox_cli_si(double v, char *buf, size_t len);
 /* "13.2 MiB" */

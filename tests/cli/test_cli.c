@@ -465,7 +465,9 @@ static void test_cli_nits(void **state)
     /* getopt's messages would start with the command's argv[0]. */
     static const char *bad[] = {"info --bogus x.onnx", "run -Z x.onnx", "bench --iters",
                                 "optimize --frobnicate", "passes --x", "check --x a.onnx",
-                                "test-backend --x", "dot --x", "--x a.onnx"};
+                                "test-backend --x", "dot --x", "--x a.onnx",
+                                "test-backend --threads x /tmp", "run --threads -1 a.onnx",
+                                "run --seed 1x a.onnx"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         assert_int_equal(run_stderr(bad[i], &out), 2);
         if (strncmp(out, "onnxscope: ", 11) || count_lines(out) != 1)
