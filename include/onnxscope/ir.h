@@ -244,6 +244,11 @@ struct ox_model {
     struct ox_strmap *value_names;
     struct ox_strmap *node_names;
     uint64_t name_counter;
+    /* Sticky: an editing primitive ran out of memory, so use lists, node
+     * lists or names may be inconsistent. Set by src/ir, never cleared;
+     * ox_model_check_oom reports it, the pass manager and ox_save refuse
+     * such a model with OX_ENOMEM. */
+    bool oom;
 };
 
 /* ---- construction and lifetime ----------------------------------------- */
@@ -358,6 +363,15 @@ int ox_graph_count_nodes(const ox_graph *g, bool recursive);
 /* Model-wide unique node name derived from hint; malloc'ed, caller frees.
  * The name is reserved: later calls never return it again. */
 char *ox_model_unique_node_name(ox_model *m, const char *hint);
+
+/* OX_OK, or OX_ENOMEM (with a message naming `what`) when an edit of m ran
+ * out of memory earlier (m->oom). */
+ox_status ox_model_check_oom(const ox_model *m, const char *what, ox_error *err);
+
+/* Test hook: the n-th allocation made by src/ir from now fails (n >= 1;
+ * 0 disarms). ox_ir_test_failures counts the failures injected so far. */
+void ox_ir_test_fail_after(long n);
+long ox_ir_test_failures(void);
 
 /* ---- small helpers -------------------------------------------------------- */
 

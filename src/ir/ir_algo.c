@@ -294,7 +294,7 @@ static ox_node *pending_pred(ox_graph *g, ox_node *x, const int *indeg)
 static ox_status report_cycle(ox_graph *g, const int *indeg, ox_error *err)
 {
     int n = g->n_nodes;
-    int *seen = calloc((size_t)n, sizeof(int));
+    int *seen = ox__ir_calloc((size_t)n, sizeof(int));
     ox_node *x = NULL;
     for (int i = 0; i < n; i++)
         if (indeg[i] > 0) {
@@ -329,9 +329,9 @@ ox_status ox_graph_toposort(ox_graph *g, ox_error *err)
         return OX_OK;
     for (int i = 0; i < n; i++)
         g->nodes[i]->index = i;
-    int *indeg = calloc((size_t)n, sizeof(int));
-    int *heap = calloc((size_t)n, sizeof(int));
-    ox_node **order = calloc((size_t)n, sizeof(ox_node *));
+    int *indeg = ox__ir_calloc((size_t)n, sizeof(int));
+    int *heap = ox__ir_calloc((size_t)n, sizeof(int));
+    ox_node **order = ox__ir_calloc((size_t)n, sizeof(ox_node *));
     if (!indeg || !heap || !order) {
         free(indeg);
         free(heap);
