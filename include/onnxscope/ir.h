@@ -350,8 +350,17 @@ void ox_value_replace_uses(ox_value *from, ox_value *to);
  * subgraphs afterwards calls ox_graph_relink(m->graph) once at the end. */
 void ox_graph_relink(ox_graph *g);
 
-/* Sorts g's nodes topologically (stable: keeps the existing order where it
- * is valid). On a cycle returns OX_EMODEL naming a node on it. */
+/* The library's one topological order of g's nodes, without changing g:
+ * order[k] (n_nodes entries) is the position in g->nodes of the k-th node.
+ * Stable: among ready nodes the one stored first comes first, so a valid
+ * stored order comes back unchanged. Edges are node inputs and the reads
+ * inside a node's subgraphs (any depth) of values produced in g; use lists
+ * are not consulted. On a cycle returns OX_EMODEL naming a node on it (also
+ * in *on_cycle when not NULL). */
+ox_status ox_graph_topo_order(const ox_graph *g, int *order, ox_node **on_cycle,
+                              ox_error *err);
+/* Sorts g's nodes into ox_graph_topo_order's order. On a cycle returns
+ * OX_EMODEL naming a node on it and leaves the order unchanged. */
 ox_status ox_graph_toposort(ox_graph *g, ox_error *err);
 
 /* Visits g and every nested subgraph (depth-first, parents first). */
