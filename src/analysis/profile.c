@@ -337,7 +337,7 @@ void ox_profile_print(FILE *f, const ox_profile *p, int max_rows)
         fprintf(f, "%5s  (%d more rows)\n", "...", p->n_rows - n);
     const ox_model_cost *mc = &p->model;
     fprintf(f, "%5s  %-32s %-20s %-24s %10s %7s %10s %11s\n", "", "total", "", "",
-            ox_fmt_model_macs(mc, a, sizeof a), "100.00",
+            ox_fmt_model_macs(mc, a, sizeof a), mc->known ? "100.00" : "?",
             ox_fmt_count(mc->params, true, b, sizeof b),
             ox_fmt_bytes(mc->memory_bytes, mc->peak_known, c, sizeof c));
     fprintf(f, "FLOPs %s, params %s (%s deduplicated), weights %s, "
