@@ -268,8 +268,10 @@ typedef struct topo {
 
 static int topo_pos(const topo *t, const ox_node *n)
 {
-    if (t->use_index)
-        return n->index;
+    if (t->use_index) {
+        int p = n->index;
+        return p >= 0 && p < t->g->n_nodes && t->g->nodes[p] == n ? p : -1;
+    }
     return (int)(intptr_t)ox_ptrmap_get(&t->pos, n) - 1;
 }
 
