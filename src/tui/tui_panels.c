@@ -62,8 +62,10 @@ static void overview_draw(tui *t, int y0, int h, int w)
         ROW("MACs", "%s   FLOPs %s%s", ox_fmt_model_macs(c, a, sizeof a),
             ox_fmt_model_flops(c, b, sizeof b),
             c->n_upper ? "   (<= : If nodes counted by their larger branch)" : "");
-    else /* "?" or the known part as a lower bound: never a partial sum alone */
-        ROW("MACs", "%s   (set unknown dims in panel 5)", ox_fmt_model_macs(c, a, sizeof a));
+    else if (!strcmp(ox_fmt_model_macs(c, a, sizeof a), "?"))
+        ROW("MACs", "?   (%d nodes unknown: set input shapes in panel 5)", c->n_unknown);
+    else /* the known part as a lower bound, never a partial sum alone */
+        ROW("MACs", "%s   (set input shapes in panel 5)", a);
     ROW("Peak activ.", "%s   memory total %s%s",
         ox_fmt_bytes(c->peak_activation_bytes, c->peak_known, d, sizeof d),
         ox_fmt_bytes(c->memory_bytes, c->peak_known, e, sizeof e),
