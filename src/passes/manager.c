@@ -517,6 +517,8 @@ static ox_status run_pass(ox_pass_manager *pm, ox_model *m, const ox_pass *p, in
     free(c.dropped);
     free(c.stale);
     free(l.v);
+    if (!st)
+        st = ox_model_check_oom(m, p->name, err);
     if (!st && c.rewrites) {
         ox_graph_relink(m->graph);
         st = sort_all(m, err);
@@ -637,6 +639,8 @@ ox_status ox_pm_run(ox_pass_manager *pm, ox_model *m, ox_pass_report *rep, ox_er
 {
     if (!pm || !m || !m->graph)
         return ox_errorf(err, OX_EINVAL, "no model");
+    if (m->oom)
+        return ox_model_check_oom(m, "optimize", err);
     snap a = {0}, b = {0};
     ox_status st = OX_OK;
     reset_fold_room(pm, m);
@@ -676,6 +680,8 @@ ox_status ox_pm_step(ox_pass_manager *pm, ox_model *m, int i, int max_rewrites,
 {
     if (!pm || !m || !m->graph || i < 0 || i >= pm->n)
         return ox_errorf(err, OX_EINVAL, "no such pass");
+    if (m->oom)
+        return ox_model_check_oom(m, "optimize", err);
     const ox_pass *p = pm->passes[i];
     snap a = {0}, b = {0};
     int rw = 0;

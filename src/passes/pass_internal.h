@@ -27,10 +27,12 @@ struct ox_pass_ctx {
     bool prune;     /* values became garbage: prune them at the flush */
 };
 
-/* True while the pass may make another rewrite. */
+/* True while the pass may make another rewrite: budget left, and no edit
+ * has run out of memory (m->oom: the IR may be inconsistent, so the pass
+ * stops and the manager returns OX_ENOMEM). */
 static inline bool ox__pass_may(const ox_pass_ctx *c)
 {
-    return c->budget != 0;
+    return c->budget != 0 && !c->m->oom;
 }
 /* Records one rewrite. */
 static inline void ox__pass_did(ox_pass_ctx *c)
