@@ -368,24 +368,27 @@ static const char *act_of(const ox_node *a, float *p, int *np, bool gemm)
     *np = 0;
     if (!ox_node_is_default_domain(a) || a->n_outputs != 1 || a->n_inputs < 1)
         return NULL;
+    /* Static names: the activation node is freed before they are used. */
+    static const char *plain[] = {"Relu", "Tanh", "Sigmoid"};
     const char *op = a->op_type;
-    if (!strcmp(op, "Relu") || !strcmp(op, "Tanh") || !strcmp(op, "Sigmoid"))
-        return op;
+    for (int k = 0; k < 3; k++)
+        if (!strcmp(op, plain[k]))
+            return plain[k];
     if (!strcmp(op, "LeakyRelu")) {
         p[(*np)++] = ox_node_attr_f(a, "alpha", 0.01f);
-        return op;
+        return "LeakyRelu";
     }
     if (!strcmp(op, "HardSigmoid")) {
         p[(*np)++] = ox_node_attr_f(a, "alpha", 0.2f);
         p[(*np)++] = ox_node_attr_f(a, "beta", 0.5f);
-        return op;
+        return "HardSigmoid";
     }
     double lo, hi;
     if (!gemm && !strcmp(op, "Clip") && ox__fuse_clip_bounds(a, &lo, &hi)) {
         /* MLAS clamps with floats; infinite bounds are float's limits. */
         p[(*np)++] = isinf(lo) ? -3.402823466e38f : (float)lo;
         p[(*np)++] = isinf(hi) ? 3.402823466e38f : (float)hi;
-        return op;
+        return "Clip";
     }
     return NULL;
 }

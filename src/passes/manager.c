@@ -18,9 +18,10 @@ static void reg_build(void)
 {
     /* Order matters for a round: constants first so that folding sees
      * initializers, eliminations and fusions next, cleanup last. */
-    const ox_pass *tables[] = {ox__passes_fold,      ox__passes_elim,      ox__passes_fuse,
-                               ox__passes_fuse_gemm, ox__passes_fuse_conv, ox__passes_fuse_act,
-                               ox__passes_cleanup};
+    const ox_pass *tables[] = {ox__passes_fold,         ox__passes_elim,
+                               ox__passes_fuse,         ox__passes_fuse_reshape,
+                               ox__passes_fuse_gemm,    ox__passes_fuse_conv,
+                               ox__passes_fuse_act,     ox__passes_cleanup};
     int k = 0;
     for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
         for (const ox_pass *p = tables[t]; p->name && k < 128; p++)
