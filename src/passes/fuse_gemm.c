@@ -279,16 +279,18 @@ static ox_status pass_transpose_matmul_ort(ox_pass_ctx *c, ox_graph *g, ox_error
 
 /* ---- constant scale into MatMul / Gemm -------------------------------------- */
 
-/* Scales the constant operand k of MatMul n by f. */
-static bool scale_operand(ox_node *n, int k, double f)
+/* Scales the constant operand k of MatMul n by f, or its columns (last
+ * axis, N values) by col when given. */
+static bool scale_operand(ox_node *n, int k, double f, const double *col)
 {
     ox_value *wv = n->inputs[k];
     const ox_tensor *w = ox__fuse_const(wv);
     double *d = ox__fuse_f64(w);
     if (!d)
         return false;
+    int64_t last = w->rank ? w->dims[w->rank - 1] : 1;
     for (int64_t q = 0; q < w->numel; q++)
-        d[q] *= f;
+        d[q] *= col ? col[q % last] : f;
     ox_value *nw = ox__fuse_new_init(n->graph, wv->name, w->dtype, w->rank, w->dims, d);
     free(d);
     if (!nw)
@@ -334,6 +336,38 @@ static int scaled(const ox_node *n, double *f)
     return -1;
 }
 
+/* MatMul(A, W) -> Mul/Div by a constant that varies along the last axis
+ * only (a per-column scale, e.g. what fuse_bn_mul_add leaves): scales W's
+ * columns when W is a 2-D constant. */
+static bool per_column(ox_node *n, ox_node *s)
+{
+    ox_value *y = n->outputs[0];
+    bool div = ox_node_is(s, "Div");
+    if (!(div || ox_node_is(s, "Mul")) || s->n_inputs != 2 || s->n_outputs != 1 ||
+        !ox_node_is_default_domain(s) || (div && s->inputs[0] != y))
+        return false;
+    int yi = s->inputs[0] == y ? 0 : 1;
+    const ox_tensor *t = ox__fuse_const(s->inputs[1 - yi]), *w = ox__fuse_const(n->inputs[1]);
+    int r = ox__fuse_rank(y);
+    if (!t || !w || w->rank != 2 || !ox__fuse_float(w->dtype) || t->dtype != w->dtype || r < 1)
+        return false;
+    int64_t N = w->dims[1];
+    double *col = malloc((size_t)N * sizeof *col);
+    bool ok = col && ox__fuse_per_channel(t, r, r - 1, N, col);
+    for (int64_t j = 0; ok && div && j < N; j++) {
+        ok = col[j] != 0;
+        col[j] = ok ? 1.0 / col[j] : 0;
+    }
+    ok = ok && scale_operand(n, 1, 1.0, col);
+    free(col);
+    if (ok) {
+        ox_value *cval = s->inputs[1 - yi];
+        ox__fuse_retarget(n, s);
+        ox__fuse_drop_dead(cval);
+    }
+    return ok;
+}
+
 static ox_status pass_matmul_scale(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 {
     (void)err;
@@ -359,12 +393,14 @@ static ox_status pass_matmul_scale(ox_pass_ctx *c, ox_graph *g, ox_error *err)
                     done = true;
                 } else {
                     int w = const_operand(n);
-                    done = w >= 0 && scale_operand(n, w, f);
+                    done = w >= 0 && scale_operand(n, w, f, NULL);
                 }
                 if (done) {
                     ox__fuse_retarget(n, s);
                     ox__fuse_drop_dead(cval);
                 }
+            } else if (mm && k < 0) {
+                done = per_column(n, s);
             }
         }
         /* Input side: Mul/Div(x, k) -> MatMul/Gemm. */
@@ -378,7 +414,7 @@ static ox_status pass_matmul_scale(ox_pass_ctx *c, ox_graph *g, ox_error *err)
                 ox_node_set_attr_f(n, "alpha", (float)(ox_node_attr_f(n, "alpha", 1.0f) * f));
             } else {
                 int w = const_operand(n);
-                if (w < 0 || w == q || !scale_operand(n, w, f))
+                if (w < 0 || w == q || !scale_operand(n, w, f, NULL))
                     continue;
             }
             ox_value *cval = s->inputs[1 - k];
@@ -403,7 +439,7 @@ const ox_pass ox__passes_fuse_gemm[] = {
      OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_EXTENDED, true, pass_matmul_bn},
     {"fuse_transpose_gemm", "fold a 2-D Transpose into Gemm transA/transB (2-D MatMul -> Gemm)",
      OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_EXTENDED, true, pass_transpose_gemm},
-    {"fuse_matmul_scale", "fold a constant scalar Mul/Div into MatMul weights or Gemm alpha",
+    {"fuse_matmul_scale", "fold a constant Mul/Div (scalar, or per column after a MatMul) into the weights or alpha",
      OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_EXTENDED, true, pass_matmul_scale},
     {"fuse_transpose_matmul", "fold a last-two-axes Transpose into com.microsoft FusedMatMul",
      OX_PASS_FUSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, pass_transpose_matmul_ort},

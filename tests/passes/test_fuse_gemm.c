@@ -195,11 +195,20 @@ static void test_transpose_matmul_ort(void **state)
 static void test_matmul_scale(void **state)
 {
     (void)state;
-    for (int v = 0; v < 4; v++) {
+    for (int v = 0; v < 6; v++) {
         ox_model *m = fh_model(13);
         fh_input(m, "a", 2, A2);
         fh_init(m, "w", 2, W2, NULL, -1, 1);
         switch (v) {
+        case 4: /* a per-column vector after a MatMul */
+        case 5: {
+            int64_t kd[2] = {1, 4};
+            fh_init(m, "k", v == 4 ? 1 : 2, v == 4 ? &W2[1] : kd, NULL, 0.5, 2);
+            fh_node(m, "MatMul", "mm", "a", "w", NULL);
+            fh_node(m, v == 4 ? "Mul" : "Div", "y", v == 4 ? "k" : "mm", v == 4 ? "mm" : "k",
+                    NULL);
+            break;
+        }
         case 0: /* MatMul -> Div by an initializer */
             fh_scalar(m, "k", 4);
             fh_node(m, "MatMul", "mm", "a", "w", NULL);
@@ -230,7 +239,7 @@ static void test_matmul_scale(void **state)
         ox_model_free(o);
         ox_model_free(m);
     }
-    /* Must not: a vector (not a scalar), no constant operand, k / x. */
+    /* Must not: a vector along the rows, no constant operand, k / x. */
     for (int v = 0; v < 3; v++) {
         ox_model *m = fh_model(13);
         fh_input(m, "a", 2, A2);
@@ -239,8 +248,9 @@ static void test_matmul_scale(void **state)
         else
             fh_init(m, "w", 2, W2, NULL, -1, 1);
         fh_node(m, "MatMul", "mm", "a", "w", NULL);
+        int64_t rows[2] = {3, 1};
         if (v == 0)
-            fh_init(m, "k", 1, &W2[1], NULL, 1, 2);
+            fh_init(m, "k", 2, rows, NULL, 1, 2);
         else
             fh_scalar(m, "k", 2);
         if (v == 2)
