@@ -111,6 +111,7 @@ struct ox_pass_manager {
     const ox_infer_opts *io;
     int64_t fold_limit;
     int max_iter;
+    ox_pass_target target;
 };
 
 ox_pass_manager *ox_pm_new(ox_pass_level level, ox_pass_target target)
@@ -134,6 +135,7 @@ ox_pass_manager *ox_pm_new(ox_pass_level level, ox_pass_target target)
     }
     pm->fold_limit = 1 << 20;
     pm->max_iter = 8;
+    pm->target = target;
     return pm;
 }
 
@@ -177,6 +179,11 @@ static ox_status for_list(ox_pass_manager *pm, const char *list, bool on, ox_err
         bool found = false;
         for (int i = 0; i < pm->n; i++)
             if (strlen(pm->passes[i]->name) == len && !strncmp(pm->passes[i]->name, p, len)) {
+                /* --target onnx promises standard ops whatever is named. */
+                if (on && pm->passes[i]->target == OX_TARGET_ORT && pm->target != OX_TARGET_ORT)
+                    return ox_errorf(err, OX_EINVAL,
+                                     "pass '%.*s' emits com.microsoft ops: it needs --target ort",
+                                     (int)len, p);
                 pm->on[i] = on;
                 found = true;
             }

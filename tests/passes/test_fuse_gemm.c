@@ -178,6 +178,9 @@ static void test_transpose_matmul_ort(void **state)
     for (int i = 0; i < ox_pm_count(pm); i++)
         if (ox_pm_pass(pm, i)->target == OX_TARGET_ORT)
             assert_false(ox_pm_enabled(pm, i));
+    ox_error err = {0};
+    assert_int_equal(ox_pm_only(pm, "fuse_transpose_matmul", &err), OX_EINVAL);
+    assert_non_null(strstr(err.msg, "--target ort"));
     ox_pm_free(pm);
     ox_model_free(m);
     /* Not a perm that moves the batch axis. */
