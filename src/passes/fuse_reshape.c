@@ -50,18 +50,18 @@ static ox_status pass_reshape_shape(ox_pass_ctx *c, ox_graph *g, ox_error *err)
             ox_node_attr_i(r, "allowzero", 0))
             continue;
         ox_node *cat = ox__fuse_prod(g, r->inputs[1], "Concat");
-        if (!cat || ox_node_attr_i(cat, "axis", 0) != 0 || cat->n_inputs > OX_MAX_RANK ||
-            cat->n_inputs < 1)
+        if (!cat || ox_node_attr_i(cat, "axis", 0) != 0 || cat->n_inputs < 1)
             continue;
         int64_t shape[OX_MAX_RANK];
+        int pos = 0; /* position in the shape of the current part */
         bool ok = true, any = false;
         for (int k = 0; k < cat->n_inputs && ok; k++) {
-            int64_t v[2];
             const ox_tensor *t = ox__fuse_const(cat->inputs[k]);
-            if (t && t->rank == 1 && ox__pass_const_ints(cat->inputs[k], v, 1) == 1) {
-                shape[k] = v[0];
-            } else if (copies_dim(g, cat->inputs[k], r->inputs[0], k)) {
-                shape[k] = 0;
+            if (t && t->rank == 1 && ox_dtype_is_int(t->dtype) && t->numel <= OX_MAX_RANK - pos) {
+                for (int64_t q = 0; q < t->numel; q++)
+                    shape[pos++] = ox_tensor_get_i64(t, q);
+            } else if (pos < OX_MAX_RANK && copies_dim(g, cat->inputs[k], r->inputs[0], pos)) {
+                shape[pos++] = 0;
                 any = true;
             } else {
                 ok = false;
@@ -69,7 +69,7 @@ static ox_status pass_reshape_shape(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         }
         if (!ok || !any)
             continue;
-        ox_value *sv = ox__pass_new_init(g, "shape", ox__pass_i64_tensor(cat->n_inputs, shape));
+        ox_value *sv = ox__pass_new_init(g, "shape", ox__pass_i64_tensor(pos, shape));
         if (!sv)
             return ox_errorf(err, OX_ENOMEM, "out of memory");
         ox_node_set_input(r, 1, sv);

@@ -267,7 +267,7 @@ static void test_matmul_scale(void **state)
 }
 
 /* Reshape(x, Concat(Unsqueeze(Gather(Shape(x), i)), [-1])). */
-static ox_model *reshape_model(int64_t gather_index)
+static ox_model *reshape_model(int64_t gather_index, bool two)
 {
     ox_model *m = fh_model(13);
     int64_t xd[3] = {2, 3, 4}, zero = 0, neg = -1;
@@ -279,7 +279,11 @@ static ox_model *reshape_model(int64_t gather_index)
     fh_node(m, "Gather", "g", "s", "i", NULL);
     fh_ints(m, "ax", 1, &zero);
     fh_node(m, "Unsqueeze", "u", "g", "ax", NULL);
-    fh_ints(m, "rest", 1, &neg);
+    int64_t rest[2] = {3, -1};
+    if (two)
+        fh_ints(m, "rest", 2, rest);
+    else
+        fh_ints(m, "rest", 1, &neg);
     ox_node_set_attr_i(fh_node(m, "Concat", "shape", "u", "rest", NULL), "axis", 0);
     fh_node(m, "Reshape", "y", "x", "shape", NULL);
     fh_output(m, "y");
@@ -289,15 +293,19 @@ static ox_model *reshape_model(int64_t gather_index)
 static void test_reshape_shape(void **state)
 {
     (void)state;
-    ox_model *m = reshape_model(0);
-    int rw;
-    ox_model *o = fh_opt(m, "fuse_reshape_shape,dce", OX_TARGET_ONNX, &rw);
-    assert_true(rw >= 1);
-    assert_int_equal(o->graph->n_nodes, 1);
-    ox_model_free(o);
-    ox_model_free(m);
+    for (int two = 0; two < 2; two++) {
+        ox_model *m = reshape_model(0, two);
+        int rw;
+        ox_model *o = fh_opt(m, "fuse_reshape_shape,dce", OX_TARGET_ONNX, &rw);
+        assert_true(rw >= 1);
+        assert_int_equal(o->graph->n_nodes, 1);
+        assert_int_equal(o->graph->nodes[0]->inputs[1]->init->numel, two ? 3 : 2);
+        ox_model_free(o);
+        ox_model_free(m);
+    }
+    ox_model *m;
     /* Dim 1 of x placed at position 0 is not a copy. */
-    m = reshape_model(1);
+    m = reshape_model(1, false);
     fh_nofire(m, "fuse_reshape_shape", OX_TARGET_ONNX);
     ox_model_free(m);
 }
