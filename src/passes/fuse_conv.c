@@ -86,30 +86,6 @@ static bool conv_rescale(ox_node *cv, int64_t M, const double *s, const double *
     return true;
 }
 
-/* Reads an inference-mode BatchNormalization with constant parameters of
- * C channels into y = x * s + t. */
-static bool bn_params(const ox_node *bn, int64_t C, double *s, double *t)
-{
-    if (bn->n_inputs != 5 || !ox__fuse_only_out0(bn) || ox_node_attr_i(bn, "training_mode", 0) ||
-        ox_node_attr_i(bn, "spatial", 1) != 1)
-        return false;
-    const ox_tensor *p[4];
-    for (int k = 0; k < 4; k++) {
-        p[k] = ox__fuse_const(bn->inputs[k + 1]);
-        if (!p[k] || p[k]->numel != C || p[k]->rank != 1 || !ox__fuse_float(p[k]->dtype))
-            return false;
-    }
-    double eps = ox_node_attr_f(bn, "epsilon", 1e-5f);
-    for (int64_t c = 0; c < C; c++) {
-        double var = ox_tensor_get_f64(p[3], c);
-        if (!(var + eps > 0))
-            return false;
-        s[c] = ox_tensor_get_f64(p[0], c) / sqrt(var + eps);
-        t[c] = ox_tensor_get_f64(p[1], c) - ox_tensor_get_f64(p[2], c) * s[c];
-    }
-    return true;
-}
-
 /* Drops the parameters of a removed BatchNormalization that nothing else reads. */
 static void drop_params(ox_value **v, int n)
 {
@@ -130,7 +106,7 @@ static ox_status pass_conv_bn(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         double *s = malloc((size_t)M * 2 * sizeof *s);
         if (!s)
             return ox_errorf(err, OX_ENOMEM, "out of memory");
-        bool ok = bn_params(bn, M, s, s + M) && conv_rescale(cv, M, s, s + M);
+        bool ok = ox__fuse_bn(bn, M, s, s + M) && conv_rescale(cv, M, s, s + M);
         free(s);
         if (!ok)
             continue;
@@ -347,7 +323,7 @@ static ox_status pass_bn_conv(ox_pass_ctx *c, ox_graph *g, ox_error *err)
             return ox_errorf(err, OX_ENOMEM, "out of memory");
         }
         double *t = s + C, *nb = t + C;
-        if (!bn_params(bn, C, s, t)) {
+        if (!ox__fuse_bn(bn, C, s, t)) {
             free(s);
             free(d);
             continue;
@@ -409,7 +385,7 @@ static ox_status pass_bn_mul_add(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         double *s = malloc((size_t)C * 2 * sizeof *s);
         if (!s)
             return ox_errorf(err, OX_ENOMEM, "out of memory");
-        if (!bn_params(bn, C, s, s + C)) {
+        if (!ox__fuse_bn(bn, C, s, s + C)) {
             free(s);
             continue;
         }

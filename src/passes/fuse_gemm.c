@@ -108,23 +108,8 @@ static ox_status pass_matmul_bn(ox_pass_ctx *c, ox_graph *g, ox_error *err)
             return ox_errorf(err, OX_ENOMEM, "out of memory");
         }
         double *t = s + N, *nc = t + N;
-        /* BN's parameter checks; s is rewritten below from its result. */
         const ox_tensor *p0 = ox__fuse_const(bn->inputs[1]);
-        bool ok = p0 && p0->numel == N && p0->dtype == w->dtype;
-        if (ok) {
-            const ox_tensor *p[4];
-            for (int k = 0; k < 4 && ok; k++) {
-                p[k] = ox__fuse_const(bn->inputs[k + 1]);
-                ok = p[k] && p[k]->numel == N && p[k]->rank == 1;
-            }
-            double eps = ox_node_attr_f(bn, "epsilon", 1e-5f);
-            for (int64_t j = 0; ok && j < N; j++) {
-                double var = ox_tensor_get_f64(p[3], j);
-                ok = var + eps > 0;
-                s[j] = ox_tensor_get_f64(p[0], j) / sqrt(var + eps);
-                t[j] = ox_tensor_get_f64(p[1], j) - ox_tensor_get_f64(p[2], j) * s[j];
-            }
-        }
+        bool ok = p0 && p0->dtype == w->dtype && ox__fuse_bn(bn, N, s, t);
         if (!ok) {
             free(s);
             free(d);

@@ -117,6 +117,30 @@ void ox__fuse_retarget(ox_node *keep, ox_node *last)
         ox_graph_remove_value(g, mid);
 }
 
+/* Reads an inference-mode BatchNormalization with constant parameters of
+ * C channels into y = x * s + t. */
+bool ox__fuse_bn(const ox_node *bn, int64_t C, double *s, double *t)
+{
+    if (bn->n_inputs != 5 || !ox__fuse_only_out0(bn) || ox_node_attr_i(bn, "training_mode", 0) ||
+        ox_node_attr_i(bn, "spatial", 1) != 1)
+        return false;
+    const ox_tensor *p[4];
+    for (int k = 0; k < 4; k++) {
+        p[k] = ox__fuse_const(bn->inputs[k + 1]);
+        if (!p[k] || p[k]->numel != C || p[k]->rank != 1 || !ox__fuse_float(p[k]->dtype))
+            return false;
+    }
+    double eps = ox_node_attr_f(bn, "epsilon", 1e-5f);
+    for (int64_t c = 0; c < C; c++) {
+        double var = ox_tensor_get_f64(p[3], c);
+        if (!(var + eps > 0))
+            return false;
+        s[c] = ox_tensor_get_f64(p[0], c) / sqrt(var + eps);
+        t[c] = ox_tensor_get_f64(p[1], c) - ox_tensor_get_f64(p[2], c) * s[c];
+    }
+    return true;
+}
+
 bool ox__fuse_clip_bounds(const ox_node *clip, double *lo, double *hi)
 {
     *lo = -INFINITY;

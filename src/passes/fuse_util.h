@@ -49,6 +49,9 @@ bool ox__fuse_clip_bounds(const ox_node *clip, double *lo, double *hi);
 /* The index of the input of binary node n that is not v (0 or 1), or -1
  * when v is not one of its two inputs. */
 int ox__fuse_other(const ox_node *n, const ox_value *v);
+/* Reads an inference-mode BatchNormalization (only output 0 used) with
+ * constant parameters of C channels into y = x * s + t. */
+bool ox__fuse_bn(const ox_node *bn, int64_t C, double *s, double *t);
 /* Rank of a tensor value (initializer or typed), or -1. */
 int ox__fuse_rank(const ox_value *v);
 /* A new single-output node of g named from hint; y must be unproduced. */
