@@ -45,6 +45,10 @@ def models():
     yield 'matmul_add_sig', [n('MatMul', ['x', 'wg'], ['g']), n('Add', ['g', 'cg'], ['a']), n('Sigmoid', ['a'], ['y'])], [wg, cg], G, 13
     yield 'matmul_bn', [n('MatMul', ['x', 'wg'], ['g']), n('BatchNormalization', ['g', 's', 'bb', 'mm', 'vv'], ['y'])], \
         [wg] + [f32(t.name, rng.uniform(.5, 2, 5)) for t in bn4], G, 13
+    yield 'bn_gemm', [n('BatchNormalization', ['x', 's6', 'b6', 'm6', 'v6'], ['a']),
+                      n('Gemm', ['a', 'wt', 'cg'], ['y'], transB=1, alpha=0.5, beta=2.0)], \
+        [f32('s6', rng.uniform(.5, 2, 6)), f32('b6', rng.uniform(-1, 1, 6)), f32('m6', rng.uniform(-.5, .5, 6)),
+         f32('v6', rng.uniform(.2, 3, 6)), f32('wt', rng.uniform(-1, 1, (5, 6))), cg], G, 13
     yield 'silu', [n('Sigmoid', ['x'], ['s']), n('Mul', ['x', 's'], ['y'])], [], G, 13
     yield 'hardswish_paddle', [n('Add', ['x', 'three'], ['a']), n('Clip', ['a', 'zero', 'six'], ['c']),
                                n('Mul', ['x', 'c'], ['p']), n('Div', ['p', 'six'], ['y'])], \

@@ -152,6 +152,86 @@ static ox_status pass_matmul_bn(ox_pass_ctx *c, ox_graph *g, ox_error *err)
     return OX_OK;
 }
 
+/* BatchNormalization (2-D, channels = K) feeding input A of a MatMul/Gemm
+ * (transA = 0) with a constant 2-D B: alpha*(x*s + t) B + beta*C =
+ * alpha*x (s B) + (alpha*t B + beta*C), a Gemm with B's rows scaled. */
+static ox_status pass_bn_matmul(ox_pass_ctx *c, ox_graph *g, ox_error *err)
+{
+    if (ox_model_opset(c->m, "") < 7)
+        return OX_OK;
+    for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
+        ox_node *mm = g->nodes[i];
+        bool gemm = ox_node_is(mm, "Gemm");
+        if (!(gemm || ox_node_is(mm, "MatMul")) || mm->n_inputs < 2 || mm->n_outputs != 1 ||
+            (gemm && ox_node_attr_i(mm, "transA", 0)))
+            continue;
+        ox_node *bn = ox__fuse_prod(g, mm->inputs[0], "BatchNormalization");
+        const ox_tensor *w = ox__fuse_const(mm->inputs[1]);
+        if (!bn || bn->n_inputs != 5 || !bn->inputs[0] || !ox__fuse_single(mm->inputs[0]) ||
+            ox__fuse_rank(bn->inputs[0]) != 2 || !w || w->rank != 2 || !ox__fuse_float(w->dtype) ||
+            ox__pass_elem(bn->inputs[0]) != w->dtype)
+            continue;
+        bool tb = gemm && ox_node_attr_i(mm, "transB", 0);
+        int64_t K = tb ? w->dims[1] : w->dims[0], N = tb ? w->dims[0] : w->dims[1];
+        ox_value *cv = gemm ? ox__fuse_in(mm, 2) : NULL;
+        const ox_tensor *ct = cv ? ox__fuse_const(cv) : NULL;
+        if (cv && (!ct || ct->dtype != w->dtype || ct->rank > 2 ||
+                   (ct->numel != 1 && ct->dims[ct->rank - 1] != N) ||
+                   (ct->rank == 2 && ct->dims[0] != 1)))
+            continue;
+        double *s = malloc((size_t)(2 * K + N) * sizeof *s), *d = ox__fuse_f64(w);
+        if (!s || !d) {
+            free(s);
+            free(d);
+            return ox_errorf(err, OX_ENOMEM, "out of memory");
+        }
+        double *t = s + K, *nc = t + K;
+        if (!ox__fuse_bn(bn, K, s, t)) {
+            free(s);
+            free(d);
+            continue;
+        }
+        double alpha = gemm ? ox_node_attr_f(mm, "alpha", 1.0f) : 1.0;
+        double beta = gemm ? ox_node_attr_f(mm, "beta", 1.0f) : 0.0;
+        for (int64_t j = 0; j < N; j++)
+            nc[j] = ct ? beta * ox_tensor_get_f64(ct, ct->numel == 1 ? 0 : j) : 0.0;
+        for (int64_t q = 0; q < w->numel; q++) {
+            int64_t k = tb ? q % K : q / N, j = tb ? q / K : q % N;
+            nc[j] += alpha * t[k] * d[q];
+            d[q] *= s[k];
+        }
+        ox_value *wv = mm->inputs[1];
+        ox_value *nw = ox__fuse_new_init(g, wv->name, w->dtype, 2, w->dims, d);
+        ox_value *ncv = nw ? ox__fuse_new_init(g, "bias", w->dtype, 1, &N, nc) : NULL;
+        free(s);
+        free(d);
+        if (!ncv)
+            return ox_errorf(err, OX_ENOMEM, "out of memory");
+        ox_value *params[4] = {bn->inputs[1], bn->inputs[2], bn->inputs[3], bn->inputs[4]};
+        ox_value *x = bn->inputs[0], *mid = mm->inputs[0], *y = mm->outputs[0];
+        ox_node_remove(bn);
+        ox_graph_remove_value(g, mid);
+        if (gemm) {
+            ox_node_set_input(mm, 0, x);
+            ox_node_set_input(mm, 1, nw);
+            ox_node_set_input(mm, 2, ncv);
+            ox_node_set_attr_f(mm, "beta", 1.0f);
+        } else {
+            ox_value *in[3] = {x, nw, ncv};
+            ox_node_remove(mm);
+            if (!ox__fuse_node(c, g, "Gemm", "", 3, in, y))
+                return ox_errorf(err, OX_ENOMEM, "out of memory");
+        }
+        ox__fuse_drop_dead(wv);
+        ox__fuse_drop_dead(cv);
+        for (int k = 0; k < 4; k++)
+            ox__fuse_drop_dead(params[k]);
+        ox__pass_did(c);
+        i = i > 3 ? i - 3 : -1;
+    }
+    return OX_OK;
+}
+
 /* ---- Transpose into Gemm / MatMul ------------------------------------------ */
 
 /* A Transpose in g producing v that swaps the last two of r axes only
@@ -422,6 +502,9 @@ const ox_pass ox__passes_fuse_gemm[] = {
      OX_TARGET_ONNX, OX_LEVEL_BASIC, true, pass_matmul_add},
     {"fuse_matmul_bn", "fold BatchNormalization into the preceding 2-D MatMul/Gemm (-> Gemm)",
      OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_EXTENDED, true, pass_matmul_bn},
+    {"fuse_bn_matmul",
+     "fold a 2-D BatchNormalization into the following MatMul/Gemm weights and bias (-> Gemm)",
+     OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_EXTENDED, true, pass_bn_matmul},
     {"fuse_transpose_gemm", "fold a 2-D Transpose into Gemm transA/transB (2-D MatMul -> Gemm)",
      OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_EXTENDED, true, pass_transpose_gemm},
     {"fuse_matmul_scale", "fold a constant Mul/Div (scalar, or per column after a MatMul) into the weights or alpha",

@@ -101,6 +101,50 @@ static void test_matmul_bn(void **state)
     ox_model_free(m);
 }
 
+static void test_bn_matmul(void **state)
+{
+    (void)state;
+    for (int v = 0; v < 4; v++) {
+        /* v: MatMul, Gemm(transB, alpha, beta, C), and must-not: Gemm
+         * transA, BN result read twice. */
+        ox_model *m = fh_model(13);
+        fh_input(m, "x", 2, A2);
+        bn(m, "a", "x", 5);
+        if (v == 0) {
+            fh_init(m, "w", 2, W2, NULL, -1, 1);
+            fh_node(m, "MatMul", "y", "a", "w", NULL);
+        } else {
+            int64_t wt[2] = {4, 5}, c = 4, w3[2] = {3, 4};
+            fh_init(m, "w", 2, v == 2 ? w3 : wt, NULL, -1, 1);
+            fh_init(m, "c", 1, &c, NULL, -1, 1);
+            ox_node *g = fh_node(m, "Gemm", "y", "a", "w", "c", NULL);
+            if (v == 2) {
+                /* transA: the BN's channels become rows of the result. */
+                ox_node_set_attr_i(g, "transA", 1);
+            } else {
+                ox_node_set_attr_i(g, "transB", 1);
+                ox_node_set_attr_f(g, "alpha", 0.5f);
+                ox_node_set_attr_f(g, "beta", 2.0f);
+            }
+        }
+        fh_output(m, "y");
+        if (v == 3)
+            fh_output(m, "a");
+        if (v >= 2) {
+            fh_nofire(m, "fuse_bn_matmul", OX_TARGET_ONNX);
+            ox_model_free(m);
+            continue;
+        }
+        int rw;
+        ox_model *o = fh_opt(m, "fuse_bn_matmul", OX_TARGET_ONNX, &rw);
+        assert_int_equal(rw, 1);
+        assert_int_equal(fh_count(o, "BatchNormalization"), 0);
+        assert_int_equal(fh_count(o, "Gemm"), 1);
+        ox_model_free(o);
+        ox_model_free(m);
+    }
+}
+
 static void test_transpose_gemm(void **state)
 {
     (void)state;
@@ -313,7 +357,7 @@ static void test_reshape_shape(void **state)
 static void test_all_fired(void **state)
 {
     (void)state;
-    fh_all_fired("fuse_matmul_add,fuse_matmul_bn,fuse_transpose_gemm,fuse_matmul_scale,"
+    fh_all_fired("fuse_matmul_add,fuse_matmul_bn,fuse_bn_matmul,fuse_transpose_gemm,fuse_matmul_scale,"
                  "fuse_transpose_matmul,fuse_reshape_shape");
 }
 
@@ -322,6 +366,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_add),
         cmocka_unit_test(test_matmul_bn),
+        cmocka_unit_test(test_bn_matmul),
         cmocka_unit_test(test_transpose_gemm),
         cmocka_unit_test(test_transpose_matmul_ort),
         cmocka_unit_test(test_matmul_scale),
