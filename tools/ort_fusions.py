@@ -40,6 +40,8 @@ def models():
     yield 'conv_leaky', [conv, n('LeakyRelu', ['c'], ['y'], alpha=0.1)], [w, b], X, 13
     yield 'conv_clip', [conv, n('Clip', ['c', 'lo', 'hi'], ['y'])], [w, b, f32('lo', -.5), f32('hi', 1.5)], X, 13
     yield 'conv_hsig', [conv, n('HardSigmoid', ['c'], ['y'], alpha=0.3, beta=0.4)], [w, b], X, 13
+    yield 'conv_add_relu', [conv, n('Conv', ['x', 'w', 'b'], ['z'], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1]),
+                            n('Relu', ['z'], ['rz']), n('Add', ['c', 'rz'], ['s']), n('Relu', ['s'], ['y'])], [w, b], X, 13
     yield 'gemm_leaky', [n('Gemm', ['x', 'wg', 'cg'], ['g'], alpha=0.5), n('LeakyRelu', ['g'], ['y'], alpha=0.2)], [wg, cg], G, 13
     yield 'matmul_hsig', [n('MatMul', ['x', 'wg'], ['g']), n('HardSigmoid', ['g'], ['y'])], [wg], G, 13
     yield 'matmul_add_sig', [n('MatMul', ['x', 'wg'], ['g']), n('Add', ['g', 'cg'], ['a']), n('Sigmoid', ['a'], ['y'])], [wg, cg], G, 13

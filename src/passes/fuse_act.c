@@ -429,6 +429,58 @@ static ox_status pass_conv_act(ox_pass_ctx *c, ox_graph *g, ox_error *err)
     return OX_OK;
 }
 
+/* Conv + Add(z) + activation -> FusedConv with Z (a residual block's
+ * end): z must have the Conv output's exact shape (FusedConv adds it
+ * without broadcasting). */
+static ox_status pass_conv_add_act(ox_pass_ctx *c, ox_graph *g, ox_error *err)
+{
+    for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
+        ox_node *a = g->nodes[i];
+        float p[2];
+        int np;
+        const char *act = act_of(a, p, &np, false);
+        ox_node *add = act ? ox__fuse_prod(g, a->inputs[0], "Add") : NULL;
+        if (!add || add->n_inputs != 2 || add->n_outputs != 1 || !ox__fuse_single(a->inputs[0]))
+            continue;
+        for (int k = 0; k < 2; k++) {
+            ox_value *cy = add->inputs[k], *z = add->inputs[1 - k];
+            ox_node *cv = ox__fuse_prod(g, cy, "Conv");
+            int64_t dc[OX_MAX_RANK], dz[OX_MAX_RANK];
+            int rc = ox__pass_static_shape(cy, dc), rz = ox__pass_static_shape(z, dz);
+            bool same = cy->type && z->type && ox_type_equal(cy->type, z->type) &&
+                        cy->type->has_shape;
+            if (!same && rc >= 0 && rc == rz)
+                same = !memcmp(dc, dz, (size_t)rc * sizeof *dc);
+            if (!cv || cv->n_outputs != 1 || cv->n_inputs < 2 || !ox__fuse_single(cy) || !same ||
+                cy == z || ox__pass_elem(cy) != OX_DT_FLOAT || ox__pass_elem(z) != OX_DT_FLOAT)
+                continue;
+            ox_value *in[4] = {cv->inputs[0], cv->inputs[1], ox__fuse_in(cv, 2), z};
+            ox_node *nodes[3] = {a, add, cv};
+            ox_attr *attrs = cv->attrs;
+            int na = cv->n_attrs;
+            cv->attrs = NULL;
+            cv->n_attrs = 0;
+            ox_node *f = replace(c, g, nodes, 3, "FusedConv", "com.microsoft", 4, in,
+                                 a->outputs[0]);
+            for (int q = 0; q < na; q++) {
+                if (f)
+                    ox_node_set_attr(f, &attrs[q]);
+                ox_attr_free_contents(&attrs[q]);
+            }
+            free(attrs);
+            ox_attr pa = {.name = "activation_params", .type = OX_ATTR_FLOATS, .n = np, .floats = p};
+            if (!f || !ox_node_set_attr_s(f, "activation", act) || (np && !ox_node_set_attr(f, &pa)))
+                return ox_errorf(err, OX_ENOMEM, "out of memory");
+            if (ox_model_opset(c->m, "com.microsoft") < 1)
+                ox_model_set_opset(c->m, "com.microsoft", 1);
+            ox__pass_did(c);
+            i = i > 3 ? i - 3 : -1;
+            break;
+        }
+    }
+    return OX_OK;
+}
+
 static ox_status pass_gemm_act(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 {
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
@@ -486,6 +538,8 @@ const ox_pass ox__passes_fuse_act[] = {
      OX_PASS_FUSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, pass_silu_ort},
     {"fuse_conv_act", "Conv + Relu/Tanh/Sigmoid/LeakyRelu/Clip/HardSigmoid -> FusedConv",
      OX_PASS_FUSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, pass_conv_act},
+    {"fuse_conv_add_act", "Conv + Add(same-shape z) + activation -> FusedConv with Z",
+     OX_PASS_FUSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, pass_conv_add_act},
     {"fuse_gemm_act", "Gemm/2-D MatMul + Relu/Tanh/Sigmoid/LeakyRelu/HardSigmoid -> FusedGemm",
      OX_PASS_FUSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, pass_gemm_act},
     {0},

@@ -267,6 +267,45 @@ static void test_conv_act(void **state)
     ox_model_free(m);
 }
 
+static void test_conv_add_act(void **state)
+{
+    (void)state;
+    /* Residual block end: Relu(Conv(x) + z), z another input of the
+     * Conv output's shape, either Add order. */
+    int64_t zd[4] = {2, 4, 5, 5};
+    for (int v = 0; v < 4; v++) {
+        ox_model *m = conv_act("Relu");
+        ox_node *relu = m->graph->nodes[m->graph->n_nodes - 1];
+        if (v == 2) {
+            int64_t bd[4] = {1, 4, 1, 1};
+            fh_init(m, "z", 4, bd, NULL, -1, 1); /* broadcasts: not a Z */
+        } else {
+            fh_input(m, "z", 4, zd);
+        }
+        if (v == 1)
+            fh_node(m, "Add", "s", "z", "c", NULL);
+        else
+            fh_node(m, "Add", "s", "c", "z", NULL);
+        ox_node_set_input(relu, 0, ox_graph_value(m->graph, "s"));
+        ox_node_move(relu, m->graph->n_nodes - 1);
+        fh_output(m, "y");
+        if (v == 3)
+            fh_output(m, "s"); /* the sum is read elsewhere */
+        if (v >= 2) {
+            fh_nofire(m, "fuse_conv_add_act", OX_TARGET_ORT);
+            ox_model_free(m);
+            continue;
+        }
+        int rw;
+        ox_model *o = fh_opt(m, "fuse_conv_add_act", OX_TARGET_ORT, &rw);
+        assert_int_equal(rw, 1);
+        assert_int_equal(o->graph->n_nodes, 1);
+        assert_int_equal(o->graph->nodes[0]->n_inputs, 4);
+        ox_model_free(o);
+        ox_model_free(m);
+    }
+}
+
 static void test_gemm_act(void **state)
 {
     (void)state;
@@ -300,7 +339,7 @@ static void test_all_fired(void **state)
 {
     (void)state;
     fh_all_fired("fuse_relu_clip,fuse_hardsigmoid,fuse_hardswish,fuse_silu,fuse_silu_ort,"
-                 "fuse_conv_act,fuse_gemm_act");
+                 "fuse_conv_act,fuse_conv_add_act,fuse_gemm_act");
 }
 
 int main(void)
@@ -311,6 +350,7 @@ int main(void)
         cmocka_unit_test(test_hardswish),
         cmocka_unit_test(test_silu),
         cmocka_unit_test(test_conv_act),
+        cmocka_unit_test(test_conv_add_act),
         cmocka_unit_test(test_gemm_act),
         cmocka_unit_test(test_all_fired),
     };

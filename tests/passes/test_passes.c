@@ -929,10 +929,11 @@ static bool tested_elsewhere(const char *name)
 {
     static const char *names[] = {
         "fuse_conv_bn", "fuse_conv_add", "fuse_conv_mul", "fuse_pad_conv", "fuse_bn_conv",
-        "fuse_bn_mul_add", "fuse_matmul_add", "fuse_matmul_bn", "fuse_bn_matmul", "fuse_transpose_gemm",
-        "fuse_matmul_scale", "fuse_transpose_matmul", "fuse_reshape_shape", "fuse_relu_clip",
-        "fuse_hardsigmoid", "fuse_hardswish", "fuse_silu", "fuse_silu_ort", "fuse_conv_act",
-        "fuse_gemm_act", NULL};
+        "fuse_bn_mul_add", "fuse_matmul_add", "fuse_matmul_bn", "fuse_bn_matmul",
+        "fuse_transpose_gemm", "fuse_matmul_scale", "fuse_transpose_matmul",
+        "fuse_reshape_shape", "fuse_relu_clip", "fuse_hardsigmoid", "fuse_hardswish",
+        "fuse_silu", "fuse_silu_ort", "fuse_conv_act", "fuse_conv_add_act", "fuse_gemm_act",
+        NULL};
     for (int i = 0; names[i]; i++)
         if (!strcmp(names[i], name))
             return true;
