@@ -275,6 +275,7 @@ static const rule rules[] = {
     {"Flatten", K_ZERO, 0},
     {"Floor", K_ELEM, 1},
     {"FusedConv", K_CONV, 1},
+    {"FusedGemm", K_GEMM, 0},
     {"FusedMatMul", K_MATMUL, 0},
     {"GRU", K_RNN, 3},
     {"Gather", K_ZERO, 0},
@@ -507,6 +508,8 @@ static bool calc_gemm(const ox_node *n, calc *c)
     c->contraction = true;
     if (in_at(n, 2))
         c->extra_flops = nout; /* + beta * C */
+    if (!strcmp(n->op_type, "FusedGemm") && ox_node_attr_s(n, "activation", "")[0])
+        c->extra_flops = sat_add(c->extra_flops, nout); /* the activation */
     return true;
 }
 

@@ -18,8 +18,10 @@ static void reg_build(void)
 {
     /* Order matters for a round: constants first so that folding sees
      * initializers, eliminations and fusions next, cleanup last. */
-    const ox_pass *tables[] = {ox__passes_fold, ox__passes_elim, ox__passes_fuse,
-                               ox__passes_cleanup};
+    const ox_pass *tables[] = {ox__passes_fold,         ox__passes_elim,
+                               ox__passes_fuse,         ox__passes_fuse_reshape,
+                               ox__passes_fuse_gemm,    ox__passes_fuse_conv,
+                               ox__passes_fuse_act,     ox__passes_cleanup};
     int k = 0;
     for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
         for (const ox_pass *p = tables[t]; p->name && k < 128; p++)
@@ -110,6 +112,7 @@ struct ox_pass_manager {
     int64_t fold_limit;
     int64_t fold_room;    /* left of this run's total folding growth */
     int max_iter;
+    ox_pass_target target;
 };
 
 ox_pass_manager *ox_pm_new(ox_pass_level level, ox_pass_target target)
@@ -133,6 +136,7 @@ ox_pass_manager *ox_pm_new(ox_pass_level level, ox_pass_target target)
     }
     pm->fold_limit = 1 << 20;
     pm->max_iter = 8;
+    pm->target = target;
     return pm;
 }
 
@@ -176,6 +180,11 @@ static ox_status for_list(ox_pass_manager *pm, const char *list, bool on, ox_err
         bool found = false;
         for (int i = 0; i < pm->n; i++)
             if (strlen(pm->passes[i]->name) == len && !strncmp(pm->passes[i]->name, p, len)) {
+                /* --target onnx promises standard ops whatever is named. */
+                if (on && pm->passes[i]->target == OX_TARGET_ORT && pm->target != OX_TARGET_ORT)
+                    return ox_errorf(err, OX_EINVAL,
+                                     "pass '%.*s' emits com.microsoft ops: it needs --target ort",
+                                     (int)len, p);
                 pm->on[i] = on;
                 found = true;
             }

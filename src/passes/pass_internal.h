@@ -47,6 +47,10 @@ extern const ox_pass ox__passes_cleanup[];
 extern const ox_pass ox__passes_fold[];
 extern const ox_pass ox__passes_elim[];
 extern const ox_pass ox__passes_fuse[];
+extern const ox_pass ox__passes_fuse_reshape[];
+extern const ox_pass ox__passes_fuse_gemm[];
+extern const ox_pass ox__passes_fuse_conv[];
+extern const ox_pass ox__passes_fuse_act[];
 
 /* The constant tensor of v when it is a real constant: an initializer that
  * is not also a graph input (those can be overridden at run time). */

@@ -765,12 +765,8 @@ static void test_scale(void **state)
     assert_int_equal(g->n_nodes, N / 2);
     print_message("100k nodes: build %.1f ms, toposort %.1f ms, clone %.1f ms, remove 50k (batch) %.1f ms\n",
                   (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3, (t4 - t3) * 1e3);
-    /* Generous bounds (shared, slow CI machines); typical runs are ~50x
-     * faster. They catch accidental O(n^2) behaviour. */
-    assert_true(t1 - t0 < 5.0);
-    assert_true(t2 - t1 < 5.0);
-    assert_true(t3 - t2 < 5.0);
-    assert_true(t4 - t3 < 5.0);
+    /* No timing assertion (a loaded CI machine is no clock): accidental
+     * O(n^2) behaviour shows as the suite's timeout and in bench/. */
     assert_int_equal(c->graph->n_nodes, N);
     free(vals);
     ox_model_free(m);
