@@ -283,7 +283,7 @@ ox_status ox__infer_reshape(ox_infer_node_ctx *c)
     }
     ox__kv_free(owned);
     ox__set_out(c, 0, o);
-    kv_redim(c, c->n->outputs[0] ? c->n->outputs[0]->type : NULL);
+    kv_redim(c, ox__out_type(c, 0));
     return OX_OK;
 }
 
@@ -1081,9 +1081,8 @@ ox_status ox__infer_constant_of_shape(ox_infer_node_ctx *c)
 {
     const ox_attr *va = ox_node_attr(c->n, "value");
     ox_dtype e = va && va->t ? va->t->dtype : OX_DT_FLOAT;
-    ox_type *t = type_from_shape_input(c, 0, e);
-    ox__set_out(c, 0, t);
-    t = c->n->outputs[0] ? c->n->outputs[0]->type : NULL;
+    ox__set_out(c, 0, type_from_shape_input(c, 0, e));
+    const ox_type *t = ox__out_type(c, 0);
     if (t && t->has_shape && t->rank <= OX_MAX_RANK && ox_type_is_static(t)) {
         int64_t dims[OX_MAX_RANK];
         for (int i = 0; i < t->rank; i++)
@@ -1115,11 +1114,25 @@ ox_status ox__infer_range(ox_infer_node_ctx *c)
             return ox__fail(c, "delta is 0");
         }
         int64_t n;
-        if (a->iv && b->iv && d->iv) {
+        bool ints = a->iv && b->iv && d->iv;
+        if (ints) {
+            /* In unsigned arithmetic: limit - start and -delta may not fit
+             * an int64 (Range(INT64_MIN, INT64_MAX, 1)). */
             int64_t si = a->iv[0], li = b->iv[0], di = d->iv[0];
-            int64_t diff = li - si;
-            n = di > 0 ? (diff > 0 ? (diff + di - 1) / di : 0)
-                       : (diff < 0 ? (-diff + (-di) - 1) / (-di) : 0);
+            uint64_t span = 0, step = 1;
+            if (di > 0 && li > si) {
+                span = (uint64_t)li - (uint64_t)si;
+                step = (uint64_t)di;
+            } else if (di < 0 && li < si) {
+                span = (uint64_t)si - (uint64_t)li;
+                step = 0 - (uint64_t)di;
+            }
+            uint64_t cnt = span ? (span - 1) / step + 1 : 0;
+            if (cnt > ((uint64_t)1 << 40)) {
+                ox_type_free(o);
+                return ox__fail(c, "range too long");
+            }
+            n = (int64_t)cnt;
         } else {
             double q = ceil((l - s) / st);
             n = q > 0 ? ox__d2dim(q) : 0;
@@ -1131,11 +1144,11 @@ ox_status ox__infer_range(ox_infer_node_ctx *c)
         ox__dim_set(o, 0, n);
         ox__kv *k = ox__kv_new(e ? e : a->dt, 1, &n);
         for (int64_t i = 0; k && i < n; i++) {
-            if (k->fv)
-                ox__kv_set_f(k, i, s + (double)i * st);
+            /* Every element lies between start and limit: no overflow. */
+            if (ints && !k->fv)
+                ox__kv_set_i(k, i, a->iv[0] + i * d->iv[0]);
             else
-                ox__kv_set_i(k, i, a->iv ? a->iv[0] + i * (d->iv ? d->iv[0] : (int64_t)st)
-                                          : (int64_t)(s + (double)i * st));
+                ox__kv_set_f(k, i, s + (double)i * st);
         }
         ox__set_out(c, 0, o);
         ox__set_kv(c, 0, k);
