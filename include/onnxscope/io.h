@@ -13,6 +13,12 @@ typedef struct ox_load_opts {
     bool skip_external;   /* do not resolve external data (info on headers only) */
     void (*progress)(void *ctx, double frac); /* optional, called while loading */
     void *progress_ctx;
+    /* For `check`: record structural problems that are otherwise load
+     * errors (a value or initializer defined twice, a graph input listed
+     * twice or without a name) in m->load_issues and load the rest, so
+     * that every problem can be reported. The model then differs from the
+     * file (the duplicate is dropped): use it for reporting only. */
+    bool keep_going;
 } ox_load_opts;
 
 /* Loads path into a new model (*out, caller frees with ox_model_free).

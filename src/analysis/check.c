@@ -627,14 +627,14 @@ static void report_unknown_ops(checker *C)
         const unknown_op *u = &C->unknown[i];
         char since[48] = "";
         if (u->since > 0)
-            snprintf(since, sizeof since, ", from opset %d", u->since);
+            snprintf(since, sizeof since, "; known from opset %d", u->since);
         off += (size_t)snprintf(buf + off, sizeof buf - off, "%s%s (%d node%s%s)",
                                 i ? ", " : "", u->op, u->count, u->count == 1 ? "" : "s",
                                 since);
     }
     ox_check_report_add(C->r, true,
-                        "unknown operator%s in the default domain (outputs left untyped, "
-                        "cannot run): %s",
+                        "operator%s of the default domain unknown at the model's opset "
+                        "(outputs left untyped): %s",
                         C->n_unknown == 1 ? "" : "s", buf);
 }
 

@@ -1143,12 +1143,17 @@ ox_status ox__infer_range(ox_infer_node_ctx *c)
         }
         ox__dim_set(o, 0, n);
         ox__kv *k = ox__kv_new(e ? e : a->dt, 1, &n);
+        /* Stepping (not start + i * delta): every element lies between
+         * start and limit, so no step overflows. */
+        int64_t cur = ints ? a->iv[0] : 0;
         for (int64_t i = 0; k && i < n; i++) {
-            /* Every element lies between start and limit: no overflow. */
-            if (ints && !k->fv)
-                ox__kv_set_i(k, i, a->iv[0] + i * d->iv[0]);
-            else
+            if (ints && !k->fv) {
+                ox__kv_set_i(k, i, cur);
+                if (i + 1 < n)
+                    cur += d->iv[0];
+            } else {
                 ox__kv_set_f(k, i, s + (double)i * st);
+            }
         }
         ox__set_out(c, 0, o);
         ox__set_kv(c, 0, k);

@@ -14,8 +14,15 @@
 
 /* Payloads below this size are copied by protobuf-c: not worth a view. */
 #define VIEW_THRESHOLD 256
-/* Deeper nesting than this is hostile input, not a real model. */
-#define MAX_DEPTH 64
+/* Bounds on nesting, so that a hostile file cannot exhaust the stack of
+ * the recursive walkers (our wire walker, protobuf-c's unpacker, the
+ * converters, inference and the executor). Messages: every subgraph level
+ * costs three (GraphProto, NodeProto, AttributeProto) and a value's type
+ * five more, so 256 leaves room for MAX_GRAPH_DEPTH subgraph levels with
+ * nested sequence/optional types inside. Both are documented in
+ * docs/DESIGN.md; inference uses the same subgraph bound. */
+#define MAX_MSG_DEPTH 256
+#define MAX_GRAPH_DEPTH 64
 
 typedef struct loader {
     ox_model *m;
@@ -24,6 +31,7 @@ typedef struct loader {
     const ox_wire_view *views;
     int n_views;
     ox_error *err;
+    bool keep_going;         /* ox_load_opts.keep_going */
 } loader;
 
 static ox_status convert_graph(loader *L, const Onnx__GraphProto *gp, ox_graph *g,
@@ -48,6 +56,75 @@ static void add_issue(ox_model *m, const char *fmt, ...)
 static const char *nz(const char *s)
 {
     return s ? s : "";
+}
+
+/* A structural problem that makes the file unrepresentable as it is: a
+ * load error, unless keep_going records it (the caller then drops the
+ * offending element and returns OX_OK). */
+static ox_status problem(loader *L, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static ox_status problem(loader *L, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (!L->keep_going)
+        return ox_errorf(L->err, OX_EMODEL, "%s", buf);
+    add_issue(L->m, "%s", buf);
+    return OX_OK;
+}
+
+/* Element types and dims the converter cannot represent (it maps them to
+ * "undefined" and "unknown"): recorded for `check`. io: a graph input or
+ * output of the main graph, which must name its element type. */
+static void scan_type(loader *L, const Onnx__TypeProto *tp, const char *gname,
+                      const char *what, const char *name, bool io, int depth)
+{
+    if (!tp || depth > 32)
+        return;
+    const Onnx__TensorShapeProto *shape = NULL;
+    bool has_elem = false;
+    int32_t elem = 0;
+    switch (tp->value_case) {
+    case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE:
+        has_elem = tp->tensor_type->has_elem_type;
+        elem = tp->tensor_type->elem_type;
+        shape = tp->tensor_type->shape;
+        break;
+    case ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE:
+        has_elem = tp->sparse_tensor_type->has_elem_type;
+        elem = tp->sparse_tensor_type->elem_type;
+        shape = tp->sparse_tensor_type->shape;
+        break;
+    case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
+        scan_type(L, tp->sequence_type->elem_type, gname, what, name, false, depth + 1);
+        return;
+    case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
+        scan_type(L, tp->optional_type->elem_type, gname, what, name, false, depth + 1);
+        return;
+    case ONNX__TYPE_PROTO__VALUE_MAP_TYPE:
+        if (tp->map_type->has_key_type && !ox_dtype_valid(tp->map_type->key_type))
+            add_issue(L->m, "%s: %s '%s' has an invalid map key type %d", gname, what, name,
+                      (int)tp->map_type->key_type);
+        scan_type(L, tp->map_type->value_type, gname, what, name, false, depth + 1);
+        return;
+    default:
+        return;
+    }
+    if (has_elem && elem != 0 && !ox_dtype_valid(elem))
+        add_issue(L->m, "%s: %s '%s' has an invalid element type %d", gname, what, name,
+                  (int)elem);
+    else if (io && (!has_elem || elem == 0))
+        add_issue(L->m, "%s: %s '%s' has no element type", gname, what, name);
+    for (size_t i = 0; shape && i < shape->n_dim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = shape->dim[i];
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+            d->dim_value < 0)
+            add_issue(L->m, "%s: %s '%s' has a negative dim %lld at axis %zu", gname, what,
+                      name, (long long)d->dim_value, i);
+    }
 }
 
 static ox_kv *convert_kvs(Onnx__StringStringEntryProto *const *e, size_t n, int *out_n)
@@ -304,16 +381,20 @@ static ox_status convert_node(loader *L, const Onnx__NodeProto *np, ox_graph *g,
             continue;
         ox_value *v = ox_graph_find(g, s);
         if (v && (v->producer || v->init || v->is_input)) {
-            st = ox_errorf(L->err, OX_EMODEL,
-                           "value '%s' is assigned more than once (again by node '%s' (%s))",
-                           s, nname, op);
-            break;
+            st = problem(L, "value '%s' is assigned more than once (again by node '%s' (%s))",
+                         s, nname, op);
+            continue;   /* keep_going: the second assignment is dropped */
         }
-        for (size_t j = 0; j < i; j++)
-            if (out[j] && strcmp(nz(np->output[j]), s) == 0)
-                st = ox_errorf(L->err, OX_EMODEL,
-                               "node '%s' (%s) lists output '%s' twice", nname, op, s);
+        bool twice = false;
+        for (size_t j = 0; j < i && !twice; j++)
+            twice = out[j] && strcmp(nz(np->output[j]), s) == 0;
+        if (twice) {
+            st = problem(L, "node '%s' (%s) lists output '%s' twice", nname, op, s);
+            continue;
+        }
         out[i] = v ? v : ox_graph_value(g, s);
+        if (!out[i])
+            st = ox_errorf(L->err, OX_ENOMEM, "out of memory");
     }
     ox_node *n = NULL;
     if (st == OX_OK) {
@@ -352,9 +433,11 @@ static ox_status convert_node(loader *L, const Onnx__NodeProto *np, ox_graph *g,
 static ox_status convert_graph(loader *L, const Onnx__GraphProto *gp, ox_graph *g,
                                bool main_graph, int depth)
 {
-    if (depth > MAX_DEPTH)
-        return ox_errorf(L->err, OX_EPARSE, "subgraphs nested too deeply");
+    if (depth > MAX_GRAPH_DEPTH)
+        return ox_errorf(L->err, OX_EPARSE, "subgraphs nested more than %d levels deep",
+                         MAX_GRAPH_DEPTH);
     ox_status st = OX_OK;
+    const char *gname = gp->name && *gp->name ? gp->name : main_graph ? "main" : "subgraph";
     if (gp->name && *gp->name)
         g->name = ox_strdup(gp->name);
     if (gp->doc_string && *gp->doc_string)
@@ -373,7 +456,10 @@ static ox_status convert_graph(loader *L, const Onnx__GraphProto *gp, ox_graph *
         ox_value *v = ox_graph_find(g, name);
         if (v && v->init) {
             ox_tensor_free(t);
-            return ox_errorf(L->err, OX_EMODEL, "initializer '%s' is defined twice", name);
+            st = problem(L, "%s: initializer '%s' is defined twice", gname, name);
+            if (st != OX_OK)
+                return st;
+            continue;
         }
         if (!v)
             v = ox_graph_value(g, name);
@@ -399,10 +485,20 @@ static ox_status convert_graph(loader *L, const Onnx__GraphProto *gp, ox_graph *
     }
     for (size_t i = 0; i < gp->n_input; i++) {
         ox_value *v;
-        if (ox_graph_find(g, nz(gp->input[i]->name)) &&
-            ox_graph_find(g, nz(gp->input[i]->name))->is_input)
-            return ox_errorf(L->err, OX_EMODEL, "graph input '%s' is listed twice",
-                             nz(gp->input[i]->name));
+        const char *name = nz(gp->input[i]->name);
+        if (!*name) {
+            st = problem(L, "%s: graph input %zu has an empty name", gname, i);
+            if (st != OX_OK)
+                return st;
+            continue;
+        }
+        if (ox_graph_find(g, name) && ox_graph_find(g, name)->is_input) {
+            st = problem(L, "%s: graph input '%s' is listed twice", gname, name);
+            if (st != OX_OK)
+                return st;
+            continue;
+        }
+        scan_type(L, gp->input[i]->type, gname, "input", name, main_graph, 0);
         st = convert_value_info(L, g, gp->input[i], &v, false);
         if (st != OX_OK)
             return st;
@@ -416,6 +512,13 @@ static ox_status convert_graph(loader *L, const Onnx__GraphProto *gp, ox_graph *
     }
     for (size_t i = 0; i < gp->n_value_info; i++) {
         ox_value *v;
+        const char *name = nz(gp->value_info[i]->name);
+        if (!*name) {
+            /* Describes nothing: harmless, so never a load error. */
+            add_issue(L->m, "%s: value_info %zu has an empty name", gname, i);
+            continue;
+        }
+        scan_type(L, gp->value_info[i]->type, gname, "value_info", name, false, 0);
         st = convert_value_info(L, g, gp->value_info[i], &v, true);
         if (st != OX_OK)
             return st;
@@ -423,6 +526,14 @@ static ox_status convert_graph(loader *L, const Onnx__GraphProto *gp, ox_graph *
     }
     for (size_t i = 0; i < gp->n_output; i++) {
         ox_value *v;
+        const char *name = nz(gp->output[i]->name);
+        if (!*name) {
+            st = problem(L, "%s: graph output %zu has an empty name", gname, i);
+            if (st != OX_OK)
+                return st;
+            continue;
+        }
+        scan_type(L, gp->output[i]->type, gname, "output", name, main_graph, 0);
         st = convert_value_info(L, g, gp->output[i], &v, true);
         if (st != OX_OK)
             return st;
@@ -499,6 +610,10 @@ static ox_status convert_function(loader *L, const Onnx__FunctionProto *fp,
         }
     }
     for (size_t i = 0; i < fp->n_input && st == OX_OK; i++) {
+        if (!*nz(fp->input[i])) {
+            st = problem(L, "function %s: input %zu has an empty name", f->name, i);
+            continue;
+        }
         ox_value *v = ox_graph_value(f->body, nz(fp->input[i]));
         if (!v || ox_graph_add_input(f->body, v) != OX_OK)
             return ox_errorf(L->err, OX_ENOMEM, "out of memory");
@@ -507,11 +622,17 @@ static ox_status convert_function(loader *L, const Onnx__FunctionProto *fp,
         st = convert_node(L, fp->node[i], f->body, 1);
     for (size_t i = 0; i < fp->n_value_info && st == OX_OK; i++) {
         ox_value *v;
+        if (!*nz(fp->value_info[i]->name))
+            continue;
         st = convert_value_info(L, f->body, fp->value_info[i], &v, false);
         if (st == OX_OK)
             v->has_value_info = true;
     }
     for (size_t i = 0; i < fp->n_output && st == OX_OK; i++) {
+        if (!*nz(fp->output[i])) {
+            st = problem(L, "function %s: output %zu has an empty name", f->name, i);
+            continue;
+        }
         ox_value *v = ox_graph_value(f->body, nz(fp->output[i]));
         if (!v || ox_graph_add_output(f->body, v) != OX_OK)
             return ox_errorf(L->err, OX_ENOMEM, "out of memory");
@@ -611,16 +732,18 @@ static char *dir_of(const char *path)
 }
 
 /* Shared by file and memory loading: buf is kept alive by the model. */
-static ox_status load_from_buffer(ox_buffer *buf, const char *dir, ox_model **out,
-                                  ox_error *err)
+static ox_status load_from_buffer(ox_buffer *buf, const char *dir, bool keep_going,
+                                  ox_model **out, ox_error *err)
 {
     *out = NULL;
     const uint8_t *data = buf->data;
     size_t len = buf->size;
     if (len == 0)
         return ox_errorf(err, OX_EPARSE, "empty file");
-    if (!ox_wire_depth_ok(&onnx__model_proto__descriptor, data, len, MAX_DEPTH))
-        return ox_errorf(err, OX_EPARSE, "messages nested too deeply (hostile file?)");
+    if (!ox_wire_depth_ok(&onnx__model_proto__descriptor, data, len, MAX_MSG_DEPTH))
+        return ox_errorf(err, OX_EPARSE,
+                         "protobuf messages nested more than %d levels deep (hostile file?)",
+                         MAX_MSG_DEPTH);
     ox_wire_strip s;
     if (!ox_wire_strip_model(data, len, VIEW_THRESHOLD, &s))
         return ox_errorf(err, OX_EPARSE,
@@ -631,7 +754,8 @@ static ox_status load_from_buffer(ox_buffer *buf, const char *dir, ox_model **ou
         return ox_errorf(err, OX_EPARSE, "not a valid ONNX model (protobuf decoding failed)");
     }
     ox_model *m = ox_model_new();
-    loader L = {.m = m, .owner = buf, .views = s.views, .n_views = s.n_views, .err = err};
+    loader L = {.m = m, .owner = buf, .views = s.views, .n_views = s.n_views, .err = err,
+                .keep_going = keep_going};
     L.ext = ox_extctx_new(dir);
     ox_status st;
     if (!m || !L.ext) {
@@ -660,14 +784,13 @@ static ox_status load_from_buffer(ox_buffer *buf, const char *dir, ox_model **ou
 ox_status ox_load(const char *path, const ox_load_opts *opts, ox_model **out,
                   ox_error *err)
 {
-    (void)opts;
     *out = NULL;
     ox_buffer *buf;
     ox_status st = ox_map_file(path, &buf, err);
     if (st != OX_OK)
         return st;
     char *dir = dir_of(path);
-    st = load_from_buffer(buf, dir, out, err);
+    st = load_from_buffer(buf, dir, opts && opts->keep_going, out, err);
     ox_buffer_release(buf);
     free(dir);
     if (st == OX_OK)
@@ -683,7 +806,7 @@ ox_status ox_load_buffer(const void *data, size_t len, const char *base_dir,
         return ox_errorf(err, OX_ENOMEM, "out of memory");
     if (len)
         memcpy(buf->data, data, len);
-    ox_status st = load_from_buffer(buf, base_dir, out, err);
+    ox_status st = load_from_buffer(buf, base_dir, false, out, err);
     ox_buffer_release(buf);
     return st;
 }
