@@ -27,6 +27,11 @@ typedef struct ox_load_opts {
  * without the file name; front ends prefix it. */
 ox_status ox_load(const char *path, const ox_load_opts *opts, ox_model **out,
                   ox_error *err);
+/* Opens path read-only (close-on-exec) when it is a regular file; a FIFO,
+ * device or folder is refused with OX_EIO "not a regular file" without
+ * blocking (opening a FIFO for reading waits for a writer). Returns the
+ * descriptor, or -1 with err set. Every reader of user-named files uses it. */
+int ox_open_regular(const char *path, ox_error *err);
 /* Loads from memory (copied); external data relative to base_dir (may be NULL). */
 ox_status ox_load_buffer(const void *data, size_t len, const char *base_dir,
                          ox_model **out, ox_error *err);

@@ -4,10 +4,13 @@
 #include "onnxscope/io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "io/convert.h"
 #include "io/wire.h"
@@ -740,10 +743,9 @@ static ox_status load_from_buffer(ox_buffer *buf, const char *dir, bool keep_goi
     size_t len = buf->size;
     if (len == 0)
         return ox_errorf(err, OX_EPARSE, "empty file");
-    if (!ox_wire_depth_ok(&onnx__model_proto__descriptor, data, len, MAX_MSG_DEPTH))
-        return ox_errorf(err, OX_EPARSE,
-                         "protobuf messages nested more than %d levels deep (hostile file?)",
-                         MAX_MSG_DEPTH);
+    const char *bad = ox_wire_check(&onnx__model_proto__descriptor, data, len, MAX_MSG_DEPTH);
+    if (bad)
+        return ox_errorf(err, OX_EPARSE, "%s", bad);
     ox_wire_strip s;
     if (!ox_wire_strip_model(data, len, VIEW_THRESHOLD, &s))
         return ox_errorf(err, OX_EPARSE,
@@ -779,6 +781,34 @@ static ox_status load_from_buffer(ox_buffer *buf, const char *dir, bool keep_goi
         add_issue(m, "the model imports no opset");
     *out = m;
     return OX_OK;
+}
+
+int ox_open_regular(const char *path, ox_error *err)
+{
+    /* O_NONBLOCK: the open itself must not wait for a FIFO's writer. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        ox_errorf(err, OX_EIO, "cannot open: %s", strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        ox_errorf(err, OX_EIO, "cannot stat: %s", strerror(e));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        ox_errorf(err, OX_EIO, "not a regular file (%s)",
+                  S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a folder"
+                  : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "a special file");
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
 }
 
 ox_status ox_load(const char *path, const ox_load_opts *opts, ox_model **out,
@@ -818,9 +848,10 @@ ox_status ox_tensor_load_pb(const char *path, ox_tensor **out, ox_error *err)
     ox_status st = ox_map_file(path, &buf, err);
     if (st != OX_OK)
         return st;
-    if (!ox_wire_depth_ok(&onnx__tensor_proto__descriptor, buf->data, buf->size, 8)) {
+    const char *bad = ox_wire_check(&onnx__tensor_proto__descriptor, buf->data, buf->size, 8);
+    if (bad) {
         ox_buffer_release(buf);
-        return ox_errorf(err, OX_EPARSE, "malformed TensorProto");
+        return ox_errorf(err, OX_EPARSE, "malformed TensorProto: %s", bad);
     }
     Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, buf->size, buf->data);
     ox_buffer_release(buf);
