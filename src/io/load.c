@@ -383,21 +383,31 @@ static ox_status convert_node(loader *L, const Onnx__NodeProto *np, ox_graph *g,
         if (!*s)
             continue;
         ox_value *v = ox_graph_find(g, s);
-        if (v && (v->producer || v->init || v->is_input)) {
-            st = problem(L, "value '%s' is assigned more than once (again by node '%s' (%s))",
-                         s, nname, op);
-            continue;   /* keep_going: the second assignment is dropped */
-        }
         bool twice = false;
         for (size_t j = 0; j < i && !twice; j++)
             twice = out[j] && strcmp(nz(np->output[j]), s) == 0;
-        if (twice) {
+        if (v && (v->producer || v->init || v->is_input))
+            st = problem(L, "value '%s' is assigned more than once (again by node '%s' (%s))",
+                         s, nname, op);
+        else if (twice)
             st = problem(L, "node '%s' (%s) lists output '%s' twice", nname, op, s);
+        else {
+            out[i] = v ? v : ox_graph_value(g, s);
+            if (!out[i])
+                st = ox_errorf(L->err, OX_ENOMEM, "out of memory");
             continue;
         }
-        out[i] = v ? v : ox_graph_value(g, s);
-        if (!out[i])
-            st = ox_errorf(L->err, OX_ENOMEM, "out of memory");
+        if (st != OX_OK)
+            break;
+        /* keep_going: the second assignment goes to a value of its own, so
+         * that the node keeps its arity and nothing else is reported. */
+        char alt[300];
+        for (int k = 2; k < 1000; k++) {
+            snprintf(alt, sizeof alt, "%.250s (assignment %d)", s, k);
+            if (!ox_graph_find(g, alt))
+                break;
+        }
+        out[i] = ox_graph_find(g, alt) ? NULL : ox_graph_value(g, alt);
     }
     ox_node *n = NULL;
     if (st == OX_OK) {
