@@ -978,7 +978,8 @@ static int cmp_size_then_hash(const void *pa, const void *pb)
 static void dedup_totals(wlist *l, ox_model_cost *mc)
 {
     /* Only items whose byte size collides with another need hashing. */
-    qsort(l->v, (size_t)l->n, sizeof *l->v, cmp_size_then_hash);
+    if (l->n > 1)   /* l->v is NULL when empty: qsort(NULL, 0) is undefined */
+        qsort(l->v, (size_t)l->n, sizeof *l->v, cmp_size_then_hash);
     for (int i = 0; i < l->n;) {
         int j = i + 1;
         while (j < l->n && l->v[j].nbytes == l->v[i].nbytes)

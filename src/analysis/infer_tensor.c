@@ -22,7 +22,8 @@ static int get_ints(ox_infer_node_ctx *c, const char *attr, int idx, int64_t *ou
         if (cnt >= 0) {
             if (cnt > max)
                 return -1;
-            memcpy(out, v, (size_t)cnt * sizeof *v);
+            if (cnt)   /* v is NULL for an empty list */
+                memcpy(out, v, (size_t)cnt * sizeof *v);
             *n = cnt;
             return 1;
         }

@@ -49,8 +49,11 @@ static ox_graph *const_body(ox_model *m, ox_graph *scope, ox_node *owner, int no
 
 /* Gives every attribute of the schema a plausible value (the default when
  * the table has one), so that the inference function gets past its
- * argument checks; graphs get bodies with `body_outs` outputs. */
-static void synth_attrs(ox_model *m, ox_node *n, const ox_op_schema *s, int body_outs)
+ * argument checks; graphs get bodies with `body_outs` outputs. empty:
+ * list attributes have no elements (their arrays are NULL, which UBSan
+ * catches in a memcpy(dst, NULL, 0)). */
+static void synth_attrs(ox_model *m, ox_node *n, const ox_op_schema *s, int body_outs,
+                        bool empty)
 {
     ox_op_attr_info info;
     for (int k = 0; ox_op_schema_attr(s, k, &info); k++) {
@@ -73,12 +76,12 @@ static void synth_attrs(ox_model *m, ox_node *n, const ox_op_schema *s, int body
             a.s.len = strlen(a.s.data);
             break;
         case OX_ATTR_INTS:
-            a.n = 2;
-            a.ints = ints;
+            a.n = empty ? 0 : 2;
+            a.ints = empty ? NULL : ints;
             break;
         case OX_ATTR_FLOATS:
-            a.n = 2;
-            a.floats = floats;
+            a.n = empty ? 0 : 2;
+            a.floats = empty ? NULL : floats;
             break;
         case OX_ATTR_TENSOR:
             a.t = i64_vec(2, 1);
@@ -87,6 +90,8 @@ static void synth_attrs(ox_model *m, ox_node *n, const ox_op_schema *s, int body
             a.g = gs[0] = const_body(m, n->graph, n, body_outs);
             break;
         case OX_ATTR_GRAPHS:
+            if (empty)
+                break;
             gs[0] = const_body(m, n->graph, n, body_outs);
             gs[1] = const_body(m, n->graph, n, body_outs);
             a.n = 2;
@@ -126,7 +131,8 @@ static ox_value *make_input(ox_graph *g, int mode, int idx)
     return v;
 }
 
-static int run_case(const ox_op_schema *s, int in_mode, int out_mode, bool attrs)
+/* attrs: 0 none, 1 every schema attribute, 2 the same with empty lists. */
+static int run_case(const ox_op_schema *s, int in_mode, int out_mode, int attrs)
 {
     ox_op_arity ar;
     ox_op_schema_arity(s, &ar);
@@ -161,7 +167,7 @@ static int run_case(const ox_op_schema *s, int in_mode, int out_mode, bool attrs
     ox_node *n = ox_node_new(g, s->op_type, s->domain, "n", nin, in, nout, out);
     assert_non_null(n);
     if (attrs)
-        synth_attrs(m, n, s, out_mode == OUT_NONE ? 0 : 1);
+        synth_attrs(m, n, s, out_mode == OUT_NONE ? 0 : 1, attrs == 2);
     ox_graph_relink(g);
     ox_error err = {0};
     ox_infer_stats stats = {0};
@@ -184,7 +190,7 @@ static void test_sweep_every_op(void **state)
         ops++;
         for (int im = 0; im < IN_MODES; im++)
             for (int om = 0; om < OUT_MODES; om++)
-                for (int a = 0; a < 2; a++)
+                for (int a = 0; a < 3; a++)
                     cases += run_case(s, im, om, a);
     }
     printf("# %d registry entries with inference, %d cases\n", ops, cases);
