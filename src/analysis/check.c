@@ -27,8 +27,12 @@ static void add_issue(ox_check_report *r, bool warning, const char *fmt, va_list
     char *msg = ox_strdup(buf);
     if (!msg)
         return;
-    r->issues[r->n_issues].msg = msg;
-    r->issues[r->n_issues].warning = warning;
+    /* Errors before warnings, each in the order found. */
+    int at = warning ? r->n_issues : r->n_errors;
+    memmove(&r->issues[at + 1], &r->issues[at],
+            (size_t)(r->n_issues - at) * sizeof *r->issues);
+    r->issues[at].msg = msg;
+    r->issues[at].warning = warning;
     r->n_issues++;
     if (!warning)
         r->n_errors++;
@@ -638,23 +642,6 @@ static void report_unknown_ops(checker *C)
                         C->n_unknown == 1 ? "" : "s", buf);
 }
 
-/* Errors first, each group in the order found (stable). */
-static void errors_first(ox_check_report *r)
-{
-    if (!r->n_errors || r->n_errors == r->n_issues)
-        return;
-    ox_check_issue *sorted = malloc((size_t)r->n_issues * sizeof *sorted);
-    if (!sorted)
-        return;
-    int k = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < r->n_issues; i++)
-            if (r->issues[i].warning == (pass == 1))
-                sorted[k++] = r->issues[i];
-    memcpy(r->issues, sorted, (size_t)r->n_issues * sizeof *sorted);
-    free(sorted);
-}
-
 ox_status ox_check_model(const ox_model *m, ox_check_report *rep)
 {
     memset(rep, 0, sizeof *rep);
@@ -675,6 +662,5 @@ ox_status ox_check_model(const ox_model *m, ox_check_report *rep)
     check_recursion(&C);
     report_unknown_ops(&C);
     free(C.unknown);
-    errors_first(rep);
     return rep->n_errors ? OX_EMODEL : OX_OK;
 }

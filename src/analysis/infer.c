@@ -637,6 +637,8 @@ static int64_t opset_for(const ox_model *m, const char *domain)
 
 static void note_problem(ox__state *st, const char *msg)
 {
+    if (st->opts && st->opts->on_problem)
+        st->opts->on_problem(st->opts->problem_ctx, msg);
     if (!st->stats.first_problem[0])
         snprintf(st->stats.first_problem, sizeof st->stats.first_problem, "%.250s", msg);
 }

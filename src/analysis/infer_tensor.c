@@ -282,6 +282,19 @@ ox_status ox__infer_reshape(ox_infer_node_ctx *c)
                 ox__dim_sym(o, neg, lone);
         }
     }
+    if (neg < 0 && in && ox_type_is_static(in) && ox_type_is_static(o)) {
+        int64_t pin = 1, pout = 1;
+        for (int i = 0; i < in->rank && pin >= 0; i++)
+            pin = ox__mul(pin, in->dims[i].value);
+        for (int i = 0; i < o->rank && pout >= 0; i++)
+            pout = ox__mul(pout, o->dims[i].value);
+        if (pin >= 0 && pout >= 0 && pin != pout) {
+            ox__kv_free(owned);
+            ox_type_free(o);
+            return ox__fail(c, "cannot reshape %lld elements into %lld", (long long)pin,
+                            (long long)pout);
+        }
+    }
     ox__kv_free(owned);
     ox__set_out(c, 0, o);
     kv_redim(c, ox__out_type(c, 0));

@@ -1,12 +1,29 @@
 /* `onnxscope check`: validate a model and print every problem found. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/commands.h"
 #include "onnxscope/check.h"
 #include "onnxscope/infer.h"
 #include "onnxscope/io.h"
+
+typedef struct problems {
+    char **v;
+    int n;
+} problems;
+
+static void note_problem(void *ctx, const char *msg)
+{
+    problems *p = ctx;
+    char **nv = realloc(p->v, (size_t)(p->n + 1) * sizeof *nv);
+    if (!nv)
+        return;
+    p->v = nv;
+    if ((p->v[p->n] = strdup(msg)))
+        p->n++;
+}
 
 int ox_cmd_check(int argc, char **argv)
 {
@@ -45,18 +62,23 @@ int ox_cmd_check(int argc, char **argv)
         return ox_status_exit_code(st);
     }
     /* Inference gives intermediate values the ranks that attribute-size
-     * checks need; its own inconsistencies become one warning (ours may be
-     * stricter than ONNX's in places). Its hard errors (a recursive
-     * function) are found by the checker itself. */
-    ox_infer_stats stats = {0};
-    ox_infer_opts io = {.stats = &stats, .no_value_info = true};
+     * checks need, and its inconsistencies are errors, as in ONNX's
+     * checker with full_check. Its hard errors (a recursive function) are
+     * found by the checker itself. */
+    problems pr = {0};
+    ox_infer_opts io = {.no_value_info = true, .on_problem = note_problem,
+                        .problem_ctx = &pr};
     ox_error ierr = {0};
     ox_infer_model(m, &io, &ierr);
     ox_check_report rep;
     st = ox_check_model(m, &rep);
-    if (stats.failed)
-        ox_check_report_add(&rep, true, "shape inference found %d inconsistent node%s; first: %s",
-                            stats.failed, stats.failed == 1 ? "" : "s", stats.first_problem);
+    for (int i = 0; i < pr.n; i++) {
+        ox_check_report_add(&rep, false, "shape inference: %s", pr.v[i]);
+        free(pr.v[i]);
+    }
+    free(pr.v);
+    if (rep.n_errors)
+        st = OX_EMODEL;
     int n_warn = rep.n_issues - rep.n_errors;
     for (int i = 0; i < rep.n_issues; i++)
         ox_cli_error(path, "%s%s", rep.issues[i].warning ? "warning: " : "", rep.issues[i].msg);

@@ -540,6 +540,37 @@ static void test_cli_lists_all(void **state)
     assert_int_equal(rc, 0);
     assert_non_null(strstr(out, "ok (2 nodes), with warnings"));
     free(out);
+    /* Shape inconsistencies are errors, every one listed (ONNX's checker
+     * with full_check refuses them too): 25 elements into [7], twice. */
+    static int64_t seven[1] = {7};
+    static const int64_t d1[1] = {1};
+    g = base();
+    Onnx__TensorProto *shp = A(sizeof *shp);
+    onnx__tensor_proto__init(shp);
+    shp->name = "shp";
+    shp->has_data_type = 1;
+    shp->data_type = 7;
+    shp->n_dims = 1;
+    shp->dims = (int64_t *)d1;
+    shp->n_int64_data = 1;
+    shp->int64_data = seven;
+    g->initializer[g->n_initializer++] = shp;
+    g->node[g->n_node++] = node("Reshape", "r1", 2, strs(2, "x", "shp"), 1, strs(1, "r1"));
+    g->node[g->n_node++] = node("Reshape", "r2", 2, strs(2, "y", "shp"), 1, strs(1, "r2"));
+    g->output[g->n_output++] = vi("r1", -1, -1, NULL);
+    g->output[g->n_output++] = vi("r2", -1, -1, NULL);
+    buf = pack(g, &len);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    assert_int_equal(write(fd, buf, len), (ssize_t)len);
+    close(fd);
+    free(buf);
+    rc = ox_test_run(cmd, &out);
+    printf("%s", out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "shape inference: node 'r1' (Reshape)"));
+    assert_non_null(strstr(out, "shape inference: node 'r2' (Reshape)"));
+    assert_non_null(strstr(out, "2 errors, 0 warnings"));
+    free(out);
     unlink(path);
     arena_free();
 }
