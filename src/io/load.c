@@ -235,6 +235,11 @@ static ox_status convert_attr(loader *L, const Onnx__AttributeProto *ap, ox_attr
     case OX_ATTR_TENSOR:
         if (ap->t)
             st = ox_tensor_from_proto(ap->t, NULL, NULL, L->ext, &a->t, L->err);
+        if (st != OX_OK && L->keep_going && st != OX_ENOMEM) {
+            add_issue(L->m, "attribute '%s': %s", nz(ap->name),
+                      L->err ? L->err->msg : "invalid tensor");
+            st = OX_OK;   /* the attribute is left without a value */
+        }
         break;
     case OX_ATTR_SPARSE_TENSOR:
         if (ap->sparse_tensor)
@@ -463,6 +468,24 @@ static ox_status convert_graph(loader *L, const Onnx__GraphProto *gp, ox_graph *
             main_graph && (int)i < L->n_views ? &L->views[i] : NULL;
         ox_tensor *t;
         st = ox_tensor_from_proto(tp, view, L->owner, L->ext, &t, L->err);
+        if (st != OX_OK && L->keep_going && st != OX_ENOMEM) {
+            /* Listed; the value stays defined and typed (as if it were a
+             * graph input, for this report only) so that its readers are
+             * not reported as reading an undefined or empty value. */
+            add_issue(L->m, "%s: initializer '%s': %s", gname, nz(tp->name),
+                      L->err ? L->err->msg : "invalid tensor");
+            ox_value *v = *nz(tp->name) ? ox_graph_value(g, nz(tp->name)) : NULL;
+            if (v && !v->producer && !v->init) {
+                v->is_input = true;
+                bool sane = tp->n_dims <= OX_MAX_RANK && ox_dtype_valid(tp->data_type);
+                for (size_t k = 0; sane && k < tp->n_dims; k++)
+                    sane = tp->dims[k] >= 0;
+                if (sane && !v->type)
+                    v->type = ox_type_new_tensor((ox_dtype)tp->data_type, (int)tp->n_dims,
+                                                 tp->dims);
+            }
+            continue;
+        }
         if (st != OX_OK)
             return st;
         const char *name = nz(tp->name);

@@ -415,6 +415,17 @@ static void test_all_problems_listed(void **state)
     g->input[g->n_input++] = vi("x", 1, 4, d4);
     g->node[g->n_node++] = node("Relu", "undef", 1, strs(1, "nowhere"), 1, strs(1, "u"));
     g->output[g->n_output++] = vi("u", -1, -1, NULL);
+    /* A tensor whose raw_data does not match its dims, read by a node. */
+    static const int64_t d3[1] = {3};
+    static uint8_t five[5];
+    Onnx__TensorProto *bad = init_f("bad", 1, d3);
+    bad->n_float_data = 0;
+    bad->has_raw_data = 1;
+    bad->raw_data.len = sizeof five;
+    bad->raw_data.data = five;
+    g->initializer[g->n_initializer++] = bad;
+    g->node[g->n_node++] = node("Relu", "reads_bad", 1, strs(1, "bad"), 1, strs(1, "rb"));
+    g->output[g->n_output++] = vi("rb", -1, -1, NULL);
     result r;
     run(g, false, &r);
     assert_int_equal(r.load, OX_EMODEL);
@@ -425,7 +436,9 @@ static void test_all_problems_listed(void **state)
     expect(&r, "main: initializer 'k' is defined twice");
     expect(&r, "main: graph input 'x' is listed twice");
     expect(&r, "node 'undef' (Relu): input 'nowhere' is not defined");
-    assert_true(r.errors >= 4);
+    expect(&r, "main: initializer 'bad': ");
+    assert_null(strstr(r.text, "input 'bad' is not defined"));
+    assert_true(r.errors >= 5);
     arena_free();
 }
 
