@@ -15,7 +15,8 @@ typedef struct ox_load_opts {
     void *progress_ctx;
     /* For `check`: record structural problems that are otherwise load
      * errors (a value or initializer defined twice, a graph input listed
-     * twice or without a name) in m->load_issues and load the rest, so
+     * twice or without a name, tensor data that cannot be read) in
+     * m->load_issues and load the rest, so
      * that every problem can be reported. The model then differs from the
      * file (the duplicate is dropped): use it for reporting only. */
     bool keep_going;
