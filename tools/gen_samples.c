@@ -7,7 +7,9 @@
  *   gen_samples OUTDIR             -> OUTDIR/tiny_cnn.onnx, OUTDIR/tiny_transformer.onnx
  *   gen_samples --large FILE.onnx  -> the benchmark model
  *   gen_samples --wide N FILE.onnx -> a chain of N cheap nodes (TUI scrolling bench)
- *   gen_samples --transformer LAYERS HIDDEN FILE.onnx -> the same block, any size */
+ *   gen_samples --transformer LAYERS HIDDEN FILE.onnx -> the same block, any size
+ *   gen_samples --if-branch FILE.onnx -> a VAD-style model whose int64 `sr`
+ *                                        input picks an If branch (CLI tests) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -430,8 +432,73 @@ static void gen_wide(const char *path, int n)
     finish(&b, path);
 }
 
+/* A voice-activity-detector shape: audio x float32[1,512] and the sample
+ * rate sr (int64 scalar). If(sr == 16000) frames x as [1,2,256] and
+ * averages each frame; the else branch is the 8 kHz path, which frames
+ * [1,2,128] and so fails on 512 samples. A random sr takes the else
+ * branch, so running it needs `--fill sr=16000`. */
+static void gen_if_branch(const char *path)
+{
+    builder b;
+    start(&b, "if_branch", 13);
+    int64_t xd[2] = {1, 512};
+    ox_value *x = input(&b, "x", OX_DT_FLOAT, 2, xd, NULL);
+    ox_value *sr = input(&b, "sr", OX_DT_INT64, 0, NULL, NULL);
+    int64_t k16 = 16000;
+    ox_value *cond = bin(&b, "Equal", sr, const_i64(&b, 1, &k16, true));
+    ox_value *y = ox_graph_value(b.g, "y");
+    ox_node *iff = ox_node_new(b.g, "If", "", "sr_is_16k", 1, &cond, 1, &y);
+    if (!iff)
+        die("out of memory");
+    static const char *const names[2] = {"then_branch", "else_branch"};
+    ox_graph *branches[2];
+    for (int br = 0; br < 2; br++) {
+        ox_graph *sub = ox_graph_new(b.m, b.g);
+        if (!sub)
+            die("out of memory");
+        sub->owner = iff;
+        sub->name = ox_strdup(br ? "sr_8k" : "sr_16k");
+        builder bb = b;
+        bb.g = sub;
+        int64_t shape[3] = {1, 2, br ? 128 : 256};
+        ox_value *rin[2] = {x, const_i64(&bb, 3, shape, false)};
+        ox_value *frames = op1(&bb, "Reshape", 2, rin, NULL);
+        ox_node *rm;
+        ox_value *mean = op1(&bb, "ReduceMean", 1, &frames, &rm);
+        int64_t axis = 2;
+        ox_node_set_attr_ints(rm, "axes", 1, &axis);
+        ox_node_set_attr_i(rm, "keepdims", 0);
+        ox_error err = {0};
+        if (ox_value_rename(mean, br ? "y_8k" : "y_16k", &err) != OX_OK)
+            die(err.msg);
+        int64_t od[2] = {1, 2};
+        mean->type = ox_type_new_tensor(OX_DT_FLOAT, 2, od);
+        ox_graph_add_output(sub, mean);
+        branches[br] = sub;
+        b.counter = bb.counter;
+    }
+    iff->attrs = calloc(2, sizeof(ox_attr));
+    if (!iff->attrs)
+        die("out of memory");
+    for (int br = 0; br < 2; br++) {
+        iff->attrs[br].name = ox_strdup(names[br]);
+        iff->attrs[br].type = OX_ATTR_GRAPH;
+        iff->attrs[br].g = branches[br];
+    }
+    iff->n_attrs = 2;
+    int64_t yd[2] = {1, 2};
+    y->type = ox_type_new_tensor(OX_DT_FLOAT, 2, yd);
+    ox_graph_add_output(b.g, y);
+    ox_graph_relink(b.g);
+    finish(&b, path);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "--if-branch")) {
+        gen_if_branch(argv[2]);
+        return 0;
+    }
     if (argc == 3 && !strcmp(argv[1], "--large")) {
         tf_cfg c = {12, 768, 12, 3072, 30522, 512};
         gen_transformer(argv[2], &c, "large_transformer");
@@ -453,7 +520,7 @@ int main(int argc, char **argv)
     }
     if (argc != 2) {
         fprintf(stderr, "usage: gen_samples OUTDIR | --large FILE | --wide N FILE |\n"
-                        "                   --transformer LAYERS HIDDEN FILE\n");
+                        "                   --transformer LAYERS HIDDEN FILE | --if-branch FILE\n");
         return 2;
     }
     char path[4096];

@@ -1,5 +1,5 @@
 /* Benchmarking: times a model (and optionally a second one, usually its
- * optimized copy) on seeded random inputs, reports latency percentiles,
+ * optimized copy) on given or seeded random inputs, reports latency percentiles,
  * throughput and peak memory, and checks that both produce the same outputs.
  * UI-free: `onnxscope bench` and the TUI's Bench panel (worker thread) share it.
  *
@@ -42,7 +42,10 @@ typedef struct ox_bench_config {
                                * least one timed run); 0 = always run iters */
     const ox_infer_opts *shapes;  /* --shape / --dim overrides, may be NULL (borrowed) */
     uint32_t seed;            /* random inputs (randinput.h) */
-    int64_t int_max;          /* bound of non-index integer inputs; <= 0: 100 */
+    const struct ox_input_opts *inputs;  /* --input/--fill/--int-max/--default-dim
+                               * (borrowed; its shapes are ignored for
+                               * cfg->shapes); NULL: all inputs random,
+                               * unknown dims an error */
     double rtol, atol;        /* equivalence: |b-a| <= atol + rtol*|a| per element */
     ox_bench_progress_fn progress;  /* optional */
     void *user;
@@ -79,7 +82,7 @@ typedef struct ox_bench_result {
     bool cancelled;
 } ox_bench_result;
 
-/* Defaults: threads 0, warmup 1, iters 50, seed 1, int_max 100, rtol 1e-3,
+/* Defaults: threads 0, warmup 1, iters 50, seed 1, rtol 1e-3,
  * atol 1e-4, no budget, no callbacks. */
 void ox_bench_config_init(ox_bench_config *cfg);
 

@@ -74,12 +74,35 @@ typedef struct ox_infer_opts {
     void *problem_ctx;
 } ox_infer_opts;
 
+/* Largest dim a --shape or --dim may give (larger is a typo, not a model). */
+#define OX_DIM_OVERRIDE_MAX ((int64_t)1 << 31)
+
 /* Parse "NAME=1x3x224x224" / "SYM=VALUE" and append to opts (which owns
- * the copies; release with ox_infer_opts_free). OX_EINVAL on bad syntax. */
+ * the copies; release with ox_infer_opts_free). OX_EINVAL on bad syntax:
+ * a dim must be a count in [0, OX_DIM_OVERRIDE_MAX], '?', or a symbol
+ * (letter or '_' first, then letters, digits, "_.:-/"). The message does
+ * not name the option (the caller prefixes "--shape ARG: "). */
 ox_status ox_infer_opts_add_shape(ox_infer_opts *opts, const char *arg,
                                   ox_error *err);
 ox_status ox_infer_opts_add_dim(ox_infer_opts *opts, const char *arg,
                                 ox_error *err);
+/* "x=1x3x224x224", "ids=N,M", "s=scalar": the override as an argument. */
+const char *ox_shape_override_format(const ox_shape_override *o, char *buf, size_t len);
+/* Checks o against the declared type of its input (NULL: nothing known):
+ * a tensor, the same rank when declared, and static dims unchanged (a
+ * symbol counts with the value opts' --dim gives it). Symbolic and unknown
+ * dims may be set. OX_EINVAL with "input 'x' is float32[1,3,224,224]
+ * (rank 4), not rank 2". */
+ox_status ox_shape_override_check(const ox_shape_override *o, const ox_type *declared,
+                                  const ox_infer_opts *opts, ox_error *err);
+/* Checks every override of opts against m's graph inputs (call it after
+ * loading, before inference): each --shape names an input, once, and
+ * passes ox_shape_override_check; each --dim names a symbol that an input
+ * uses (declared, or in that input's --shape), once. OX_EINVAL with a
+ * message that starts with the option: "--dim seq=8: no input has a dim
+ * named 'seq' (the inputs' symbols: batch, len)". */
+ox_status ox_infer_opts_validate(const ox_infer_opts *opts, const ox_model *m,
+                                 ox_error *err);
 void ox_infer_opts_free(ox_infer_opts *opts);
 /* The value a --dim override gives `symbol`, or -1 (opts or symbol may be NULL). */
 int64_t ox_infer_opts_dim(const ox_infer_opts *opts, const char *symbol);

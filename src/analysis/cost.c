@@ -978,7 +978,7 @@ static int cmp_size_then_hash(const void *pa, const void *pb)
 static void dedup_totals(wlist *l, ox_model_cost *mc)
 {
     /* Only items whose byte size collides with another need hashing. */
-    if (l->n > 1)   /* l->v is NULL when empty: qsort(NULL, 0) is undefined */
+    if (l->n > 1)   /* l->v is NULL for a model without weights */
         qsort(l->v, (size_t)l->n, sizeof *l->v, cmp_size_then_hash);
     for (int i = 0; i < l->n;) {
         int j = i + 1;

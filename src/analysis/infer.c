@@ -131,17 +131,68 @@ static bool parse_i64(const char *s, size_t len, int64_t *out)
     return true;
 }
 
+/* A dim symbol as exporters write them ("batch", "p2o.DynamicDimension.3",
+ * "unk__12"): a letter or '_' first, then letters, digits and "_.:-/". */
+static bool symbol_ok(const char *s, size_t len)
+{
+    if (!len || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+        return false;
+    for (size_t i = 1; i < len; i++)
+        if (!(isalnum((unsigned char)s[i]) || strchr("_.:-/", s[i])))
+            return false;
+    return true;
+}
+
+/* One dim of a --shape or the value of a --dim: a count in
+ * [0, OX_DIM_OVERRIDE_MAX]. Says what is wrong in why. */
+static bool parse_dim_value(const char *s, size_t len, int64_t *out, char *why, size_t wn)
+{
+    size_t digits = 0;
+    while (digits < len && isdigit((unsigned char)s[digits]))
+        digits++;
+    if (len > 1 && s[0] == '-' && digits == 0) {
+        size_t k = 1;
+        while (k < len && isdigit((unsigned char)s[k]))
+            k++;
+        if (k == len) {
+            snprintf(why, wn, "negative dim %.*s", (int)len, s);
+            return false;
+        }
+    }
+    if (!len || digits != len) {
+        snprintf(why, wn, "'%.*s' is not a dim count", (int)len, s);
+        return false;
+    }
+    int64_t v;
+    if (!parse_i64(s, len, &v) || v > OX_DIM_OVERRIDE_MAX) {
+        snprintf(why, wn, "dim %.*s is too large (at most %lld)", (int)len, s,
+                 (long long)OX_DIM_OVERRIDE_MAX);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static void override_free(ox_shape_override *o)
+{
+    free(o->name);
+    for (int i = 0; i < o->rank; i++)
+        free(o->params[i]);
+}
+
 ox_status ox_infer_opts_add_shape(ox_infer_opts *opts, const char *arg, ox_error *err)
 {
     if (!opts || !arg)
         return ox_errorf(err, OX_EINVAL, "missing --shape argument");
     const char *eq = strrchr(arg, '=');
     if (!eq || eq == arg)
-        return ox_errorf(err, OX_EINVAL, "--shape expects NAME=DxDx..., got '%s'", arg);
+        return ox_errorf(err, OX_EINVAL, "expected NAME=DIMS (e.g. input=1x3x224x224)");
     ox_shape_override o;
     memset(&o, 0, sizeof o);
     const char *p = eq + 1;
-    if (strcmp(p, "scalar") != 0 && *p) {
+    if (!*p)
+        return ox_errorf(err, OX_EINVAL, "no dims after '=' (use 'scalar' for rank 0)");
+    if (strcmp(p, "scalar") != 0) {
         while (*p) {
             /* Dims are separated by ',' or by an 'x' next to a digit or
              * '?' ("1x3", "Nx3", "3xN"); an 'x' inside a symbol such as
@@ -155,36 +206,49 @@ ox_status ox_infer_opts_add_shape(ox_infer_opts *opts, const char *arg, ox_error
                 e++;
             }
             size_t len = (size_t)(e - p);
-            if (o.rank >= OX_MAX_RANK || !len) {
-                for (int i = 0; i < o.rank; i++)
-                    free(o.params[i]);
-                return ox_errorf(err, OX_EINVAL, "bad shape in --shape '%s'", arg);
+            char why[160];
+            if (o.rank >= OX_MAX_RANK) {
+                override_free(&o);
+                return ox_errorf(err, OX_EINVAL, "more than %d dims", OX_MAX_RANK);
+            }
+            if (!len) {
+                override_free(&o);
+                return ox_errorf(err, OX_EINVAL, "empty dim %d", o.rank);
             }
             int64_t v;
-            if (parse_i64(p, len, &v)) {
+            if (isdigit((unsigned char)*p) || *p == '-') {
+                if (!parse_dim_value(p, len, &v, why, sizeof why)) {
+                    override_free(&o);
+                    return ox_errorf(err, OX_EINVAL, "%s", why);
+                }
                 o.dims[o.rank] = v;
-            } else {
+            } else if (len == 1 && *p == '?') {
                 o.dims[o.rank] = -1;
-                if (!(len == 1 && *p == '?'))
-                    o.params[o.rank] = strndup(p, len);
+            } else if (symbol_ok(p, len)) {
+                o.dims[o.rank] = -1;
+                if (!(o.params[o.rank] = strndup(p, len))) {
+                    override_free(&o);
+                    return ox_errorf(err, OX_ENOMEM, "out of memory");
+                }
+            } else {
+                override_free(&o);
+                return ox_errorf(err, OX_EINVAL,
+                                 "'%.*s' is neither a count, '?' nor a symbol name", (int)len, p);
             }
             o.rank++;
             if (!*e)
                 break;
             p = e + 1;
             if (!*p) {
-                for (int i = 0; i < o.rank; i++)
-                    free(o.params[i]);
-                return ox_errorf(err, OX_EINVAL, "bad shape in --shape '%s'", arg);
+                override_free(&o);
+                return ox_errorf(err, OX_EINVAL, "trailing separator");
             }
         }
     }
     o.name = strndup(arg, (size_t)(eq - arg));
     ox_shape_override *ns = realloc(opts->shapes, (size_t)(opts->n_shapes + 1) * sizeof *ns);
     if (!o.name || !ns) {
-        free(o.name);
-        for (int i = 0; i < o.rank; i++)
-            free(o.params[i]);
+        override_free(&o);
         if (ns)
             opts->shapes = ns;
         return ox_errorf(err, OX_ENOMEM, "out of memory");
@@ -199,9 +263,12 @@ ox_status ox_infer_opts_add_dim(ox_infer_opts *opts, const char *arg, ox_error *
     if (!opts || !arg)
         return ox_errorf(err, OX_EINVAL, "missing --dim argument");
     const char *eq = strrchr(arg, '=');
+    if (!eq || eq == arg || !eq[1])
+        return ox_errorf(err, OX_EINVAL, "expected SYMBOL=VALUE (e.g. batch=1)");
     int64_t v;
-    if (!eq || eq == arg || !parse_i64(eq + 1, strlen(eq + 1), &v))
-        return ox_errorf(err, OX_EINVAL, "--dim expects SYMBOL=VALUE, got '%s'", arg);
+    char why[160];
+    if (!parse_dim_value(eq + 1, strlen(eq + 1), &v, why, sizeof why))
+        return ox_errorf(err, OX_EINVAL, "%s", why);
     ox_dim_override *nd = realloc(opts->dims, (size_t)(opts->n_dims + 1) * sizeof *nd);
     if (!nd)
         return ox_errorf(err, OX_ENOMEM, "out of memory");
@@ -211,6 +278,151 @@ ox_status ox_infer_opts_add_dim(ox_infer_opts *opts, const char *arg, ox_error *
     if (!nd[opts->n_dims].symbol)
         return ox_errorf(err, OX_ENOMEM, "out of memory");
     opts->n_dims++;
+    return OX_OK;
+}
+
+const char *ox_shape_override_format(const ox_shape_override *o, char *buf, size_t len)
+{
+    if (!buf || !len)
+        return "";
+    size_t off = (size_t)snprintf(buf, len, "%s=", o->name ? o->name : "");
+    if (o->rank == 0 && off < len)
+        snprintf(buf + off, len - off, "scalar");
+    for (int d = 0; d < o->rank && off < len; d++) {
+        /* ',' between two symbols: "NxM" would read back as one symbol. */
+        const char *sep = d == 0 ? "" : (o->params[d] && o->params[d - 1]) ? "," : "x";
+        if (o->dims[d] >= 0)
+            off += (size_t)snprintf(buf + off, len - off, "%s%lld", sep, (long long)o->dims[d]);
+        else
+            off += (size_t)snprintf(buf + off, len - off, "%s%s", sep,
+                                    o->params[d] ? o->params[d] : "?");
+    }
+    return buf;
+}
+
+ox_status ox_shape_override_check(const ox_shape_override *o, const ox_type *declared,
+                                  const ox_infer_opts *opts, ox_error *err)
+{
+    char tb[256];
+    if (!declared)
+        return OX_OK;
+    if (declared->kind != OX_TYPE_TENSOR)
+        return ox_errorf(err, OX_EINVAL, "input '%s' is %s, not a tensor", o->name,
+                         ox_type_str(declared, tb, sizeof tb));
+    if (!declared->has_shape)
+        return OX_OK;
+    ox_type_str(declared, tb, sizeof tb);
+    if (declared->rank != o->rank)
+        return ox_errorf(err, OX_EINVAL, "input '%s' is %s (rank %d), not rank %d", o->name, tb,
+                         declared->rank, o->rank);
+    for (int d = 0; d < o->rank; d++) {
+        int64_t have = declared->dims[d].value;
+        if (have < 0)
+            continue;
+        int64_t want = o->dims[d] >= 0 ? o->dims[d] : ox_infer_opts_dim(opts, o->params[d]);
+        if (want != have) {
+            char wb[80];
+            if (o->dims[d] >= 0 || want >= 0)
+                snprintf(wb, sizeof wb, "%lld", (long long)want);
+            else
+                snprintf(wb, sizeof wb, "'%s'", o->params[d] ? o->params[d] : "?");
+            return ox_errorf(err, OX_EINVAL,
+                             "input '%s' dim %d is fixed at %lld, not %s (%s; only "
+                             "symbolic or unknown dims can be set)", o->name, d,
+                             (long long)have, wb, tb);
+        }
+    }
+    return OX_OK;
+}
+
+/* Appends sym to a ", "-separated list unless present. */
+static void add_symbol(char *list, size_t n, const char *sym)
+{
+    if (!sym)
+        return;
+    size_t sl = strlen(sym);
+    for (const char *p = list; (p = strstr(p, sym)) != NULL; p += sl)
+        if ((p == list || p[-1] == ' ') && (p[sl] == ',' || p[sl] == 0))
+            return;
+    size_t off = strlen(list);
+    snprintf(list + off, n - off, "%s%s", off ? ", " : "", sym);
+}
+
+static bool type_uses_symbol(const ox_type *t, const char *sym)
+{
+    while (t && t->kind != OX_TYPE_TENSOR && t->kind != OX_TYPE_SPARSE_TENSOR)
+        t = t->inner;
+    for (int d = 0; t && t->has_shape && d < t->rank; d++)
+        if (t->dims[d].param && !strcmp(t->dims[d].param, sym))
+            return true;
+    return false;
+}
+
+ox_status ox_infer_opts_validate(const ox_infer_opts *opts, const ox_model *m, ox_error *err)
+{
+    if (!opts || !m || !m->graph)
+        return OX_OK;
+    const ox_graph *g = m->graph;
+    char ab[300];
+    for (int i = 0; i < opts->n_shapes; i++) {
+        const ox_shape_override *o = &opts->shapes[i];
+        ox_shape_override_format(o, ab, sizeof ab);
+        const ox_value *v = NULL;
+        for (int k = 0; k < g->n_inputs && !v; k++)
+            if (g->inputs[k]->name && !strcmp(g->inputs[k]->name, o->name))
+                v = g->inputs[k];
+        if (!v) {
+            char names[200] = "";
+            for (int k = 0; k < g->n_inputs; k++)
+                if (!g->inputs[k]->init)
+                    add_symbol(names, sizeof names, g->inputs[k]->name);
+            return ox_errorf(err, OX_EINVAL, "--shape %s: the model has no input '%s' (inputs: %s)",
+                             ab, o->name, names[0] ? names : "none");
+        }
+        for (int k = 0; k < i; k++)
+            if (!strcmp(opts->shapes[k].name, o->name))
+                return ox_errorf(err, OX_EINVAL, "--shape %s: input '%s' is given twice", ab,
+                                 o->name);
+        ox_error e2 = {0};
+        if (ox_shape_override_check(o, v->type, opts, &e2) != OX_OK)
+            return ox_errorf(err, OX_EINVAL, "--shape %s: %s", ab, e2.msg);
+    }
+    for (int i = 0; i < opts->n_dims; i++) {
+        const ox_dim_override *d = &opts->dims[i];
+        bool used = false;
+        char syms[300] = "";
+        for (int k = 0; k < g->n_inputs; k++) {
+            const ox_value *v = g->inputs[k];
+            bool overridden = false;
+            for (int s = 0; s < opts->n_shapes; s++) {
+                const ox_shape_override *o = &opts->shapes[s];
+                if (strcmp(o->name, v->name ? v->name : ""))
+                    continue;
+                overridden = true;
+                for (int r = 0; r < o->rank; r++) {
+                    add_symbol(syms, sizeof syms, o->params[r]);
+                    used = used || (o->params[r] && !strcmp(o->params[r], d->symbol));
+                }
+            }
+            if (overridden || v->init)
+                continue;
+            const ox_type *t = v->type;
+            while (t && t->kind != OX_TYPE_TENSOR && t->kind != OX_TYPE_SPARSE_TENSOR)
+                t = t->inner;
+            for (int r = 0; t && t->has_shape && r < t->rank; r++)
+                add_symbol(syms, sizeof syms, t->dims[r].param);
+            used = used || type_uses_symbol(v->type, d->symbol);
+        }
+        for (int k = 0; k < i; k++)
+            if (!strcmp(opts->dims[k].symbol, d->symbol))
+                return ox_errorf(err, OX_EINVAL, "--dim %s=%lld: '%s' is given twice",
+                                 d->symbol, (long long)d->value, d->symbol);
+        if (!used)
+            return ox_errorf(err, OX_EINVAL, "--dim %s=%lld: no input has a dim named '%s' (%s%s)",
+                             d->symbol, (long long)d->value, d->symbol,
+                             syms[0] ? "the inputs' symbols: " : "the inputs have no symbolic dims",
+                             syms);
+    }
     return OX_OK;
 }
 
@@ -882,6 +1094,9 @@ static ox_status apply_shape_override(ox__state *st, const ox_shape_override *o)
     if (!v)
         return ox_errorf(st->err, OX_EINVAL, "--shape: the model has no input named '%s'",
                          o->name);
+    /* Not checked against v->type here: a re-run with another override
+     * sees the previous override's type. Front ends check the file's
+     * types first (ox_infer_opts_validate / ox_shape_override_check). */
     ox_dtype elem = v->type && v->type->kind == OX_TYPE_TENSOR ? v->type->elem : OX_DT_UNDEFINED;
     ox_type *t = ox__tt(elem, o->rank);
     if (!t)

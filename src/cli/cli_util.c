@@ -1,5 +1,7 @@
 /* Small helpers shared by the subcommands: uniform error lines, model
  * loading with exit codes, option parsing, number formatting. */
+#include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,23 +36,69 @@ ox_model *ox_cli_load(const char *path, int *exit_code)
     return m;
 }
 
-bool ox_cli_add_shape(ox_infer_opts *opts, const char *arg)
+int ox_cli_getopt(int argc, char **argv, const char *cmd, const char *shortopts,
+                  const struct option *longopts)
+{
+    char so[64];
+    snprintf(so, sizeof so, ":%s", shortopts);   /* ':' reports a missing argument */
+    opterr = 0;
+    int c = getopt_long(argc, argv, so, longopts, NULL);
+    if (c != '?' && c != ':')
+        return c;
+    const char *arg = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+    char shortbuf[3] = {'-', (char)optopt, 0};
+    /* For an unknown short option in a cluster ("-xq"), argv[optind-1] is
+     * the cluster; name the letter instead. */
+    if (c == '?' && optopt && (arg[0] != '-' || arg[1] != '-'))
+        arg = shortbuf;
+    if (c == ':')
+        ox_cli_error(cmd, "option '%s' needs an argument (see onnxscope %s --help)", arg, cmd);
+    else
+        ox_cli_error(cmd, "unknown option '%s' (see onnxscope %s --help)", arg, cmd);
+    return '?';
+}
+
+int ox_cli_input_opt(int c, const char *arg, ox_infer_opts *shapes, ox_input_opts *in)
+{
+    static const char *const names[] = {"shape", "dim", "input", "fill", "int-max",
+                                        "default-dim"};
+    if (c < OX_OPT_SHAPE || c > OX_OPT_DEFAULT_DIM)
+        return 0;
+    ox_error err = {0};
+    if (ox_input_option(shapes, in, names[c - OX_OPT_SHAPE], arg, &err) != OX_OK) {
+        ox_cli_error(NULL, "%s", err.msg);
+        return -1;
+    }
+    return 1;
+}
+
+bool ox_cli_check_inputs(const char *path, const ox_model *m, const ox_infer_opts *shapes,
+                         const ox_input_opts *in)
 {
     ox_error err = {0};
-    if (ox_infer_opts_add_shape(opts, arg, &err) != OX_OK) {
-        ox_cli_error(NULL, "--shape %s: %s", arg, err.msg);
+    ox_status st = in ? ox_input_opts_validate(in, m, &err)
+                      : ox_infer_opts_validate(shapes, m, &err);
+    if (st != OX_OK) {
+        ox_cli_error(path, "%s", err.msg);
         return false;
     }
+    char buf[400];
+    if (in && ox_input_opts_defaulted(in, m, buf, sizeof buf) > 0)
+        fprintf(stderr, "onnxscope: note: --default-dim %lld set %s\n",
+                (long long)in->default_dim, buf);
     return true;
 }
 
-bool ox_cli_add_dim(ox_infer_opts *opts, const char *arg)
+bool ox_cli_parse_long(const char *opt, const char *s, long lo, long hi, long *out)
 {
-    ox_error err = {0};
-    if (ox_infer_opts_add_dim(opts, arg, &err) != OX_OK) {
-        ox_cli_error(NULL, "--dim %s: %s", arg, err.msg);
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < lo || v > hi) {
+        ox_cli_error(NULL, "%s %s: expected an integer in [%ld, %ld]", opt, s, lo, hi);
         return false;
     }
+    *out = v;
     return true;
 }
 

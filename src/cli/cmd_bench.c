@@ -17,11 +17,14 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: onnxscope bench MODEL [--compare OTHER.onnx] [--device cpu|cuda]\n"
             "          [--threads N] [--warmup W] [--iters N] [--seed S]\n"
-            "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE] [--int-max M]\n"
+            "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE] [--default-dim D]\n"
+            "          [--input NAME=FILE.pb] [--fill NAME=VALUE] [--int-max M]\n"
             "          [--rtol R] [--atol A] [--json] [--trace FILE.json]\n"
             "Runs MODEL W times untimed (default 1), then N times timed (default 50) on\n"
-            "seeded random inputs (as `run --random`) and prints min/p50/p90/p99/max\n"
-            "latency, throughput and peak RSS. --compare runs OTHER on the same inputs,\n"
+            "the --input/--fill values and seeded random data for the other inputs (as\n"
+            "`run --random`; unknown dims are an error unless --default-dim) and prints\n"
+            "min/p50/p90/p99/max latency, throughput and peak RSS.\n"
+            "--compare runs OTHER on the same inputs,\n"
             "prints the speedup (p50 of MODEL / p50 of OTHER) and checks the outputs\n"
             "agree within --atol + --rtol*|x| (defaults 1e-4, 1e-3); exit 1 if not.\n"
             "--threads 0 uses every core. --trace writes one traced run's per-node\n"
@@ -86,9 +89,8 @@ int ox_cmd_bench(int argc, char **argv)
         {"warmup", required_argument, NULL, 'w'},
         {"iters", required_argument, NULL, 'n'},
         {"seed", required_argument, NULL, 's'},
-        {"shape", required_argument, NULL, 'S'},
-        {"dim", required_argument, NULL, 'D'},
-        {"int-max", required_argument, NULL, 'I'},
+        OX_CLI_SHAPE_OPTIONS,
+        OX_CLI_INPUT_OPTIONS,
         {"rtol", required_argument, NULL, 'r'},
         {"atol", required_argument, NULL, 'a'},
         {"json", no_argument, NULL, 'J'},
@@ -99,6 +101,7 @@ int ox_cmd_bench(int argc, char **argv)
     ox_bench_config cfg;
     ox_bench_config_init(&cfg);
     ox_infer_opts io = {0};
+    ox_input_opts inputs = {.shapes = &io};
     const char *compare_path = NULL, *trace_path = NULL;
     bool json = false;
     int rc = 0;
@@ -107,7 +110,7 @@ int ox_cmd_bench(int argc, char **argv)
     ox_bench_result r = {0};
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "j:n:h", longopts, NULL)) != -1) {
+    while ((c = ox_cli_getopt(argc, argv, "bench", "j:n:h", longopts)) != -1) {
         switch (c) {
         case 'c': compare_path = optarg; break;
         case 'd':
@@ -150,13 +153,6 @@ int ox_cmd_bench(int argc, char **argv)
             }
             cfg.seed = (uint32_t)v;
             break;
-        case 'I':
-            if (!parse_int("--int-max", optarg, 1, &v)) {
-                rc = 2;
-                goto out;
-            }
-            cfg.int_max = v;
-            break;
         case 'r':
             if (!parse_double("--rtol", optarg, &cfg.rtol)) {
                 rc = 2;
@@ -169,26 +165,22 @@ int ox_cmd_bench(int argc, char **argv)
                 goto out;
             }
             break;
-        case 'S':
-            if (!ox_cli_add_shape(&io, optarg)) {
-                rc = 2;
-                goto out;
-            }
-            break;
-        case 'D':
-            if (!ox_cli_add_dim(&io, optarg)) {
-                rc = 2;
-                goto out;
-            }
-            break;
         case 'J': json = true; break;
         case 't': trace_path = optarg; break;
         case 'h': usage(stdout); goto out;
-        default: usage(stderr); rc = 2; goto out;
+        default:
+            if (ox_cli_input_opt(c, optarg, &io, &inputs) > 0)
+                break;
+            rc = 2;
+            goto out;
         }
     }
     if (optind != argc - 1) {
-        usage(stderr);
+        if (optind >= argc)
+            ox_cli_error(NULL, "bench: no model given (usage: onnxscope bench MODEL [options])");
+        else
+            ox_cli_error(NULL, "bench: one model only (got '%s' and '%s'; --compare takes the "
+                         "second)", argv[optind], argv[optind + 1]);
         rc = 2;
         goto out;
     }
@@ -198,26 +190,19 @@ int ox_cmd_bench(int argc, char **argv)
         goto out;
     if (compare_path && !(mb = ox_cli_load(compare_path, &rc)))
         goto out;
-    /* A --shape naming no input is a usage error (as in `info`), not a
-     * model failure. */
-    for (int i = 0; i < io.n_shapes; i++) {
-        bool found = false;
-        for (int k = 0; k < m->graph->n_inputs && !found; k++)
-            found = m->graph->inputs[k]->name &&
-                    strcmp(m->graph->inputs[k]->name, io.shapes[i].name) == 0;
-        if (!found) {
-            ox_cli_error(path, "--shape: the model has no input named '%s'", io.shapes[i].name);
-            rc = 2;
-            goto out;
-        }
+    if (!ox_cli_check_inputs(path, m, &io, &inputs)) {
+        rc = 2;
+        goto out;
     }
     cfg.model = m;
     cfg.compare = mb;
     cfg.shapes = &io;
+    cfg.inputs = &inputs;
     ox_error err = {0};
     ox_status st = ox_bench_run(&cfg, &r, &err);
     if (st) {
         ox_cli_error(path, "%s", err.msg);
+        /* Usage errors were caught above; EINVAL here is the model's. */
         rc = st == OX_EINVAL || st == OX_ENOMEM ? 1 : ox_status_exit_code(st);
         goto out;
     }
@@ -285,5 +270,6 @@ out:
     ox_model_free(m);
     ox_model_free(mb);
     ox_infer_opts_free(&io);
+    ox_input_opts_free(&inputs);
     return rc;
 }

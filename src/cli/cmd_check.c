@@ -33,9 +33,11 @@ int ox_cmd_check(int argc, char **argv)
     bool quiet = false;
     int c, rc = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "hq", longopts, NULL)) != -1) {
+    while ((c = ox_cli_getopt(argc, argv, "check", "hq", longopts)) != -1) {
         if (c == 'q') {
             quiet = true;
+        } else if (c != 'h') {
+            return 2;   /* ox_cli_getopt said why */
         } else {
             fprintf(c == 'h' ? stdout : stderr,
                     "usage: onnxscope check MODEL [--quiet]\n"

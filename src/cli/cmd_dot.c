@@ -44,7 +44,7 @@ static void dot_usage(FILE *fp)
 
 enum {
     OPT_AROUND = 256, OPT_RADIUS, OPT_DIFF, OPT_INITS, OPT_NO_INITS, OPT_RANKDIR,
-    OPT_THEME, OPT_FORCE, OPT_NO_SHAPES, OPT_NO_ATTRS, OPT_NO_INFER, OPT_SHAPE, OPT_DIM,
+    OPT_THEME, OPT_FORCE, OPT_NO_SHAPES, OPT_NO_ATTRS, OPT_NO_INFER,
 };
 
 /* Shape inference only serves the edge labels, so a failure there is a
@@ -72,8 +72,7 @@ int ox_cmd_dot(int argc, char **argv)
         {"no-shapes", no_argument, NULL, OPT_NO_SHAPES},
         {"no-attrs", no_argument, NULL, OPT_NO_ATTRS},
         {"no-infer", no_argument, NULL, OPT_NO_INFER},
-        {"shape", required_argument, NULL, OPT_SHAPE},
-        {"dim", required_argument, NULL, OPT_DIM},
+        OX_CLI_SHAPE_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -86,9 +85,8 @@ int ox_cmd_dot(int argc, char **argv)
     int rc = 0;
 
     optind = 0; /* reset getopt for repeated calls (tests, the TUI) */
-    opterr = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+    while ((c = ox_cli_getopt(argc, argv, "dot", "o:h", longopts)) != -1) {
         switch (c) {
         case 'o':
             out = optarg;
@@ -140,23 +138,12 @@ int ox_cmd_dot(int argc, char **argv)
         case OPT_NO_INFER:
             infer = false;
             break;
-        case OPT_SHAPE:
-            if (!ox_cli_add_shape(&io, optarg)) {
-                rc = 2;
-                goto done;
-            }
-            break;
-        case OPT_DIM:
-            if (!ox_cli_add_dim(&io, optarg)) {
-                rc = 2;
-                goto done;
-            }
-            break;
         case 'h':
             dot_usage(stdout);
             goto done;
         default:
-            dot_usage(stderr);
+            if (ox_cli_input_opt(c, optarg, &io, NULL) > 0)
+                break;
             rc = 2;
             goto done;
         }
@@ -200,6 +187,11 @@ int ox_cmd_dot(int argc, char **argv)
     ox_model *m = ox_cli_load(model_path, &rc);
     if (!m)
         goto done;
+    if (!ox_cli_check_inputs(model_path, m, &io, NULL)) {
+        ox_model_free(m);
+        rc = 2;
+        goto done;
+    }
     ox_model *other = NULL;
     if (diff_path) {
         other = ox_cli_load(diff_path, &rc);

@@ -197,41 +197,53 @@ static void print_text(const ox_model *m, const ox_model_cost *c)
         printf("metadata:    %s = %s\n", m->meta[i].key, m->meta[i].value);
 }
 
+/* "index|name|op|shapes|macs|flops|params|memory": every key --sort takes. */
+static const char *sort_keys(char *buf, size_t n, const char *sep)
+{
+    size_t off = 0;
+    buf[0] = 0;
+    for (int i = 0; i < OX_PCOL_COUNT && off < n; i++)
+        off += (size_t)snprintf(buf + off, n - off, "%s%s", i ? sep : "",
+                                ox_profile_col_name((ox_profile_col)i));
+    return buf;
+}
+
 static void info_usage(FILE *fp)
 {
+    char keys[160];
     fprintf(fp, "usage: onnxscope info MODEL [--json] [--profile [--sort COLUMN]]\n"
                 "                      [--shape NAME=1x3x224x224] [--dim SYMBOL=VALUE]\n"
                 "  --json       one JSON object on stdout\n"
                 "  --profile    per-node table: name, op, output shapes, MACs, %%, params, memory\n"
-                "  --sort COL   sort the profile by index|name|op|macs|params|memory (descending)\n"
-                "  --shape      fix an input's shape; --dim fixes a symbolic dimension\n");
+                "  --sort COL   sort the profile by %s\n"
+                "               (numbers descending, names ascending)\n"
+                "  --shape      fix an input's shape; --dim fixes a symbolic dimension\n",
+            sort_keys(keys, sizeof keys, "|"));
 }
 
 int ox_cmd_info(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"json", no_argument, NULL, 'j'},   {"profile", no_argument, NULL, 'p'},
-        {"shape", required_argument, NULL, 's'}, {"dim", required_argument, NULL, 'd'},
+        OX_CLI_SHAPE_OPTIONS,
         {"sort", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     bool json = false, profile = false;
+    ox_profile_col col = OX_PCOL_INDEX;
     const char *sort = NULL;
     ox_infer_opts io = {0};
-    int c, rc = 0;
+    int c, rc = 0, h;
+    char keys[160];
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = ox_cli_getopt(argc, argv, "info", "h", longopts)) != -1) {
         switch (c) {
         case 'j': json = true; break;
         case 'p': profile = true; break;
-        case 'o': sort = optarg; break;
-        case 's':
-            if (!ox_cli_add_shape(&io, optarg)) {
-                ox_infer_opts_free(&io);
-                return 2;
-            }
-            break;
-        case 'd':
-            if (!ox_cli_add_dim(&io, optarg)) {
+        case 'o':
+            sort = optarg;
+            if (!ox_profile_col_from_name(sort, &col)) {
+                ox_cli_error(NULL, "--sort %s: unknown column (one of %s)", sort,
+                             sort_keys(keys, sizeof keys, ", "));
                 ox_infer_opts_free(&io);
                 return 2;
             }
@@ -241,13 +253,19 @@ int ox_cmd_info(int argc, char **argv)
             ox_infer_opts_free(&io);
             return 0;
         default:
-            info_usage(stderr);
+            h = ox_cli_input_opt(c, optarg, &io, NULL);
+            if (h > 0)
+                break;
             ox_infer_opts_free(&io);
             return 2;
         }
     }
     if (optind != argc - 1) {
-        info_usage(stderr);
+        if (optind >= argc)
+            ox_cli_error(NULL, "info: no model given (usage: onnxscope info MODEL [options])");
+        else
+            ox_cli_error(NULL, "info: one model only (got '%s' and '%s')", argv[optind],
+                         argv[optind + 1]);
         ox_infer_opts_free(&io);
         return 2;
     }
@@ -256,6 +274,10 @@ int ox_cmd_info(int argc, char **argv)
     if (!m) {
         ox_infer_opts_free(&io);
         return rc;
+    }
+    if (!ox_cli_check_inputs(path, m, &io, NULL)) {
+        rc = 2;
+        goto out;
     }
     ox_error err = {0};
     ox_infer_stats stats = {0};
@@ -275,12 +297,6 @@ int ox_cmd_info(int argc, char **argv)
     }
     ox_profile *prof = NULL;
     if (profile) {
-        ox_profile_col col = OX_PCOL_INDEX;
-        if (sort && !ox_profile_col_from_name(sort, &col)) {
-            ox_cli_error(NULL, "--sort: unknown column '%s'", sort);
-            rc = 2;
-            goto out;
-        }
         if (ox_profile_build(m, &prof, &cerr) != OX_OK) {
             ox_cli_error(path, "profile: %s", cerr.msg);
             rc = 1;

@@ -24,11 +24,13 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: onnxscope optimize MODEL -o OUT [--level basic|extended|all]\n"
             "          [--passes a,b] [--skip a,b] [--target onnx|ort]\n"
-            "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE] [--check N]\n"
-            "          [--json] [--force]\n"
-            "--check N runs the original and the optimized model on N seeded random\n"
-            "inputs; outside rtol 1e-4 / atol 1e-5 the output is not written (exit 1)\n"
-            "unless --force. `onnxscope passes` lists the passes.\n");
+            "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE] [--json] [--force]\n"
+            "          [--check N [--input NAME=FILE.pb] [--fill NAME=VALUE] [--int-max M]\n"
+            "                     [--default-dim D]]\n"
+            "--check N runs the original and the optimized model on N input sets: the\n"
+            "--input/--fill values, the other inputs seeded random; unknown dims are an\n"
+            "error unless --default-dim. Outside rtol 1e-4 / atol 1e-5 the output is not\n"
+            "written (exit 1) unless --force. `onnxscope passes` lists the passes.\n");
 }
 
 typedef struct check_res {
@@ -108,8 +110,9 @@ static void free_vals(ox_rval **v, int n)
     free(v);
 }
 
-/* Runs both models on n seeded random inputs. */
-static ox_status check_models(ox_model *a, ox_model *b, const ox_infer_opts *io, int n,
+/* Runs both models on n input sets (--input/--fill values, the rest drawn
+ * with seeds 0..n-1). */
+static ox_status check_models(ox_model *a, ox_model *b, const ox_input_opts *inputs, int n,
                               check_res *r, ox_error *err)
 {
     ox_exec *ea = NULL, *eb = NULL;
@@ -130,13 +133,13 @@ static ox_status check_models(ox_model *a, ox_model *b, const ox_infer_opts *io,
             st = ox_errorf(err, OX_ENOMEM, "out of memory");
             break;
         }
-        st = ox_random_inputs(a, io, (uint32_t)s, 100, in, err);
+        st = ox_inputs_make(a, inputs, (uint32_t)s, in, err);
         if (!st && (st = run_once(ea, a, in, &oa, err)) != OX_OK) {
             /* Random data may be invalid for the model (indices, axes,
              * pads fed as inputs): say so rather than blame the passes. */
             char m2[OX_ERROR_MAX];
-            snprintf(m2, sizeof m2, "the original model fails on random inputs: %.400s",
-                     err->msg);
+            snprintf(m2, sizeof m2, "the original model fails on these inputs: %.300s "
+                     "(give values with --fill NAME=VALUE or --input NAME=FILE.pb)", err->msg);
             snprintf(err->msg, sizeof err->msg, "%s", m2);
         }
         if (!st && (st = run_once(eb, b, in, &ob, err)) != OX_OK) {
@@ -188,8 +191,8 @@ int ox_cmd_optimize(int argc, char **argv)
         {"passes", required_argument, NULL, 'p'},
         {"skip", required_argument, NULL, 'k'},
         {"target", required_argument, NULL, 't'},
-        {"shape", required_argument, NULL, 'S'},
-        {"dim", required_argument, NULL, 'D'},
+        OX_CLI_SHAPE_OPTIONS,
+        OX_CLI_INPUT_OPTIONS,
         {"check", required_argument, NULL, 'c'},
         {"json", no_argument, NULL, 'j'},
         {"force", no_argument, NULL, 'f'},
@@ -197,6 +200,8 @@ int ox_cmd_optimize(int argc, char **argv)
         {0, 0, 0, 0},
     };
     ox_infer_opts io = {0};
+    ox_input_opts inputs = {.shapes = &io};
+    bool inputs_given = false;
     const char *out_path = NULL, *only = NULL, *skip = NULL;
     ox_pass_level level = OX_LEVEL_BASIC;
     ox_pass_target target = OX_TARGET_ONNX;
@@ -204,7 +209,7 @@ int ox_cmd_optimize(int argc, char **argv)
     bool json = false, force = false;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+    while ((c = ox_cli_getopt(argc, argv, "optimize", "o:h", longopts)) != -1) {
         switch (c) {
         case 'o': out_path = optarg; break;
         case 'l':
@@ -221,14 +226,6 @@ int ox_cmd_optimize(int argc, char **argv)
             break;
         case 'p': only = optarg; break;
         case 'k': skip = optarg; break;
-        case 'S':
-            if (!ox_cli_add_shape(&io, optarg))
-                rc = 2;
-            break;
-        case 'D':
-            if (!ox_cli_add_dim(&io, optarg))
-                rc = 2;
-            break;
         case 'c': {
             char *end;
             long v = strtol(optarg, &end, 10);
@@ -244,18 +241,40 @@ int ox_cmd_optimize(int argc, char **argv)
         case 'h':
             usage(stdout);
             ox_infer_opts_free(&io);
+            ox_input_opts_free(&inputs);
             return 0;
-        default: rc = 2; break;
+        default: {
+            int h = ox_cli_input_opt(c, optarg, &io, &inputs);
+            if (h <= 0)
+                rc = 2;
+            inputs_given |= c != OX_OPT_SHAPE && c != OX_OPT_DIM;
+            break;
+        }
         }
         if (rc)
             break;
     }
-    if (!rc && (optind != argc - 1 || !out_path))
+    if (!rc && optind != argc - 1) {
+        if (optind >= argc)
+            ox_cli_error(NULL, "optimize: no model given (usage: onnxscope optimize MODEL -o OUT)");
+        else
+            ox_cli_error(NULL, "optimize: one model only (got '%s' and '%s')", argv[optind],
+                         argv[optind + 1]);
         rc = 2;
+    }
+    if (!rc && !out_path) {
+        ox_cli_error(NULL, "optimize: no output given: add -o OUT.onnx (the input is never "
+                     "overwritten)");
+        rc = 2;
+    }
+    if (!rc && inputs_given && n_check == 0) {
+        ox_cli_error(NULL, "optimize: --input/--fill/--int-max/--default-dim only feed --check N; "
+                     "add --check");
+        rc = 2;
+    }
     if (rc) {
-        if (rc == 2)
-            usage(stderr);
         ox_infer_opts_free(&io);
+        ox_input_opts_free(&inputs);
         return rc;
     }
     const char *path = argv[optind];
@@ -267,7 +286,12 @@ int ox_cmd_optimize(int argc, char **argv)
     ox_model_cost cb = {0}, ca = {0};
     if (!m) {
         ox_infer_opts_free(&io);
+        ox_input_opts_free(&inputs);
         return rc;
+    }
+    if (!ox_cli_check_inputs(path, m, &io, n_check > 0 ? &inputs : NULL)) {
+        rc = 2;
+        goto out;
     }
     if (ox_infer_model(m, &io, &err) != OX_OK) {
         ox_cli_error(path, "shape inference: %s", err.msg);
@@ -306,10 +330,15 @@ int ox_cmd_optimize(int argc, char **argv)
     bool write = true;
     if (n_check > 0) {
         ox_error cerr = {0};
-        if (check_models(m, opt, &io, n_check, &chk, &cerr) != OX_OK) {
+        ox_status cst = check_models(m, opt, &inputs, n_check, &chk, &cerr);
+        if (cst != OX_OK) {
             ox_cli_error(path, "--check: %s", cerr.msg);
             chk.ok = false;
             snprintf(chk.why, sizeof chk.why, "%.200s", cerr.msg);
+        }
+        if (cst == OX_EIO) {   /* an --input file: nothing was checked */
+            rc = 3;
+            goto out;
         }
         if (!chk.ok) {
             rc = 1;
@@ -382,5 +411,6 @@ out:
     ox_model_free(opt);
     ox_model_free(m);
     ox_infer_opts_free(&io);
+    ox_input_opts_free(&inputs);
     return rc;
 }

@@ -19,15 +19,14 @@ int ox_cmd_passes(int argc, char **argv)
     bool json = false;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = ox_cli_getopt(argc, argv, "passes", "h", longopts)) != -1) {
         if (c == 'j') {
             json = true;
         } else if (c == 'h') {
             printf("usage: onnxscope passes [--json]\n");
             return 0;
         } else {
-            fprintf(stderr, "usage: onnxscope passes [--json]\n");
-            return 2;
+            return 2;   /* ox_cli_getopt said why */
         }
     }
     if (optind != argc) {

@@ -9,32 +9,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "onnxscope/exec.h"
 #include "onnxscope/io.h"
-#include "onnxscope/randinput.h"
 #include "onnxscope/testdata.h"
-
-/* Says which dims of v the random input guesses as 1 (ox_random_input's
- * rule), so that a surprising output shape has an explanation. */
-static void note_unknown_dims(const ox_value *v, const ox_infer_opts *io)
-{
-    const ox_type *t = v->type;
-    if (!t || t->kind != OX_TYPE_TENSOR || !t->has_shape)
-        return;
-    for (int i = 0; i < io->n_shapes; i++)
-        if (strcmp(io->shapes[i].name, v->name) == 0)
-            return;   /* --shape decides (its symbols go through --dim) */
-    for (int d = 0; d < t->rank; d++) {
-        if (t->dims[d].value >= 0 || ox_infer_opts_dim(io, t->dims[d].param) >= 0)
-            continue;
-        const char *sym = t->dims[d].param;
-        fprintf(stderr, "onnxscope: note: input '%s' dim %d%s%s%s is unknown, using 1 "
-                "(set it with --shape or --dim)\n", v->name, d, sym ? " ('" : "",
-                sym ? sym : "", sym ? "')" : "");
-    }
-}
 
 static void print_value(const char *name, const ox_rval *v, int indent)
 {
@@ -68,71 +48,87 @@ static void print_value(const char *name, const ox_rval *v, int indent)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: onnxscope run MODEL [--input NAME=FILE.pb ...] [--random] [--seed S]\n"
-            "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE] [--int-max M]\n"
+            "usage: onnxscope run MODEL [--input NAME=FILE.pb ...] [--fill NAME=VALUE ...]\n"
+            "          [--random] [--seed S] [--int-max M] [--default-dim D]\n"
+            "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE]\n"
             "          [--save-outputs DIR] [--threads N] [--device cpu]\n"
-            "Inputs not given by --input are drawn with --random: floats uniform in\n"
-            "[-1, 1], integers feeding Gather indices within the gathered axis, other\n"
-            "integers in [0, int-max) (default 100). Unknown dims default to 1.\n");
+            "Each input comes from --input (a TensorProto file), --fill (one value\n"
+            "broadcast to the input's shape: a number, an integer or true/false), or with\n"
+            "--random from a seeded PRNG: floats uniform in [-1, 1], integers feeding\n"
+            "Gather indices within the gathered axis, other integers in [0, int-max)\n"
+            "(default 100). A dim that neither the model, --shape nor --dim fixes is an\n"
+            "error unless --default-dim D gives it.\n");
+}
+
+/* mkdir -p: creates dir and its missing parents. */
+static int make_dirs(const char *dir)
+{
+    char p[4096];
+    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = 0;
+        if (mkdir(p, 0777) != 0 && errno != EEXIST)
+            return -1;
+        *s = '/';
+    }
+    if (mkdir(p, 0777) != 0 && errno != EEXIST)
+        return -1;
+    struct stat st;
+    if (stat(p, &st) != 0)
+        return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return access(p, W_OK | X_OK);
 }
 
 int ox_cmd_run(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"input", required_argument, NULL, 'i'},
+        OX_CLI_INPUT_OPTIONS,
+        OX_CLI_SHAPE_OPTIONS,
         {"random", no_argument, NULL, 'R'},
         {"seed", required_argument, NULL, 's'},
-        {"shape", required_argument, NULL, 'S'},
-        {"dim", required_argument, NULL, 'D'},
         {"save-outputs", required_argument, NULL, 'o'},
         {"threads", required_argument, NULL, 'j'},
-        {"int-max", required_argument, NULL, 'I'},
         {"device", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
     ox_infer_opts io = {0};
-    const char **in_args = calloc((size_t)argc + 1, sizeof *in_args);
-    int n_in_args = 0, threads = 0, rc = 0;
-    bool random = false;
+    ox_input_opts inputs = {.shapes = &io, .no_random = true};
+    int threads = 0, rc = 0;
+    long v;
     uint32_t seed = 0;
-    int64_t int_max = 100;
     const char *save_dir = NULL;
     ox_model *m = NULL;
     ox_exec *e = NULL;
     ox_rval **in = NULL, **out = NULL;
-    if (!in_args) {
-        ox_cli_error(NULL, "out of memory");
-        return 1;
-    }
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "i:o:h", longopts, NULL)) != -1) {
+    while ((c = ox_cli_getopt(argc, argv, "run", "i:o:h", longopts)) != -1) {
         switch (c) {
-        case 'i': in_args[n_in_args++] = optarg; break;
-        case 'R': random = true; break;
-        case 's': seed = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'S':
-            if (!ox_cli_add_shape(&io, optarg)) {
+        case 'R': inputs.no_random = false; break;
+        case 's':
+            if (!ox_cli_parse_long("--seed", optarg, 0, UINT32_MAX, &v)) {
                 rc = 2;
                 goto out;
             }
-            break;
-        case 'D':
-            if (!ox_cli_add_dim(&io, optarg)) {
-                rc = 2;
-                goto out;
-            }
+            seed = (uint32_t)v;
             break;
         case 'o': save_dir = optarg; break;
-        case 'j': threads = atoi(optarg); break;
-        case 'I':
-            int_max = strtoll(optarg, NULL, 10);
-            if (int_max <= 0) {
-                ox_cli_error(NULL, "--int-max must be positive");
+        case 'j':
+            if (!ox_cli_parse_long("--threads", optarg, 0, 4096, &v)) {
                 rc = 2;
                 goto out;
             }
+            threads = (int)v;
             break;
         case 'd':
             if (strcmp(optarg, "cpu") != 0) {
@@ -142,11 +138,19 @@ int ox_cmd_run(int argc, char **argv)
             }
             break;
         case 'h': usage(stdout); goto out;
-        default: usage(stderr); rc = 2; goto out;
+        default:
+            if (ox_cli_input_opt(c == 'i' ? OX_OPT_INPUT : c, optarg, &io, &inputs) > 0)
+                break;
+            rc = 2;
+            goto out;
         }
     }
     if (optind != argc - 1) {
-        usage(stderr);
+        if (optind >= argc)
+            ox_cli_error(NULL, "run: no model given (usage: onnxscope run MODEL [options])");
+        else
+            ox_cli_error(NULL, "run: one model only (got '%s' and '%s')", argv[optind],
+                         argv[optind + 1]);
         rc = 2;
         goto out;
     }
@@ -154,6 +158,16 @@ int ox_cmd_run(int argc, char **argv)
     m = ox_cli_load(path, &rc);
     if (!m)
         goto out;
+    if (!ox_cli_check_inputs(path, m, &io, &inputs)) {
+        rc = 2;
+        goto out;
+    }
+    /* Before running: a long run must not end in "cannot create DIR". */
+    if (save_dir && make_dirs(save_dir) != 0) {
+        ox_cli_error(save_dir, "cannot create or write to this folder: %s", strerror(errno));
+        rc = 3;
+        goto out;
+    }
     const ox_graph *g = m->graph;
     int ni = g->n_inputs, no = g->n_outputs;
     in = calloc((size_t)ni + 1, sizeof *in);
@@ -164,61 +178,11 @@ int ox_cmd_run(int argc, char **argv)
         goto out;
     }
     ox_error err = {0};
-    int next_pos = 0;
-    for (int a = 0; a < n_in_args; a++) {
-        const char *arg = in_args[a];
-        const char *eq = strchr(arg, '=');
-        int target = -1;
-        const char *file = arg;
-        if (eq) {
-            for (int i = 0; i < ni; i++)
-                if (strlen(g->inputs[i]->name) == (size_t)(eq - arg) &&
-                    strncmp(g->inputs[i]->name, arg, (size_t)(eq - arg)) == 0)
-                    target = i;
-            file = eq + 1;
-            if (target < 0) {
-                ox_cli_error(path, "--input %s: the model has no input '%.*s'", arg,
-                             (int)(eq - arg), arg);
-                rc = 2;
-                goto out;
-            }
-        } else {
-            while (next_pos < ni && (in[next_pos] || g->inputs[next_pos]->init))
-                next_pos++;
-            target = next_pos;
-            if (target >= ni) {
-                ox_cli_error(path, "--input %s: more inputs than the model has", arg);
-                rc = 2;
-                goto out;
-            }
-        }
-        ox_rval *v = NULL;
-        if (ox_testdata_load(file, g->inputs[target]->type, &v, NULL, &err) != OX_OK) {
-            ox_cli_error(file, "%s", err.msg);
-            rc = ox_status_exit_code(err.status);
-            goto out;
-        }
-        ox_rval_free(in[target]);
-        in[target] = v;
-    }
-    for (int i = 0; i < ni; i++) {
-        const ox_value *v = g->inputs[i];
-        if (in[i] || v->init)
-            continue;
-        if (!random) {
-            ox_cli_error(path, "input '%s' not given (use --input %s=FILE.pb or --random)",
-                         v->name, v->name);
-            rc = 2;
-            goto out;
-        }
-        note_unknown_dims(v, &io);
-        ox_tensor *t = ox_random_input(m, v, &io, &seed, int_max, &err);
-        if (!t) {
-            ox_cli_error(path, "%s", err.msg);
-            rc = 1;
-            goto out;
-        }
-        in[i] = ox_rval_tensor(t);
+    ox_status st = ox_inputs_make(m, &inputs, seed, in, &err);
+    if (st != OX_OK) {
+        ox_cli_error(path, "%s", err.msg);
+        rc = ox_status_exit_code(st);
+        goto out;
     }
     ox_exec_opts eo = {.threads = threads};
     if (ox_exec_new(m, &eo, &e, &err) != OX_OK) {
@@ -239,11 +203,6 @@ int ox_cmd_run(int argc, char **argv)
     printf("time: %.3f ms\n",
            (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
     if (save_dir) {
-        if (mkdir(save_dir, 0777) != 0 && errno != EEXIST) {
-            ox_cli_error(save_dir, "cannot create: %s", strerror(errno));
-            rc = 3;
-            goto out;
-        }
         for (int k = 0; k < no; k++) {
             char fname[64];
             snprintf(fname, sizeof fname, "/output_%d.pb", k);
@@ -252,7 +211,7 @@ int ox_cmd_run(int argc, char **argv)
             if (!p)
                 break;
             snprintf(p, len, "%s%s", save_dir, fname);
-            ox_status st = ox_testdata_save(out[k], g->outputs[k]->name, p, &err);
+            st = ox_testdata_save(out[k], g->outputs[k]->name, p, &err);
             if (st != OX_OK) {
                 ox_cli_error(p, "%s", err.msg);
                 free(p);
@@ -274,6 +233,6 @@ out:
     ox_exec_free(e);
     ox_model_free(m);
     ox_infer_opts_free(&io);
-    free(in_args);
+    ox_input_opts_free(&inputs);
     return rc;
 }

@@ -454,7 +454,8 @@ int ox_cmd_test_backend(int argc, char **argv)
     };
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, "f:vh", longopts, NULL)) != -1) {
+    long v;
+    while ((c = ox_cli_getopt(argc, argv, "test-backend", "f:vh", longopts)) != -1) {
         switch (c) {
         case 'f': filter = optarg; break;
         case 'v': o.verbose = true; break;
@@ -471,14 +472,22 @@ int ox_cmd_test_backend(int argc, char **argv)
                 return 2;
             }
             break;
-        case 't': o.timeout_s = atoi(optarg); break;
-        case 'j': o.threads = atoi(optarg); break;
+        case 't':
+            if (!ox_cli_parse_long("--timeout", optarg, 0, 86400, &v))
+                return 2;
+            o.timeout_s = (int)v;
+            break;
+        case 'j':
+            if (!ox_cli_parse_long("--threads", optarg, 0, 4096, &v))
+                return 2;
+            o.threads = (int)v;
+            break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        default: return 2;   /* ox_cli_getopt said why */
         }
     }
     if (optind >= argc) {
-        usage(stderr);
+        ox_cli_error(NULL, "test-backend: no folder given (usage: onnxscope test-backend DIR...)");
         return 2;
     }
     regex_t re;
@@ -495,7 +504,17 @@ int ox_cmd_test_backend(int argc, char **argv)
             strvec_free(&cases);
             return 3;
         }
+        int before = cases.n;
         find_cases(argv[i], 0, &cases);
+        if (cases.n == before) {
+            /* Nothing to run is a usage error, not "0 passed". */
+            ox_cli_error(argv[i], "no test cases found: expected CASE/model.onnx with "
+                         "CASE/test_data_set_N/{input,output}_K.pb below this folder");
+            if (filter)
+                regfree(&re);
+            strvec_free(&cases);
+            return 2;
+        }
     }
     int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < cases.n; i++) {

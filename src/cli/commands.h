@@ -4,10 +4,12 @@
 #ifndef ONNXSCOPE_CLI_COMMANDS_H
 #define ONNXSCOPE_CLI_COMMANDS_H
 
+#include <getopt.h>
 #include <stdio.h>
 
 #include "onnxscope/infer.h"
 #include "onnxscope/ir.h"
+#include "onnxscope/randinput.h"
 
 int ox_cmd_info(int argc, char **argv);
 int ox_cmd_check(int argc, char **argv);
@@ -26,10 +28,39 @@ void ox_cli_error(const char *file, const char *fmt, ...)
 /* Loads a model, printing a one-line error and returning NULL on failure;
  * *exit_code receives 1 (bad model) or 3 (I/O). */
 ox_model *ox_cli_load(const char *path, int *exit_code);
-/* Handles --shape / --dim option arguments into opts; returns false (after
- * printing) on a malformed argument. */
-bool ox_cli_add_shape(ox_infer_opts *opts, const char *arg);
-bool ox_cli_add_dim(ox_infer_opts *opts, const char *arg);
+/* getopt_long with our error lines: an unknown option or a missing
+ * argument prints "onnxscope: CMD: unknown option '--x' (see onnxscope CMD
+ * --help)" and returns '?' (getopt's own messages would start with argv[0]). */
+int ox_cli_getopt(int argc, char **argv, const char *cmd, const char *shortopts,
+                  const struct option *longopts);
+
+/* The input options, one table entry each so that every command spells and
+ * handles them alike (ox_input_option does the parsing, for the TUI too). */
+enum {
+    OX_OPT_SHAPE = 0x1000, OX_OPT_DIM, OX_OPT_INPUT, OX_OPT_FILL, OX_OPT_INT_MAX,
+    OX_OPT_DEFAULT_DIM,
+};
+#define OX_CLI_SHAPE_OPTIONS                                       \
+    {"shape", required_argument, NULL, OX_OPT_SHAPE},              \
+    {"dim", required_argument, NULL, OX_OPT_DIM}
+#define OX_CLI_INPUT_OPTIONS                                       \
+    {"input", required_argument, NULL, OX_OPT_INPUT},              \
+    {"fill", required_argument, NULL, OX_OPT_FILL},                \
+    {"int-max", required_argument, NULL, OX_OPT_INT_MAX},          \
+    {"default-dim", required_argument, NULL, OX_OPT_DEFAULT_DIM}
+/* Handles option c (an OX_OPT_* code) into shapes / in (either may be NULL
+ * when the command takes none of that kind): 1 handled, 0 not an input
+ * option, -1 malformed (a one-line error was printed; exit 2). */
+int ox_cli_input_opt(int c, const char *arg, ox_infer_opts *shapes, ox_input_opts *in);
+/* Checks the options against the loaded model: ox_input_opts_validate(in)
+ * (which covers in->shapes), or only shapes when in is NULL. False after printing "onnxscope: PATH: --shape
+ * x=1x3: ..." (exit 2). in may be NULL (only shapes are checked). With
+ * --default-dim, prints the one note line that says which dims it set. */
+bool ox_cli_check_inputs(const char *path, const ox_model *m, const ox_infer_opts *shapes,
+                         const ox_input_opts *in);
+/* A whole-string integer in [lo, hi] for option opt; false after printing
+ * "onnxscope: --threads x: expected an integer in [0, 4096]". */
+bool ox_cli_parse_long(const char *opt, const char *s, long lo, long hi, long *out);
 /* "12.3 M", "4.09 G" */
 const char *ox_cli_si(double v, char *buf, size_t len);
 /* "13.2 MiB" */

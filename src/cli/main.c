@@ -1,7 +1,9 @@
 /* onnxscope's entry point: dispatches to a subcommand, or opens the TUI
  * when given only a model path. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "tui/tui.h"
@@ -35,8 +37,40 @@ static void usage(FILE *fp)
     fprintf(fp, "\nexit codes: 0 ok, 1 model or check failed, 2 usage error, 3 I/O error\n");
 }
 
+/* Levenshtein distance, capped: enough to catch "optimise", "bnech". */
+static int edit_distance(const char *a, const char *b)
+{
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    if (la > 40 || lb > 40)
+        return 99;
+    int d[41][41];
+    for (int i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (int j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (int i = 1; i <= la; i++)
+        for (int j = 1; j <= lb; j++) {
+            int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < c)
+                c = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < c)
+                c = d[i][j - 1] + 1;
+            d[i][j] = c;
+        }
+    return d[la][lb];
+}
+
+/* A first argument that is no command, no existing file and not path-like
+ * ("optimise") is a mistyped command, not a model to open. */
+static bool looks_like_command(const char *a)
+{
+    return a[0] != '-' && !strchr(a, '/') && !strchr(a, '.') && access(a, F_OK) != 0;
+}
+
 int main(int argc, char **argv)
 {
+    /* getopt names argv[0] in its messages; ours all start "onnxscope:". */
+    argv[0] = "onnxscope";
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -52,5 +86,22 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].fn(argc - 1, argv + 1);
+    if (looks_like_command(argv[1])) {
+        const char *best = NULL;
+        int bd = 3;
+        for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+            int d = edit_distance(argv[1], commands[i].name);
+            if (d < bd) {
+                bd = d;
+                best = commands[i].name;
+            }
+        }
+        if (best)
+            fprintf(stderr, "onnxscope: unknown command '%s' (did you mean %s?)\n", argv[1], best);
+        else
+            fprintf(stderr, "onnxscope: unknown command '%s' (commands: see onnxscope --help)\n",
+                    argv[1]);
+        return 2;
+    }
     return ox_tui_main(argc, argv);
 }

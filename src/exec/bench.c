@@ -1,5 +1,5 @@
 /* The benchmark library behind `onnxscope bench` and the TUI's Bench panel:
- * warm-up and timed runs on seeded random inputs, latency percentiles, peak
+ * warm-up and timed runs on given or seeded random inputs, latency percentiles, peak
  * RSS, the output equivalence check between two models, and a Chrome trace. */
 #include <math.h>
 #include <stdarg.h>
@@ -22,7 +22,6 @@ void ox_bench_config_init(ox_bench_config *cfg)
     cfg->warmup = 1;
     cfg->iters = 50;
     cfg->seed = 1;
-    cfg->int_max = 100;
     cfg->rtol = 1e-3;
     cfg->atol = 1e-4;
 }
@@ -238,6 +237,18 @@ static ox_status apply_shapes(const ox_bench_config *cfg, ox_model *m, ox_error 
     return ox_infer_model(m, &io, err);
 }
 
+/* The inputs of m: cfg->inputs' files and fills, the rest random. */
+static ox_status make_inputs(const ox_bench_config *cfg, const ox_model *m, ox_rval **in,
+                             ox_error *err)
+{
+    ox_input_opts o = {0};
+    if (cfg->inputs)
+        o = *cfg->inputs;
+    o.shapes = cfg->shapes;
+    o.no_random = false;
+    return ox_inputs_make(m, &o, cfg->seed, in, err);
+}
+
 /* Runs m warmup + iters times on in; the outputs of the first run go to
  * keep (when given) for the equivalence check. */
 static ox_status run_model(const job *j, int which, ox_model *m, ox_rval *const *in,
@@ -371,8 +382,7 @@ ox_status ox_bench_run(const ox_bench_config *cfg, ox_bench_result *r, ox_error 
         st = ox_errorf(err, OX_ENOMEM, "out of memory");
         goto out;
     }
-    int64_t int_max = cfg->int_max > 0 ? cfg->int_max : 100;
-    if ((st = ox_random_inputs(ma, cfg->shapes, cfg->seed, int_max, in, err)))
+    if ((st = make_inputs(cfg, ma, in, err)))
         goto out;
     if (mb && (st = map_inputs(ma, in, mb, in_b, err)))
         goto out;
@@ -502,8 +512,7 @@ ox_status ox_bench_trace(const ox_bench_config *cfg, const char *path, ox_error 
         st = ox_errorf(err, OX_ENOMEM, "out of memory");
         goto done;
     }
-    int64_t int_max = cfg->int_max > 0 ? cfg->int_max : 100;
-    if ((st = ox_random_inputs(m, cfg->shapes, cfg->seed, int_max, in, err)))
+    if ((st = make_inputs(cfg, m, in, err)))
         goto done;
     if ((st = ox_exec_new(m, &eo, &e, err)))
         goto done;

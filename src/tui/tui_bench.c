@@ -36,6 +36,7 @@ static void *bench_main(void *arg)
     cfg.iters = t->bench_iters;
     cfg.time_budget_s = BENCH_TIME_BUDGET_S;
     cfg.shapes = NULL;   /* the clones already carry the overridden input types */
+    cfg.inputs = &t->bench_inputs;   /* --input/--fill/--int-max/--default-dim */
     cfg.progress = on_progress;
     cfg.user = t;
     cfg.cancel = &t->bench_cancel;
@@ -133,7 +134,9 @@ void tui_bench_draw(tui *t, int y0, int h, int w)
     (void)h;
     int y = y0 + 1;
     tui_put(y++, 2, w - 4, OX_SLOT_UI_HEADER, t,
-            "Benchmark on the CPU (b starts, Esc cancels); random inputs, seed 1");
+            t->bench_inputs.n_src
+                ? "Benchmark on the CPU (b starts, Esc cancels); --input/--fill, rest random"
+                : "Benchmark on the CPU (b starts, Esc cancels); random inputs, seed 1");
     y++;
     if (t->bench_running) {
         tui_put(y++, 2, w - 4, OX_SLOT_UI_NORMAL, t,

@@ -17,6 +17,7 @@
 #include "onnxscope/infer.h"
 #include "onnxscope/ir.h"
 #include "onnxscope/passes.h"
+#include "onnxscope/randinput.h"
 #include "onnxscope/theme.h"
 
 /* ---- the key table ------------------------------------------------------
@@ -243,6 +244,7 @@ struct tui {
     ox_model *bench_a, *bench_b;
     tui_bench_result bench;
     int bench_iters;
+    ox_input_opts bench_inputs;   /* --input/--fill/--int-max/--default-dim */
 
     /* timing log */
     FILE *timing;

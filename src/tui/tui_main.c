@@ -686,7 +686,8 @@ static void *load_main(void *arg)
         t->iopts.stats = &t->istats;
         tui_save_input_types(t);
         ox_error ie = {0};
-        if (ox_infer_model(t->orig, &t->iopts, &ie) != OX_OK && ie.status == OX_EINVAL) {
+        if (ox_infer_opts_validate(&t->iopts, t->orig, &ie) != OX_OK ||
+            (ox_infer_model(t->orig, &t->iopts, &ie) != OX_OK && ie.status == OX_EINVAL)) {
             l->status = ie.status;
             l->err = ie;
         }
@@ -749,6 +750,8 @@ static void usage(FILE *f)
             "  --ascii            ASCII-only drawing (automatic outside UTF-8 locales)\n"
             "  --no-color         no colours (also when NO_COLOR is set)\n"
             "  --shape NAME=1x3x224x224, --dim SYMBOL=VALUE   input shape overrides\n"
+            "  --input NAME=FILE.pb, --fill NAME=VALUE, --int-max M, --default-dim D\n"
+            "                     the Bench panel's inputs (as `onnxscope bench`)\n"
             "  --help-keys        print the key map as a Markdown table\n"
             "Keys: ? inside the viewer. Set ONNXSCOPE_TUI_TIMING=FILE to log redraw times.\n");
 }
@@ -799,6 +802,7 @@ static void tui_free(tui *t)
         ox_model_free(t->cur);
     ox_model_free(t->orig);
     ox_infer_opts_free(&t->iopts);
+    ox_input_opts_free(&t->bench_inputs);
     if (t->timing)
         fclose(t->timing);
 }
@@ -811,6 +815,10 @@ int ox_tui_main(int argc, char **argv)
         {"no-color", no_argument, NULL, 'C'},
         {"shape", required_argument, NULL, 'S'},
         {"dim", required_argument, NULL, 'D'},
+        {"input", required_argument, NULL, 'i'},
+        {"fill", required_argument, NULL, 'f'},
+        {"int-max", required_argument, NULL, 'I'},
+        {"default-dim", required_argument, NULL, 'd'},
         {"help-keys", no_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
@@ -820,42 +828,74 @@ int ox_tui_main(int argc, char **argv)
     memset(t, 0, sizeof *t);
     const char *theme = NULL;
     bool ascii = false, nocolor = false;
-    int c, rc = 0;
+    int c, rc = 0, idx = 0;
+    /* --shape/--dim, kept to hand to `info` when there is no terminal */
+    char **shape_args = calloc((size_t)argc * 2 + 4, sizeof *shape_args);
+    int n_shape_args = 0;
+    if (!shape_args) {
+        fprintf(stderr, "onnxscope: out of memory\n");
+        return 1;
+    }
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, &idx)) != -1) {
+        ox_error oerr = {0};
         switch (c) {
         case 't': theme = optarg; break;
         case 'a': ascii = true; break;
         case 'C': nocolor = true; break;
-        case 'S':
-            if (!ox_cli_add_shape(&t->iopts, optarg)) {
-                ox_infer_opts_free(&t->iopts);
-                return 2;
+        case 'S': case 'D': case 'i': case 'f': case 'I': case 'd':
+            /* The library parses these for every command and the TUI alike. */
+            if (ox_input_option(&t->iopts, &t->bench_inputs, longopts[idx].name, optarg,
+                                &oerr) != OX_OK) {
+                fprintf(stderr, "onnxscope: %s\n", oerr.msg);
+                rc = 2;
+                goto fail;
+            }
+            if (c == 'S' || c == 'D') {
+                shape_args[n_shape_args++] = c == 'S' ? "--shape" : "--dim";
+                shape_args[n_shape_args++] = optarg;
             }
             break;
-        case 'D':
-            if (!ox_cli_add_dim(&t->iopts, optarg)) {
-                ox_infer_opts_free(&t->iopts);
-                return 2;
-            }
-            break;
-        case 'K': print_keys_markdown(stdout); ox_infer_opts_free(&t->iopts); return 0;
-        case 'h': usage(stdout); ox_infer_opts_free(&t->iopts); return 0;
-        default: usage(stderr); ox_infer_opts_free(&t->iopts); return 2;
+        case 'K': print_keys_markdown(stdout); goto fail;
+        case 'h': usage(stdout); goto fail;
+        case ':':
+            fprintf(stderr, "onnxscope: option '%s' needs an argument (see onnxscope --help)\n",
+                    argv[optind - 1]);
+            rc = 2;
+            goto fail;
+        default:
+            fprintf(stderr, "onnxscope: unknown option '%s' (see onnxscope --help)\n",
+                    argv[optind - 1]);
+            rc = 2;
+            goto fail;
         }
     }
     if (optind != argc - 1) {
-        usage(stderr);
-        ox_infer_opts_free(&t->iopts);
-        return 2;
+        if (optind >= argc)
+            usage(stderr);
+        else
+            fprintf(stderr, "onnxscope: unknown command '%s' (see onnxscope --help)\n",
+                    argv[optind]);
+        rc = 2;
+        goto fail;
     }
     t->path = argv[optind];
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-        /* Not interactive (a pipe, CI): the summary is the useful answer. */
+        /* Not interactive (a pipe, CI): the summary is the useful answer,
+         * with the same --shape/--dim (which `info` validates). */
         ox_infer_opts_free(&t->iopts);
-        char *args[3] = {"info", t->path, NULL};
-        return ox_cmd_info(2, args);
+        ox_input_opts_free(&t->bench_inputs);
+        memmove(shape_args + 1, shape_args, (size_t)n_shape_args * sizeof *shape_args);
+        shape_args[0] = "info";
+        shape_args[n_shape_args + 1] = (char *)t->path;
+        shape_args[n_shape_args + 2] = NULL;
+        rc = ox_cmd_info(n_shape_args + 2, shape_args);
+        free(shape_args);
+        return rc;
     }
+    free(shape_args);
+    shape_args = NULL;
     setlocale(LC_ALL, "");
     const char *cs = nl_langinfo(CODESET);
     t->ascii = ascii || !cs || strcmp(cs, "UTF-8") != 0;
@@ -969,5 +1009,10 @@ int ox_tui_main(int argc, char **argv)
     }
     endwin();
     tui_free(t);
+    return rc;
+fail:   /* before the terminal was set up */
+    free(shape_args);
+    ox_infer_opts_free(&t->iopts);
+    ox_input_opts_free(&t->bench_inputs);
     return rc;
 }

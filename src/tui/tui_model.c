@@ -336,27 +336,30 @@ ox_status tui_apply_shape(tui *t, const char *input, const char *shape, ox_error
     for (int i = 0; i < t->iopts.n_shapes; i++) {
         if (strcmp(t->iopts.shapes[i].name, input) == 0)
             continue;
-        /* Rebuild the other overrides; commas keep adjacent symbols apart
-         * ("NxM" would read back as one symbol). */
         char old[600];
-        int off = snprintf(old, sizeof old, "%s=", t->iopts.shapes[i].name);
-        const ox_shape_override *o = &t->iopts.shapes[i];
-        if (o->rank == 0)
-            snprintf(old + off, sizeof old - (size_t)off, "scalar");
-        for (int d = 0; d < o->rank && off < (int)sizeof old - 24; d++) {
-            if (o->dims[d] >= 0)
-                off += snprintf(old + off, sizeof old - (size_t)off, "%s%lld", d ? "," : "",
-                                (long long)o->dims[d]);
-            else
-                off += snprintf(old + off, sizeof old - (size_t)off, "%s%s", d ? "," : "",
-                                o->params[d] ? o->params[d] : "?");
-        }
+        ox_shape_override_format(&t->iopts.shapes[i], old, sizeof old);
         ox_infer_opts_add_shape(&fresh, old, NULL);
+    }
+    for (int i = 0; i < t->iopts.n_dims; i++) {
+        char old[300];
+        snprintf(old, sizeof old, "%s=%lld", t->iopts.dims[i].symbol,
+                 (long long)t->iopts.dims[i].value);
+        ox_infer_opts_add_dim(&fresh, old, NULL);
     }
     if (ox_infer_opts_add_shape(&fresh, arg, err) != OX_OK) {
         ox_infer_opts_free(&fresh);
         return err->status;
     }
+    /* The same check as every command's --shape, against the file's type
+     * (the graph input's current type carries the previous override). */
+    const ox_graph *g = t->orig->graph;
+    for (int i = 0; i < g->n_inputs && i < t->n_in_types; i++)
+        if (g->inputs[i]->name && !strcmp(g->inputs[i]->name, input) &&
+            ox_shape_override_check(&fresh.shapes[fresh.n_shapes - 1], t->in_types[i], &fresh,
+                                    err) != OX_OK) {
+            ox_infer_opts_free(&fresh);
+            return err->status;
+        }
     ox_infer_opts_free(&t->iopts);
     t->iopts = fresh;
     restore_input_types(t, t->orig);

@@ -1,5 +1,7 @@
 /* The command-line contract: exit codes, one-line errors naming the file,
- * and `info --json` agreeing with ../shared/models/README.md. */
+ * `info --json` agreeing with ../shared/models/README.md, the input options
+ * (--shape/--dim/--input/--fill/--default-dim) refused alike by every
+ * command that takes them, and --fill choosing an If branch. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,12 +9,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include <jansson.h>
 
+#include "onnxscope/exec.h"
+#include "onnxscope/tensor.h"
+#include "onnxscope/testdata.h"
 #include "testutil.h"
+
+static const char *gen_samples;   /* argv[1]: tools/gen_samples */
+static char tmpdir[64];           /* models and files the tests write */
+static char if_model[128];        /* gen_samples --if-branch */
 
 static int run(const char *args, char **out)
 {
@@ -187,12 +197,378 @@ static void test_info_json_matches_readme(void **state)
     }
 }
 
-int main(void)
+
+/* Runs `onnxscope ARGS` and returns its exit status; *err gets stderr only. */
+static int run_stderr(const char *args, char **err)
 {
+    char cmd[8400];
+    snprintf(cmd, sizeof cmd, "{ '%s' %s 2>&1 >/dev/null; }", ox_test_bin(), args);
+    return ox_test_run(cmd, err);
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+static void setup_models(void)
+{
+    if (if_model[0])
+        return;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/oxcliinXXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+    snprintf(if_model, sizeof if_model, "%s/if_branch.onnx", tmpdir);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' --if-branch '%s'", gen_samples, if_model);
+    assert_int_equal(ox_test_run(cmd, NULL), 0);
+    /* sr = 16000 as a TensorProto file, for --input. */
+    ox_tensor *t = ox_tensor_new(OX_DT_INT64, 0, NULL);
+    assert_non_null(t);
+    ox_tensor_set_i64(t, 0, 16000);
+    ox_rval *v = ox_rval_tensor(t);
+    char p[256];
+    snprintf(p, sizeof p, "%s/sr16k.pb", tmpdir);
+    ox_error err = {0};
+    assert_int_equal(ox_testdata_save(v, "sr", p, &err), OX_OK);
+    ox_rval_free(v);
+}
+
+typedef struct bad_arg {
+    const char *model;    /* "cnn", "trf" or "if" */
+    const char *args;     /* the bad option(s) */
+    const char *option;   /* the message names it */
+    const char *says;     /* and says this (NULL: anything) */
+} bad_arg;
+
+static const char *model_path(const char *which, char *buf, size_t n)
+{
+    if (!strcmp(which, "if"))
+        snprintf(buf, n, "%s", if_model);
+    else
+        snprintf(buf, n, "%s/samples/%s.onnx", ox_test_source(),
+                 !strcmp(which, "cnn") ? "tiny_cnn" : "tiny_transformer");
+    return buf;
+}
+
+/* Every command that takes --shape/--dim refuses the same bad arguments
+ * with exit 2 and one line naming the option; those that run the model
+ * refuse bad --fill/--input/--int-max/--default-dim the same way. */
+static void test_bad_input_options(void **state)
+{
+    (void)state;
+    setup_models();
+    static const bad_arg shape_rows[] = {
+        {"cnn", "--shape input=1x3", "--shape input=1x3", "(rank 4), not rank 2"},
+        {"cnn", "--shape input=2x3x32x32", "--shape input=2x3x32x32", "dim 0 is fixed at 1"},
+        {"cnn", "--shape 'input=abc!'", "--shape input=abc!", "neither a count"},
+        {"cnn", "--shape input=1x-3x32x32", "--shape", "negative dim -3"},
+        {"cnn", "--shape input=99999999999x3x32x32", "--shape", "too large"},
+        {"cnn", "--shape nosuch=1x3x32x32", "--shape nosuch", "no input 'nosuch' (inputs: input)"},
+        {"cnn", "--shape input=", "--shape input=", NULL},
+        {"cnn", "--shape input", "--shape input", "NAME=DIMS"},
+        {"cnn", "--shape input=1,,3,3", "--shape", "empty dim"},
+        {"cnn", "--shape input=1x3x32x32 --shape input=1x3x32x32", "--shape", "given twice"},
+        {"trf", "--shape input_ids=Nx8x2", "--shape", "not rank 3"},
+        {"trf", "--dim foo=3", "--dim foo=3", "the inputs' symbols: batch, sequence"},
+        {"cnn", "--dim batch=3", "--dim batch=3", "the inputs have no symbolic dims"},
+        {"trf", "--dim batch=x", "--dim batch=x", NULL},
+        {"trf", "--dim batch=-1", "--dim batch=-1", "negative"},
+        {"trf", "--dim =3", "--dim =3", NULL},
+        {"trf", "--dim batch=2 --dim batch=3", "--dim", "given twice"},
+    };
+    static const bad_arg input_rows[] = {
+        {"if", "--fill sr", "--fill sr", "NAME=VALUE"},
+        {"if", "--fill sr=abc", "--fill sr=abc", "integer"},
+        {"if", "--fill sr=1.5", "--fill sr=1.5", "integer"},
+        {"if", "--fill sr=99999999999999999999", "--fill", "integer"},
+        {"if", "--fill x=zz", "--fill x=zz", "number for float32"},
+        {"if", "--fill nosuch=1", "--fill nosuch=1", "no input 'nosuch' (inputs: x, sr)"},
+        {"if", "--fill sr=16000 --fill sr=8000", "--fill sr=8000", "already given"},
+        {"if", "--input nosuch=/tmp/none.pb", "--input nosuch", "no input 'nosuch'"},
+        {"if", "--input sr=", "--input sr=", NULL},
+        {"if", "--fill sr=1 --input sr=/tmp/none.pb", "--input sr", "already given"},
+        {"if", "--int-max 0", "--int-max 0", NULL},
+        {"if", "--default-dim -1", "--default-dim -1", NULL},
+        {"trf", "--shape input_ids=Nx4", "dim 0 ('N') is unknown", "--dim N="},
+    };
+    char tmp_out[256];
+    snprintf(tmp_out, sizeof tmp_out, "%s/out", tmpdir);
+    /* COMMAND template: %s is the model, then the bad args. */
+    static const char *shape_cmds[] = {
+        "info %s %s", "optimize %s -o %s.onnx %s", "dot %s -o %s.dot %s",
+        "run %s --random --default-dim 1 %s", "bench %s --iters 1 --default-dim 1 %s",
+        "%s %s",   /* the viewer; stdout is a pipe, so it prints the summary */
+    };
+    static const char *input_cmds[] = {
+        "run %s --random %s", "bench %s --iters 1 %s", "optimize %s -o %s.onnx --check 1 %s",
+    };
+    int checked = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const bad_arg *rows = pass ? input_rows : shape_rows;
+        size_t nrows = pass ? sizeof input_rows / sizeof *input_rows
+                            : sizeof shape_rows / sizeof *shape_rows;
+        const char **cmds = pass ? input_cmds : shape_cmds;
+        size_t ncmds = pass ? sizeof input_cmds / sizeof *input_cmds
+                            : sizeof shape_cmds / sizeof *shape_cmds;
+        for (size_t r = 0; r < nrows; r++)
+            for (size_t c = 0; c < ncmds; c++) {
+                char mp[512], args[2048], *err = NULL;
+                model_path(rows[r].model, mp, sizeof mp);
+                if (strstr(cmds[c], "-o %s"))
+                    snprintf(args, sizeof args, cmds[c], mp, tmp_out, rows[r].args);
+                else
+                    snprintf(args, sizeof args, cmds[c], mp, rows[r].args);
+                int rc = run_stderr(args, &err);
+                if (rc != 2 || count_lines(err) != 1 || strncmp(err, "onnxscope: ", 11) ||
+                    !strstr(err, rows[r].option) || (rows[r].says && !strstr(err, rows[r].says)))
+                    fail_msg("onnxscope %s: exit %d, stderr:\n%s(expected exit 2 and one "
+                             "line naming '%s'%s%s)", args, rc, err ? err : "", rows[r].option,
+                             rows[r].says ? " saying " : "", rows[r].says ? rows[r].says : "");
+                free(err);
+                checked++;
+            }
+    }
+    /* Nothing was written by the refused optimize runs. */
+    snprintf(tmp_out, sizeof tmp_out, "%s/out.onnx", tmpdir);
+    assert_int_not_equal(access(tmp_out, F_OK), 0);
+    printf("# %d bad option uses refused with exit 2 and one line\n", checked);
+}
+
+/* The If-branch model: a random sr takes the 8 kHz branch, which fails on
+ * 512 samples; --fill sr=16000 (or --input sr=FILE) takes the 16 kHz one. */
+static void test_fill_selects_branch(void **state)
+{
+    (void)state;
+    setup_models();
+    char args[2048], *out = NULL;
+    snprintf(args, sizeof args, "bench %s --iters 3", if_model);
+    assert_int_equal(run(args, &out), 1);
+    assert_non_null(strstr(out, "Reshape"));
+    free(out);
+    snprintf(args, sizeof args, "bench %s --iters 3 --fill sr=16000 --json", if_model);
+    assert_int_equal(run(args, &out), 0);
+    json_error_t jerr;
+    json_t *o = json_loads(out, 0, &jerr);
+    assert_non_null(o);
+    assert_int_equal(json_integer_value(json_object_get(o, "iters")), 3);
+    json_decref(o);
+    free(out);
+    /* --fill broadcasts the value: the frame means of 0.5 are 0.5. */
+    snprintf(args, sizeof args, "run %s --fill sr=16000 --fill x=0.5", if_model);
+    assert_int_equal(run(args, &out), 0);
+    assert_non_null(strstr(out, "y: float32[1x2]  min 0.5  max 0.5  mean 0.5"));
+    free(out);
+    /* sr=8000 is a valid value that takes the failing branch: the value is used. */
+    snprintf(args, sizeof args, "run %s --fill sr=8000 --fill x=0.5", if_model);
+    assert_int_equal(run(args, &out), 1);
+    free(out);
+    snprintf(args, sizeof args, "run %s --input sr=%s/sr16k.pb --random", if_model, tmpdir);
+    assert_int_equal(run(args, &out), 0);
+    assert_non_null(strstr(out, "y: float32[1x2]"));
+    free(out);
+    snprintf(args, sizeof args, "bench %s --iters 2 --input sr=%s/sr16k.pb", if_model, tmpdir);
+    assert_int_equal(run(args, &out), 0);
+    free(out);
+    /* A missing --input file is an I/O error naming it. */
+    snprintf(args, sizeof args, "run %s --input sr=%s/none.pb --random", if_model, tmpdir);
+    assert_int_equal(run_stderr(args, &out), 3);
+    assert_non_null(strstr(out, "none.pb"));
+    free(out);
+
+    char opt[256];
+    snprintf(opt, sizeof opt, "%s/opt.onnx", tmpdir);
+    snprintf(args, sizeof args, "optimize %s -o %s --check 2", if_model, opt);
+    assert_int_equal(run(args, &out), 1);
+    assert_non_null(strstr(out, "--fill"));
+    assert_non_null(strstr(out, "not written"));
+    assert_int_not_equal(access(opt, F_OK), 0);
+    free(out);
+    snprintf(args, sizeof args, "optimize %s -o %s --check 2 --fill sr=16000 --json", if_model,
+             opt);
+    assert_int_equal(run(args, &out), 0);
+    o = json_loads(out, 0, &jerr);
+    assert_non_null(o);
+    json_t *ck = json_object_get(o, "check");
+    assert_int_equal(json_integer_value(json_object_get(ck, "runs")), 2);
+    assert_true(json_is_true(json_object_get(ck, "ok")));
+    json_decref(o);
+    free(out);
+    assert_int_equal(access(opt, F_OK), 0);
+    /* The optimized model still selects by sr: compare on the same inputs. */
+    snprintf(args, sizeof args, "bench %s --compare %s --iters 2 --fill sr=16000", if_model, opt);
+    assert_int_equal(run(args, &out), 0);
+    assert_non_null(strstr(out, ": ok"));
+    free(out);
+    /* --input/--fill without --check would be ignored: refused. */
+    snprintf(args, sizeof args, "optimize %s -o %s --fill sr=16000", if_model, opt);
+    assert_int_equal(run_stderr(args, &out), 2);
+    assert_non_null(strstr(out, "--check"));
+    free(out);
+}
+
+/* Unknown dims are an error naming the dim and the option to add, unless
+ * --default-dim, which says in one line which dims it set. */
+static void test_default_dim(void **state)
+{
+    (void)state;
+    setup_models();
+    char trf[512], args[2048], *out = NULL;
+    model_path("trf", trf, sizeof trf);
+    static const char *cmds[] = {"run %s --random %s", "bench %s --iters 1 %s",
+                                 "optimize %s -o /dev/null --check 1 %s"};
+    for (size_t c = 0; c < sizeof cmds / sizeof *cmds; c++) {
+        snprintf(args, sizeof args, cmds[c], trf, "");
+        assert_int_equal(run_stderr(args, &out), 2);
+        assert_int_equal(count_lines(out), 1);
+        assert_non_null(strstr(out, "input 'input_ids' dim 0 ('batch') is unknown"));
+        assert_non_null(strstr(out, "--dim batch=N"));
+        assert_non_null(strstr(out, "--default-dim"));
+        free(out);
+        /* --dim for one symbol: the other is still named. */
+        snprintf(args, sizeof args, cmds[c], trf, "--dim batch=2");
+        assert_int_equal(run_stderr(args, &out), 2);
+        assert_non_null(strstr(out, "dim 1 ('sequence') is unknown"));
+        free(out);
+    }
+    snprintf(args, sizeof args, "run %s --random --default-dim 3", trf);
+    assert_int_equal(run_stderr(args, &out), 0);
+    assert_string_equal(out, "onnxscope: note: --default-dim 3 set input_ids dim 0 ('batch'), "
+                             "input_ids dim 1 ('sequence')\n");
+    free(out);
+    snprintf(args, sizeof args, "run %s --random --default-dim 3 --dim sequence=5", trf);
+    assert_int_equal(run(args, &out), 0);
+    assert_non_null(strstr(out, "last_hidden_state: float32[3x5x64]"));
+    assert_non_null(strstr(out, "set input_ids dim 0 ('batch')\n"));
+    free(out);
+    /* All dims given: no note. */
+    snprintf(args, sizeof args, "bench %s --iters 1 --default-dim 3 --shape input_ids=2x4", trf);
+    assert_int_equal(run_stderr(args, &out), 0);
+    assert_string_equal(out, "");
+    free(out);
+}
+
+/* The CLI nits of issue 10. */
+static void test_cli_nits(void **state)
+{
+    (void)state;
+    setup_models();
+    char args[2048], *out = NULL;
+    assert_int_equal(run_stderr("optimise", &out), 2);
+    assert_string_equal(out, "onnxscope: unknown command 'optimise' (did you mean optimize?)\n");
+    free(out);
+    assert_int_equal(run_stderr("bnech x.onnx", &out), 2);
+    assert_non_null(strstr(out, "(did you mean bench?)"));
+    free(out);
+    /* getopt's messages would start with the command's argv[0]. */
+    static const char *bad[] = {"info --bogus x.onnx", "run -Z x.onnx", "bench --iters",
+                                "optimize --frobnicate", "passes --x", "check --x a.onnx",
+                                "test-backend --x", "dot --x", "--x a.onnx",
+                                "test-backend --threads x /tmp", "run --threads -1 a.onnx",
+                                "run --seed 1x a.onnx"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(run_stderr(bad[i], &out), 2);
+        if (strncmp(out, "onnxscope: ", 11) || count_lines(out) != 1)
+            fail_msg("onnxscope %s: %s", bad[i], out);
+        free(out);
+    }
+    char cnn[512];
+    model_path("cnn", cnn, sizeof cnn);
+    snprintf(args, sizeof args, "optimize %s", cnn);
+    assert_int_equal(run_stderr(args, &out), 2);
+    assert_non_null(strstr(out, "-o OUT"));
+    free(out);
+    /* --sort: the error and the help list every key. */
+    static const char *keys[] = {"index", "name", "op", "shapes", "macs", "flops", "params",
+                                 "memory"};
+    snprintf(args, sizeof args, "info --profile --sort bogus %s", cnn);
+    assert_int_equal(run_stderr(args, &out), 2);
+    char *help = NULL;
+    assert_int_equal(run("info --help", &help), 0);
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        assert_non_null(strstr(out, keys[i]));
+        assert_non_null(strstr(help, keys[i]));
+    }
+    free(out);
+    free(help);
+    /* --save-outputs creates the folder (and its parents) ... */
+    char dir[256], p[512];
+    snprintf(dir, sizeof dir, "%s/saved/a/b", tmpdir);
+    snprintf(args, sizeof args, "run %s --random --save-outputs %s", cnn, dir);
+    assert_int_equal(run(args, &out), 0);
+    free(out);
+    snprintf(p, sizeof p, "%s/output_0.pb", dir);
+    assert_int_equal(access(p, R_OK), 0);
+    /* ... and an impossible one is refused before running (exit 3). */
+    snprintf(p, sizeof p, "%s/file", tmpdir);
+    write_bytes(p, "x", 1);
+    snprintf(args, sizeof args, "run %s --random --save-outputs %s/sub", cnn, p);
+    assert_int_equal(run(args, &out), 3);
+    assert_null(strstr(out, "time:"));
+    assert_non_null(strstr(out, "onnxscope: "));
+    free(out);
+    /* test-backend on a folder without cases says what it expects. */
+    snprintf(p, sizeof p, "%s/empty", tmpdir);
+    assert_int_equal(mkdir(p, 0777), 0);
+    snprintf(args, sizeof args, "test-backend %s", p);
+    assert_int_equal(run_stderr(args, &out), 2);
+    assert_non_null(strstr(out, "no test cases"));
+    assert_non_null(strstr(out, "model.onnx"));
+    assert_non_null(strstr(out, "test_data_set_N"));
+    free(out);
+    /* The man page's SYNOPSIS lists every command of `onnxscope --help`. */
+    assert_int_equal(run("--help", &help), 0);
+    snprintf(p, sizeof p, "%s/docs/onnxscope.1", ox_test_source());
+    FILE *f = fopen(p, "rb");
+    assert_non_null(f);
+    static char man[1 << 16];
+    size_t n = fread(man, 1, sizeof man - 1, f);
+    man[n] = 0;
+    fclose(f);
+    char *syn = strstr(man, ".SH SYNOPSIS");
+    assert_non_null(syn);
+    char *syn_end = strstr(syn + 4, "\n.SH ");
+    assert_non_null(syn_end);
+    *syn_end = 0;
+    const char *c = strstr(help, "commands:\n");
+    assert_non_null(c);
+    int ncmd = 0;
+    for (c = strchr(c, '\n') + 1; strncmp(c, "  ", 2) == 0; c = strchr(c, '\n') + 1) {
+        char name[64], want[96];
+        assert_int_equal(sscanf(c, "%63s", name), 1);
+        snprintf(want, sizeof want, ".B onnxscope %s\n", name);
+        if (!strstr(syn, want))
+            fail_msg("the man page SYNOPSIS lacks '%s'", name);
+        ncmd++;
+    }
+    assert_true(ncmd >= 8);
+    free(help);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !ox_test_bin()) {
+        printf("SKIP: usage: test_cli GEN_SAMPLES (with ONNXSCOPE_BIN set)\n");
+        return 77;
+    }
+    gen_samples = argv[1];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_check_samples),
         cmocka_unit_test(test_info_json_matches_readme),
+        cmocka_unit_test(test_bad_input_options),
+        cmocka_unit_test(test_fill_selects_branch),
+        cmocka_unit_test(test_default_dim),
+        cmocka_unit_test(test_cli_nits),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    if (tmpdir[0]) {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        if (system(cmd) != 0)
+            rc = rc ? rc : 1;
+    }
+    return rc;
 }

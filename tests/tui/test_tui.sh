@@ -161,16 +161,23 @@ run_cnn() {
     wait_for "zeros" || return
     assert_screen "mean"
     assert_screen "std"
-    # Change the input shape: batch 4 reaches the output.
+    # The input shape editor checks what it is given as every command's
+    # --shape does: rank, syntax, and the static dims of this input.
     keys 5
     wait_for "float32[1,10]" || return
     keys e C-u
+    typed "1x3"
+    keys Enter
+    wait_for "(rank 4), not rank 2" || return
+    keys e C-u
+    typed "abc!"
+    keys Enter
+    wait_for "neither a count" || return
+    keys e C-u
     typed "4x3x32x32"
     keys Enter
-    wait_for "float32[4,10]" || return
-    assert_screen "(override)"
-    keys 2
-    wait_for "4x8x32x32" || return
+    wait_for "dim 0 is fixed at 1, not 4" || return
+    assert_not_screen "(override)"
     keys 5 c
     wait_for "float32[1,10]" || return
     # Neighbourhood of a node.
@@ -290,6 +297,17 @@ run_trf() {
     wait_for "step fold_shape_chains" 20 || return
     keys 2
     wait_for "total MACs" || return
+    # Unknown dims are not guessed: the benchmark names the dim to set.
+    keys 0 b
+    wait_for "dim 0 ('batch') is unknown" 30 || return
+    # Fixing the shape in the I/O editor reaches the output type.
+    keys 5
+    wait_for "int64[batch,sequence]" || return
+    keys e C-u
+    typed "2x8"
+    keys Enter
+    wait_for "float32[2,8,64]" || return
+    assert_screen "(override)"
     # Benchmark original vs optimized, with the equivalence check.
     keys 0 b
     wait_for "speedup x" 30 || return
@@ -390,6 +408,32 @@ run_subgraphs() {
     quit_clean
 }
 
+# The Bench panel takes --fill like `onnxscope bench`: the If-branch model
+# (tools/gen_samples --if-branch) only runs when sr selects the 16 kHz branch.
+run_fill() {
+    SCEN="bench --fill"
+    echo "== $SCEN"
+    local gen
+    gen=$(dirname "$BIN")/tools/gen_samples
+    if [ ! -x "$gen" ]; then
+        echo "SKIP [$SCEN]: $gen not built"
+        return
+    fi
+    "$gen" --if-branch "$TMP/ifb.onnx" >/dev/null || { fail "gen_samples --if-branch"; return; }
+    start 80 24 TERM=xterm-256color -- "$TMP/ifb.onnx"
+    wait_for "Overview" || return
+    keys 0 b
+    wait_for "benchmark failed" 20 || return
+    quit_clean
+    start 80 24 TERM=xterm-256color -- --fill sr=16000 "$TMP/ifb.onnx"
+    wait_for "Overview" || return
+    keys 0
+    wait_for "--input/--fill, rest random" || return
+    keys b
+    wait_for "benchmark done" 20 || return
+    quit_clean
+}
+
 run_keymap_docs() {
     SCEN="key map in docs/TUI.md"
     echo "== $SCEN"
@@ -415,6 +459,7 @@ run_ascii
 run_errors
 run_themes
 run_subgraphs
+run_fill
 run_keymap_docs
 
 echo "$CHECKS checks, $FAILS failures"
