@@ -6,6 +6,7 @@
 #define ONNXSCOPE_COST_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "onnxscope/ir.h"
@@ -24,6 +25,17 @@
 #define OX_COST_POW 32
 #define OX_COST_TRIG 14
 
+/* How a control-flow node's cost was read from its bodies. */
+typedef enum {
+    OX_CTRL_NONE = 0,      /* not a control-flow node */
+    OX_CTRL_IF_TAKEN,      /* If whose condition is known: the branch that runs */
+    OX_CTRL_IF_MAX,        /* If: the larger branch (an upper bound) */
+    OX_CTRL_LOOP,          /* Loop: one iteration x a constant trip count */
+    OX_CTRL_LOOP_UNKNOWN,  /* Loop whose trip count is not constant: unknown */
+    OX_CTRL_SCAN,          /* Scan: one iteration x the scan length */
+    OX_CTRL_SCAN_UNKNOWN,  /* Scan whose length is not static: unknown */
+} ox_cost_control;
+
 typedef struct ox_cost {
     int64_t macs;          /* multiply-accumulates; other ops in MAC units */
     int64_t flops;         /* 2 per MAC for contractions, 1 per op otherwise */
@@ -35,12 +47,29 @@ typedef struct ox_cost {
                             * and the op has a cost rule */
     bool bytes_known;      /* bytes_read/bytes_written exact */
     bool has_rule;         /* false for ops the model does not know */
+    /* The smallest cost the node can have: equal to macs/flops except for
+     * an If counted by its larger branch (then the smaller branch). */
+    int64_t macs_min, flops_min;
+    bool upper;            /* macs/flops are an upper bound (larger If branch,
+                            * here or in a body) */
+    /* Control flow (If, Loop, Scan; bodies are costed recursively). */
+    ox_cost_control control;
+    int branch;            /* If: 0 then_branch, 1 else_branch counted */
+    int64_t trips;         /* Loop/Scan: iterations counted, -1 unknown */
+    int64_t trips_max;     /* Loop: the constant maximum trip count, or -1 */
+    int64_t iter_macs, iter_flops; /* one body iteration (If: branch counted) */
+    bool iter_known;
 } ox_cost;
 
 /* Cost of one node from the types of its inputs and outputs. Never fails:
  * a node whose dims are unknown or whose op has no rule reports what it can
- * (possibly 0) with known = false. */
+ * (possibly 0) with known = false. If, Loop and Scan are costed from their
+ * bodies (docs/COST.md, "Control flow"). */
 void ox_node_cost(const ox_node *n, ox_cost *out);
+/* One line on how a control-flow node was costed ("larger branch
+ * (else_branch) counted", "12 iterations x 1.20M MACs", "trip count
+ * unknown: 1.20M MACs per iteration"); "" for other nodes. */
+const char *ox_cost_note(const ox_cost *c, char *buf, size_t len);
 
 /* True when v holds weights: an initializer, or a floating-point value
  * computed only from weights (Constant, ConstantOfShape of a constant shape,
@@ -61,16 +90,35 @@ typedef struct ox_model_cost {
     int n_nodes;               /* nodes costed (main graph) */
     int n_unknown;             /* nodes whose macs are not known */
     int n_no_rule;             /* of those: op without a cost rule */
-    bool known;                /* macs/flops exact: every node known */
+    int n_upper;               /* If nodes counted by their larger branch */
+    /* Sums of every known node's smallest cost (If: its smaller branch): a
+     * lower bound of the model's cost when some nodes are unknown. */
+    int64_t macs_lower, flops_lower;
+    bool known;                /* macs/flops known: every node known (an upper
+                                * bound when n_upper > 0) */
     bool bytes_known;
     bool peak_known;           /* every activation has a static size */
 } ox_model_cost;
 
-/* Totals for m's main graph (nodes inside subgraphs are not counted; their
- * cost depends on runtime control flow). Fails only on bad arguments or
- * out of memory. */
+/* Totals for m's main graph (If/Loop/Scan include their bodies as
+ * ox_node_cost counts them). Fails only on bad arguments or out of memory. */
 ox_status ox_model_cost_compute(const ox_model *m, ox_model_cost *out,
                                 ox_error *err);
+
+/* The one format of every printed MAC/FLOP figure (CLI and TUI):
+ *   "4.09G"                     known
+ *   "<= 4.09G"                  known, but an If counted by its larger branch
+ *   ">= 1.20M (3 nodes unknown)" some nodes unknown: the known part, a
+ *                               lower bound
+ *   "?"                         nothing known
+ * Unknown is never printed as a number. */
+const char *ox_fmt_model_macs(const ox_model_cost *c, char *buf, size_t len);
+const char *ox_fmt_model_flops(const ox_model_cost *c, char *buf, size_t len);
+/* Per node: "1.20M", "<= 1.20M" or "?". */
+const char *ox_fmt_node_macs(const ox_cost *c, char *buf, size_t len);
+/* The general form behind the three above. */
+const char *ox_fmt_cost(int64_t value, int64_t lower, bool known, bool upper,
+                        int n_unknown, char *buf, size_t len);
 
 /* Bytes of a value with a static tensor type; false when not static. */
 bool ox_value_static_bytes(const ox_value *v, int64_t *bytes);

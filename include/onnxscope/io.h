@@ -10,8 +10,10 @@
 #include "onnxscope/ir.h"
 
 typedef struct ox_load_opts {
-    bool skip_external;   /* do not resolve external data (info on headers only) */
-    void (*progress)(void *ctx, double frac); /* optional, called while loading */
+    /* Optional: called from the loading thread with a fraction in [0, 1]
+     * that never decreases (at most a few hundred calls; 1.0 last, on
+     * success only). It may not call back into the loader. */
+    void (*progress)(void *ctx, double frac);
     void *progress_ctx;
     /* For `check`: record structural problems that are otherwise load
      * errors (a value or initializer defined twice, a graph input listed
@@ -23,6 +25,9 @@ typedef struct ox_load_opts {
 } ox_load_opts;
 
 /* Loads path into a new model (*out, caller frees with ox_model_free).
+ * opts may be NULL. External data is always resolved: mapping it is
+ * cheap (bytes are read on first use) and a missing file is an error
+ * here rather than later.
  * Errors: OX_EIO (missing/unreadable file), OX_EPARSE (not a valid ONNX
  * protobuf), OX_EMODEL (structurally invalid). err->msg names the problem
  * without the file name; front ends prefix it. */

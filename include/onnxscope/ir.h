@@ -244,6 +244,11 @@ struct ox_model {
     struct ox_strmap *value_names;
     struct ox_strmap *node_names;
     uint64_t name_counter;
+    /* Sticky: an editing primitive ran out of memory, so use lists, node
+     * lists or names may be inconsistent. Set by src/ir, never cleared;
+     * ox_model_check_oom reports it, the pass manager and ox_save refuse
+     * such a model with OX_ENOMEM. */
+    bool oom;
 };
 
 /* ---- construction and lifetime ----------------------------------------- */
@@ -345,8 +350,17 @@ void ox_value_replace_uses(ox_value *from, ox_value *to);
  * subgraphs afterwards calls ox_graph_relink(m->graph) once at the end. */
 void ox_graph_relink(ox_graph *g);
 
-/* Sorts g's nodes topologically (stable: keeps the existing order where it
- * is valid). On a cycle returns OX_EMODEL naming a node on it. */
+/* The library's one topological order of g's nodes, without changing g:
+ * order[k] (n_nodes entries) is the position in g->nodes of the k-th node.
+ * Stable: among ready nodes the one stored first comes first, so a valid
+ * stored order comes back unchanged. Edges are node inputs and the reads
+ * inside a node's subgraphs (any depth) of values produced in g; use lists
+ * are not consulted. On a cycle returns OX_EMODEL naming a node on it (also
+ * in *on_cycle when not NULL). */
+ox_status ox_graph_topo_order(const ox_graph *g, int *order, ox_node **on_cycle,
+                              ox_error *err);
+/* Sorts g's nodes into ox_graph_topo_order's order. On a cycle returns
+ * OX_EMODEL naming a node on it and leaves the order unchanged. */
 ox_status ox_graph_toposort(ox_graph *g, ox_error *err);
 
 /* Visits g and every nested subgraph (depth-first, parents first). */
@@ -358,6 +372,15 @@ int ox_graph_count_nodes(const ox_graph *g, bool recursive);
 /* Model-wide unique node name derived from hint; malloc'ed, caller frees.
  * The name is reserved: later calls never return it again. */
 char *ox_model_unique_node_name(ox_model *m, const char *hint);
+
+/* OX_OK, or OX_ENOMEM (with a message naming `what`) when an edit of m ran
+ * out of memory earlier (m->oom). */
+ox_status ox_model_check_oom(const ox_model *m, const char *what, ox_error *err);
+
+/* Test hook: the n-th allocation made by src/ir from now fails (n >= 1;
+ * 0 disarms). ox_ir_test_failures counts the failures injected so far. */
+void ox_ir_test_fail_after(long n);
+long ox_ir_test_failures(void);
 
 /* ---- small helpers -------------------------------------------------------- */
 

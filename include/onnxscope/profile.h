@@ -36,6 +36,8 @@ typedef struct ox_profile_row {
     int64_t memory_bytes;   /* output bytes + bytes of the weights it reads */
     int64_t bytes_read, bytes_written; /* every input / output tensor */
     bool known;             /* macs/flops known */
+    bool upper;             /* macs/flops an upper bound (larger If branch) */
+    char *note;             /* how a control-flow node was costed, or NULL */
     bool memory_known;
 } ox_profile_row;
 
@@ -64,9 +66,10 @@ const char *ox_profile_col_name(ox_profile_col c);
 void ox_profile_print(FILE *f, const ox_profile *p, int max_rows);
 
 /* {"nodes":[{index,name,op,output_shapes,macs,flops,macs_pct,params,
- * memory_bytes,bytes_read,bytes_written,known}...],
+ * memory_bytes,bytes_read,bytes_written,known[,upper_bound,cost_note]}...],
  * "totals":{macs,flops,params,params_dedup,weights_bytes,
- * peak_activation_bytes,memory_bytes,unknown_nodes}}.
+ * peak_activation_bytes,memory_bytes,unknown_nodes,macs_lower_bound,
+ * upper_bound_nodes}}.
  * Unknown numbers are null. New reference, or NULL on out of memory. */
 json_t *ox_profile_to_json(const ox_profile *p);
 

@@ -393,54 +393,17 @@ static void check_attrs(checker *C, const ox_node *n, const char *gname)
     }
 }
 
-/* Kahn's algorithm over the node list (read-only): are the nodes of g
- * sortable, and in which node does a cycle show? */
+/* A node on a cycle of g, or NULL: the library's topological order
+ * (src/ir) fails exactly on cycles. */
 static const ox_node *find_cycle(const ox_graph *g)
 {
-    int n = g->n_nodes;
-    if (n == 0)
+    if (g->n_nodes == 0)
         return NULL;
-    int *indeg = calloc((size_t)n, sizeof *indeg);
-    int *queue = malloc((size_t)n * sizeof *queue);
-    const ox_node *bad = NULL;
-    if (!indeg || !queue)
-        goto out;
-    for (int i = 0; i < n; i++) {
-        const ox_node *nd = g->nodes[i];
-        for (int k = 0; k < nd->n_inputs; k++) {
-            const ox_value *v = nd->inputs[k];
-            if (v && v->producer && v->producer->graph == g)
-                indeg[i]++;
-        }
-    }
-    int head = 0, tail = 0;
-    for (int i = 0; i < n; i++)
-        if (!indeg[i])
-            queue[tail++] = i;
-    while (head < tail) {
-        const ox_node *nd = g->nodes[queue[head++]];
-        for (int o = 0; o < nd->n_outputs; o++) {
-            const ox_value *v = nd->outputs[o];
-            if (!v)
-                continue;
-            for (int u = 0; u < v->n_uses; u++) {
-                const ox_node *c = v->uses[u].node;
-                if (c->graph != g || v->uses[u].input < 0)
-                    continue;
-                if (c->index >= 0 && c->index < n && --indeg[c->index] == 0)
-                    queue[tail++] = c->index;
-            }
-        }
-    }
-    if (tail < n)
-        for (int i = 0; i < n; i++)
-            if (indeg[i] > 0) {
-                bad = g->nodes[i];
-                break;
-            }
-out:
-    free(indeg);
-    free(queue);
+    int *order = malloc((size_t)g->n_nodes * sizeof *order);
+    ox_node *bad = NULL;
+    if (order && ox_graph_topo_order(g, order, &bad, NULL) != OX_EMODEL)
+        bad = NULL;
+    free(order);
     return bad;
 }
 

@@ -4,10 +4,14 @@
  * the conventions and the weights of the non-trivial operations. */
 #include "onnxscope/cost.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "onnxscope/infer.h"
 #include "onnxscope/memplan.h"
+#include "onnxscope/profile.h"
 
 /* ---- saturating arithmetic ------------------------------------------------
  * Costs of absurd shapes must not wrap around into small numbers. */
@@ -271,6 +275,7 @@ static const rule rules[] = {
     {"Flatten", K_ZERO, 0},
     {"Floor", K_ELEM, 1},
     {"FusedConv", K_CONV, 1},
+    {"FusedGemm", K_GEMM, 0},
     {"FusedMatMul", K_MATMUL, 0},
     {"GRU", K_RNN, 3},
     {"Gather", K_ZERO, 0},
@@ -503,6 +508,8 @@ static bool calc_gemm(const ox_node *n, calc *c)
     c->contraction = true;
     if (in_at(n, 2))
         c->extra_flops = nout; /* + beta * C */
+    if (!strcmp(n->op_type, "FusedGemm") && ox_node_attr_s(n, "activation", "")[0])
+        c->extra_flops = sat_add(c->extra_flops, nout); /* the activation */
     return true;
 }
 
@@ -683,9 +690,247 @@ static bool calc_mha(const ox_node *n, calc *c)
     return true;
 }
 
+/* ---- control flow -------------------------------------------------------------
+ * Bodies are costed node by node (recursively). A body's cost per run is
+ * known when every one of its nodes is; docs/COST.md "Control flow". */
+
+/* Subgraphs nested deeper than this are not costed (the loader refuses
+ * deeper files anyway). */
+#define MAX_BODY_DEPTH 64
+
+static void node_cost(const ox_node *n, ox_cost *out, int depth);
+
+typedef struct body_cost {
+    int64_t macs, flops, macs_min, flops_min;
+    bool known, upper;
+} body_cost;
+
+static void graph_cost(const ox_graph *g, body_cost *b, int depth)
+{
+    memset(b, 0, sizeof *b);
+    b->known = g != NULL && depth <= MAX_BODY_DEPTH;
+    if (!b->known)
+        return;
+    for (int i = 0; i < g->n_nodes; i++) {
+        ox_cost c;
+        node_cost(g->nodes[i], &c, depth + 1);
+        b->macs = sat_add(b->macs, c.macs);
+        b->flops = sat_add(b->flops, c.flops);
+        b->macs_min = sat_add(b->macs_min, c.macs_min);
+        b->flops_min = sat_add(b->flops_min, c.flops_min);
+        b->known = b->known && c.known;
+        b->upper = b->upper || c.upper;
+    }
+}
+
+static const ox_graph *body_attr(const ox_node *n, const char *name)
+{
+    const ox_attr *a = ox_node_attr(n, name);
+    return a && a->type == OX_ATTR_GRAPH ? a->g : NULL;
+}
+
+/* The constant scalar value of v (initializer, Constant, or a value shape
+ * inference propagated), as an integer; false when not known. */
+static bool known_scalar(const ox_value *v, int64_t *out)
+{
+    if (!v || (v->is_input && !v->known))
+        return false; /* a graph input with a default can be fed another value */
+    const ox_tensor *t = v->known ? v->known : v->init;
+    if (!t || t->numel != 1 || t->dtype == OX_DT_STRING || !ox_tensor_data(t))
+        return false;
+    *out = ox_tensor_get_i64(t, 0);
+    return true;
+}
+
+static void set_scaled(ox_cost *out, const body_cost *b, int64_t trips)
+{
+    out->macs = sat_mul(b->macs, trips);
+    out->flops = sat_mul(b->flops, trips);
+    out->macs_min = sat_mul(b->macs_min, trips);
+    out->flops_min = sat_mul(b->flops_min, trips);
+    out->upper = b->upper;
+}
+
+static bool cost_if(const ox_node *n, ox_cost *out, int depth)
+{
+    body_cost br[2];
+    graph_cost(body_attr(n, "then_branch"), &br[0], depth);
+    graph_cost(body_attr(n, "else_branch"), &br[1], depth);
+    int64_t cond;
+    if (known_scalar(in_at(n, 0), &cond)) {
+        /* Only the branch that runs counts. */
+        const body_cost *b = &br[cond ? 0 : 1];
+        out->control = OX_CTRL_IF_TAKEN;
+        out->branch = cond ? 0 : 1;
+        out->iter_macs = b->macs;
+        out->iter_flops = b->flops;
+        out->iter_known = b->known;
+        if (!b->known)
+            return false;
+        set_scaled(out, b, 1);
+        return true;
+    }
+    out->control = OX_CTRL_IF_MAX;
+    out->branch = br[1].macs > br[0].macs ? 1 : 0;
+    const body_cost *hi = &br[out->branch], *lo = &br[1 - out->branch];
+    out->iter_macs = hi->macs;
+    out->iter_flops = hi->flops;
+    out->iter_known = br[0].known && br[1].known;
+    if (!out->iter_known)
+        return false;
+    set_scaled(out, hi, 1);
+    out->macs_min = lo->macs_min;
+    out->flops_min = lo->flops_min;
+    /* Equal branches make the figure exact. */
+    out->upper = hi->upper || lo->upper || hi->macs != lo->macs_min ||
+                 hi->flops != lo->flops_min;
+    return true;
+}
+
+/* Loop: the body runs `trips` times when that number is fixed before the
+ * loop starts: M is a constant and the loop cannot stop early (no cond
+ * input, or a known cond input that the body passes straight out). */
+static bool cost_loop(const ox_node *n, ox_cost *out, int depth)
+{
+    const ox_graph *body = body_attr(n, "body");
+    body_cost b;
+    graph_cost(body, &b, depth);
+    out->iter_macs = b.macs;
+    out->iter_flops = b.flops;
+    out->iter_known = b.known;
+    out->trips = out->trips_max = -1;
+    int64_t m = -1, cond = 1;
+    bool has_m = in_at(n, 0) != NULL, has_cond = in_at(n, 1) != NULL;
+    if (has_m && known_scalar(in_at(n, 0), &m))
+        out->trips_max = m < 0 ? 0 : m;
+    bool cond_known = !has_cond || known_scalar(in_at(n, 1), &cond);
+    bool cond_passed = !has_cond;
+    if (has_cond && body && body->n_outputs > 0 && body->n_inputs > 1) {
+        const ox_value *co = body->outputs[0];
+        /* cond_out = cond_in, directly or through Identity nodes */
+        for (int hop = 0; co && hop < 8; hop++) {
+            if (co == body->inputs[1]) {
+                cond_passed = true;
+                break;
+            }
+            if (!co->producer || !ox_node_is(co->producer, "Identity") ||
+                co->producer->n_inputs < 1)
+                break;
+            co = co->producer->inputs[0];
+        }
+    }
+    if (cond_known && !cond)
+        out->trips = 0;   /* the condition is false before the first iteration */
+    else if (out->trips_max >= 0 && cond_known && cond_passed)
+        out->trips = out->trips_max;
+    if (out->trips < 0) {
+        out->control = OX_CTRL_LOOP_UNKNOWN;
+        return false;
+    }
+    out->control = OX_CTRL_LOOP;
+    if (!b.known && out->trips > 0)
+        return false;
+    set_scaled(out, &b, out->trips);
+    return true;
+}
+
+/* Scan: the body runs once per slice along the scan axis (Scan-8: once per
+ * batch row and step). */
+static bool cost_scan(const ox_node *n, ox_cost *out, int depth)
+{
+    body_cost b;
+    graph_cost(body_attr(n, "body"), &b, depth);
+    out->iter_macs = b.macs;
+    out->iter_flops = b.flops;
+    out->iter_known = b.known;
+    out->trips = out->trips_max = -1;
+    out->control = OX_CTRL_SCAN_UNKNOWN;
+    int64_t m = ox_node_attr_i(n, "num_scan_inputs", -1);
+    const ox_model *model = n->graph ? n->graph->model : NULL;
+    int64_t opset = model ? ox_model_opset(model, "") : -1;
+    bool scan8 = opset >= 0 && opset < 9;
+    int first = n->n_inputs - (int)m;  /* the first scan input */
+    if (m < 1 || first < (scan8 ? 1 : 0))
+        return false;
+    const int64_t *axes;
+    int n_axes = ox_node_attr_ints(n, "scan_input_axes", &axes);
+    for (int j = 0; j < m && out->trips < 0; j++) {
+        int rank;
+        int64_t d[OX_MAX_RANK];
+        if (!value_shape(in_at(n, first + j), &rank, d))
+            continue;
+        if (scan8) {
+            if (rank >= 2)
+                out->trips = sat_mul(d[0], d[1]);
+            continue;
+        }
+        int64_t ax = j < n_axes ? axes[j] : 0;
+        if (ax < 0)
+            ax += rank;
+        if (ax >= 0 && ax < rank)
+            out->trips = d[ax];
+    }
+    if (out->trips < 0)
+        return false;
+    out->control = OX_CTRL_SCAN;
+    if (!b.known && out->trips > 0)
+        return false;
+    set_scaled(out, &b, out->trips);
+    return true;
+}
+
+const char *ox_cost_note(const ox_cost *c, char *buf, size_t len)
+{
+    char a[32], b[32];
+    if (!buf || !len)
+        return "";
+    buf[0] = 0;
+    if (!c)
+        return buf;
+    static const char *const branch[] = {"then_branch", "else_branch"};
+    const char *it = c->iter_known ? ox_fmt_count(c->iter_macs, true, a, sizeof a) : "?";
+    switch (c->control) {
+    case OX_CTRL_NONE:
+        break;
+    case OX_CTRL_IF_TAKEN:
+        snprintf(buf, len, "condition known: only %s runs", branch[c->branch & 1]);
+        break;
+    case OX_CTRL_IF_MAX:
+        if (c->iter_known)
+            snprintf(buf, len, "larger branch (%s) counted%s", branch[c->branch & 1],
+                     c->upper ? ": an upper bound" : "");
+        else
+            snprintf(buf, len, "a branch has unknown dims");
+        break;
+    case OX_CTRL_LOOP:
+        snprintf(buf, len, "%" PRId64 " iterations x %s MACs", c->trips, it);
+        break;
+    case OX_CTRL_LOOP_UNKNOWN:
+        if (c->trips_max >= 0)
+            snprintf(buf, len, "trip count not constant (at most %" PRId64 "): %s MACs per iteration",
+                     c->trips_max, it);
+        else
+            snprintf(buf, len, "trip count not constant: %s MACs per iteration", it);
+        break;
+    case OX_CTRL_SCAN:
+        snprintf(buf, len, "scan length %s x %s MACs",
+                 ox_fmt_count(c->trips, true, b, sizeof b), it);
+        break;
+    case OX_CTRL_SCAN_UNKNOWN:
+        snprintf(buf, len, "scan length unknown: %s MACs per iteration", it);
+        break;
+    }
+    return buf;
+}
+
 /* ---- ox_node_cost ------------------------------------------------------------ */
 
 void ox_node_cost(const ox_node *n, ox_cost *out)
+{
+    node_cost(n, out, 0);
+}
+
+static void node_cost(const ox_node *n, ox_cost *out, int depth)
 {
     memset(out, 0, sizeof *out);
     if (!n)
@@ -792,8 +1037,18 @@ void ox_node_cost(const ox_node *n, ox_cost *out)
         ok = calc_mha(n, &c);
         break;
     case K_CONTROL:
-        ok = false; /* the body runs a data-dependent number of times */
-        break;
+        /* Costs (and bounds) come from the bodies, set on out directly. */
+        if (!strcmp(n->op_type, "If"))
+            out->known = cost_if(n, out, depth);
+        else if (!strcmp(n->op_type, "Loop"))
+            out->known = cost_loop(n, out, depth);
+        else
+            out->known = cost_scan(n, out, depth);
+        if (!out->known) {
+            out->macs = out->flops = out->macs_min = out->flops_min = 0;
+            out->upper = false;
+        }
+        return;
     }
     if (!ok)
         return;
@@ -801,6 +1056,8 @@ void ox_node_cost(const ox_node *n, ox_cost *out)
     out->macs = c.macs;
     out->flops = sat_add(c.contraction ? sat_mul(c.macs, 2) : c.macs,
                          c.extra_flops);
+    out->macs_min = out->macs;
+    out->flops_min = out->flops;
 }
 
 /* ---- model totals ------------------------------------------------------------ */
@@ -1029,6 +1286,10 @@ ox_status ox_model_cost_compute(const ox_model *m, ox_model_cost *out,
         out->flops = sat_add(out->flops, c.flops);
         out->bytes_read = sat_add(out->bytes_read, c.bytes_read);
         out->bytes_written = sat_add(out->bytes_written, c.bytes_written);
+        out->macs_lower = sat_add(out->macs_lower, c.macs_min);
+        out->flops_lower = sat_add(out->flops_lower, c.flops_min);
+        if (c.upper)
+            out->n_upper++;
         if (!c.known) {
             out->known = false;
             out->n_unknown++;
@@ -1063,4 +1324,39 @@ ox_status ox_model_cost_compute(const ox_model *m, ox_model_cost *out,
     out->memory_bytes = sat_add(out->weights_bytes, out->peak_activation_bytes);
     ox_memplan_free(plan);
     return OX_OK;
+}
+
+/* ---- formatting ----------------------------------------------------------------- */
+
+const char *ox_fmt_cost(int64_t value, int64_t lower, bool known, bool upper,
+                        int n_unknown, char *buf, size_t len)
+{
+    char v[32];
+    if (!buf || !len)
+        return "";
+    if (known)
+        snprintf(buf, len, "%s%s", upper ? "<= " : "", ox_fmt_count(value, true, v, sizeof v));
+    else if (lower > 0 && n_unknown > 0)
+        snprintf(buf, len, ">= %s (%d node%s unknown)", ox_fmt_count(lower, true, v, sizeof v),
+                 n_unknown, n_unknown == 1 ? "" : "s");
+    else
+        snprintf(buf, len, "?");
+    return buf;
+}
+
+const char *ox_fmt_model_macs(const ox_model_cost *c, char *buf, size_t len)
+{
+    return ox_fmt_cost(c->macs, c->macs_lower, c->known, c->n_upper > 0, c->n_unknown,
+                       buf, len);
+}
+
+const char *ox_fmt_model_flops(const ox_model_cost *c, char *buf, size_t len)
+{
+    return ox_fmt_cost(c->flops, c->flops_lower, c->known, c->n_upper > 0, c->n_unknown,
+                       buf, len);
+}
+
+const char *ox_fmt_node_macs(const ox_cost *c, char *buf, size_t len)
+{
+    return ox_fmt_cost(c->macs, 0, c->known, c->upper, 0, buf, len);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis/infer_internal.h"
+#include "core/ptrmap.h"
 
 /* Deepest subgraph/function-call nesting inference follows. */
 #define MAX_DEPTH 64
@@ -19,10 +20,7 @@ struct ox__state {
     ox_infer_stats stats;
     bool strict;
     ox_error *err;
-    /* value -> known value, open addressing on the pointer */
-    const ox_value **keys;
-    ox__kv **vals;
-    size_t cap, count;
+    ox_ptrmap known;  /* value -> ox__kv (what is known of its contents) */
     int depth;    /* subgraph nesting, to refuse runaway recursion */
     int dead;     /* > 0 inside an If branch that is known not to run */
     /* Local functions being inferred, outermost first. Each call goes
@@ -33,63 +31,9 @@ struct ox__state {
 
 /* ---- side table ---------------------------------------------------------- */
 
-static size_t ptr_hash(const void *p, size_t cap)
-{
-    uintptr_t x = (uintptr_t)p;
-    x ^= x >> 17;
-    x *= 0x9E3779B97F4A7C15ull;
-    return (size_t)(x >> 7) & (cap - 1);
-}
-
-static bool map_grow(ox__state *st)
-{
-    size_t ncap = st->cap ? st->cap * 2 : 256;
-    const ox_value **nk = calloc(ncap, sizeof *nk);
-    ox__kv **nv = calloc(ncap, sizeof *nv);
-    if (!nk || !nv) {
-        free(nk);
-        free(nv);
-        return false;
-    }
-    for (size_t i = 0; i < st->cap; i++) {
-        if (!st->keys[i])
-            continue;
-        size_t h = ptr_hash(st->keys[i], ncap);
-        while (nk[h])
-            h = (h + 1) & (ncap - 1);
-        nk[h] = st->keys[i];
-        nv[h] = st->vals[i];
-    }
-    free(st->keys);
-    free(st->vals);
-    st->keys = nk;
-    st->vals = nv;
-    st->cap = ncap;
-    return true;
-}
-
 static ox__kv **map_slot(ox__state *st, const ox_value *v, bool create)
 {
-    if (!st->cap) {
-        if (!create || !map_grow(st))
-            return NULL;
-    }
-    size_t h = ptr_hash(v, st->cap);
-    while (st->keys[h]) {
-        if (st->keys[h] == v)
-            return &st->vals[h];
-        h = (h + 1) & (st->cap - 1);
-    }
-    if (!create)
-        return NULL;
-    if ((st->count + 1) * 2 > st->cap) {
-        if (!map_grow(st))
-            return NULL;
-        return map_slot(st, v, true);
-    }
-    st->keys[h] = v;
-    st->count++;
-    return &st->vals[h];
+    return (ox__kv **)ox_ptrmap_slot(&st->known, v, create);
 }
 
 static void map_put(ox__state *st, const ox_value *v, ox__kv *k)
@@ -105,14 +49,11 @@ static void map_put(ox__state *st, const ox_value *v, ox__kv *k)
 
 static void map_free(ox__state *st)
 {
-    for (size_t i = 0; i < st->cap; i++)
-        if (st->keys[i])
-            ox__kv_free(st->vals[i]);
-    free(st->keys);
-    free(st->vals);
-    st->keys = NULL;
-    st->vals = NULL;
-    st->cap = st->count = 0;
+    size_t pos = 0;
+    void *val;
+    while (ox_ptrmap_next(&st->known, &pos, NULL, &val))
+        ox__kv_free(val);
+    ox_ptrmap_free(&st->known);
 }
 
 /* ---- options --------------------------------------------------------------- */
@@ -985,71 +926,26 @@ static ox_status infer_one(ox__state *st, ox_node *n)
     return OX_OK;
 }
 
-/* Position of n in g->nodes (node->index is kept by the graph, but do
- * not trust it blindly). */
-static int node_pos(const ox_graph *g, const ox_node *n)
-{
-    if (n->index >= 0 && n->index < g->n_nodes && g->nodes[n->index] == n)
-        return n->index;
-    for (int i = 0; i < g->n_nodes; i++)
-        if (g->nodes[i] == n)
-            return i;
-    return -1;
-}
-
-/* A topological order of g's nodes when the stored order is not one (a
- * hand-edited file); NULL when the stored order is fine or on a cycle
- * (then the stored order is used and later nodes see untyped inputs). */
+/* The library's topological order of g (src/ir); NULL when the stored
+ * order is already one, or on a cycle (then the stored order is used and
+ * later nodes see untyped inputs). */
 static ox_node **topo_order(const ox_graph *g)
 {
-    bool sorted = true;
-    for (int i = 0; i < g->n_nodes && sorted; i++) {
-        const ox_node *n = g->nodes[i];
-        for (int j = 0; j < n->n_inputs && sorted; j++) {
-            const ox_value *v = n->inputs[j];
-            if (v && v->producer && v->producer->graph == g && node_pos(g, v->producer) > i)
-                sorted = false;
-        }
-    }
-    if (sorted)
-        return NULL;
     int n = g->n_nodes;
-    ox_node **order = calloc((size_t)n, sizeof *order);
-    bool *done = calloc((size_t)n, sizeof *done);
-    if (!order || !done) {
-        free(done);
-        free(order);
+    int *pos = malloc(((size_t)n + 1) * sizeof *pos);
+    if (!pos || ox_graph_topo_order(g, pos, NULL, NULL) != OX_OK) {
+        free(pos);
         return NULL;
     }
-    /* Simple repeated sweep: O(n^2) worst case, only for unsorted input. */
-    int cnt = 0;
-    bool progress = true;
-    while (cnt < n && progress) {
-        progress = false;
-        for (int i = 0; i < n; i++) {
-            if (done[i])
-                continue;
-            const ox_node *nd = g->nodes[i];
-            bool ready = true;
-            for (int j = 0; j < nd->n_inputs && ready; j++) {
-                const ox_value *v = nd->inputs[j];
-                if (v && v->producer && v->producer->graph == g) {
-                    int p = node_pos(g, v->producer);
-                    ready = p < 0 || done[p];
-                }
-            }
-            if (ready) {
-                done[i] = true;
-                order[cnt++] = g->nodes[i];
-                progress = true;
-            }
+    ox_node **order = NULL;
+    for (int i = 0; i < n; i++)
+        if (pos[i] != i) {
+            order = malloc((size_t)n * sizeof *order);
+            for (int k = 0; order && k < n; k++)
+                order[k] = g->nodes[pos[k]];
+            break;
         }
-    }
-    free(done);
-    if (cnt < n) {
-        free(order);
-        return NULL;
-    }
+    free(pos);
     return order;
 }
 

@@ -127,6 +127,14 @@ ox_status ox_profile_build(const ox_model *m, ox_profile **out, ox_error *err)
         r->flops = c.flops;
         r->params = c.params;
         r->known = c.known;
+        r->upper = c.upper;
+        if (c.control != OX_CTRL_NONE) {
+            ox_cost_note(&c, tmp, sizeof tmp);
+            if (tmp[0] && !(r->note = xstrdup(tmp))) {
+                ox_profile_free(p);
+                return ox_errorf(err, OX_ENOMEM, "out of memory building the profile");
+            }
+        }
         r->memory_bytes = c.bytes_written + c.param_bytes;
         r->bytes_read = c.bytes_read;
         r->bytes_written = c.bytes_written;
@@ -151,6 +159,7 @@ void ox_profile_free(ox_profile *p)
         free(p->rows[i].name);
         free(p->rows[i].op);
         free(p->rows[i].out_shapes);
+        free(p->rows[i].note);
     }
     free(p->rows);
     free(p);
@@ -320,7 +329,7 @@ void ox_profile_print(FILE *f, const ox_profile *p, int max_rows)
         fprintf(f, "%5d  %-32s %-20s %-24s %10s %7s %10s %11s\n", r->index,
                 clip(r->name, 32, e, sizeof e), clip(r->op, 20, s, sizeof s),
                 clip(r->out_shapes, 24, d, sizeof d),
-                ox_fmt_count(r->macs, r->known, a, sizeof a), pct,
+                ox_fmt_cost(r->macs, 0, r->known, r->upper, 0, a, sizeof a), pct,
                 ox_fmt_count(r->params, true, b, sizeof b),
                 ox_fmt_bytes(r->memory_bytes, r->memory_known, c, sizeof c));
     }
@@ -328,19 +337,25 @@ void ox_profile_print(FILE *f, const ox_profile *p, int max_rows)
         fprintf(f, "%5s  (%d more rows)\n", "...", p->n_rows - n);
     const ox_model_cost *mc = &p->model;
     fprintf(f, "%5s  %-32s %-20s %-24s %10s %7s %10s %11s\n", "", "total", "", "",
-            ox_fmt_count(p->sum_macs, mc->known, a, sizeof a), "100.00",
+            ox_fmt_model_macs(mc, a, sizeof a), mc->known ? "100.00" : "?",
             ox_fmt_count(mc->params, true, b, sizeof b),
             ox_fmt_bytes(mc->memory_bytes, mc->peak_known, c, sizeof c));
     fprintf(f, "FLOPs %s, params %s (%s deduplicated), weights %s, "
             "peak activations %s",
-            ox_fmt_count(mc->flops, mc->known, a, sizeof a),
+            ox_fmt_model_flops(mc, a, sizeof a),
             ox_fmt_count(mc->params, true, b, sizeof b),
             ox_fmt_count(mc->params_dedup, true, d, sizeof d),
             ox_fmt_bytes(mc->weights_bytes, true, c, sizeof c),
             ox_fmt_bytes(mc->peak_activation_bytes, mc->peak_known, e, sizeof e));
     if (mc->n_unknown)
         fprintf(f, "; %d node(s) with unknown cost", mc->n_unknown);
+    if (mc->n_upper)
+        fprintf(f, "; <= : %d If node(s) counted by their larger branch", mc->n_upper);
     fputc('\n', f);
+    /* How each control-flow node was counted (also rows not printed). */
+    for (int i = 0; i < p->n_rows; i++)
+        if (p->rows[i].note)
+            fprintf(f, "  #%d %s: %s\n", p->rows[i].index, p->rows[i].name, p->rows[i].note);
 }
 
 static json_t *num_or_null(int64_t v, bool known)
@@ -378,6 +393,10 @@ json_t *ox_profile_to_json(const ox_profile *p)
         json_object_set_new(o, "bytes_read", num_or_null(r->bytes_read, r->memory_known));
         json_object_set_new(o, "bytes_written", num_or_null(r->bytes_written, r->memory_known));
         json_object_set_new(o, "known", json_boolean(r->known));
+        if (r->upper)
+            json_object_set_new(o, "upper_bound", json_true());
+        if (r->note)
+            json_object_set_new(o, "cost_note", json_string(r->note));
         json_array_append_new(nodes, o);
     }
     const ox_model_cost *mc = &p->model;
@@ -390,6 +409,8 @@ json_t *ox_profile_to_json(const ox_profile *p)
                         num_or_null(mc->peak_activation_bytes, mc->peak_known));
     json_object_set_new(tot, "memory_bytes", num_or_null(mc->memory_bytes, mc->peak_known));
     json_object_set_new(tot, "unknown_nodes", json_integer(mc->n_unknown));
+    json_object_set_new(tot, "macs_lower_bound", json_integer((json_int_t)mc->macs_lower));
+    json_object_set_new(tot, "upper_bound_nodes", json_integer(mc->n_upper));
     json_object_set_new(root, "nodes", nodes);
     json_object_set_new(root, "totals", tot);
     return root;

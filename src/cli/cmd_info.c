@@ -174,11 +174,12 @@ static void print_text(const ox_model *m, const ox_model_cost *c)
         printf(" (%s distinct)", ox_cli_si((double)c->params_dedup, b, sizeof b));
     printf(", weights %s\n", ox_cli_bytes((double)c->weights_bytes, a, sizeof a));
     if (c->known)
-        printf("MACs:        %s (FLOPs %s)\n", ox_cli_si((double)c->macs, a, sizeof a),
-               ox_cli_si((double)c->flops, b, sizeof b));
+        printf("MACs:        %s (FLOPs %s)%s\n", ox_fmt_model_macs(c, a, sizeof a),
+               ox_fmt_model_flops(c, b, sizeof b),
+               c->n_upper ? "; <= : If nodes counted by their larger branch" : "");
     else
-        printf("MACs:        unknown (%d nodes depend on unknown dims; use --shape/--dim)\n",
-               c->n_unknown);
+        printf("MACs:        %s; use --shape/--dim for the unknown dims\n",
+               ox_fmt_model_macs(c, a, sizeof a));
     if (c->peak_known)
         printf("activations: peak %s\n",
                ox_cli_bytes((double)c->peak_activation_bytes, a, sizeof a));

@@ -11,79 +11,26 @@
 
 #include "onnxscope/exec.h"
 #include "arena.h"
+#include "core/ptrmap.h"
 
-/* ---- pointer hash map (plan-time lookups only) ------------------------- */
+/* ---- pointer -> index map (plan-time lookups only) ----------------------- */
 
-typedef struct pmap {
-    const void **keys;
-    int *vals;
-    size_t cap;   /* power of two, 0 when empty */
-    size_t n;
-} pmap;
-
-static size_t ptr_hash(const void *p)
-{
-    uint64_t x = (uint64_t)(uintptr_t)p;
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return (size_t)x;
-}
+/* core/ptrmap.h holding index + 1, so that NULL means absent. */
+typedef ox_ptrmap pmap;
 
 static bool pmap_put(pmap *m, const void *k, int v)
 {
-    if ((m->n + 1) * 2 > m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 64;
-        const void **keys = calloc(cap, sizeof *keys);
-        int *vals = calloc(cap, sizeof *vals);
-        if (!keys || !vals) {
-            free(keys);
-            free(vals);
-            return false;
-        }
-        for (size_t i = 0; i < m->cap; i++) {
-            if (!m->keys[i])
-                continue;
-            size_t j = ptr_hash(m->keys[i]) & (cap - 1);
-            while (keys[j])
-                j = (j + 1) & (cap - 1);
-            keys[j] = m->keys[i];
-            vals[j] = m->vals[i];
-        }
-        free(m->keys);
-        free(m->vals);
-        m->keys = keys;
-        m->vals = vals;
-        m->cap = cap;
-    }
-    size_t j = ptr_hash(k) & (m->cap - 1);
-    while (m->keys[j] && m->keys[j] != k)
-        j = (j + 1) & (m->cap - 1);
-    if (!m->keys[j])
-        m->n++;
-    m->keys[j] = k;
-    m->vals[j] = v;
-    return true;
+    return ox_ptrmap_put(m, k, (void *)(intptr_t)(v + 1));
 }
 
 static int pmap_get(const pmap *m, const void *k)
 {
-    if (!m->cap || !k)
-        return -1;
-    size_t j = ptr_hash(k) & (m->cap - 1);
-    while (m->keys[j]) {
-        if (m->keys[j] == k)
-            return m->vals[j];
-        j = (j + 1) & (m->cap - 1);
-    }
-    return -1;
+    return (int)(intptr_t)ox_ptrmap_get(m, k) - 1;
 }
 
 static void pmap_free(pmap *m)
 {
-    free(m->keys);
-    free(m->vals);
-    memset(m, 0, sizeof *m);
+    ox_ptrmap_free(m);
 }
 
 /* ---- plans ------------------------------------------------------------- */
@@ -333,140 +280,11 @@ static ox_status ref_for(const ox_exec *e, const ox_graph *g, const ox_plan *sel
     return OX_OK;
 }
 
-/* Kahn's algorithm with a min-heap on the original position, so the
- * order is the file's order wherever that order is already valid. */
-static ox_status topo_order(const ox_graph *g, const pmap *node_pos, int *order,
-                            ox_error *err)
-{
-    int n = g->n_nodes;
-    int *indeg = calloc((size_t)n + 1, sizeof *indeg);
-    int *heap = calloc((size_t)n + 1, sizeof *heap);
-    /* adjacency: edges producer -> consumer, stored as CSR */
-    int *cnt = calloc((size_t)n + 1, sizeof *cnt);
-    int *edges = NULL;
-    int n_edges = 0, cap_edges = 0;
-    int *esrc = NULL;
-    vlist imp = {0};
-    ox_status st = OX_OK;
-    if (!indeg || !heap || !cnt) {
-        st = ox_errorf(err, OX_ENOMEM, "out of memory planning graph");
-        goto out;
-    }
-    for (int i = 0; i < n; i++) {
-        const ox_node *nd = g->nodes[i];
-        imp.n = 0;
-        if (!node_implicit_inputs(nd, &imp)) {
-            st = ox_errorf(err, OX_ENOMEM, "out of memory planning graph");
-            goto out;
-        }
-        int total = nd->n_inputs + imp.n;
-        for (int k = 0; k < total; k++) {
-            const ox_value *v = k < nd->n_inputs ? canon_value(nd->inputs[k])
-                                                 : imp.v[k - nd->n_inputs];
-            if (!v || !v->producer || v->producer->graph != g)
-                continue;
-            int p = pmap_get(node_pos, v->producer);
-            if (p < 0 || p == i)
-                continue;
-            if (n_edges == cap_edges) {
-                cap_edges = cap_edges ? cap_edges * 2 : 256;
-                int *ne = realloc(edges, (size_t)cap_edges * sizeof *ne);
-                int *ns = realloc(esrc, (size_t)cap_edges * sizeof *ns);
-                if (ne)
-                    edges = ne;
-                if (ns)
-                    esrc = ns;
-                if (!ne || !ns) {
-                    st = ox_errorf(err, OX_ENOMEM, "out of memory planning graph");
-                    goto out;
-                }
-            }
-            esrc[n_edges] = p;
-            edges[n_edges++] = i;
-            indeg[i]++;
-        }
-    }
-    {
-        /* CSR by source */
-        int *start = calloc((size_t)n + 1, sizeof *start);
-        int *adj = calloc(n_edges ? (size_t)n_edges : 1, sizeof *adj);
-        if (!start || !adj) {
-            free(start);
-            free(adj);
-            st = ox_errorf(err, OX_ENOMEM, "out of memory planning graph");
-            goto out;
-        }
-        for (int k = 0; k < n_edges; k++)
-            cnt[esrc[k]]++;
-        for (int i = 0; i < n; i++)
-            start[i + 1] = start[i] + cnt[i];
-        memset(cnt, 0, (size_t)n * sizeof *cnt);
-        for (int k = 0; k < n_edges; k++)
-            adj[start[esrc[k]] + cnt[esrc[k]]++] = edges[k];
-
-        int hn = 0, done = 0;
-        for (int i = 0; i < n; i++) {
-            if (indeg[i] == 0) {
-                /* push i */
-                int c = hn++;
-                heap[c] = i;
-                while (c > 0 && heap[(c - 1) / 2] > heap[c]) {
-                    int t = heap[c]; heap[c] = heap[(c - 1) / 2]; heap[(c - 1) / 2] = t;
-                    c = (c - 1) / 2;
-                }
-            }
-        }
-        while (hn > 0) {
-            int top = heap[0];
-            heap[0] = heap[--hn];
-            for (int c = 0;;) {
-                int l = 2 * c + 1, r = l + 1, m = c;
-                if (l < hn && heap[l] < heap[m]) m = l;
-                if (r < hn && heap[r] < heap[m]) m = r;
-                if (m == c) break;
-                int t = heap[c]; heap[c] = heap[m]; heap[m] = t;
-                c = m;
-            }
-            order[done++] = top;
-            for (int k = start[top]; k < start[top + 1]; k++) {
-                int j = adj[k];
-                if (--indeg[j] == 0) {
-                    int c = hn++;
-                    heap[c] = j;
-                    while (c > 0 && heap[(c - 1) / 2] > heap[c]) {
-                        int t = heap[c]; heap[c] = heap[(c - 1) / 2]; heap[(c - 1) / 2] = t;
-                        c = (c - 1) / 2;
-                    }
-                }
-            }
-        }
-        free(start);
-        free(adj);
-        if (done < n) {
-            for (int i = 0; i < n; i++)
-                if (indeg[i] > 0) {
-                    st = ox_errorf(err, OX_EMODEL, "graph has a cycle through node '%s' (%s)",
-                                   node_label(g->nodes[i]), g->nodes[i]->op_type);
-                    break;
-                }
-        }
-    }
-out:
-    free(indeg);
-    free(heap);
-    free(cnt);
-    free(edges);
-    free(esrc);
-    free(imp.v);
-    return st;
-}
-
 static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_error *err)
 {
     ox_status st = OX_OK;
     ox_plan *p = calloc(1, sizeof *p);
     int *order = NULL, *last_use = NULL;
-    pmap node_pos = {0};
     vlist imp = {0};
     if (!p)
         return ox_errorf(err, OX_ENOMEM, "out of memory planning graph");
@@ -515,12 +333,16 @@ static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_err
     last_use = malloc(((size_t)p->n_slots + 1) * sizeof *last_use);
     if (!order || !last_use)
         goto oom;
-    for (int i = 0; i < g->n_nodes; i++)
-        if (!pmap_put(&node_pos, g->nodes[i], i))
-            goto oom;
-    st = topo_order(g, &node_pos, order, err);
-    if (st)
-        goto fail;
+    {
+        /* The library's order (src/ir), stable on already sorted files. */
+        ox_node *cyc = NULL;
+        st = ox_graph_topo_order(g, order, &cyc, err);
+        if (st == OX_EMODEL && cyc)
+            st = ox_errorf(err, OX_EMODEL, "graph has a cycle through node '%s' (%s)",
+                           node_label(cyc), cyc->op_type);
+        if (st)
+            goto fail;
+    }
 
     p->n_nodes = g->n_nodes;
     p->nodes = calloc((size_t)g->n_nodes + 1, sizeof *p->nodes);
@@ -628,7 +450,6 @@ done:
     free(order);
     free(last_use);
     free(imp.v);
-    pmap_free(&node_pos);
     *out = p;
     return st;
 }

@@ -1,92 +1,12 @@
-/* Support for the export: a pointer hash map, an index of every graph and
- * node of a model, and the node matching behind the before/after diff view
- * (by name + op, then by output names). */
+/* Support for the export: an index of every graph and node of a model,
+ * and the node matching behind the before/after diff view (by name + op,
+ * then by output names). */
 #include "export/export_internal.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- pointer map ------------------------------------------------------ */
-
-void exp_map_init(exp_ptrmap *m)
-{
-    memset(m, 0, sizeof *m);
-}
-
-void exp_map_free(exp_ptrmap *m)
-{
-    free(m->keys);
-    free(m->vals);
-    memset(m, 0, sizeof *m);
-}
-
-static size_t ptr_hash(const void *p, size_t cap)
-{
-    uint64_t x = (uint64_t)(uintptr_t)p;
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return (size_t)x & (cap - 1);
-}
-
-static bool map_grow(exp_ptrmap *m)
-{
-    size_t ncap = m->cap ? m->cap * 2 : 64;
-    const void **nk = calloc(ncap, sizeof *nk);
-    void **nv = calloc(ncap, sizeof *nv);
-    if (!nk || !nv) {
-        free(nk);
-        free(nv);
-        return false;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->keys[i])
-            continue;
-        size_t h = ptr_hash(m->keys[i], ncap);
-        while (nk[h])
-            h = (h + 1) & (ncap - 1);
-        nk[h] = m->keys[i];
-        nv[h] = m->vals[i];
-    }
-    free(m->keys);
-    free(m->vals);
-    m->keys = nk;
-    m->vals = nv;
-    m->cap = ncap;
-    return true;
-}
-
-bool exp_map_put(exp_ptrmap *m, const void *key, void *val)
-{
-    if (!key)
-        return false;
-    if ((m->n + 1) * 2 > m->cap && !map_grow(m))
-        return false;
-    size_t h = ptr_hash(key, m->cap);
-    while (m->keys[h] && m->keys[h] != key)
-        h = (h + 1) & (m->cap - 1);
-    if (!m->keys[h]) {
-        m->keys[h] = key;
-        m->n++;
-    }
-    m->vals[h] = val;
-    return true;
-}
-
-void *exp_map_get(const exp_ptrmap *m, const void *key)
-{
-    if (!key || !m->cap)
-        return NULL;
-    size_t h = ptr_hash(key, m->cap);
-    while (m->keys[h]) {
-        if (m->keys[h] == key)
-            return m->vals[h];
-        h = (h + 1) & (m->cap - 1);
-    }
-    return NULL;
-}
 
 /* ---- model index ----------------------------------------------------------- */
 

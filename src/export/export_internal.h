@@ -1,26 +1,41 @@
-/* Private helpers shared by the files of src/export: a pointer hash map and
- * the node matching used by the diff view. Not part of the public API. */
+/* Private helpers shared by the files of src/export: the pointer map, the
+ * model index and the node matching used by the diff view. Not part of the
+ * public API. */
 #ifndef ONNXSCOPE_EXPORT_INTERNAL_H
 #define ONNXSCOPE_EXPORT_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
+
+#include "core/ptrmap.h"
 
 #include "onnxscope/ir.h"
 #include "onnxscope/status.h"
 
-/* Open-addressing map from pointers to pointers (NULL keys not allowed). */
-typedef struct exp_ptrmap {
-    const void **keys;
-    void **vals;
-    size_t cap, n;
-} exp_ptrmap;
+/* The library's pointer map (core/ptrmap.h), NULL keys not allowed. */
+typedef ox_ptrmap exp_ptrmap;
 
-void exp_map_init(exp_ptrmap *m);
-void exp_map_free(exp_ptrmap *m);
+static inline void exp_map_init(exp_ptrmap *m)
+{
+    memset(m, 0, sizeof *m);
+}
+
+static inline void exp_map_free(exp_ptrmap *m)
+{
+    ox_ptrmap_free(m);
+}
+
 /* Returns false on OOM. Replaces an existing value. */
-bool exp_map_put(exp_ptrmap *m, const void *key, void *val);
-void *exp_map_get(const exp_ptrmap *m, const void *key);
+static inline bool exp_map_put(exp_ptrmap *m, const void *key, void *val)
+{
+    return ox_ptrmap_put(m, key, val);
+}
+
+static inline void *exp_map_get(const exp_ptrmap *m, const void *key)
+{
+    return ox_ptrmap_get(m, key);
+}
 
 /* Every graph of a model (main graph first, then nested bodies, parents
  * before children) and every node of those graphs. */

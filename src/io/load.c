@@ -35,7 +35,30 @@ typedef struct loader {
     int n_views;
     ox_error *err;
     bool keep_going;         /* ox_load_opts.keep_going */
+    /* Progress: items (main-graph initializers and nodes) converted out of
+     * n_items, mapped onto [base, 1) of the caller's fraction. */
+    const ox_load_opts *opts;
+    size_t n_items, done_items;
+    double base, last;
 } loader;
+
+static void report(loader *L, double frac)
+{
+    if (!L->opts || !L->opts->progress)
+        return;
+    /* At most ~200 calls per load, never backwards. */
+    if (frac < 1.0 && frac - L->last < 0.005)
+        return;
+    L->last = frac;
+    L->opts->progress(L->opts->progress_ctx, frac);
+}
+
+static void item_done(loader *L)
+{
+    L->done_items++;
+    if (L->n_items)
+        report(L, L->base + (0.99 - L->base) * (double)L->done_items / (double)L->n_items);
+}
 
 static ox_status convert_graph(loader *L, const Onnx__GraphProto *gp, ox_graph *g,
                                bool main_graph, int depth);
@@ -503,6 +526,8 @@ static ox_status convert_graph(loader *L, const Onnx__GraphProto *gp, ox_graph *
             ox_tensor_free(t);
             return ox_errorf(L->err, OX_ENOMEM, "out of memory");
         }
+        if (main_graph)
+            item_done(L);
     }
     if (gp->n_sparse_initializer) {
         g->sparse_inits = calloc(gp->n_sparse_initializer, sizeof *g->sparse_inits);
@@ -545,6 +570,8 @@ static ox_status convert_graph(loader *L, const Onnx__GraphProto *gp, ox_graph *
         st = convert_node(L, gp->node[i], g, depth);
         if (st != OX_OK)
             return st;
+        if (main_graph)
+            item_done(L);
     }
     for (size_t i = 0; i < gp->n_value_info; i++) {
         ox_value *v;
@@ -767,30 +794,43 @@ static char *dir_of(const char *path)
     return d;
 }
 
-/* Shared by file and memory loading: buf is kept alive by the model. */
-static ox_status load_from_buffer(ox_buffer *buf, const char *dir, bool keep_going,
+/* Shared by file and memory loading: buf is kept alive by the model.
+ * Progress (opts may be NULL): the wire walks and protobuf-c's unpack are
+ * the first 20 %, converting the main graph's initializers and nodes the
+ * rest; the last call reports 1.0. */
+static ox_status load_from_buffer(ox_buffer *buf, const char *dir, const ox_load_opts *opts,
                                   ox_model **out, ox_error *err)
 {
     *out = NULL;
     const uint8_t *data = buf->data;
     size_t len = buf->size;
+    loader L = {.owner = buf, .err = err, .opts = opts, .last = -1.0};
+    report(&L, 0.0);
     if (len == 0)
         return ox_errorf(err, OX_EPARSE, "empty file");
     const char *bad = ox_wire_check(&onnx__model_proto__descriptor, data, len, MAX_MSG_DEPTH);
     if (bad)
         return ox_errorf(err, OX_EPARSE, "%s", bad);
+    report(&L, 0.05);
     ox_wire_strip s;
     if (!ox_wire_strip_model(data, len, VIEW_THRESHOLD, &s))
         return ox_errorf(err, OX_EPARSE,
                          "not a valid ONNX model (malformed protobuf wire format)");
+    report(&L, 0.10);
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, s.len, s.data);
     if (!mp) {
         ox_wire_strip_free(&s);
         return ox_errorf(err, OX_EPARSE, "not a valid ONNX model (protobuf decoding failed)");
     }
+    L.base = 0.20;
+    report(&L, L.base);
+    if (mp->graph)
+        L.n_items = mp->graph->n_initializer + mp->graph->n_node;
     ox_model *m = ox_model_new();
-    loader L = {.m = m, .owner = buf, .views = s.views, .n_views = s.n_views, .err = err,
-                .keep_going = keep_going};
+    L.m = m;
+    L.views = s.views;
+    L.n_views = s.n_views;
+    L.keep_going = opts && opts->keep_going;
     L.ext = ox_extctx_new(dir);
     ox_status st;
     if (!m || !L.ext) {
@@ -812,6 +852,7 @@ static ox_status load_from_buffer(ox_buffer *buf, const char *dir, bool keep_goi
         add_issue(m, "ir_version is missing");
     if (m->n_opsets == 0 && m->ir_version >= 3)
         add_issue(m, "the model imports no opset");
+    report(&L, 1.0);
     *out = m;
     return OX_OK;
 }
@@ -853,7 +894,7 @@ ox_status ox_load(const char *path, const ox_load_opts *opts, ox_model **out,
     if (st != OX_OK)
         return st;
     char *dir = dir_of(path);
-    st = load_from_buffer(buf, dir, opts && opts->keep_going, out, err);
+    st = load_from_buffer(buf, dir, opts, out, err);
     ox_buffer_release(buf);
     free(dir);
     if (st == OX_OK)
@@ -869,7 +910,7 @@ ox_status ox_load_buffer(const void *data, size_t len, const char *base_dir,
         return ox_errorf(err, OX_ENOMEM, "out of memory");
     if (len)
         memcpy(buf->data, data, len);
-    ox_status st = load_from_buffer(buf, base_dir, false, out, err);
+    ox_status st = load_from_buffer(buf, base_dir, NULL, out, err);
     ox_buffer_release(buf);
     return st;
 }

@@ -472,6 +472,8 @@ static uint64_t model_tensor_bytes(const ox_model *m, bool *has_external)
 
 ox_status ox_save_buffer(const ox_model *m, void **data, size_t *len, ox_error *err)
 {
+    if (ox_model_check_oom(m, "save", err) != OX_OK)
+        return OX_ENOMEM;
     saver S = {.p = ox_pool_new(), .err = err};
     if (!S.p)
         return ox_errorf(err, OX_ENOMEM, "out of memory");
@@ -559,6 +561,9 @@ ox_status ox_save(const ox_model *m, const char *path, const ox_save_opts *opts,
     ox_save_opts dflt = {0};
     if (!opts)
         opts = &dflt;
+    /* An IR that lost an edit to out of memory would be saved wrong. */
+    if (ox_model_check_oom(m, "save", err) != OX_OK)
+        return OX_ENOMEM;
     if (!opts->overwrite_input && m->path && same_file(path, m->path))
         return ox_errorf(err, OX_EIO, "refusing to overwrite the input model (%s)", path);
 

@@ -3,11 +3,81 @@
  * consumer links (including implicit outer-scope uses) consistent. */
 #include "ir/ir_internal.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/strmap.h"
+
+/* ---- allocation --------------------------------------------------------------
+ * One wrapper for the IR's allocations, so that tests can make the n-th one
+ * fail and check that no edit fails silently (the model's oom flag). */
+
+static atomic_long fail_countdown;
+static atomic_long fail_count;
+
+static bool inject_failure(void)
+{
+    if (atomic_load_explicit(&fail_countdown, memory_order_relaxed) <= 0)
+        return false;
+    if (atomic_fetch_sub(&fail_countdown, 1) != 1)
+        return false;
+    atomic_fetch_add(&fail_count, 1);
+    return true;
+}
+
+void ox_ir_test_fail_after(long n)
+{
+    atomic_store(&fail_countdown, n > 0 ? n : 0);
+}
+
+long ox_ir_test_failures(void)
+{
+    return atomic_load(&fail_count);
+}
+
+void *ox__ir_malloc(size_t n)
+{
+    return inject_failure() ? NULL : malloc(n);
+}
+
+void *ox__ir_calloc(size_t n, size_t size)
+{
+    return inject_failure() ? NULL : calloc(n, size);
+}
+
+void *ox__ir_realloc(void *p, size_t n)
+{
+    return inject_failure() ? NULL : realloc(p, n);
+}
+
+void *ox__ir_xcalloc(size_t n, size_t size)
+{
+    return inject_failure() ? NULL : ox_xcalloc(n, size);
+}
+
+char *ox__ir_strdup(const char *s)
+{
+    if (!s)
+        return NULL;
+    return inject_failure() ? NULL : ox_strdup(s);
+}
+
+void ox__oom(const ox_graph *g)
+{
+    if (g && g->model)
+        g->model->oom = true;
+}
+
+ox_status ox_model_check_oom(const ox_model *m, const char *what, ox_error *err)
+{
+    if (!m || !m->oom)
+        return OX_OK;
+    return ox_errorf(err, OX_ENOMEM,
+                     "%s: an earlier edit of the model ran out of memory (the graph may be "
+                     "inconsistent)", what ? what : "model");
+}
 
 /* Grows *arr (element size el) so that it holds at least need entries. */
 static bool grow(void **arr, int *cap, int need, size_t el)
@@ -22,7 +92,7 @@ static bool grow(void **arr, int *cap, int need, size_t el)
             return false;
         nc *= 2;
     }
-    void *p = realloc(*arr, (size_t)nc * el);
+    void *p = ox__ir_realloc(*arr, (size_t)nc * el);
     if (!p)
         return false;
     *arr = p;
@@ -32,12 +102,25 @@ static bool grow(void **arr, int *cap, int need, size_t el)
 
 /* ---- name registries ------------------------------------------------------- */
 
+/* A registry update that failed: unique names could collide. Reported on
+ * the model by the next primitive that knows it (see take_map_oom). */
+static _Thread_local bool map_oom;
+
+static void take_map_oom(const ox_graph *g)
+{
+    if (map_oom) {
+        map_oom = false;
+        ox__oom(g);
+    }
+}
+
 void ox__name_reg(struct ox_strmap *map, const char *name)
 {
     if (!map || !name || !*name)
         return;
     uintptr_t c = (uintptr_t)ox_strmap_get(map, name);
-    ox_strmap_put(map, name, (void *)(c + 1));
+    if (!ox_strmap_put(map, name, (void *)(c + 1)))
+        map_oom = true;
 }
 
 void ox__name_unreg(struct ox_strmap *map, const char *name)
@@ -55,7 +138,7 @@ void ox__name_unreg(struct ox_strmap *map, const char *name)
 
 ox_model *ox_model_new(void)
 {
-    ox_model *m = calloc(1, sizeof *m);
+    ox_model *m = ox__ir_calloc(1, sizeof *m);
     if (!m)
         return NULL;
     m->ir_version = 8;
@@ -158,13 +241,17 @@ void ox_model_set_opset(ox_model *m, const char *domain, int64_t version)
             m->opsets[i].version = version;
             return;
         }
-    ox_opset *p = realloc(m->opsets, (size_t)(m->n_opsets + 1) * sizeof *p);
-    if (!p)
+    ox_opset *p = ox__ir_realloc(m->opsets, (size_t)(m->n_opsets + 1) * sizeof *p);
+    if (!p) {
+        m->oom = true;
         return;
+    }
     m->opsets = p;
-    p[m->n_opsets].domain = ox_strdup(domain ? domain : "");
-    if (!p[m->n_opsets].domain)
+    p[m->n_opsets].domain = ox__ir_strdup(domain ? domain : "");
+    if (!p[m->n_opsets].domain) {
+        m->oom = true;
         return;
+    }
     p[m->n_opsets].version = version;
     m->n_opsets++;
 }
@@ -203,22 +290,30 @@ char *ox_model_unique_node_name(ox_model *m, const char *hint)
 {
     if (!hint || !*hint)
         hint = "node";
-    if (!m || !ensure_names(m))
-        return ox_strdup(hint);
+    if (!m)
+        return ox__ir_strdup(hint);
+    if (!ensure_names(m)) {
+        m->oom = true; /* without the registry a name could repeat */
+        return ox__ir_strdup(hint);
+    }
     if (!ox_strmap_has(m->node_names, hint)) {
         ox__name_reg(m->node_names, hint);
-        return ox_strdup(hint);
+        take_map_oom(m->graph);
+        return ox__ir_strdup(hint);
     }
     size_t len = strlen(hint) + 24;
-    char *s = malloc(len);
-    if (!s)
+    char *s = ox__ir_malloc(len);
+    if (!s) {
+        m->oom = true;
         return NULL;
+    }
     do {
         snprintf(s, len, "%s_%llu", hint, (unsigned long long)++m->name_counter);
     } while (ox_strmap_has(m->node_names, s));
     /* Registered so that two calls never return the same name even before
      * the first is used. */
     ox__name_reg(m->node_names, s);
+    take_map_oom(m->graph);
     return s;
 }
 
@@ -226,7 +321,7 @@ char *ox_model_unique_node_name(ox_model *m, const char *hint)
 
 ox_graph *ox_graph_new(ox_model *m, ox_graph *parent)
 {
-    ox_graph *g = calloc(1, sizeof *g);
+    ox_graph *g = ox__ir_calloc(1, sizeof *g);
     if (!g)
         return NULL;
     /* Owned keys: a stale entry after a direct v->name edit is wrong but
@@ -331,15 +426,20 @@ ox_value *ox_graph_lookup(const ox_graph *g, const char *name)
 
 ox_value *ox__value_new(ox_graph *g, const char *name)
 {
-    if (!grow((void **)&g->values, &g->cap_values, g->n_values + 1, sizeof(ox_value *)))
+    if (!grow((void **)&g->values, &g->cap_values, g->n_values + 1, sizeof(ox_value *))) {
+        ox__oom(g);
         return NULL;
-    ox_value *v = calloc(1, sizeof *v);
-    if (!v)
+    }
+    ox_value *v = ox__ir_calloc(1, sizeof *v);
+    if (!v) {
+        ox__oom(g);
         return NULL;
-    v->name = ox_strdup(name);
+    }
+    v->name = ox__ir_strdup(name);
     if (!v->name || !ox_strmap_put(g->index, v->name, v)) {
         free(v->name);
         free(v);
+        ox__oom(g);
         return NULL;
     }
     v->graph = g;
@@ -347,6 +447,7 @@ ox_value *ox__value_new(ox_graph *g, const char *name)
     g->values[g->n_values++] = v;
     if (g->model)
         ox__name_reg(g->model->value_names, name);
+    take_map_oom(g);
     return v;
 }
 
@@ -375,9 +476,11 @@ ox_value *ox_graph_new_value(ox_graph *g, const char *hint)
     if (!name_taken(g, hint))
         return ox__value_new(g, hint);
     size_t len = strlen(hint) + 24;
-    char *s = malloc(len);
-    if (!s)
+    char *s = ox__ir_malloc(len);
+    if (!s) {
+        ox__oom(g);
         return NULL;
+    }
     static uint64_t local_counter; /* only for model-less graphs */
     uint64_t *ctr = g->model ? &g->model->name_counter : &local_counter;
     do {
@@ -397,9 +500,10 @@ ox_status ox_value_rename(ox_value *v, const char *name, ox_error *err)
         return OX_OK;
     if (ox_graph_find(g, name))
         return ox_errorf(err, OX_EINVAL, "rename: '%s' already exists in scope", name);
-    char *nn = ox_strdup(name);
+    char *nn = ox__ir_strdup(name);
     if (!nn || !ox_strmap_put(g->index, nn, v)) {
         free(nn);
+        ox__oom(g);
         return ox_errorf(err, OX_ENOMEM, "rename: out of memory");
     }
     ox_strmap_del(g->index, v->name);
@@ -409,6 +513,7 @@ ox_status ox_value_rename(ox_value *v, const char *name, ox_error *err)
     }
     free(v->name);
     v->name = nn;
+    take_map_oom(g);
     return OX_OK;
 }
 
@@ -416,9 +521,11 @@ ox_status ox_graph_add_input(ox_graph *g, ox_value *v)
 {
     if (!g || !v || v->graph != g)
         return OX_EINVAL;
-    ox_value **p = realloc(g->inputs, (size_t)(g->n_inputs + 1) * sizeof *p);
-    if (!p)
+    ox_value **p = ox__ir_realloc(g->inputs, (size_t)(g->n_inputs + 1) * sizeof *p);
+    if (!p) {
+        ox__oom(g);
         return OX_ENOMEM;
+    }
     g->inputs = p;
     p[g->n_inputs++] = v;
     v->is_input = true;
@@ -429,9 +536,11 @@ ox_status ox_graph_add_output(ox_graph *g, ox_value *v)
 {
     if (!g || !v)
         return OX_EINVAL;
-    ox_value **p = realloc(g->outputs, (size_t)(g->n_outputs + 1) * sizeof *p);
-    if (!p)
+    ox_value **p = ox__ir_realloc(g->outputs, (size_t)(g->n_outputs + 1) * sizeof *p);
+    if (!p) {
+        ox__oom(g);
         return OX_ENOMEM;
+    }
     g->outputs = p;
     p[g->n_outputs++] = v;
     if (v->graph == g) {
@@ -495,8 +604,11 @@ bool ox__use_add(ox_value *v, ox_node *n, int input)
 {
     if (!v || !n)
         return false;
-    if (!grow((void **)&v->uses, &v->cap_uses, v->n_uses + 1, sizeof(ox_use)))
+    if (!grow((void **)&v->uses, &v->cap_uses, v->n_uses + 1, sizeof(ox_use))) {
+        /* The use list now misses a reader: say so on the model. */
+        ox__oom(v->graph ? v->graph : n->graph);
         return false;
+    }
     v->uses[v->n_uses].node = n;
     v->uses[v->n_uses].input = input;
     v->n_uses++;
@@ -640,18 +752,23 @@ ox_node *ox_node_new(ox_graph *g, const char *op_type, const char *domain,
 {
     if (!g || !op_type || n_in < 0 || n_out < 0 || (n_in && !in) || (n_out && !out))
         return NULL;
-    if (!grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(ox_node *)))
+    if (!grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(ox_node *))) {
+        ox__oom(g);
         return NULL;
-    ox_node *n = calloc(1, sizeof *n);
-    if (!n)
+    }
+    ox_node *n = ox__ir_calloc(1, sizeof *n);
+    if (!n) {
+        ox__oom(g);
         return NULL;
-    n->op_type = ox_strdup(op_type);
-    n->domain = ox_strdup(domain ? domain : "");
-    n->name = ox_strdup(name ? name : "");
-    n->inputs = ox_xcalloc((size_t)n_in, sizeof(ox_value *));
-    n->outputs = ox_xcalloc((size_t)n_out, sizeof(ox_value *));
+    }
+    n->op_type = ox__ir_strdup(op_type);
+    n->domain = ox__ir_strdup(domain ? domain : "");
+    n->name = ox__ir_strdup(name ? name : "");
+    n->inputs = ox__ir_xcalloc((size_t)n_in, sizeof(ox_value *));
+    n->outputs = ox__ir_xcalloc((size_t)n_out, sizeof(ox_value *));
     if (!n->op_type || !n->domain || !n->name || !n->inputs || !n->outputs) {
         node_destroy(n, false);
+        ox__oom(g);
         return NULL;
     }
     n->graph = g;
@@ -673,6 +790,7 @@ ox_node *ox_node_new(ox_graph *g, const char *op_type, const char *domain,
     }
     if (g->model && name && *name)
         ox__name_reg(g->model->node_names, name);
+    take_map_oom(g);
     return n;
 }
 
@@ -780,7 +898,7 @@ static bool ensure_slots(ox_value ***arr, int *n, int need)
 {
     if (need <= *n)
         return true;
-    ox_value **p = realloc(*arr, (size_t)need * sizeof *p);
+    ox_value **p = ox__ir_realloc(*arr, (size_t)need * sizeof *p);
     if (!p)
         return false;
     for (int i = *n; i < need; i++)
@@ -794,8 +912,10 @@ void ox_node_set_input(ox_node *n, int i, ox_value *v)
 {
     if (!n || i < 0 || i > 65535)
         return;
-    if (i >= n->n_inputs && !ensure_slots(&n->inputs, &n->n_inputs, i + 1))
+    if (i >= n->n_inputs && !ensure_slots(&n->inputs, &n->n_inputs, i + 1)) {
+        ox__oom(n->graph);
         return;
+    }
     ox_value *old = n->inputs[i];
     if (old == v)
         return;
@@ -810,8 +930,10 @@ void ox_node_set_output(ox_node *n, int i, ox_value *v)
 {
     if (!n || i < 0 || i > 65535)
         return;
-    if (i >= n->n_outputs && !ensure_slots(&n->outputs, &n->n_outputs, i + 1))
+    if (i >= n->n_outputs && !ensure_slots(&n->outputs, &n->n_outputs, i + 1)) {
+        ox__oom(n->graph);
         return;
+    }
     ox_value *old = n->outputs[i];
     if (old && old != v && old->producer == n && old->producer_output == i) {
         old->producer = NULL;

@@ -3,9 +3,13 @@
  * and recursive visits. */
 #include "ir/ir_internal.h"
 
+#include <stdint.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/ptrmap.h"
 
 /* ---- replace uses ------------------------------------------------------------ */
 
@@ -194,7 +198,11 @@ void ox_graph_relink(ox_graph *g)
     add_uses_tree(g, 0);
 }
 
-/* ---- toposort ------------------------------------------------------------------ */
+/* ---- topological order ----------------------------------------------------------
+ * The one topological order of the library: ox_graph_toposort applies it,
+ * the executor's planner, shape inference and `check` read it. Edges come
+ * from the node inputs and the reads inside each node's subgraphs, not from
+ * the use lists, so it also serves graphs whose links are being rebuilt. */
 
 static void heap_push(int *h, int *n, int x)
 {
@@ -230,94 +238,198 @@ static int heap_pop(int *h, int *n)
     return top;
 }
 
-/* Consumer of use u of v (produced in g) that depends on v, or NULL. */
-static ox_node *edge_target(const ox_graph *g, const ox_value *v, const ox_use *u)
+static bool is_defined(const ox_value *v)
 {
-    ox_node *c = u->node;
-    if (!c || c->graph != g || c->index < 0 || c->index >= g->n_nodes || g->nodes[c->index] != c)
-        return NULL;
-    if (u->input >= 0 && (u->input >= c->n_inputs || c->inputs[u->input] != v))
-        return NULL;
-    return c;
+    return v->producer || v->init || v->is_input;
 }
 
-/* Does any read inside sub (recursively) touch a value of g produced by a
- * node still pending (indeg > 0)? Returns that producer. */
-static ox_node *pending_outer_pred(ox_graph *sub, const ox_graph *g, const int *indeg, int depth)
+/* The value that defines v's name: a subgraph may hold an unproduced
+ * placeholder for an outer name (a file whose outer nodes are unsorted). */
+static const ox_value *canon_value(const ox_value *v)
+{
+    if (!v || is_defined(v) || !v->graph || !v->name)
+        return v;
+    for (const ox_graph *g = v->graph->parent; g; g = g->parent) {
+        ox_value *o = ox_graph_find(g, v->name);
+        if (o && is_defined(o))
+            return o;
+    }
+    return v;
+}
+
+typedef struct topo {
+    const ox_graph *g;
+    ox_ptrmap pos;      /* node -> position + 1, only when indexes are stale */
+    bool use_index;
+    int *src, *dst;     /* edges */
+    int n_edges, cap_edges;
+    bool oom;
+} topo;
+
+static int topo_pos(const topo *t, const ox_node *n)
+{
+    if (t->use_index) {
+        int p = n->index;
+        return p >= 0 && p < t->g->n_nodes && t->g->nodes[p] == n ? p : -1;
+    }
+    return (int)(intptr_t)ox_ptrmap_get(&t->pos, n) - 1;
+}
+
+/* Adds the edge producer(v) -> node i when v is produced in t->g. */
+static void topo_edge(topo *t, const ox_value *v, int i)
+{
+    v = canon_value(v);
+    if (!v || !v->producer || v->producer->graph != t->g)
+        return;
+    int p = topo_pos(t, v->producer);
+    if (p < 0 || p == i)
+        return;
+    if (t->n_edges == t->cap_edges) {
+        int nc = t->cap_edges ? t->cap_edges * 2 : 256;
+        int *ns = ox__ir_realloc(t->src, (size_t)nc * sizeof *ns);
+        if (ns)
+            t->src = ns;
+        int *nd = ns ? ox__ir_realloc(t->dst, (size_t)nc * sizeof *nd) : NULL;
+        if (nd)
+            t->dst = nd;
+        if (!ns || !nd) {
+            t->oom = true;
+            return;
+        }
+        t->cap_edges = nc;
+    }
+    t->src[t->n_edges] = p;
+    t->dst[t->n_edges++] = i;
+}
+
+/* Reads of t->g's values anywhere inside subgraph sub make node i depend
+ * on their producers. */
+static void topo_sub_edges(topo *t, const ox_graph *sub, int i, int depth)
 {
     if (!sub || depth > 256)
-        return NULL;
-    for (int i = 0; i < sub->n_nodes; i++) {
-        ox_node *c = sub->nodes[i];
-        for (int k = 0; k < c->n_inputs; k++) {
-            ox_value *v = c->inputs[k];
-            if (v && v->graph == g && v->producer && v->producer->graph == g &&
-                indeg[v->producer->index] > 0)
-                return v->producer;
-        }
+        return;
+    for (int k = 0; k < sub->n_nodes; k++) {
+        const ox_node *c = sub->nodes[k];
+        for (int j = 0; j < c->n_inputs; j++)
+            topo_edge(t, c->inputs[j], i);
         for (int a = 0; a < c->n_attrs; a++) {
-            ox_attr *at = &c->attrs[a];
-            ox_node *p = pending_outer_pred(at->g, g, indeg, depth + 1);
-            for (int j = 0; !p && at->graphs && j < at->n; j++)
-                p = pending_outer_pred(at->graphs[j], g, indeg, depth + 1);
-            if (p)
-                return p;
+            const ox_attr *at = &c->attrs[a];
+            topo_sub_edges(t, at->g, i, depth + 1);
+            for (int j = 0; at->graphs && j < at->n; j++)
+                topo_sub_edges(t, at->graphs[j], i, depth + 1);
         }
     }
-    for (int k = 0; k < sub->n_outputs; k++) {
-        ox_value *v = sub->outputs[k];
-        if (v && v->graph == g && v->producer && v->producer->graph == g &&
-            indeg[v->producer->index] > 0)
-            return v->producer;
-    }
-    return NULL;
+    for (int k = 0; k < sub->n_outputs; k++)
+        topo_edge(t, sub->outputs[k], i);
 }
 
-static ox_node *pending_pred(ox_graph *g, ox_node *x, const int *indeg)
+ox_status ox_graph_topo_order(const ox_graph *g, int *order, ox_node **on_cycle,
+                              ox_error *err)
 {
-    for (int k = 0; k < x->n_inputs; k++) {
-        ox_value *v = x->inputs[k];
-        if (v && v->producer && v->producer->graph == g && indeg[v->producer->index] > 0)
-            return v->producer;
-    }
-    for (int a = 0; a < x->n_attrs; a++) {
-        ox_attr *at = &x->attrs[a];
-        ox_node *p = pending_outer_pred(at->g, g, indeg, 0);
-        for (int j = 0; !p && at->graphs && j < at->n; j++)
-            p = pending_outer_pred(at->graphs[j], g, indeg, 0);
-        if (p)
-            return p;
-    }
-    return NULL;
-}
-
-static ox_status report_cycle(ox_graph *g, const int *indeg, ox_error *err)
-{
+    if (on_cycle)
+        *on_cycle = NULL;
+    if (!g || (g->n_nodes && !order))
+        return ox_errorf(err, OX_EINVAL, "topological order: no graph");
     int n = g->n_nodes;
-    int *seen = calloc((size_t)n, sizeof(int));
-    ox_node *x = NULL;
-    for (int i = 0; i < n; i++)
-        if (indeg[i] > 0) {
-            x = g->nodes[i];
-            break;
+    topo t = {.g = g, .use_index = true};
+    for (int i = 0; i < n && t.use_index; i++)
+        t.use_index = g->nodes[i]->index == i;
+    for (int i = 0; !t.use_index && i < n && !t.oom; i++)
+        t.oom = !ox_ptrmap_put(&t.pos, g->nodes[i], (void *)(intptr_t)(i + 1));
+    for (int i = 0; i < n && !t.oom; i++) {
+        const ox_node *nd = g->nodes[i];
+        for (int k = 0; k < nd->n_inputs; k++)
+            topo_edge(&t, nd->inputs[k], i);
+        for (int a = 0; a < nd->n_attrs; a++) {
+            const ox_attr *at = &nd->attrs[a];
+            topo_sub_edges(&t, at->g, i, 0);
+            for (int j = 0; at->graphs && j < at->n; j++)
+                topo_sub_edges(&t, at->graphs[j], i, 0);
         }
-    /* Walk back through pending predecessors; the first node seen twice
-     * lies on a cycle. */
-    for (int step = 1; x && seen && step <= n + 1; step++) {
-        if (seen[x->index])
-            break;
-        seen[x->index] = step;
-        ox_node *p = pending_pred(g, x, indeg);
-        if (!p)
-            break;
-        x = p;
     }
-    free(seen);
-    if (!x)
-        return ox_errorf(err, OX_EMODEL, "graph has a cycle");
-    return ox_errorf(err, OX_EMODEL, "graph '%s' has a cycle through node '%s' (%s, id %d)",
-                     g->name ? g->name : "", x->name && *x->name ? x->name : "?",
-                     x->op_type ? x->op_type : "?", x->id);
+    int *indeg = ox__ir_calloc((size_t)n + 1, sizeof *indeg);
+    int *start = ox__ir_calloc((size_t)n + 2, sizeof *start);
+    int *adj = ox__ir_calloc((size_t)t.n_edges + 1, sizeof *adj);
+    int *heap = ox__ir_calloc((size_t)n + 1, sizeof *heap);
+    ox_status st = OX_OK;
+    if (t.oom || !indeg || !start || !adj || !heap) {
+        st = ox_errorf(err, OX_ENOMEM, "topological order: out of memory");
+        goto out;
+    }
+    /* Successor lists (CSR by source). */
+    for (int e = 0; e < t.n_edges; e++) {
+        start[t.src[e] + 1]++;
+        indeg[t.dst[e]]++;
+    }
+    for (int i = 0; i < n; i++)
+        start[i + 1] += start[i];
+    for (int e = 0; e < t.n_edges; e++)
+        adj[start[t.src[e]]++] = t.dst[e];
+    for (int i = n; i > 0; i--)
+        start[i] = start[i - 1];
+    start[0] = 0;
+    /* Kahn's algorithm, smallest stored position first: an already valid
+     * order is kept as is. */
+    int hn = 0, done = 0;
+    for (int i = 0; i < n; i++)
+        if (indeg[i] == 0)
+            heap_push(heap, &hn, i);
+    while (hn > 0) {
+        int p = heap_pop(heap, &hn);
+        order[done++] = p;
+        for (int k = start[p]; k < start[p + 1]; k++)
+            if (--indeg[adj[k]] == 0)
+                heap_push(heap, &hn, adj[k]);
+    }
+    if (done < n) {
+        /* Walk back through pending predecessors from a pending node: the
+         * first node seen twice lies on a cycle. */
+        int x = -1;
+        for (int i = 0; i < n && x < 0; i++)
+            if (indeg[i] > 0)
+                x = i;
+        /* Predecessor lists (CSR by destination), in the reused arrays. */
+        int *seen = heap; /* every entry was popped */
+        memset(seen, 0, (size_t)n * sizeof *seen);
+        memset(start, 0, (size_t)(n + 2) * sizeof *start);
+        for (int e = 0; e < t.n_edges; e++)
+            start[t.dst[e] + 1]++;
+        for (int i = 0; i < n; i++)
+            start[i + 1] += start[i];
+        for (int e = 0; e < t.n_edges; e++)
+            adj[start[t.dst[e]]++] = t.src[e];
+        for (int i = n; i > 0; i--)
+            start[i] = start[i - 1];
+        start[0] = 0;
+        for (int step = 0; x >= 0 && step <= n && !seen[x]; step++) {
+            seen[x] = 1;
+            int pred = -1;
+            for (int k = start[x]; k < start[x + 1] && pred < 0; k++)
+                if (indeg[adj[k]] > 0)
+                    pred = adj[k];
+            if (pred < 0)
+                break;
+            x = pred;
+        }
+        ox_node *c = x >= 0 ? g->nodes[x] : NULL;
+        if (on_cycle)
+            *on_cycle = c;
+        if (!c)
+            st = ox_errorf(err, OX_EMODEL, "graph has a cycle");
+        else
+            st = ox_errorf(err, OX_EMODEL, "graph '%s' has a cycle through node '%s' (%s, id %d)",
+                           g->name ? g->name : "", c->name && *c->name ? c->name : "?",
+                           c->op_type ? c->op_type : "?", c->id);
+    }
+out:
+    free(indeg);
+    free(start);
+    free(adj);
+    free(heap);
+    free(t.src);
+    free(t.dst);
+    ox_ptrmap_free(&t.pos);
+    return st;
 }
 
 ox_status ox_graph_toposort(ox_graph *g, ox_error *err)
@@ -327,60 +439,23 @@ ox_status ox_graph_toposort(ox_graph *g, ox_error *err)
     int n = g->n_nodes;
     if (n <= 1)
         return OX_OK;
-    for (int i = 0; i < n; i++)
-        g->nodes[i]->index = i;
-    int *indeg = calloc((size_t)n, sizeof(int));
-    int *heap = calloc((size_t)n, sizeof(int));
-    ox_node **order = calloc((size_t)n, sizeof(ox_node *));
-    if (!indeg || !heap || !order) {
-        free(indeg);
-        free(heap);
+    int *order = ox__ir_calloc((size_t)n, sizeof *order);
+    ox_node **nodes = ox__ir_calloc((size_t)n, sizeof *nodes);
+    if (!order || !nodes) {
         free(order);
+        free(nodes);
         return ox_errorf(err, OX_ENOMEM, "toposort: out of memory");
     }
-    for (int i = 0; i < n; i++) {
-        ox_node *p = g->nodes[i];
-        for (int k = 0; k < p->n_outputs; k++) {
-            ox_value *v = p->outputs[k];
-            if (!v || v->producer != p)
-                continue;
-            for (int u = 0; u < v->n_uses; u++) {
-                ox_node *c = edge_target(g, v, &v->uses[u]);
-                if (c)
-                    indeg[c->index]++;
-            }
-        }
-    }
-    int hn = 0, done = 0;
-    for (int i = 0; i < n; i++)
-        if (indeg[i] == 0)
-            heap_push(heap, &hn, i);
-    /* Smallest current index first: an already valid order is kept as is. */
-    while (hn > 0) {
-        ox_node *p = g->nodes[heap_pop(heap, &hn)];
-        order[done++] = p;
-        for (int k = 0; k < p->n_outputs; k++) {
-            ox_value *v = p->outputs[k];
-            if (!v || v->producer != p)
-                continue;
-            for (int u = 0; u < v->n_uses; u++) {
-                ox_node *c = edge_target(g, v, &v->uses[u]);
-                if (c && --indeg[c->index] == 0)
-                    heap_push(heap, &hn, c->index);
-            }
-        }
-    }
-    ox_status st = OX_OK;
-    if (done < n) {
-        st = report_cycle(g, indeg, err);
-    } else {
-        memcpy(g->nodes, order, (size_t)n * sizeof(ox_node *));
+    ox_status st = ox_graph_topo_order(g, order, NULL, err);
+    if (st == OX_OK) {
+        for (int i = 0; i < n; i++)
+            nodes[i] = g->nodes[order[i]];
+        memcpy(g->nodes, nodes, (size_t)n * sizeof *nodes);
         for (int i = 0; i < n; i++)
             g->nodes[i]->index = i;
     }
-    free(indeg);
-    free(heap);
     free(order);
+    free(nodes);
     return st;
 }
 

@@ -12,7 +12,7 @@
 
 ox_type *ox_type_new_tensor(ox_dtype elem, int rank, const int64_t *dims)
 {
-    ox_type *t = calloc(1, sizeof *t);
+    ox_type *t = ox__ir_calloc(1, sizeof *t);
     if (!t)
         return NULL;
     t->kind = OX_TYPE_TENSOR;
@@ -21,7 +21,7 @@ ox_type *ox_type_new_tensor(ox_dtype elem, int rank, const int64_t *dims)
         return t; /* shape unknown */
     t->has_shape = true;
     t->rank = rank;
-    t->dims = ox_xcalloc((size_t)rank, sizeof(ox_dim));
+    t->dims = ox__ir_xcalloc((size_t)rank, sizeof(ox_dim));
     if (!t->dims) {
         free(t);
         return NULL;
@@ -35,24 +35,24 @@ ox_type *ox_type_clone(const ox_type *s)
 {
     if (!s)
         return NULL;
-    ox_type *t = calloc(1, sizeof *t);
+    ox_type *t = ox__ir_calloc(1, sizeof *t);
     if (!t)
         return NULL;
     t->kind = s->kind;
     t->elem = s->elem;
     t->has_shape = s->has_shape;
     t->rank = s->rank;
-    t->denotation = ox_strdup(s->denotation);
+    t->denotation = ox__ir_strdup(s->denotation);
     if (s->dims && s->rank > 0) {
-        t->dims = ox_xcalloc((size_t)s->rank, sizeof(ox_dim));
+        t->dims = ox__ir_xcalloc((size_t)s->rank, sizeof(ox_dim));
         if (!t->dims) {
             ox_type_free(t);
             return NULL;
         }
         for (int i = 0; i < s->rank; i++) {
             t->dims[i].value = s->dims[i].value;
-            t->dims[i].param = ox_strdup(s->dims[i].param);
-            t->dims[i].denotation = ox_strdup(s->dims[i].denotation);
+            t->dims[i].param = ox__ir_strdup(s->dims[i].param);
+            t->dims[i].denotation = ox__ir_strdup(s->dims[i].denotation);
         }
     } else if (s->rank > 0) {
         t->rank = 0; /* inconsistent source: no dims array */
@@ -215,7 +215,7 @@ static ox_sparse *sparse_copy(const ox_sparse *s)
 {
     if (!s)
         return NULL;
-    ox_sparse *d = calloc(1, sizeof *d);
+    ox_sparse *d = ox__ir_calloc(1, sizeof *d);
     if (!d)
         return NULL;
     *d = *s;
@@ -273,7 +273,7 @@ void ox_attr_free_contents(ox_attr *a)
 static bool bytes_copy(ox_bytes *d, const ox_bytes *s)
 {
     d->len = s->len;
-    d->data = malloc(s->len + 1);
+    d->data = ox__ir_malloc(s->len + 1);
     if (!d->data)
         return false;
     if (s->len && s->data)
@@ -286,7 +286,7 @@ static void *memdup(const void *p, size_t n)
 {
     if (!p || !n)
         return NULL;
-    void *d = malloc(n);
+    void *d = ox__ir_malloc(n);
     if (d)
         memcpy(d, p, n);
     return d;
@@ -304,11 +304,11 @@ bool ox__attr_copy(ox_attr *dst, const ox_attr *src, ox_graph *parent_scope,
     dst->i = src->i;
     dst->n = src->n > 0 ? src->n : 0;
     bool ok = true;
-    if (src->name && !(dst->name = ox_strdup(src->name)))
+    if (src->name && !(dst->name = ox__ir_strdup(src->name)))
         ok = false;
-    if (src->ref_attr_name && !(dst->ref_attr_name = ox_strdup(src->ref_attr_name)))
+    if (src->ref_attr_name && !(dst->ref_attr_name = ox__ir_strdup(src->ref_attr_name)))
         ok = false;
-    if (src->doc_string && !(dst->doc_string = ox_strdup(src->doc_string)))
+    if (src->doc_string && !(dst->doc_string = ox__ir_strdup(src->doc_string)))
         ok = false;
     if (src->s.data && !bytes_copy(&dst->s, &src->s))
         ok = false;
@@ -326,21 +326,21 @@ bool ox__attr_copy(ox_attr *dst, const ox_attr *src, ox_graph *parent_scope,
     if (src->ints && n && !(dst->ints = memdup(src->ints, n * sizeof(int64_t))))
         ok = false;
     if (src->strings && n) {
-        if (!(dst->strings = ox_xcalloc(n, sizeof(ox_bytes))))
+        if (!(dst->strings = ox__ir_xcalloc(n, sizeof(ox_bytes))))
             ok = false;
         for (size_t i = 0; ok && i < n; i++)
             if (!bytes_copy(&dst->strings[i], &src->strings[i]))
                 ok = false;
     }
     if (src->tensors && n) {
-        if (!(dst->tensors = ox_xcalloc(n, sizeof(ox_tensor *))))
+        if (!(dst->tensors = ox__ir_xcalloc(n, sizeof(ox_tensor *))))
             ok = false;
         for (size_t i = 0; ok && i < n; i++)
             if (src->tensors[i] && !(dst->tensors[i] = ox_tensor_share(src->tensors[i])))
                 ok = false;
     }
     if (src->graphs && n) {
-        if (!(dst->graphs = ox_xcalloc(n, sizeof(ox_graph *))))
+        if (!(dst->graphs = ox__ir_xcalloc(n, sizeof(ox_graph *))))
             ok = false;
         for (size_t i = 0; ok && i < n; i++)
             if (src->graphs[i] &&
@@ -348,14 +348,14 @@ bool ox__attr_copy(ox_attr *dst, const ox_attr *src, ox_graph *parent_scope,
                 ok = false;
     }
     if (src->sparses && n) {
-        if (!(dst->sparses = ox_xcalloc(n, sizeof(ox_sparse *))))
+        if (!(dst->sparses = ox__ir_xcalloc(n, sizeof(ox_sparse *))))
             ok = false;
         for (size_t i = 0; ok && i < n; i++)
             if (src->sparses[i] && !(dst->sparses[i] = sparse_copy(src->sparses[i])))
                 ok = false;
     }
     if (src->tps && n) {
-        if (!(dst->tps = ox_xcalloc(n, sizeof(ox_type *))))
+        if (!(dst->tps = ox__ir_xcalloc(n, sizeof(ox_type *))))
             ok = false;
         for (size_t i = 0; ok && i < n; i++)
             if (src->tps[i] && !(dst->tps[i] = ox_type_clone(src->tps[i])))
@@ -415,6 +415,13 @@ int ox_node_attr_ints(const ox_node *n, const char *name, const int64_t **out)
     return a->n;
 }
 
+/* A failed attribute edit: the node lacks what the caller asked for. */
+static ox_attr *attr_oom(ox_node *n)
+{
+    ox__oom(n->graph);
+    return NULL;
+}
+
 /* Installs *a (already owned) under its name, replacing an older one. */
 static ox_attr *install_attr(ox_node *n, ox_attr *a)
 {
@@ -424,10 +431,10 @@ static ox_attr *install_attr(ox_node *n, ox_attr *a)
         *old = *a;
         return old;
     }
-    ox_attr *p = realloc(n->attrs, (size_t)(n->n_attrs + 1) * sizeof *p);
+    ox_attr *p = ox__ir_realloc(n->attrs, (size_t)(n->n_attrs + 1) * sizeof *p);
     if (!p) {
         ox__attr_free(a, true, true);
-        return NULL;
+        return attr_oom(n);
     }
     n->attrs = p;
     p[n->n_attrs] = *a;
@@ -442,7 +449,7 @@ ox_attr *ox_node_set_attr(ox_node *n, const ox_attr *a)
      * values are recorded as implicit uses by n while they are built. */
     ox_attr c;
     if (!ox__attr_copy(&c, a, n->graph, n, false))
-        return NULL;
+        return attr_oom(n);
     return install_attr(n, &c);
 }
 
@@ -450,15 +457,17 @@ static ox_attr *new_named(ox_attr *a, const char *name, ox_attr_type type)
 {
     memset(a, 0, sizeof *a);
     a->type = type;
-    a->name = ox_strdup(name);
+    a->name = ox__ir_strdup(name);
     return a->name ? a : NULL;
 }
 
 ox_attr *ox_node_set_attr_i(ox_node *n, const char *name, int64_t v)
 {
     ox_attr a;
-    if (!n || !name || !new_named(&a, name, OX_ATTR_INT))
+    if (!n || !name)
         return NULL;
+    if (!new_named(&a, name, OX_ATTR_INT))
+        return attr_oom(n);
     a.i = v;
     return install_attr(n, &a);
 }
@@ -466,8 +475,10 @@ ox_attr *ox_node_set_attr_i(ox_node *n, const char *name, int64_t v)
 ox_attr *ox_node_set_attr_f(ox_node *n, const char *name, float v)
 {
     ox_attr a;
-    if (!n || !name || !new_named(&a, name, OX_ATTR_FLOAT))
+    if (!n || !name)
         return NULL;
+    if (!new_named(&a, name, OX_ATTR_FLOAT))
+        return attr_oom(n);
     a.f = v;
     return install_attr(n, &a);
 }
@@ -475,12 +486,14 @@ ox_attr *ox_node_set_attr_f(ox_node *n, const char *name, float v)
 ox_attr *ox_node_set_attr_s(ox_node *n, const char *name, const char *s)
 {
     ox_attr a;
-    if (!n || !name || !new_named(&a, name, OX_ATTR_STRING))
+    if (!n || !name)
         return NULL;
+    if (!new_named(&a, name, OX_ATTR_STRING))
+        return attr_oom(n);
     ox_bytes b = {s ? strlen(s) : 0, (char *)(s ? s : "")};
     if (!bytes_copy(&a.s, &b)) {
         free(a.name);
-        return NULL;
+        return attr_oom(n);
     }
     return install_attr(n, &a);
 }
@@ -488,13 +501,15 @@ ox_attr *ox_node_set_attr_s(ox_node *n, const char *name, const char *s)
 ox_attr *ox_node_set_attr_ints(ox_node *n, const char *name, int count, const int64_t *v)
 {
     ox_attr a;
-    if (!n || !name || count < 0 || (count && !v) || !new_named(&a, name, OX_ATTR_INTS))
+    if (!n || !name || count < 0 || (count && !v))
         return NULL;
+    if (!new_named(&a, name, OX_ATTR_INTS))
+        return attr_oom(n);
     a.n = count;
-    a.ints = ox_xcalloc((size_t)count, sizeof(int64_t));
+    a.ints = ox__ir_xcalloc((size_t)count, sizeof(int64_t));
     if (!a.ints) {
         free(a.name);
-        return NULL;
+        return attr_oom(n);
     }
     if (count)
         memcpy(a.ints, v, (size_t)count * sizeof(int64_t));
@@ -504,9 +519,13 @@ ox_attr *ox_node_set_attr_ints(ox_node *n, const char *name, int count, const in
 ox_attr *ox_node_set_attr_t(ox_node *n, const char *name, ox_tensor *t)
 {
     ox_attr a;
-    if (!n || !name || !new_named(&a, name, OX_ATTR_TENSOR)) {
+    if (!n || !name) {
         ox_tensor_free(t);
         return NULL;
+    }
+    if (!new_named(&a, name, OX_ATTR_TENSOR)) {
+        ox_tensor_free(t);
+        return attr_oom(n);
     }
     a.t = t;
     return install_attr(n, &a);
@@ -529,12 +548,12 @@ static ox_kv *kv_copy(const ox_kv *s, int n)
 {
     if (!s || n <= 0)
         return NULL;
-    ox_kv *d = ox_xcalloc((size_t)n, sizeof *d);
+    ox_kv *d = ox__ir_xcalloc((size_t)n, sizeof *d);
     if (!d)
         return NULL;
     for (int i = 0; i < n; i++) {
-        d[i].key = ox_strdup(s[i].key);
-        d[i].value = ox_strdup(s[i].value);
+        d[i].key = ox__ir_strdup(s[i].key);
+        d[i].value = ox__ir_strdup(s[i].value);
     }
     return d;
 }
@@ -570,8 +589,8 @@ ox_graph *ox__graph_clone(const ox_graph *src, ox_model *m, ox_graph *parent,
     if (!g)
         return NULL;
     g->owner = owner;
-    g->name = ox_strdup(src->name);
-    g->doc_string = ox_strdup(src->doc_string);
+    g->name = ox__ir_strdup(src->name);
+    g->doc_string = ox__ir_strdup(src->doc_string);
     g->meta = kv_copy(src->meta, src->n_meta);
     g->n_meta = g->meta ? src->n_meta : 0;
     if (src->quant_annotations && src->quant_annotations_len) {
@@ -580,14 +599,14 @@ ox_graph *ox__graph_clone(const ox_graph *src, ox_model *m, ox_graph *parent,
             g->quant_annotations_len = src->quant_annotations_len;
     }
     if (src->n_sparse > 0) {
-        g->sparse_inits = ox_xcalloc((size_t)src->n_sparse, sizeof(ox_sparse *));
-        g->sparse_names = ox_xcalloc((size_t)src->n_sparse, sizeof(char *));
+        g->sparse_inits = ox__ir_xcalloc((size_t)src->n_sparse, sizeof(ox_sparse *));
+        g->sparse_names = ox__ir_xcalloc((size_t)src->n_sparse, sizeof(char *));
         if (!g->sparse_inits || !g->sparse_names)
             goto fail;
         g->n_sparse = src->n_sparse;
         for (int i = 0; i < src->n_sparse; i++) {
             g->sparse_inits[i] = sparse_copy(src->sparse_inits ? src->sparse_inits[i] : NULL);
-            g->sparse_names[i] = ox_strdup(src->sparse_names ? src->sparse_names[i] : NULL);
+            g->sparse_names[i] = ox__ir_strdup(src->sparse_names ? src->sparse_names[i] : NULL);
         }
     }
     for (int i = 0; i < src->n_values; i++) {
@@ -598,7 +617,7 @@ ox_graph *ox__graph_clone(const ox_graph *src, ox_model *m, ox_graph *parent,
         v->is_input = sv->is_input;
         v->is_output = sv->is_output;
         v->has_value_info = sv->has_value_info;
-        v->doc_string = ox_strdup(sv->doc_string);
+        v->doc_string = ox__ir_strdup(sv->doc_string);
         if (sv->type && !(v->type = ox_type_clone(sv->type)))
             goto fail;
         if (sv->init && !(v->init = ox_tensor_share(sv->init)))
@@ -607,7 +626,7 @@ ox_graph *ox__graph_clone(const ox_graph *src, ox_model *m, ox_graph *parent,
             v->known = ox_tensor_share(sv->known);
     }
     if (src->n_inputs > 0) {
-        g->inputs = ox_xcalloc((size_t)src->n_inputs, sizeof(ox_value *));
+        g->inputs = ox__ir_xcalloc((size_t)src->n_inputs, sizeof(ox_value *));
         if (!g->inputs)
             goto fail;
         for (int i = 0; i < src->n_inputs; i++)
@@ -617,8 +636,8 @@ ox_graph *ox__graph_clone(const ox_graph *src, ox_model *m, ox_graph *parent,
     for (int i = 0; i < src->n_nodes; i++) {
         const ox_node *sn = src->nodes[i];
         ox_value *stack_in[8], *stack_out[8];
-        ox_value **in = sn->n_inputs <= 8 ? stack_in : ox_xcalloc((size_t)sn->n_inputs, sizeof *in);
-        ox_value **out = sn->n_outputs <= 8 ? stack_out : ox_xcalloc((size_t)sn->n_outputs, sizeof *out);
+        ox_value **in = sn->n_inputs <= 8 ? stack_in : ox__ir_xcalloc((size_t)sn->n_inputs, sizeof *in);
+        ox_value **out = sn->n_outputs <= 8 ? stack_out : ox__ir_xcalloc((size_t)sn->n_outputs, sizeof *out);
         ox_node *n = NULL;
         if (in && out) {
             for (int k = 0; k < sn->n_inputs; k++)
@@ -636,12 +655,12 @@ ox_graph *ox__graph_clone(const ox_graph *src, ox_model *m, ox_graph *parent,
             goto fail;
         if (keep_ids)
             n->id = sn->id;
-        n->overload = ox_strdup(sn->overload);
-        n->doc_string = ox_strdup(sn->doc_string);
+        n->overload = ox__ir_strdup(sn->overload);
+        n->doc_string = ox__ir_strdup(sn->doc_string);
         n->meta = kv_copy(sn->meta, sn->n_meta);
         n->n_meta = n->meta ? sn->n_meta : 0;
         if (sn->n_attrs > 0) {
-            n->attrs = ox_xcalloc((size_t)sn->n_attrs, sizeof(ox_attr));
+            n->attrs = ox__ir_xcalloc((size_t)sn->n_attrs, sizeof(ox_attr));
             if (!n->attrs)
                 goto fail;
             for (int k = 0; k < sn->n_attrs; k++) {
@@ -669,7 +688,7 @@ static bool blobs_copy(ox_blob **dst, int *nd, const ox_blob *src, int n)
     *nd = 0;
     if (!src || n <= 0)
         return true;
-    *dst = ox_xcalloc((size_t)n, sizeof(ox_blob));
+    *dst = ox__ir_xcalloc((size_t)n, sizeof(ox_blob));
     if (!*dst)
         return false;
     for (int i = 0; i < n; i++) {
@@ -690,17 +709,17 @@ ox_model *ox_model_clone(const ox_model *s)
     ox__graph_destroy(m->graph, false, true);
     m->graph = NULL;
     m->ir_version = s->ir_version;
-    m->producer_name = ox_strdup(s->producer_name);
-    m->producer_version = ox_strdup(s->producer_version);
-    m->domain = ox_strdup(s->domain);
-    m->doc_string = ox_strdup(s->doc_string);
+    m->producer_name = ox__ir_strdup(s->producer_name);
+    m->producer_version = ox__ir_strdup(s->producer_version);
+    m->domain = ox__ir_strdup(s->domain);
+    m->doc_string = ox__ir_strdup(s->doc_string);
     m->model_version = s->model_version;
     for (int i = 0; i < s->n_opsets; i++)
         ox_model_set_opset(m, s->opsets[i].domain, s->opsets[i].version);
     m->meta = kv_copy(s->meta, s->n_meta);
     m->n_meta = m->meta ? s->n_meta : 0;
-    m->path = ox_strdup(s->path);
-    m->dir = ox_strdup(s->dir);
+    m->path = ox__ir_strdup(s->path);
+    m->dir = ox__ir_strdup(s->dir);
     m->file_buf = ox_buffer_retain(s->file_buf);
     m->file_size = s->file_size;
     m->name_counter = s->name_counter;
@@ -708,41 +727,41 @@ ox_model *ox_model_clone(const ox_model *s)
         !blobs_copy(&m->configuration, &m->n_configuration, s->configuration, s->n_configuration))
         goto fail;
     if (s->n_load_issues > 0) {
-        m->load_issues = ox_xcalloc((size_t)s->n_load_issues, sizeof(char *));
+        m->load_issues = ox__ir_xcalloc((size_t)s->n_load_issues, sizeof(char *));
         if (!m->load_issues)
             goto fail;
         for (int i = 0; i < s->n_load_issues; i++)
-            m->load_issues[i] = ox_strdup(s->load_issues[i]);
+            m->load_issues[i] = ox__ir_strdup(s->load_issues[i]);
         m->n_load_issues = s->n_load_issues;
     }
     if (s->graph && !(m->graph = ox__graph_clone(s->graph, m, NULL, NULL, true)))
         goto fail;
     if (s->n_functions > 0) {
-        m->functions = ox_xcalloc((size_t)s->n_functions, sizeof(ox_function));
+        m->functions = ox__ir_xcalloc((size_t)s->n_functions, sizeof(ox_function));
         if (!m->functions)
             goto fail;
         m->n_functions = s->n_functions;
         for (int i = 0; i < s->n_functions; i++) {
             const ox_function *sf = &s->functions[i];
             ox_function *f = &m->functions[i];
-            f->name = ox_strdup(sf->name);
-            f->domain = ox_strdup(sf->domain);
-            f->overload = ox_strdup(sf->overload);
-            f->doc_string = ox_strdup(sf->doc_string);
-            if (sf->n_attr_names > 0 && (f->attr_names = ox_xcalloc((size_t)sf->n_attr_names, sizeof(char *)))) {
+            f->name = ox__ir_strdup(sf->name);
+            f->domain = ox__ir_strdup(sf->domain);
+            f->overload = ox__ir_strdup(sf->overload);
+            f->doc_string = ox__ir_strdup(sf->doc_string);
+            if (sf->n_attr_names > 0 && (f->attr_names = ox__ir_xcalloc((size_t)sf->n_attr_names, sizeof(char *)))) {
                 for (int k = 0; k < sf->n_attr_names; k++)
-                    f->attr_names[k] = ox_strdup(sf->attr_names[k]);
+                    f->attr_names[k] = ox__ir_strdup(sf->attr_names[k]);
                 f->n_attr_names = sf->n_attr_names;
             }
             if (sf->n_attr_defaults > 0 &&
-                (f->attr_defaults = ox_xcalloc((size_t)sf->n_attr_defaults, sizeof(ox_attr)))) {
+                (f->attr_defaults = ox__ir_xcalloc((size_t)sf->n_attr_defaults, sizeof(ox_attr)))) {
                 for (int k = 0; k < sf->n_attr_defaults; k++)
                     if (ox__attr_copy(&f->attr_defaults[f->n_attr_defaults], &sf->attr_defaults[k], NULL, NULL, true))
                         f->n_attr_defaults++;
             }
-            if (sf->n_opsets > 0 && (f->opsets = ox_xcalloc((size_t)sf->n_opsets, sizeof(ox_opset)))) {
+            if (sf->n_opsets > 0 && (f->opsets = ox__ir_xcalloc((size_t)sf->n_opsets, sizeof(ox_opset)))) {
                 for (int k = 0; k < sf->n_opsets; k++) {
-                    f->opsets[k].domain = ox_strdup(sf->opsets[k].domain);
+                    f->opsets[k].domain = ox__ir_strdup(sf->opsets[k].domain);
                     f->opsets[k].version = sf->opsets[k].version;
                 }
                 f->n_opsets = sf->n_opsets;
@@ -754,6 +773,7 @@ ox_model *ox_model_clone(const ox_model *s)
         }
     }
     m->next_node_id = s->next_node_id;
+    m->oom = m->oom || s->oom; /* a copy of an inconsistent IR is one too */
     return m;
 fail:
     ox_model_free(m);

@@ -5,6 +5,17 @@
 
 #include "onnxscope/ir.h"
 
+/* Every allocation of src/ir goes through these (failure injection for
+ * tests: ox_ir_test_fail_after). ox__ir_strdup(NULL) is NULL, not a failure. */
+void *ox__ir_malloc(size_t n);
+void *ox__ir_calloc(size_t n, size_t size);
+void *ox__ir_realloc(void *p, size_t n);
+void *ox__ir_xcalloc(size_t n, size_t size);
+char *ox__ir_strdup(const char *s);
+/* Marks g's model (if any) as having lost an edit to out of memory. */
+void ox__oom(const ox_graph *g);
+
+/* Adds a use record; on out of memory marks the model (ox__oom). */
 bool ox__use_add(ox_value *v, ox_node *n, int input);
 /* Removes one record (node, input); false if none. */
 bool ox__use_del(ox_value *v, ox_node *n, int input);

@@ -686,6 +686,9 @@ static const ox_op_schema ops_table[] = {
     { "com.microsoft", "FusedConv", 1, "X:T, W:T, B:T?, Z:T?", "Y:T",
       "activation:s, activation_params:floats, " CONV_ATTRS, TF,
       "Conv + bias + optional residual Z + activation", ox__infer_conv },
+    { "com.microsoft", "FusedGemm", 1, "A:T, B:T, C:T?", "Y:T",
+      "activation:s, activation_alpha:f, activation_beta:f, activation_gamma:f, alpha:f=1.0, "
+      "beta:f=1.0, transA:i=0, transB:i=0", TF, "Gemm + activation", ox__infer_gemm },
     { "com.microsoft", "FusedMatMul", 1, "A:T, B:T", "Y:T",
       "alpha:f=1.0, transA:i=0, transB:i=0, transBatchA:i=0, transBatchB:i=0", TF,
       "alpha * op(A) x op(B) with transposes", ox__infer_fused_matmul },

@@ -18,8 +18,10 @@ static void reg_build(void)
 {
     /* Order matters for a round: constants first so that folding sees
      * initializers, eliminations and fusions next, cleanup last. */
-    const ox_pass *tables[] = {ox__passes_fold, ox__passes_elim, ox__passes_fuse,
-                               ox__passes_cleanup};
+    const ox_pass *tables[] = {ox__passes_fold,         ox__passes_elim,
+                               ox__passes_fuse,         ox__passes_fuse_reshape,
+                               ox__passes_fuse_gemm,    ox__passes_fuse_conv,
+                               ox__passes_fuse_act,     ox__passes_cleanup};
     int k = 0;
     for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
         for (const ox_pass *p = tables[t]; p->name && k < 128; p++)
@@ -109,6 +111,7 @@ struct ox_pass_manager {
     const ox_infer_opts *io;
     int64_t fold_limit;
     int max_iter;
+    ox_pass_target target;
 };
 
 ox_pass_manager *ox_pm_new(ox_pass_level level, ox_pass_target target)
@@ -132,6 +135,7 @@ ox_pass_manager *ox_pm_new(ox_pass_level level, ox_pass_target target)
     }
     pm->fold_limit = 1 << 20;
     pm->max_iter = 8;
+    pm->target = target;
     return pm;
 }
 
@@ -175,6 +179,11 @@ static ox_status for_list(ox_pass_manager *pm, const char *list, bool on, ox_err
         bool found = false;
         for (int i = 0; i < pm->n; i++)
             if (strlen(pm->passes[i]->name) == len && !strncmp(pm->passes[i]->name, p, len)) {
+                /* --target onnx promises standard ops whatever is named. */
+                if (on && pm->passes[i]->target == OX_TARGET_ORT && pm->target != OX_TARGET_ORT)
+                    return ox_errorf(err, OX_EINVAL,
+                                     "pass '%.*s' emits com.microsoft ops: it needs --target ort",
+                                     (int)len, p);
                 pm->on[i] = on;
                 found = true;
             }
@@ -505,6 +514,8 @@ static ox_status run_pass(ox_pass_manager *pm, ox_model *m, const ox_pass *p, in
     for (int i = l.n - 1; i >= 0 && !st && ox__pass_may(&c); i--)
         st = p->run(&c, l.v[i], err);
     free(l.v);
+    if (!st)
+        st = ox_model_check_oom(m, p->name, err);
     if (!st && c.rewrites) {
         ox_graph_relink(m->graph);
         st = sort_all(m, err);
@@ -601,6 +612,8 @@ ox_status ox_pm_run(ox_pass_manager *pm, ox_model *m, ox_pass_report *rep, ox_er
 {
     if (!pm || !m || !m->graph)
         return ox_errorf(err, OX_EINVAL, "no model");
+    if (m->oom)
+        return ox_model_check_oom(m, "optimize", err);
     snap a = {0}, b = {0};
     ox_status st = OX_OK;
     if (rep) {
@@ -639,6 +652,8 @@ ox_status ox_pm_step(ox_pass_manager *pm, ox_model *m, int i, int max_rewrites,
 {
     if (!pm || !m || !m->graph || i < 0 || i >= pm->n)
         return ox_errorf(err, OX_EINVAL, "no such pass");
+    if (m->oom)
+        return ox_model_check_oom(m, "optimize", err);
     const ox_pass *p = pm->passes[i];
     snap a = {0}, b = {0};
     int rw = 0;

@@ -15,10 +15,12 @@ struct ox_pass_ctx {
     int rewrites;   /* rewrites done by the current invocation */
 };
 
-/* True while the pass may make another rewrite. */
+/* True while the pass may make another rewrite: budget left, and no edit
+ * has run out of memory (m->oom: the IR may be inconsistent, so the pass
+ * stops and the manager returns OX_ENOMEM). */
 static inline bool ox__pass_may(const ox_pass_ctx *c)
 {
-    return c->budget != 0;
+    return c->budget != 0 && !c->m->oom;
 }
 /* Records one rewrite. */
 static inline void ox__pass_did(ox_pass_ctx *c)
@@ -33,6 +35,10 @@ extern const ox_pass ox__passes_cleanup[];
 extern const ox_pass ox__passes_fold[];
 extern const ox_pass ox__passes_elim[];
 extern const ox_pass ox__passes_fuse[];
+extern const ox_pass ox__passes_fuse_reshape[];
+extern const ox_pass ox__passes_fuse_gemm[];
+extern const ox_pass ox__passes_fuse_conv[];
+extern const ox_pass ox__passes_fuse_act[];
 
 /* The constant tensor of v when it is a real constant: an initializer that
  * is not also a graph input (those can be overridden at run time). */

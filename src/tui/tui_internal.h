@@ -124,6 +124,7 @@ typedef struct tui_row_cache {
     ox_node *node;
     int64_t macs;
     bool known;
+    bool upper;     /* macs an upper bound (larger If branch) */
 } tui_row_cache;
 
 typedef enum { TUI_SORT_ORDER = 0, TUI_SORT_MACS, TUI_SORT_OP, TUI_SORT_NAME, TUI_SORT_COUNT } tui_sort;
@@ -168,6 +169,11 @@ struct tui {
     tui_row_cache *rc;
     int n_rc;
     int64_t sum_macs;
+    /* The shown graph's total as ox_fmt_cost takes it: known, the lower
+     * bound of the known part, unknown nodes, upper bound (If). */
+    bool sum_known, sum_upper;
+    int64_t sum_lower;
+    int sum_unknown;
     int *order;            /* filtered, sorted view: indexes into rc */
     int n_order;
     tui_sort sort;

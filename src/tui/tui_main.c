@@ -704,13 +704,19 @@ static void draw_loading(tui *t, loader *l)
 {
     erase();
     static const char *const phases[] = {"loading", "inferring shapes", "computing costs", "done"};
+    /* One bar over the whole opening: the loader's own fraction fills the
+     * first 60 %, inference and costs (no finer progress) the rest. */
+    static const double start[] = {0.0, 0.6, 0.8, 1.0};
     int ph = atomic_load(&l->phase);
+    if (ph < 0 || ph > 3)
+        ph = 0;
+    double frac = ph == 0 ? start[1] * atomic_load(&l->progress) / 1000.0 : start[ph];
     int y = LINES / 2 - 2;
     int w = COLS - 8 < 70 ? COLS - 8 : 70;
     int x = (COLS - w) / 2;
     tui_putf(y, x, w, OX_SLOT_UI_HEADER, t, "onnxscope: %s", t->path);
-    tui_putf(y + 1, x, w, OX_SLOT_UI_NORMAL, t, "%s ...", phases[ph < 0 || ph > 3 ? 0 : ph]);
-    tui_progress(t, y + 2, x, w, ph == 0 ? atomic_load(&l->progress) / 1000.0 : 1.0);
+    tui_putf(y + 1, x, w, OX_SLOT_UI_NORMAL, t, "%s ...", phases[ph]);
+    tui_progress(t, y + 2, x, w, frac);
     tui_put(LINES - 1, 0, COLS, OX_SLOT_UI_DIM, t, "q quits when loading ends");
     refresh();
 }

@@ -268,14 +268,24 @@ ox_status tui_model_refresh(tui *t, ox_error *err)
     t->order = calloc((size_t)g->n_nodes + 1, sizeof *t->order);
     if (!t->rc || !t->order)
         return ox_errorf(err, OX_ENOMEM, "out of memory");
-    t->sum_macs = 0;
+    t->sum_macs = t->sum_lower = 0;
+    t->sum_known = true;
+    t->sum_upper = false;
+    t->sum_unknown = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         ox_cost c;
         ox_node_cost(g->nodes[i], &c);
         t->rc[i].node = g->nodes[i];
         t->rc[i].macs = c.macs;
         t->rc[i].known = c.known;
+        t->rc[i].upper = c.upper;
         t->sum_macs += c.macs;
+        t->sum_lower += c.macs_min;
+        t->sum_upper = t->sum_upper || c.upper;
+        if (!c.known) {
+            t->sum_known = false;
+            t->sum_unknown++;
+        }
     }
     t->n_rc = g->n_nodes;
     build_perms(t);
@@ -504,8 +514,10 @@ void tui_detail_build(tui *t)
              tui_node_label(n, lb, sizeof lb), n->domain && n->domain[0] ? "  domain " : "",
              n->domain ? n->domain : "");
     add_line(t, &cap, OX_SLOT_UI_NORMAL, NULL, NULL, "MACs %s   params %lld   category %s",
-             ox_fmt_count(c.macs, c.known, mb, sizeof mb), (long long)c.params,
+             ox_fmt_node_macs(&c, mb, sizeof mb), (long long)c.params,
              ox_opcat_name(ox_op_category(n->op_type)));
+    if (c.control != OX_CTRL_NONE)
+        add_line(t, &cap, OX_SLOT_UI_DIM, NULL, NULL, "  cost: %s", ox_cost_note(&c, ab, sizeof ab));
     add_line(t, &cap, OX_SLOT_UI_HEADER, NULL, NULL, "Inputs (Enter follows to the producer)");
     for (int i = 0; i < n->n_inputs; i++) {
         ox_value *v = n->inputs[i];

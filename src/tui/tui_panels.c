@@ -59,14 +59,13 @@ static void overview_draw(tui *t, int y0, int h, int w)
         ox_fmt_count(c->params_dedup, true, b, sizeof b));
     ROW("Weights", "%s", ox_fmt_bytes(c->weights_bytes, true, a, sizeof a));
     if (c->known)
-        ROW("MACs", "%s   FLOPs %s", ox_fmt_count(c->macs, true, a, sizeof a),
-            ox_fmt_count(c->flops, true, b, sizeof b));
-    else if (c->macs > 0) /* a lower bound: the nodes with known dims */
-        ROW("MACs", ">= %s   (%d nodes depend on unknown dims: set shapes in panel 5)",
-            ox_fmt_count(c->macs, true, a, sizeof a), c->n_unknown);
-    else
-        ROW("MACs", "?   (%d nodes depend on unknown dims: set shapes in panel 5)",
-            c->n_unknown);
+        ROW("MACs", "%s   FLOPs %s%s", ox_fmt_model_macs(c, a, sizeof a),
+            ox_fmt_model_flops(c, b, sizeof b),
+            c->n_upper ? "   (<= : If nodes counted by their larger branch)" : "");
+    else if (!strcmp(ox_fmt_model_macs(c, a, sizeof a), "?"))
+        ROW("MACs", "?   (%d nodes unknown: set input shapes in panel 5)", c->n_unknown);
+    else /* the known part as a lower bound, never a partial sum alone */
+        ROW("MACs", "%s   (set input shapes in panel 5)", a);
     ROW("Peak activ.", "%s   memory total %s%s",
         ox_fmt_bytes(c->peak_activation_bytes, c->peak_known, d, sizeof d),
         ox_fmt_bytes(c->memory_bytes, c->peak_known, e, sizeof e),
@@ -153,8 +152,9 @@ static void nodes_draw_row(tui *t, int row, int y, int w, bool sel)
     char lb[256], sb[512], mb[32], pct[16];
     tui_node_label(n, lb, sizeof lb);
     tui_out_shapes(n, sb, sizeof sb);
-    ox_fmt_count(r->macs, r->known || r->macs > 0, mb, sizeof mb);
-    if (t->sum_macs > 0)
+    ox_fmt_cost(r->macs, 0, r->known, r->upper, 0, mb, sizeof mb);
+    /* A share of a partial sum would be wrong: only of a known total. */
+    if (t->sum_known && t->sum_macs > 0 && r->known)
         snprintf(pct, sizeof pct, "%5.1f", 100.0 * (double)r->macs / (double)t->sum_macs);
     else
         snprintf(pct, sizeof pct, "-");
@@ -219,10 +219,11 @@ static void nodes_footer(tui *t, int y0, int h, int w)
 {
     (void)h;
     static const char *const names[] = {"order", "MACs", "op", "name"};
-    char mb[32];
+    char mb[64];
     tui_putf(y0, 0, w, OX_SLOT_UI_DIM, t, "%d of %d nodes   sort: %s (o)   filter: %s (f)   total MACs %s",
              t->n_order, t->n_rc, names[t->sort], t->filter[0] ? t->filter : "none",
-             ox_fmt_count(t->sum_macs, true, mb, sizeof mb));
+             ox_fmt_cost(t->sum_macs, t->sum_lower, t->sum_known, t->sum_upper,
+                         t->sum_unknown, mb, sizeof mb));
 }
 
 /* ---- Node detail ---------------------------------------------------------- */
@@ -453,9 +454,9 @@ static void io_footer(tui *t, int y0, int h, int w)
         tui_put(y0, i, 1, OX_SLOT_UI_BORDER, t, tui_hline(t));
     tui_put(y0 + 1, 1, w - 2, OX_SLOT_UI_DIM, t,
             "e: edit the selected input's shape (e.g. 4x3x224x224, N for a symbol)");
-    char mb[32], pb[32];
+    char mb[64], pb[32];
     tui_putf(y0 + 2, 1, w - 2, OX_SLOT_UI_DIM, t, "c: clear overrides   MACs %s   peak %s",
-             ox_fmt_count(t->cost.macs, true, mb, sizeof mb),
+             ox_fmt_model_macs(&t->cost, mb, sizeof mb),
              ox_fmt_bytes(t->cost.peak_activation_bytes, t->cost.peak_known, pb, sizeof pb));
 }
 

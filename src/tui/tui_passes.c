@@ -269,15 +269,15 @@ void tui_passes_footer(tui *t, int y0, int h, int w)
     (void)h;
     for (int i = 0; i < w; i++)
         tui_put(y0, i, 1, OX_SLOT_UI_BORDER, t, tui_hline(t));
-    char a[32], b[32];
+    char a[64], b[64];
     if (t->cur == t->orig)
         tui_put(y0 + 1, 1, w - 2, OX_SLOT_UI_DIM, t, "showing the original model");
     else
         tui_putf(y0 + 1, 1, w - 2, OX_SLOT_UI_OK, t,
                  "%s: nodes %d -> %d   MACs %s -> %s", t->last_action,
                  t->orig->graph->n_nodes, t->cur->graph->n_nodes,
-                 ox_fmt_count(t->cost_orig.macs, true, a, sizeof a),
-                 ox_fmt_count(t->cost.macs, true, b, sizeof b));
+                 ox_fmt_model_macs(&t->cost_orig, a, sizeof a),
+                 ox_fmt_model_macs(&t->cost, b, sizeof b));
     tui_put(y0 + 2, 1, w - 2, OX_SLOT_UI_DIM, t,
             "Space toggle  s step  a apply all  r reset  L level  9 diff  w save");
 }
@@ -362,7 +362,7 @@ static void diff_line(tui *t, int y, int w, const char *label, const char *b, co
 
 void tui_diff_draw(tui *t, int y0, int h, int w)
 {
-    char a[32], b[32];
+    char a[64], b[64];
     const ox_model_cost *co = &t->cost_orig, *cn = &t->cost;
     int y = y0, end = y0 + h;
     tui_putf(y++, 2, w - 4, OX_SLOT_UI_HEADER, t, "Diff: original -> %s",
@@ -378,11 +378,10 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
     diff_line(t, y++, w, "weights", ox_fmt_bytes(co->weights_bytes, true, a, sizeof a),
               ox_fmt_bytes(cn->weights_bytes, true, b, sizeof b),
               co->weights_bytes != cn->weights_bytes);
-    diff_line(t, y++, w, "MACs", ox_fmt_count(co->macs, co->known || co->macs, a, sizeof a),
-              ox_fmt_count(cn->macs, cn->known || cn->macs, b, sizeof b), co->macs != cn->macs);
-    diff_line(t, y++, w, "FLOPs", ox_fmt_count(co->flops, co->known || co->flops, a, sizeof a),
-              ox_fmt_count(cn->flops, cn->known || cn->flops, b, sizeof b),
-              co->flops != cn->flops);
+    diff_line(t, y++, w, "MACs", ox_fmt_model_macs(co, a, sizeof a),
+              ox_fmt_model_macs(cn, b, sizeof b), strcmp(a, b) != 0);
+    diff_line(t, y++, w, "FLOPs", ox_fmt_model_flops(co, a, sizeof a),
+              ox_fmt_model_flops(cn, b, sizeof b), strcmp(a, b) != 0);
     diff_line(t, y++, w, "peak activations",
               ox_fmt_bytes(co->peak_activation_bytes, co->peak_known, a, sizeof a),
               ox_fmt_bytes(cn->peak_activation_bytes, cn->peak_known, b, sizeof b),

@@ -678,6 +678,235 @@ static void test_profile(void **state)
     ox_model_free(m);
 }
 
+
+/* ---- control flow ------------------------------------------------------------ */
+
+static ox_value *typed_input(ox_graph *g, const char *name, ox_dtype dt, int rank,
+                             const int64_t *dims)
+{
+    ox_value *v = ox_graph_value(g, name);
+    assert_non_null(v);
+    v->type = ox_type_new_tensor(dt, rank, dims);
+    assert_int_equal(ox_graph_add_input(g, v), OX_OK);
+    return v;
+}
+
+static ox_value *scalar_init(ox_graph *g, const char *name, ox_dtype dt, int64_t val)
+{
+    ox_value *v = ox_graph_value(g, name);
+    ox_tensor *t = ox_tensor_new(dt, 0, NULL);
+    assert_non_null(t);
+    ox_tensor_set_i64(t, 0, val);
+    assert_int_equal(ox_graph_set_initializer(g, v, t), OX_OK);
+    return v;
+}
+
+/* Attaches body (a copy: the node owns it) as graph attribute name. */
+static ox_graph *attach(ox_node *n, const char *name, ox_graph *body)
+{
+    ox_attr a;
+    memset(&a, 0, sizeof a);
+    a.name = (char *)name;
+    a.type = OX_ATTR_GRAPH;
+    a.g = body;
+    assert_non_null(ox_node_set_attr(n, &a));
+    ox_graph_free(body);
+    return ox_node_attr(n, name)->g;
+}
+
+static ox_node *op2(ox_graph *g, const char *op, ox_value *a, ox_value *b, const char *out)
+{
+    ox_value *in[2] = {a, b};
+    ox_value *o = ox_graph_value(g, out);
+    ox_node *n = ox_node_new(g, op, "", out, b ? 2 : 1, in, 1, &o);
+    assert_non_null(n);
+    return n;
+}
+
+/* A Loop body: (i, cond, v) -> (cond_out, v*v + v); cond_out is cond, or
+ * i < lim when lim is given. 128 MACs per iteration on [4,16] (+1 for Less). */
+static ox_graph *loop_body(ox_model *m, ox_graph *g, ox_value *lim)
+{
+    ox_graph *b = ox_graph_new(m, g);
+    ox_value *i = ox_graph_value(b, "i"), *c = ox_graph_value(b, "cin"),
+             *v = ox_graph_value(b, "v");
+    ox_graph_add_input(b, i);
+    ox_graph_add_input(b, c);
+    ox_graph_add_input(b, v);
+    ox_value *p = op2(b, "Mul", v, v, "p")->outputs[0];
+    ox_value *q = op2(b, "Add", p, v, "q")->outputs[0];
+    ox_value *co = lim ? op2(b, "Less", i, lim, "cout")->outputs[0] : c;
+    ox_graph_add_output(b, co);
+    ox_graph_add_output(b, q);
+    return b;
+}
+
+/* If / Loop / Scan built with the IR API; expected MACs by hand. */
+static void test_control_flow(void **state)
+{
+    (void)state;
+    ox_model *m = new_model();
+    ox_graph *g = m->graph;
+    ox_value *x = typed_input(g, "x", OX_DT_FLOAT, 2, DIMS(4, 16));
+    ox_value *c = typed_input(g, "c", OX_DT_BOOL, 0, NULL);
+    ox_value *nm = typed_input(g, "n", OX_DT_INT64, 0, NULL);
+    ox_value *s0 = typed_input(g, "s0", OX_DT_FLOAT, 1, DIMS(16));
+    ox_value *xs = typed_input(g, "xs", OX_DT_FLOAT, 2, DIMS(7, 16));
+    ox_value *w1 = W(g, "w1", 16, 32), *w2 = W(g, "w2", 16, 8);
+    ox_value *cf = scalar_init(g, "cf", OX_DT_BOOL, 0);
+    ox_value *ct = scalar_init(g, "ct", OX_DT_BOOL, 1);
+    ox_value *ten = scalar_init(g, "ten", OX_DT_INT64, 10);
+    ox_value *five = scalar_init(g, "five", OX_DT_INT64, 5);
+    ox_value *lim = scalar_init(g, "lim", OX_DT_INT64, 3);
+
+    /* If on an input: then MatMul x.w1 (4*32*16 = 2048), else x.w2 (512). */
+    ox_node *ifs[2];
+    ox_value *conds[2] = {c, cf};
+    for (int k = 0; k < 2; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "if%d", k);
+        ox_value *o = ox_graph_value(g, name);
+        ifs[k] = ox_node_new(g, "If", "", name, 1, &conds[k], 1, &o);
+        for (int b = 0; b < 2; b++) {
+            ox_graph *br = ox_graph_new(m, g);
+            snprintf(name, sizeof name, "br%d_%d", k, b);
+            ox_graph_add_output(br, op2(br, "MatMul", x, b ? w2 : w1, name)->outputs[0]);
+            attach(ifs[k], b ? "else_branch" : "then_branch", br);
+        }
+    }
+    /* Loops: M = 10 and no cond (10 x 128); M an input (unknown); M = 5
+     * with a computed condition (unknown, at most 5). */
+    ox_value *loop_m[3] = {ten, nm, five};
+    ox_node *loops[3];
+    for (int k = 0; k < 3; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "loop%d", k);
+        ox_value *in[3] = {loop_m[k], k == 2 ? ct : NULL, x};
+        ox_value *o = ox_graph_value(g, name);
+        loops[k] = ox_node_new(g, "Loop", "", name, 3, in, 1, &o);
+        attach(loops[k], "body", loop_body(m, g, k == 2 ? lim : NULL));
+    }
+    /* Scan over 7 rows of [7,16]: Add (16) + Tanh (32*16) per row. */
+    ox_value *sin_[2] = {s0, xs};
+    ox_value *sout[2] = {ox_graph_value(g, "s_final"), ox_graph_value(g, "ys")};
+    ox_node *scan = ox_node_new(g, "Scan", "", "scan", 2, sin_, 2, sout);
+    ox_node_set_attr_i(scan, "num_scan_inputs", 1);
+    {
+        ox_graph *b = ox_graph_new(m, g);
+        ox_value *s = ox_graph_value(b, "s"), *xt = ox_graph_value(b, "xt");
+        ox_graph_add_input(b, s);
+        ox_graph_add_input(b, xt);
+        ox_value *a = op2(b, "Add", s, xt, "a")->outputs[0];
+        ox_value *t = op2(b, "Tanh", a, NULL, "t")->outputs[0];
+        ox_graph_add_output(b, t);
+        ox_graph_add_output(b, a);
+        attach(scan, "body", b);
+    }
+    ox_graph_relink(g);
+    ox_error err = {0};
+    assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
+
+    ox_cost cc;
+    char buf[160];
+    ox_node_cost(ifs[0], &cc);
+    assert_true(cc.known);
+    assert_int_equal(cc.control, OX_CTRL_IF_MAX);
+    assert_int_equal(cc.branch, 0);
+    assert_int_equal(cc.macs, 2048);
+    assert_int_equal(cc.flops, 4096);
+    assert_int_equal(cc.macs_min, 512);
+    assert_true(cc.upper);
+    assert_non_null(strstr(ox_cost_note(&cc, buf, sizeof buf), "larger branch (then_branch)"));
+    assert_string_equal(ox_fmt_node_macs(&cc, buf, sizeof buf), "<= 2.05K");
+
+    ox_node_cost(ifs[1], &cc); /* cond is a constant false: else runs */
+    assert_true(cc.known);
+    assert_int_equal(cc.control, OX_CTRL_IF_TAKEN);
+    assert_int_equal(cc.branch, 1);
+    assert_int_equal(cc.macs, 512);
+    assert_false(cc.upper);
+    assert_string_equal(ox_fmt_node_macs(&cc, buf, sizeof buf), "512");
+
+    ox_node_cost(loops[0], &cc);
+    assert_true(cc.known);
+    assert_int_equal(cc.control, OX_CTRL_LOOP);
+    assert_int_equal(cc.trips, 10);
+    assert_int_equal(cc.iter_macs, 128);
+    assert_int_equal(cc.macs, 1280);
+    assert_int_equal(cc.flops, 1280);
+    assert_string_equal(ox_cost_note(&cc, buf, sizeof buf), "10 iterations x 128 MACs");
+
+    ox_node_cost(loops[1], &cc);
+    assert_false(cc.known);
+    assert_int_equal(cc.control, OX_CTRL_LOOP_UNKNOWN);
+    assert_int_equal(cc.macs, 0);
+    assert_int_equal(cc.iter_macs, 128);
+    assert_true(cc.iter_known);
+    assert_string_equal(ox_cost_note(&cc, buf, sizeof buf),
+                        "trip count not constant: 128 MACs per iteration");
+    assert_string_equal(ox_fmt_node_macs(&cc, buf, sizeof buf), "?");
+
+    ox_node_cost(loops[2], &cc);
+    assert_false(cc.known);
+    assert_int_equal(cc.trips_max, 5);
+    assert_int_equal(cc.iter_macs, 129); /* + Less on scalars */
+    assert_non_null(strstr(ox_cost_note(&cc, buf, sizeof buf), "at most 5"));
+
+    ox_node_cost(scan, &cc);
+    assert_true(cc.known);
+    assert_int_equal(cc.control, OX_CTRL_SCAN);
+    assert_int_equal(cc.trips, 7);
+    assert_int_equal(cc.iter_macs, 16 + 32 * 16);
+    assert_int_equal(cc.macs, 7 * (16 + 32 * 16));
+
+    /* Totals: two unknown loops; the lower bound counts If0's smaller branch. */
+    ox_model_cost mc;
+    assert_int_equal(ox_model_cost_compute(m, &mc, NULL), OX_OK);
+    assert_false(mc.known);
+    assert_int_equal(mc.n_unknown, 2);
+    assert_int_equal(mc.n_upper, 1);
+    assert_int_equal(mc.macs_lower, 512 + 512 + 1280 + 7 * 528);
+    assert_string_equal(ox_fmt_model_macs(&mc, buf, sizeof buf), ">= 6.00K (2 nodes unknown)");
+
+    /* Without the unknown loops: an upper bound ("<="), exact elsewhere. */
+    ox_node *gone[2] = {loops[1], loops[2]};
+    ox_graph_remove_nodes(g, gone, 2);
+    assert_int_equal(ox_model_cost_compute(m, &mc, NULL), OX_OK);
+    assert_true(mc.known);
+    assert_int_equal(mc.macs, 2048 + 512 + 1280 + 7 * 528);
+    assert_string_equal(ox_fmt_model_macs(&mc, buf, sizeof buf), "<= 7.54K");
+
+    /* The profile says how each control-flow node was counted. */
+    ox_profile *p = NULL;
+    assert_int_equal(ox_profile_build(m, &p, NULL), OX_OK);
+    char *txt = NULL;
+    size_t tl = 0;
+    FILE *f = open_memstream(&txt, &tl);
+    assert_non_null(f);
+    ox_profile_print(f, p, 0);
+    fclose(f);
+    assert_non_null(strstr(txt, "if0: larger branch (then_branch) counted"));
+    assert_non_null(strstr(txt, "loop0: 10 iterations x 128 MACs"));
+    assert_non_null(strstr(txt, "scan: scan length 7 x 528 MACs"));
+    free(txt);
+    ox_profile_free(p);
+    ox_model_free(m);
+}
+
+static void test_fmt_cost(void **state)
+{
+    (void)state;
+    char b[64];
+    /* Unknown is never a number: nothing known is "?", a known part is a
+     * lower bound with the count of unknown nodes. */
+    assert_string_equal(ox_fmt_cost(0, 0, false, false, 5, b, sizeof b), "?");
+    assert_string_equal(ox_fmt_cost(1500, 1500, false, false, 1, b, sizeof b),
+                        ">= 1.50K (1 node unknown)");
+    assert_string_equal(ox_fmt_cost(0, 0, true, false, 0, b, sizeof b), "0");
+    assert_string_equal(ox_fmt_cost(4090000000LL, 0, true, false, 0, b, sizeof b), "4.09G");
+    assert_string_equal(ox_fmt_cost(2000, 100, true, true, 0, b, sizeof b), "<= 2.00K");
+}
+
 /* ---- shared models -------------------------------------------------------- */
 
 static const char *shared_dir(void)
@@ -1085,6 +1314,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_plan_outputs_and_skips),
         cmocka_unit_test(test_plan_large),
         cmocka_unit_test(test_profile),
+        cmocka_unit_test(test_control_flow),
+        cmocka_unit_test(test_fmt_cost),
     };
     const struct CMUnitTest models[] = {
         cmocka_unit_test(test_resnet50),

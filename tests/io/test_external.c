@@ -1,5 +1,6 @@
 /* External data: saving splits tensors into a data file and loads back;
- * every attempt to reach outside the model folder is refused. */
+ * every attempt to reach outside the model folder is refused. Also the
+ * loader's progress callback (ox_load_opts). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -301,6 +302,78 @@ static void test_save_external_roundtrip(void **state)
     ox_model_free(b);
 }
 
+/* ---- ox_load_opts.progress ------------------------------------------------ */
+
+typedef struct progress_log {
+    double v[4096];
+    int n;
+} progress_log;
+
+static void on_progress(void *ctx, double frac)
+{
+    progress_log *l = ctx;
+    if (l->n < 4096)
+        l->v[l->n++] = frac;
+}
+
+/* The callback sees 0 first, 1 last, never a step back, and intermediate
+ * values while a model of many initializers and nodes is converted. */
+static void test_load_progress(void **state)
+{
+    (void)state;
+    ox_model *m = ox_model_new();
+    assert_non_null(m);
+    ox_model_set_opset(m, "", 17);
+    ox_graph *g = m->graph;
+    int64_t d = 64;
+    ox_value *prev = ox_graph_value(g, "x");
+    prev->type = ox_type_new_tensor(OX_DT_FLOAT, 1, &d);
+    ox_graph_add_input(g, prev);
+    for (int i = 0; i < 500; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "w%d", i);
+        ox_value *w = ox_graph_value(g, name);
+        assert_int_equal(ox_graph_set_initializer(g, w, ox_tensor_new(OX_DT_FLOAT, 1, &d)), OX_OK);
+        snprintf(name, sizeof name, "h%d", i);
+        ox_value *in[2] = {prev, w}, *out = ox_graph_value(g, name);
+        assert_non_null(ox_node_new(g, "Add", "", name, 2, in, 1, &out));
+        prev = out;
+    }
+    ox_graph_add_output(g, prev);
+    char p[256];
+    snprintf(p, sizeof p, "%s/progress.onnx", dir);
+    ox_error err = {0};
+    assert_int_equal(ox_save(m, p, NULL, &err), OX_OK);
+    ox_model_free(m);
+
+    static progress_log log;
+    log.n = 0;
+    ox_load_opts o = {.progress = on_progress, .progress_ctx = &log};
+    assert_int_equal(ox_load(p, &o, &m, &err), OX_OK);
+    assert_int_equal(m->graph->n_nodes, 500);
+    ox_model_free(m);
+    assert_true(log.n > 20 && log.n < 1000);
+    assert_true(log.v[0] == 0.0);
+    assert_true(log.v[log.n - 1] == 1.0);
+    int mid = 0;
+    for (int i = 1; i < log.n; i++) {
+        assert_true(log.v[i] >= log.v[i - 1]);
+        mid += log.v[i] > 0.2 && log.v[i] < 1.0;
+    }
+    assert_true(mid > 10);
+
+    /* A file that fails to load never reports completion. */
+    snprintf(p, sizeof p, "%s/garbage.onnx", dir);
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    fputs("not a model at all", f);
+    fclose(f);
+    log.n = 0;
+    assert_int_not_equal(ox_load(p, &o, &m, &err), OX_OK);
+    for (int i = 0; i < log.n; i++)
+        assert_true(log.v[i] < 1.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -311,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_save_external_roundtrip),
         cmocka_unit_test(test_fifo_refused),
         cmocka_unit_test(test_nul_in_location),
+        cmocka_unit_test(test_load_progress),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

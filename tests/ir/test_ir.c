@@ -12,7 +12,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "onnxscope/io.h"
 #include "onnxscope/ir.h"
+#include "onnxscope/passes.h"
 
 /* Does v have a use record (node, input)? */
 static int count_use(const ox_value *v, const ox_node *n, int input)
@@ -497,6 +499,111 @@ static void test_random_edits(void **state)
     ox_model_free(m);
 }
 
+/* ---- allocation failures: never silent ---------------------------------------- */
+
+/* The random model of test_random_edits, smaller. */
+static ox_model *random_model(unsigned *seed, int *counter)
+{
+    ox_model *m = ox_model_new();
+    ox_graph *g = m->graph;
+    ox_graph_add_input(g, ox_graph_value(g, "in0"));
+    ox_graph_add_input(g, ox_graph_value(g, "in1"));
+    for (int i = 0; i < 12; i++) {
+        ox_node *n = add_random_node(g, seed, counter);
+        if (i % 6 == 5) {
+            ox_graph *b = ox_graph_new(m, g);
+            b->owner = n;
+            for (int k = 0; k < 3; k++)
+                add_random_node(b, seed, counter);
+            ox_graph_add_output(b, random_visible(b, seed));
+            attach_body(n, "body", b);
+        }
+    }
+    ox_graph_add_output(g, g->nodes[g->n_nodes - 1]->outputs[0]);
+    ox_graph_relink(g);
+    return m;
+}
+
+/* Every editing primitive, with the n-th IR allocation failing: either no
+ * failure was injected and the use lists equal a recomputation, or one was
+ * and the model says so (m->oom), which saving and the pass manager refuse
+ * with OX_ENOMEM. */
+static void test_alloc_failure(void **state)
+{
+    (void)state;
+    int fired_runs = 0;
+    for (long k = 1; k < 100000; k += k < 300 ? 1 : 13) {
+        unsigned seed = 777;
+        int counter = 0;
+        ox_model *m = random_model(&seed, &counter);
+        ox_graph *g = m->graph;
+        long before = ox_ir_test_failures();
+        ox_ir_test_fail_after(k);
+        for (int step = 0; step < 120; step++) {
+            struct gl l = {.n = 0};
+            ox_graph_visit(g, collect_graph, &l);
+            ox_graph *sg = l.g[rand_r(&seed) % (unsigned)l.n];
+            int op = (int)(rand_r(&seed) % 10);
+            if (op < 3 && sg->n_nodes) {
+                ox_node *n = sg->nodes[rand_r(&seed) % (unsigned)sg->n_nodes];
+                ox_node_set_input(n, (int)(rand_r(&seed) % 6), random_visible(sg, &seed));
+            } else if (op < 5 && sg->n_values > 1) {
+                ox_value *from = sg->values[rand_r(&seed) % (unsigned)sg->n_values];
+                ox_value *to = random_visible(sg, &seed);
+                if (to && to != from)
+                    ox_value_replace_uses(from, to);
+            } else if (op < 6 && sg->n_nodes) {
+                ox_node *n = sg->nodes[rand_r(&seed) % (unsigned)sg->n_nodes];
+                ox_node_set_attr_i(n, "k", step);
+                ox_node_set_output(n, 2, ox_graph_new_value(sg, "extra"));
+            } else if (op < 7 && sg->n_nodes > 3) {
+                ox_node_remove(sg->nodes[rand_r(&seed) % (unsigned)sg->n_nodes]);
+            } else if (op < 9) {
+                add_random_node(sg, &seed, &counter);
+            } else {
+                ox_graph_add_output(sg, random_visible(sg, &seed));
+            }
+        }
+        ox_ir_test_fail_after(0);
+        bool fired = ox_ir_test_failures() > before;
+        if (fired) {
+            fired_runs++;
+            if (!m->oom)
+                fail_msg("allocation %ld failed but the model is not marked", k);
+            ox_error err = {0};
+            void *buf = NULL;
+            size_t len = 0;
+            assert_int_equal(ox_save_buffer(m, &buf, &len, &err), OX_ENOMEM);
+            assert_non_null(strstr(err.msg, "out of memory"));
+            ox_pass_manager *pm = ox_pm_new(OX_LEVEL_BASIC, OX_TARGET_ONNX);
+            assert_non_null(pm);
+            assert_int_equal(ox_pm_run(pm, m, NULL, &err), OX_ENOMEM);
+            ox_pm_free(pm);
+            ox_model *c = ox_model_clone(m);
+            if (c)
+                assert_true(c->oom);
+            ox_model_free(c);
+        } else {
+            assert_false(m->oom);
+            int la, lb;
+            ox_use *a = snapshot(m, &la);
+            ox_graph_relink(g);
+            ox_use *b = snapshot(m, &lb);
+            bool same = la == lb;
+            for (int i = 0; same && i < la; i++)
+                same = a[i].node == b[i].node && a[i].input == b[i].input;
+            free(a);
+            free(b);
+            assert_true(same);
+            ox_model_free(m);
+            printf("alloc failure: %ld allocations tried, %d fired\n", k, fired_runs);
+            break; /* past the last allocation: every one was tried */
+        }
+        ox_model_free(m);
+    }
+    assert_true(fired_runs > 50);
+}
+
 static void test_clone(void **state)
 {
     (void)state;
@@ -658,12 +765,8 @@ static void test_scale(void **state)
     assert_int_equal(g->n_nodes, N / 2);
     print_message("100k nodes: build %.1f ms, toposort %.1f ms, clone %.1f ms, remove 50k (batch) %.1f ms\n",
                   (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3, (t4 - t3) * 1e3);
-    /* Generous bounds (shared, slow CI machines); typical runs are ~50x
-     * faster. They catch accidental O(n^2) behaviour. */
-    assert_true(t1 - t0 < 5.0);
-    assert_true(t2 - t1 < 5.0);
-    assert_true(t3 - t2 < 5.0);
-    assert_true(t4 - t3 < 5.0);
+    /* No timing assertion (a loaded CI machine is no clock): accidental
+     * O(n^2) behaviour shows as the suite's timeout and in bench/. */
     assert_int_equal(c->graph->n_nodes, N);
     free(vals);
     ox_model_free(m);
@@ -681,6 +784,7 @@ int main(void)
         cmocka_unit_test(test_nested_scopes),
         cmocka_unit_test(test_random_edits),
         cmocka_unit_test(test_clone),
+        cmocka_unit_test(test_alloc_failure),
         cmocka_unit_test(test_attrs_types),
         cmocka_unit_test(test_scale),
     };

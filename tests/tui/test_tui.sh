@@ -408,6 +408,85 @@ run_subgraphs() {
     quit_clean
 }
 
+# Unknown MACs are "?" in every panel and footer, never 0 or a partial sum
+# (a model whose input has a symbolic dim); fixing the shape makes them known.
+run_unknown_macs() {
+    SCEN="unknown MACs"
+    echo "== $SCEN"
+    if [ -z "${ONNXSCOPE_GEN_BIG:-}" ] || [ ! -x "$ONNXSCOPE_GEN_BIG" ]; then
+        echo "SKIP [$SCEN]: ONNXSCOPE_GEN_BIG (tests/tui/gen_big_model) not built"
+        return
+    fi
+    "$ONNXSCOPE_GEN_BIG" "$TMP/sym.onnx" 3 8 batch || { fail "gen_big_model failed"; return; }
+    start 120 30 TERM=xterm-256color -- "$TMP/sym.onnx"
+    wait_for "Peak activ." || return
+    CHECKS=$((CHECKS + 1))
+    screen | grep -qE '^ *MACs +\? ' || fail "Overview: MACs is not '?'"
+    keys 2
+    wait_for "total MACs ?" || return
+    CHECKS=$((CHECKS + 1))
+    [ "$(screen | grep -cE ' Add .* \? +- *$')" -eq 3 ] || fail "Nodes: rows are not '?' / '-'"
+    keys Enter
+    wait_for "MACs ?   params" || return
+    keys 5
+    wait_for "MACs ?   peak ?" || return
+    keys 8 a
+    wait_for "MACs ? -> ?" 20 || return
+    keys 9
+    wait_for "Diff: original" || return
+    CHECKS=$((CHECKS + 1))
+    screen | grep -qE '^ +MACs +\? +\?' || fail "Diff: MACs are not '? ?'"
+    assert_not_screen "MACs 0"
+    # A fixed shape makes them numbers: 3 Adds x 4x8 elements.
+    keys 8 r
+    wait_for "reset to the original model" || return
+    keys 5 e C-u
+    typed "4x8"
+    keys Enter
+    wait_for "MACs 96   peak" || return
+    keys 2
+    wait_for "total MACs 96" || return
+    quit_clean
+}
+
+# The loading bar moves while a large model (438 MB of initializers in
+# 107,000 nodes) opens: several distinct fractions are drawn before the
+# panels appear.
+run_load_progress() {
+    SCEN="loading progress"
+    echo "== $SCEN"
+    if [ -z "${ONNXSCOPE_GEN_BIG:-}" ] || [ ! -x "$ONNXSCOPE_GEN_BIG" ]; then
+        echo "SKIP [$SCEN]: ONNXSCOPE_GEN_BIG (tests/tui/gen_big_model) not built"
+        return
+    fi
+    "$ONNXSCOPE_GEN_BIG" "$TMP/big.onnx" 107000 1024 || { fail "gen_big_model failed"; return; }
+    CHECKS=$((CHECKS + 1))
+    [ "$(stat -c %s "$TMP/big.onnx")" -gt 438000000 ] || fail "the generated model is under 438 MB"
+    start 80 24 TERM=xterm-256color -- "$TMP/big.onnx"
+    local seen="" deadline=$(( $(date +%s) + 120 ))
+    while [ "$(date +%s)" -lt "$deadline" ]; do
+        local s
+        s=$(screen)
+        if printf '%s' "$s" | grep -qF "Peak activ."; then
+            break
+        fi
+        local p
+        p=$(printf '%s' "$s" | grep -oE '\] +[0-9]+%' | grep -oE '[0-9]+' | head -1)
+        case " $seen " in *" $p "*) ;; *) [ -n "$p" ] && seen="$seen $p" ;; esac
+        sleep 0.02
+    done
+    rm -f "$TMP/big.onnx"
+    local n_mid=0 v
+    for v in $seen; do
+        [ "$v" -gt 0 ] && [ "$v" -lt 100 ] && n_mid=$((n_mid + 1))
+    done
+    echo "   progress values seen:$seen"
+    CHECKS=$((CHECKS + 1))
+    [ "$n_mid" -ge 3 ] || fail "the loading bar did not move (values seen:$seen)"
+    wait_for "107000 nodes" || return
+    quit_clean
+}
+
 # The Bench panel takes --fill like `onnxscope bench`: the If-branch model
 # (tools/gen_samples --if-branch) only runs when sr selects the 16 kHz branch.
 run_fill() {
@@ -459,6 +538,8 @@ run_ascii
 run_errors
 run_themes
 run_subgraphs
+run_unknown_macs
+run_load_progress
 run_fill
 run_keymap_docs
 

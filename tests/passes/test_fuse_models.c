@@ -1,0 +1,153 @@
+/* The fusion levels on the CNNs of ../shared/models (batch left dynamic):
+ * at basic/onnx, extended/onnx and all/ort the result passes the checker,
+ * keeps no BatchNormalization after a Conv, has only standard ops under
+ * --target onnx, computes the reference outputs of both test data sets, and
+ * at all/ort has at most the nodes ONNX Runtime 1.30 leaves at its extended
+ * level (measured with tools/ort_compare.js; docs/PASSES.md). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "onnxscope/check.h"
+#include "onnxscope/exec.h"
+#include "onnxscope/io.h"
+#include "onnxscope/passes.h"
+#include "onnxscope/testdata.h"
+#include "testutil.h"
+
+static const struct {
+    const char *dir;
+    int ort_extended; /* ONNX Runtime's node count at graphOptimizationLevel 'extended' */
+} models[] = {
+    {"mobilenet_v2_op13", 65},
+    {"squeezenet1_1_op17", 39},
+    {"shape_chain_cnn_nofold_op13", 8},
+    {"shape_chain_cnn_nofold_op17", 8},
+};
+
+static const struct {
+    ox_pass_level level;
+    ox_pass_target target;
+} configs[] = {
+    {OX_LEVEL_BASIC, OX_TARGET_ONNX},
+    {OX_LEVEL_EXTENDED, OX_TARGET_ONNX},
+    {OX_LEVEL_ALL, OX_TARGET_ORT},
+};
+
+/* Outputs of m on test_data_set_<set> equal the reference ones. */
+static bool matches_reference(ox_model *m, const char *base, int set)
+{
+    ox_error err = {0};
+    int ni = m->graph->n_inputs, no = m->graph->n_outputs;
+    ox_rval *in[8] = {0}, *exp[8] = {0}, *got[8] = {0};
+    assert_true(ni <= 8 && no <= 8);
+    bool ok = true;
+    for (int k = 0; k < ni; k++) {
+        char f[4200];
+        snprintf(f, sizeof f, "%s/test_data_set_%d/input_%d.pb", base, set, k);
+        assert_int_equal(ox_testdata_load(f, m->graph->inputs[k]->type, &in[k], NULL, &err), OX_OK);
+    }
+    for (int k = 0; k < no; k++) {
+        char f[4200];
+        snprintf(f, sizeof f, "%s/test_data_set_%d/output_%d.pb", base, set, k);
+        assert_int_equal(ox_testdata_load(f, m->graph->outputs[k]->type, &exp[k], NULL, &err),
+                         OX_OK);
+    }
+    ox_exec *e = NULL;
+    if (ox_exec_new(m, NULL, &e, &err) || ox_exec_run(e, ni, in, no, got, &err)) {
+        print_message("  exec: %s\n", err.msg);
+        ok = false;
+    }
+    for (int k = 0; k < no; k++) {
+        char why[256];
+        if (ok && !ox_rval_allclose(got[k], exp[k], 1e-3, 1e-4, why, sizeof why)) {
+            print_message("  set %d output %d: %s\n", set, k, why);
+            ok = false;
+        }
+        ox_rval_free(got[k]);
+        ox_rval_free(exp[k]);
+    }
+    for (int k = 0; k < ni; k++)
+        ox_rval_free(in[k]);
+    ox_exec_free(e);
+    return ok;
+}
+
+static void test_cnn_levels(void **state)
+{
+    (void)state;
+    const char *shared = ox_test_shared();
+    if (!shared) {
+        print_message("skipped: ../shared not found\n");
+        skip();
+    }
+    int failures = 0, ran = 0;
+    for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
+        char base[4096], path[4200];
+        snprintf(base, sizeof base, "%s/models/%s", shared, models[i].dir);
+        snprintf(path, sizeof path, "%s/model.onnx", base);
+        for (size_t c = 0; c < sizeof configs / sizeof *configs; c++) {
+            ox_model *m = NULL;
+            ox_error err = {0};
+            if (ox_load(path, NULL, &m, &err)) {
+                print_message("skipped %s: %s\n", path, err.msg);
+                break;
+            }
+            ran++;
+            ox_pass_manager *pm = ox_pm_new(configs[c].level, configs[c].target);
+            assert_int_equal(ox_pm_run(pm, m, NULL, &err), OX_OK);
+            ox_pm_free(pm);
+            bool ok = true;
+            ox_check_report cr = {0};
+            if (ox_check_model(m, &cr)) {
+                print_message("  checker: %s\n", cr.n_issues ? cr.issues[0].msg : "?");
+                ok = false;
+            }
+            ox_check_report_free(&cr);
+            for (int n = 0; n < m->graph->n_nodes; n++) {
+                ox_node *nd = m->graph->nodes[n];
+                ox_node *p = nd->n_inputs ? (nd->inputs[0] ? nd->inputs[0]->producer : NULL) : NULL;
+                if (ox_node_is(nd, "BatchNormalization") && p &&
+                    (ox_node_is(p, "Conv") || ox_node_is(p, "ConvTranspose"))) {
+                    print_message("  BatchNormalization '%s' after a Conv\n", nd->name);
+                    ok = false;
+                }
+                if (configs[c].target == OX_TARGET_ONNX && !ox_node_is_default_domain(nd)) {
+                    print_message("  contrib op %s under --target onnx\n", nd->op_type);
+                    ok = false;
+                }
+            }
+            int nodes = ox_graph_count_nodes(m->graph, true);
+            if (configs[c].level == OX_LEVEL_ALL && nodes > models[i].ort_extended) {
+                print_message("  %d nodes, ONNX Runtime extended has %d\n", nodes,
+                              models[i].ort_extended);
+                ok = false;
+            }
+            ok &= matches_reference(m, base, 0) && matches_reference(m, base, 1);
+            print_message("%s %s %s/%s: %d nodes\n", ok ? "ok  " : "FAIL", models[i].dir,
+                          ox_pass_level_name(configs[c].level),
+                          ox_pass_target_name(configs[c].target), nodes);
+            failures += !ok;
+            ox_model_free(m);
+        }
+    }
+    if (!ran) {
+        print_message("skipped: no CNN models under %s/models\n", shared);
+        skip();
+    }
+    assert_int_equal(failures, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cnn_levels),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
