@@ -68,6 +68,10 @@ typedef struct ox_infer_opts {
     const ox_input_value *input_values;  /* optional, small tensors are used */
     int n_input_values;
     ox_infer_stats *stats;   /* optional out */
+    /* Optional: called with every inconsistency found (not only the first
+     * that stats keeps); `check` lists them. Not called in dead branches. */
+    void (*on_problem)(void *ctx, const char *msg);
+    void *problem_ctx;
 } ox_infer_opts;
 
 /* Largest dim a --shape or --dim may give (larger is a typo, not a model). */

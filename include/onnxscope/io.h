@@ -15,6 +15,13 @@ typedef struct ox_load_opts {
      * success only). It may not call back into the loader. */
     void (*progress)(void *ctx, double frac);
     void *progress_ctx;
+    /* For `check`: record structural problems that are otherwise load
+     * errors (a value or initializer defined twice, a graph input listed
+     * twice or without a name, tensor data that cannot be read) in
+     * m->load_issues and load the rest, so
+     * that every problem can be reported. The model then differs from the
+     * file (the duplicate is dropped): use it for reporting only. */
+    bool keep_going;
 } ox_load_opts;
 
 /* Loads path into a new model (*out, caller frees with ox_model_free).
@@ -26,6 +33,11 @@ typedef struct ox_load_opts {
  * without the file name; front ends prefix it. */
 ox_status ox_load(const char *path, const ox_load_opts *opts, ox_model **out,
                   ox_error *err);
+/* Opens path read-only (close-on-exec) when it is a regular file; a FIFO,
+ * device or folder is refused with OX_EIO "not a regular file" without
+ * blocking (opening a FIFO for reading waits for a writer). Returns the
+ * descriptor, or -1 with err set. Every reader of user-named files uses it. */
+int ox_open_regular(const char *path, ox_error *err);
 /* Loads from memory (copied); external data relative to base_dir (may be NULL). */
 ox_status ox_load_buffer(const void *data, size_t len, const char *base_dir,
                          ox_model **out, ox_error *err);

@@ -11,6 +11,9 @@
 #include "analysis/infer_internal.h"
 #include "core/ptrmap.h"
 
+/* Deepest subgraph/function-call nesting inference follows. */
+#define MAX_DEPTH 64
+
 struct ox__state {
     ox_model *m;
     const ox_infer_opts *opts;
@@ -20,6 +23,10 @@ struct ox__state {
     ox_ptrmap known;  /* value -> ox__kv (what is known of its contents) */
     int depth;    /* subgraph nesting, to refuse runaway recursion */
     int dead;     /* > 0 inside an If branch that is known not to run */
+    /* Local functions being inferred, outermost first. Each call goes
+     * through infer_graph, so depth bounds the stack. */
+    const ox_function *calls[MAX_DEPTH + 2];
+    int n_calls;
 };
 
 /* ---- side table ---------------------------------------------------------- */
@@ -607,26 +614,37 @@ int ox__in_ints(ox_infer_node_ctx *c, int i, int64_t *out, int max)
     return (int)k->n;
 }
 
-/* Keeps information the model declared where inference knows less
- * (an exporter's value_info can carry dims that need runtime values). */
-static ox_type *merge_types(ox_type *inf, const ox_type *old)
+/* Replaces dst's contents by src's (src is consumed), keeping dst's
+ * address: inference functions may still hold dst. */
+static void type_assign(ox_type *dst, ox_type *src)
 {
-    if (!old || old->kind == OX_TYPE_NONE)
-        return inf;
-    if (!inf || inf->kind == OX_TYPE_NONE) {
-        ox_type_free(inf);
-        return ox_type_clone(old);
+    ox_type tmp = *dst;
+    *dst = *src;
+    *src = tmp;
+    ox_type_free(src);
+}
+
+/* Keeps information the model declared where inference knows less
+ * (an exporter's value_info can carry dims that need runtime values).
+ * Merges into inf in place. */
+static void merge_types(ox_type *inf, const ox_type *old)
+{
+    if (!old || old->kind == OX_TYPE_NONE || old == inf)
+        return;
+    if (inf->kind == OX_TYPE_NONE) {
+        ox_type *t = ox_type_clone(old);
+        if (t)
+            type_assign(inf, t);
+        return;
     }
     if (inf->kind != OX_TYPE_TENSOR || old->kind != OX_TYPE_TENSOR)
-        return inf;
+        return;
     if (!inf->elem)
         inf->elem = old->elem;
     if (!inf->has_shape && old->has_shape) {
         ox_type *t = ox__tt_copy(old, inf->elem);
-        if (t) {
-            ox_type_free(inf);
-            return t;
-        }
+        if (t)
+            type_assign(inf, t);
     } else if (inf->has_shape && old->has_shape && inf->rank == old->rank) {
         for (int k = 0; k < inf->rank; k++) {
             const ox_dim *d = &inf->dims[k];
@@ -636,7 +654,6 @@ static ox_type *merge_types(ox_type *inf, const ox_type *old)
                 ox__dim_set(inf, k, old->dims[k].value);
         }
     }
-    return inf;
 }
 
 /* Applies --dim overrides to a type in place. */
@@ -667,30 +684,78 @@ static void apply_dim_overrides(const ox_infer_opts *o, ox_type *t)
     }
 }
 
+/* Takes t and k out of circulation until the running inference function
+ * returns (see ox__set_out). When the list cannot grow they are leaked:
+ * freeing them could be a use after free. */
+static void park(ox_infer_node_ctx *c, ox_type *t, ox__kv *k)
+{
+    if (!t && !k)
+        return;
+    if (c->n_parked == c->cap_parked) {
+        int cap = c->cap_parked ? c->cap_parked * 2 : 8;
+        ox__parked *np = realloc(c->parked, (size_t)cap * sizeof *np);
+        if (!np)
+            return;
+        c->parked = np;
+        c->cap_parked = cap;
+    }
+    c->parked[c->n_parked++] = (ox__parked){t, k};
+}
+
+static void unpark_all(ox_infer_node_ctx *c)
+{
+    for (int i = 0; i < c->n_parked; i++) {
+        ox_type_free(c->parked[i].t);
+        ox__kv_free(c->parked[i].k);
+    }
+    free(c->parked);
+    c->parked = NULL;
+    c->n_parked = c->cap_parked = 0;
+}
+
+static ox_value *out_value(const ox_infer_node_ctx *c, int i)
+{
+    return i >= 0 && i < c->n->n_outputs ? c->n->outputs[i] : NULL;
+}
+
+const ox_type *ox__out_type(const ox_infer_node_ctx *c, int i)
+{
+    const ox_value *v = out_value(c, i);
+    return v ? v->type : NULL;
+}
+
 ox_status ox__set_out(ox_infer_node_ctx *c, int i, ox_type *t)
 {
-    if (i < 0 || i >= c->n->n_outputs || !c->n->outputs[i]) {
-        ox_type_free(t);
+    ox_value *v = out_value(c, i);
+    if (!v || !t) {
+        park(c, t, NULL);
         return OX_OK;
     }
-    ox_value *v = c->n->outputs[i];
-    if (!t)
+    if (t == v->type)
         return OX_OK;
     if (c->st->opts)
         apply_dim_overrides(c->st->opts, t);
-    t = merge_types(t, v->type);
-    ox_type_free(v->type);
+    merge_types(t, v->type);
+    park(c, v->type, NULL);
     v->type = t;
     return OX_OK;
 }
 
 void ox__set_kv(ox_infer_node_ctx *c, int i, ox__kv *k)
 {
-    if (i < 0 || i >= c->n->n_outputs || !c->n->outputs[i] || !k) {
-        ox__kv_free(k);
+    ox_value *v = out_value(c, i);
+    if (!v || !k) {
+        park(c, NULL, k);
         return;
     }
-    map_put(c->st, c->n->outputs[i], k);
+    ox__kv **slot = map_slot(c->st, v, true);
+    if (!slot) {
+        park(c, NULL, k);
+        return;
+    }
+    if (*slot != k)
+        park(c, NULL, *slot);
+    *slot = k;
 }
 
 ox_status ox__fail(ox_infer_node_ctx *c, const char *fmt, ...)
@@ -725,6 +790,8 @@ static int64_t opset_for(const ox_model *m, const char *domain)
 
 static void note_problem(ox__state *st, const char *msg)
 {
+    if (st->opts && st->opts->on_problem)
+        st->opts->on_problem(st->opts->problem_ctx, msg);
     if (!st->stats.first_problem[0])
         snprintf(st->stats.first_problem, sizeof st->stats.first_problem, "%.250s", msg);
 }
@@ -742,6 +809,8 @@ static ox_function *find_function(const ox_model *m, const ox_node *n)
     return NULL;
 }
 
+static ox_status infer_body(ox__state *st, ox_node *n, ox_function *f);
+
 /* A call of a model-local function: its body is inferred with the call's
  * input types and known values (attribute references inside the body are
  * not substituted, so ops that need them stay untyped). */
@@ -750,6 +819,32 @@ static ox_status infer_call(ox__state *st, ox_node *n, ox_function *f)
     ox_graph *b = f->body;
     if (!b || st->depth > 32)
         return OX_OK;
+    /* A function the call stack already runs would reset the body types
+     * the outer call still reads: ONNX forbids recursion, and so do we. */
+    for (int i = 0; i < st->n_calls; i++) {
+        if (st->calls[i] != f)
+            continue;
+        char path[200];
+        size_t off = 0;
+        for (int j = i; j < st->n_calls && off < sizeof path; j++)
+            off += (size_t)snprintf(path + off, sizeof path - off, "%s -> ",
+                                    st->calls[j]->name);
+        if (off < sizeof path)
+            snprintf(path + off, sizeof path - off, "%s", f->name);
+        return ox_errorf(st->err, OX_EMODEL, "function '%s' is recursive (%s)", f->name,
+                         path);
+    }
+    if (st->n_calls >= (int)(sizeof st->calls / sizeof *st->calls))
+        return OX_OK;
+    st->calls[st->n_calls++] = f;
+    ox_status rc = infer_body(st, n, f);
+    st->n_calls--;
+    return rc;
+}
+
+static ox_status infer_body(ox__state *st, ox_node *n, ox_function *f)
+{
+    ox_graph *b = f->body;
     for (int i = 0; i < b->n_nodes; i++)
         for (int j = 0; j < b->nodes[i]->n_outputs; j++)
             if (b->nodes[i]->outputs[j]) {
@@ -785,8 +880,9 @@ static ox_status infer_call(ox__state *st, ox_node *n, ox_function *f)
         ox_value *v = n->outputs[i], *fo = b->outputs[i];
         if (!v || !fo)
             continue;
-        if (fo->type) {
-            ox_type *t = merge_types(ox_type_clone(fo->type), v->type);
+        ox_type *t = fo->type ? ox_type_clone(fo->type) : NULL;
+        if (t) {
+            merge_types(t, v->type);
             ox_type_free(v->type);
             v->type = t;
         }
@@ -815,6 +911,7 @@ static ox_status infer_one(ox__state *st, ox_node *n)
         .schema = s, .err = &e,
     };
     ox_status rc = s->infer(&c);
+    unpark_all(&c);
     if (rc != OX_OK && st->dead) {
         /* Dead code may well be inconsistent for these inputs (the other
          * branch of a rank switch): not a problem of the model. */
@@ -856,7 +953,7 @@ static ox_status infer_graph(ox__state *st, ox_graph *g)
 {
     if (!g)
         return OX_OK;
-    if (st->depth > 64)
+    if (st->depth > MAX_DEPTH)
         return ox_errorf(st->err, OX_EMODEL, "subgraphs nested too deeply");
     st->depth++;
     ox_status rc = OX_OK;

@@ -51,13 +51,22 @@ ox_tensor *ox__kv_to_tensor(const ox__kv *k);
 
 typedef struct ox__state ox__state;
 
+/* A type or known value the setters took out of circulation while an
+ * inference function runs; freed when it returns (see ox__set_out). */
+typedef struct ox__parked {
+    ox_type *t;
+    ox__kv *k;
+} ox__parked;
+
 struct ox_infer_node_ctx {
-    ox__state *st;        /* NULL for ox_infer_node */
+    ox__state *st;
     const ox_model *m;
     ox_node *n;
     int64_t opset;
     const ox_op_schema *schema;
     ox_error *err;
+    ox__parked *parked;   /* owned by the engine, see ox__set_out */
+    int n_parked, cap_parked;
 };
 
 /* Checked dim arithmetic: attributes may hold any int64, and a wrapped
@@ -99,9 +108,18 @@ const ox__kv *ox__kv_of(ox_infer_node_ctx *c, const ox_value *v);
 /* Fully known integer values of a 1-D/0-D input: returns count or -1. */
 int ox__in_ints(ox_infer_node_ctx *c, int i, int64_t *out, int max);
 
-/* Output setters: take ownership of t / k (NULL allowed for k). */
+/* Output setters: take ownership of t / k (NULL allowed). Contract that
+ * makes them safe to call anywhere in an inference function: nothing the
+ * function can still hold is freed before it returns. t stays valid (it
+ * becomes the output's type, merged in place with the declared type and
+ * --dim overrides, so reading t afterwards sees what was stored); a type
+ * or value it replaces, and t or k for an absent output (i past the
+ * node's outputs, or an omitted optional output ""), are parked and
+ * freed after the function returns. Absent outputs are thus no-op sinks. */
 ox_status ox__set_out(ox_infer_node_ctx *c, int i, ox_type *t);
 void ox__set_kv(ox_infer_node_ctx *c, int i, ox__kv *k);
+/* Current type of output i, or NULL (absent output or untyped). */
+const ox_type *ox__out_type(const ox_infer_node_ctx *c, int i);
 /* Records an inconsistency (returns OX_ESHAPE). */
 ox_status ox__fail(ox_infer_node_ctx *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -148,11 +148,12 @@ static bool read_window(ox_infer_node_ctx *c, int nsp, const ox_type *w, win_par
         p->s[i] = 1;
         p->d[i] = 1;
     }
-    if ((n = ox_node_attr_ints(c->n, "strides", &v)) == nsp)
+    /* nsp > 0: an empty list's array is NULL (memcpy(d, NULL, 0) is UB). */
+    if ((n = ox_node_attr_ints(c->n, "strides", &v)) == nsp && nsp > 0)
         memcpy(p->s, v, (size_t)nsp * sizeof *v);
-    if ((n = ox_node_attr_ints(c->n, "dilations", &v)) == nsp)
+    if ((n = ox_node_attr_ints(c->n, "dilations", &v)) == nsp && nsp > 0)
         memcpy(p->d, v, (size_t)nsp * sizeof *v);
-    if ((n = ox_node_attr_ints(c->n, "pads", &v)) == 2 * nsp) {
+    if ((n = ox_node_attr_ints(c->n, "pads", &v)) == 2 * nsp && nsp > 0) {
         memcpy(p->pb, v, (size_t)nsp * sizeof *v);
         memcpy(p->pe, v + nsp, (size_t)nsp * sizeof *v);
     }

@@ -22,7 +22,8 @@ static int get_ints(ox_infer_node_ctx *c, const char *attr, int idx, int64_t *ou
         if (cnt >= 0) {
             if (cnt > max)
                 return -1;
-            memcpy(out, v, (size_t)cnt * sizeof *v);
+            if (cnt)   /* v is NULL for an empty list */
+                memcpy(out, v, (size_t)cnt * sizeof *v);
             *n = cnt;
             return 1;
         }
@@ -281,9 +282,22 @@ ox_status ox__infer_reshape(ox_infer_node_ctx *c)
                 ox__dim_sym(o, neg, lone);
         }
     }
+    if (neg < 0 && in && ox_type_is_static(in) && ox_type_is_static(o)) {
+        int64_t pin = 1, pout = 1;
+        for (int i = 0; i < in->rank && pin >= 0; i++)
+            pin = ox__mul(pin, in->dims[i].value);
+        for (int i = 0; i < o->rank && pout >= 0; i++)
+            pout = ox__mul(pout, o->dims[i].value);
+        if (pin >= 0 && pout >= 0 && pin != pout) {
+            ox__kv_free(owned);
+            ox_type_free(o);
+            return ox__fail(c, "cannot reshape %lld elements into %lld", (long long)pin,
+                            (long long)pout);
+        }
+    }
     ox__kv_free(owned);
     ox__set_out(c, 0, o);
-    kv_redim(c, c->n->outputs[0] ? c->n->outputs[0]->type : NULL);
+    kv_redim(c, ox__out_type(c, 0));
     return OX_OK;
 }
 
@@ -1081,9 +1095,8 @@ ox_status ox__infer_constant_of_shape(ox_infer_node_ctx *c)
 {
     const ox_attr *va = ox_node_attr(c->n, "value");
     ox_dtype e = va && va->t ? va->t->dtype : OX_DT_FLOAT;
-    ox_type *t = type_from_shape_input(c, 0, e);
-    ox__set_out(c, 0, t);
-    t = c->n->outputs[0] ? c->n->outputs[0]->type : NULL;
+    ox__set_out(c, 0, type_from_shape_input(c, 0, e));
+    const ox_type *t = ox__out_type(c, 0);
     if (t && t->has_shape && t->rank <= OX_MAX_RANK && ox_type_is_static(t)) {
         int64_t dims[OX_MAX_RANK];
         for (int i = 0; i < t->rank; i++)
@@ -1115,11 +1128,25 @@ ox_status ox__infer_range(ox_infer_node_ctx *c)
             return ox__fail(c, "delta is 0");
         }
         int64_t n;
-        if (a->iv && b->iv && d->iv) {
+        bool ints = a->iv && b->iv && d->iv;
+        if (ints) {
+            /* In unsigned arithmetic: limit - start and -delta may not fit
+             * an int64 (Range(INT64_MIN, INT64_MAX, 1)). */
             int64_t si = a->iv[0], li = b->iv[0], di = d->iv[0];
-            int64_t diff = li - si;
-            n = di > 0 ? (diff > 0 ? (diff + di - 1) / di : 0)
-                       : (diff < 0 ? (-diff + (-di) - 1) / (-di) : 0);
+            uint64_t span = 0, step = 1;
+            if (di > 0 && li > si) {
+                span = (uint64_t)li - (uint64_t)si;
+                step = (uint64_t)di;
+            } else if (di < 0 && li < si) {
+                span = (uint64_t)si - (uint64_t)li;
+                step = 0 - (uint64_t)di;
+            }
+            uint64_t cnt = span ? (span - 1) / step + 1 : 0;
+            if (cnt > ((uint64_t)1 << 40)) {
+                ox_type_free(o);
+                return ox__fail(c, "range too long");
+            }
+            n = (int64_t)cnt;
         } else {
             double q = ceil((l - s) / st);
             n = q > 0 ? ox__d2dim(q) : 0;
@@ -1130,12 +1157,17 @@ ox_status ox__infer_range(ox_infer_node_ctx *c)
         }
         ox__dim_set(o, 0, n);
         ox__kv *k = ox__kv_new(e ? e : a->dt, 1, &n);
+        /* Stepping (not start + i * delta): every element lies between
+         * start and limit, so no step overflows. */
+        int64_t cur = ints ? a->iv[0] : 0;
         for (int64_t i = 0; k && i < n; i++) {
-            if (k->fv)
+            if (ints && !k->fv) {
+                ox__kv_set_i(k, i, cur);
+                if (i + 1 < n)
+                    cur += d->iv[0];
+            } else {
                 ox__kv_set_f(k, i, s + (double)i * st);
-            else
-                ox__kv_set_i(k, i, a->iv ? a->iv[0] + i * (d->iv ? d->iv[0] : (int64_t)st)
-                                          : (int64_t)(s + (double)i * st));
+            }
         }
         ox__set_out(c, 0, o);
         ox__set_kv(c, 0, k);

@@ -109,7 +109,8 @@ static void list_dir(const char *dir, bool dirs_only, strvec *out)
         strvec_push(out, ox_strdup(de->d_name));
     }
     closedir(d);
-    qsort(out->v, (size_t)out->n, sizeof *out->v, cmp_str);
+    if (out->n > 1)   /* out->v is NULL when the folder is empty */
+        qsort(out->v, (size_t)out->n, sizeof *out->v, cmp_str);
 }
 
 static void find_cases(const char *dir, int depth, strvec *cases)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "export/export_config.h"
+#include "onnxscope/io.h"
 
 /* ---- operator categories ------------------------------------------------ */
 
@@ -536,9 +537,14 @@ ox_status ox_theme_load_file(const char *path, ox_theme *t, ox_error *err)
     ox_theme_default(t);
     if (!path)
         return ox_errorf(err, OX_EINVAL, "no theme path");
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ox_errorf(err, OX_EIO, "%s: %s", path, strerror(errno));
+    ox_error oe = {0};
+    int fd = ox_open_regular(path, &oe);   /* a FIFO would block */
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        return ox_errorf(err, OX_EIO, "%s: %s", path, fd < 0 ? oe.msg : strerror(errno));
+    }
     /* Theme files are tiny; refuse anything large rather than read a
      * mistakenly named model into memory. */
     char *buf = malloc(65537);

@@ -1,6 +1,7 @@
 /* Conversions between protobuf-c messages and IR tensors/types, and the
  * resolution of external data (mapped lazily, confined to the model folder). */
 #include "io/convert.h"
+#include "onnxscope/io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,18 +24,14 @@ static void release_mapping(ox_buffer *b)
 
 ox_status ox_map_file(const char *path, ox_buffer **out, ox_error *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = ox_open_regular(path, err);
     if (fd < 0)
-        return ox_errorf(err, OX_EIO, "cannot open: %s", strerror(errno));
+        return err ? err->status : OX_EIO;
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
         return ox_errorf(err, OX_EIO, "cannot stat: %s", strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return ox_errorf(err, OX_EIO, "not a regular file");
     }
     ox_buffer *b = calloc(1, sizeof *b);
     if (!b) {

@@ -4,18 +4,28 @@
 #include "onnxscope/io.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "io/convert.h"
 #include "io/wire.h"
 
 /* Payloads below this size are copied by protobuf-c: not worth a view. */
 #define VIEW_THRESHOLD 256
-/* Deeper nesting than this is hostile input, not a real model. */
-#define MAX_DEPTH 64
+/* Bounds on nesting, so that a hostile file cannot exhaust the stack of
+ * the recursive walkers (our wire walker, protobuf-c's unpacker, the
+ * converters, inference and the executor). Messages: every subgraph level
+ * costs three (GraphProto, NodeProto, AttributeProto) and a value's type
+ * five more, so 256 leaves room for MAX_GRAPH_DEPTH subgraph levels with
+ * nested sequence/optional types inside. Both are documented in
+ * docs/DESIGN.md; inference uses the same subgraph bound. */
+#define MAX_MSG_DEPTH 256
+#define MAX_GRAPH_DEPTH 64
 
 typedef struct loader {
     ox_model *m;
@@ -24,6 +34,7 @@ typedef struct loader {
     const ox_wire_view *views;
     int n_views;
     ox_error *err;
+    bool keep_going;         /* ox_load_opts.keep_going */
     /* Progress: items (main-graph initializers and nodes) converted out of
      * n_items, mapped onto [base, 1) of the caller's fraction. */
     const ox_load_opts *opts;
@@ -71,6 +82,75 @@ static void add_issue(ox_model *m, const char *fmt, ...)
 static const char *nz(const char *s)
 {
     return s ? s : "";
+}
+
+/* A structural problem that makes the file unrepresentable as it is: a
+ * load error, unless keep_going records it (the caller then drops the
+ * offending element and returns OX_OK). */
+static ox_status problem(loader *L, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static ox_status problem(loader *L, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (!L->keep_going)
+        return ox_errorf(L->err, OX_EMODEL, "%s", buf);
+    add_issue(L->m, "%s", buf);
+    return OX_OK;
+}
+
+/* Element types and dims the converter cannot represent (it maps them to
+ * "undefined" and "unknown"): recorded for `check`. io: a graph input or
+ * output of the main graph, which must name its element type. */
+static void scan_type(loader *L, const Onnx__TypeProto *tp, const char *gname,
+                      const char *what, const char *name, bool io, int depth)
+{
+    if (!tp || depth > 32)
+        return;
+    const Onnx__TensorShapeProto *shape = NULL;
+    bool has_elem = false;
+    int32_t elem = 0;
+    switch (tp->value_case) {
+    case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE:
+        has_elem = tp->tensor_type->has_elem_type;
+        elem = tp->tensor_type->elem_type;
+        shape = tp->tensor_type->shape;
+        break;
+    case ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE:
+        has_elem = tp->sparse_tensor_type->has_elem_type;
+        elem = tp->sparse_tensor_type->elem_type;
+        shape = tp->sparse_tensor_type->shape;
+        break;
+    case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
+        scan_type(L, tp->sequence_type->elem_type, gname, what, name, false, depth + 1);
+        return;
+    case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
+        scan_type(L, tp->optional_type->elem_type, gname, what, name, false, depth + 1);
+        return;
+    case ONNX__TYPE_PROTO__VALUE_MAP_TYPE:
+        if (tp->map_type->has_key_type && !ox_dtype_valid(tp->map_type->key_type))
+            add_issue(L->m, "%s: %s '%s' has an invalid map key type %d", gname, what, name,
+                      (int)tp->map_type->key_type);
+        scan_type(L, tp->map_type->value_type, gname, what, name, false, depth + 1);
+        return;
+    default:
+        return;
+    }
+    if (has_elem && elem != 0 && !ox_dtype_valid(elem))
+        add_issue(L->m, "%s: %s '%s' has an invalid element type %d", gname, what, name,
+                  (int)elem);
+    else if (io && (!has_elem || elem == 0))
+        add_issue(L->m, "%s: %s '%s' has no element type", gname, what, name);
+    for (size_t i = 0; shape && i < shape->n_dim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = shape->dim[i];
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+            d->dim_value < 0)
+            add_issue(L->m, "%s: %s '%s' has a negative dim %lld at axis %zu", gname, what,
+                      name, (long long)d->dim_value, i);
+    }
 }
 
 static ox_kv *convert_kvs(Onnx__StringStringEntryProto *const *e, size_t n, int *out_n)
@@ -178,6 +258,11 @@ static ox_status convert_attr(loader *L, const Onnx__AttributeProto *ap, ox_attr
     case OX_ATTR_TENSOR:
         if (ap->t)
             st = ox_tensor_from_proto(ap->t, NULL, NULL, L->ext, &a->t, L->err);
+        if (st != OX_OK && L->keep_going && st != OX_ENOMEM) {
+            add_issue(L->m, "attribute '%s': %s", nz(ap->name),
+                      L->err ? L->err->msg : "invalid tensor");
+            st = OX_OK;   /* the attribute is left without a value */
+        }
         break;
     case OX_ATTR_SPARSE_TENSOR:
         if (ap->sparse_tensor)
@@ -326,17 +411,31 @@ static ox_status convert_node(loader *L, const Onnx__NodeProto *np, ox_graph *g,
         if (!*s)
             continue;
         ox_value *v = ox_graph_find(g, s);
-        if (v && (v->producer || v->init || v->is_input)) {
-            st = ox_errorf(L->err, OX_EMODEL,
-                           "value '%s' is assigned more than once (again by node '%s' (%s))",
-                           s, nname, op);
-            break;
+        bool twice = false;
+        for (size_t j = 0; j < i && !twice; j++)
+            twice = out[j] && strcmp(nz(np->output[j]), s) == 0;
+        if (v && (v->producer || v->init || v->is_input))
+            st = problem(L, "value '%s' is assigned more than once (again by node '%s' (%s))",
+                         s, nname, op);
+        else if (twice)
+            st = problem(L, "node '%s' (%s) lists output '%s' twice", nname, op, s);
+        else {
+            out[i] = v ? v : ox_graph_value(g, s);
+            if (!out[i])
+                st = ox_errorf(L->err, OX_ENOMEM, "out of memory");
+            continue;
         }
-        for (size_t j = 0; j < i; j++)
-            if (out[j] && strcmp(nz(np->output[j]), s) == 0)
-                st = ox_errorf(L->err, OX_EMODEL,
-                               "node '%s' (%s) lists output '%s' twice", nname, op, s);
-        out[i] = v ? v : ox_graph_value(g, s);
+        if (st != OX_OK)
+            break;
+        /* keep_going: the second assignment goes to a value of its own, so
+         * that the node keeps its arity and nothing else is reported. */
+        char alt[300];
+        for (int k = 2; k < 1000; k++) {
+            snprintf(alt, sizeof alt, "%.250s (assignment %d)", s, k);
+            if (!ox_graph_find(g, alt))
+                break;
+        }
+        out[i] = ox_graph_find(g, alt) ? NULL : ox_graph_value(g, alt);
     }
     ox_node *n = NULL;
     if (st == OX_OK) {
@@ -375,9 +474,11 @@ static ox_status convert_node(loader *L, const Onnx__NodeProto *np, ox_graph *g,
 static ox_status convert_graph(loader *L, const Onnx__GraphProto *gp, ox_graph *g,
                                bool main_graph, int depth)
 {
-    if (depth > MAX_DEPTH)
-        return ox_errorf(L->err, OX_EPARSE, "subgraphs nested too deeply");
+    if (depth > MAX_GRAPH_DEPTH)
+        return ox_errorf(L->err, OX_EPARSE, "subgraphs nested more than %d levels deep",
+                         MAX_GRAPH_DEPTH);
     ox_status st = OX_OK;
+    const char *gname = gp->name && *gp->name ? gp->name : main_graph ? "main" : "subgraph";
     if (gp->name && *gp->name)
         g->name = ox_strdup(gp->name);
     if (gp->doc_string && *gp->doc_string)
@@ -390,13 +491,34 @@ static ox_status convert_graph(loader *L, const Onnx__GraphProto *gp, ox_graph *
             main_graph && (int)i < L->n_views ? &L->views[i] : NULL;
         ox_tensor *t;
         st = ox_tensor_from_proto(tp, view, L->owner, L->ext, &t, L->err);
+        if (st != OX_OK && L->keep_going && st != OX_ENOMEM) {
+            /* Listed; the value stays defined and typed (as if it were a
+             * graph input, for this report only) so that its readers are
+             * not reported as reading an undefined or empty value. */
+            add_issue(L->m, "%s: initializer '%s': %s", gname, nz(tp->name),
+                      L->err ? L->err->msg : "invalid tensor");
+            ox_value *v = *nz(tp->name) ? ox_graph_value(g, nz(tp->name)) : NULL;
+            if (v && !v->producer && !v->init) {
+                v->is_input = true;
+                bool sane = tp->n_dims <= OX_MAX_RANK && ox_dtype_valid(tp->data_type);
+                for (size_t k = 0; sane && k < tp->n_dims; k++)
+                    sane = tp->dims[k] >= 0;
+                if (sane && !v->type)
+                    v->type = ox_type_new_tensor((ox_dtype)tp->data_type, (int)tp->n_dims,
+                                                 tp->dims);
+            }
+            continue;
+        }
         if (st != OX_OK)
             return st;
         const char *name = nz(tp->name);
         ox_value *v = ox_graph_find(g, name);
         if (v && v->init) {
             ox_tensor_free(t);
-            return ox_errorf(L->err, OX_EMODEL, "initializer '%s' is defined twice", name);
+            st = problem(L, "%s: initializer '%s' is defined twice", gname, name);
+            if (st != OX_OK)
+                return st;
+            continue;
         }
         if (!v)
             v = ox_graph_value(g, name);
@@ -424,10 +546,20 @@ static ox_status convert_graph(loader *L, const Onnx__GraphProto *gp, ox_graph *
     }
     for (size_t i = 0; i < gp->n_input; i++) {
         ox_value *v;
-        if (ox_graph_find(g, nz(gp->input[i]->name)) &&
-            ox_graph_find(g, nz(gp->input[i]->name))->is_input)
-            return ox_errorf(L->err, OX_EMODEL, "graph input '%s' is listed twice",
-                             nz(gp->input[i]->name));
+        const char *name = nz(gp->input[i]->name);
+        if (!*name) {
+            st = problem(L, "%s: graph input %zu has an empty name", gname, i);
+            if (st != OX_OK)
+                return st;
+            continue;
+        }
+        if (ox_graph_find(g, name) && ox_graph_find(g, name)->is_input) {
+            st = problem(L, "%s: graph input '%s' is listed twice", gname, name);
+            if (st != OX_OK)
+                return st;
+            continue;
+        }
+        scan_type(L, gp->input[i]->type, gname, "input", name, main_graph, 0);
         st = convert_value_info(L, g, gp->input[i], &v, false);
         if (st != OX_OK)
             return st;
@@ -443,6 +575,13 @@ static ox_status convert_graph(loader *L, const Onnx__GraphProto *gp, ox_graph *
     }
     for (size_t i = 0; i < gp->n_value_info; i++) {
         ox_value *v;
+        const char *name = nz(gp->value_info[i]->name);
+        if (!*name) {
+            /* Describes nothing: harmless, so never a load error. */
+            add_issue(L->m, "%s: value_info %zu has an empty name", gname, i);
+            continue;
+        }
+        scan_type(L, gp->value_info[i]->type, gname, "value_info", name, false, 0);
         st = convert_value_info(L, g, gp->value_info[i], &v, true);
         if (st != OX_OK)
             return st;
@@ -450,6 +589,14 @@ static ox_status convert_graph(loader *L, const Onnx__GraphProto *gp, ox_graph *
     }
     for (size_t i = 0; i < gp->n_output; i++) {
         ox_value *v;
+        const char *name = nz(gp->output[i]->name);
+        if (!*name) {
+            st = problem(L, "%s: graph output %zu has an empty name", gname, i);
+            if (st != OX_OK)
+                return st;
+            continue;
+        }
+        scan_type(L, gp->output[i]->type, gname, "output", name, main_graph, 0);
         st = convert_value_info(L, g, gp->output[i], &v, true);
         if (st != OX_OK)
             return st;
@@ -526,6 +673,10 @@ static ox_status convert_function(loader *L, const Onnx__FunctionProto *fp,
         }
     }
     for (size_t i = 0; i < fp->n_input && st == OX_OK; i++) {
+        if (!*nz(fp->input[i])) {
+            st = problem(L, "function %s: input %zu has an empty name", f->name, i);
+            continue;
+        }
         ox_value *v = ox_graph_value(f->body, nz(fp->input[i]));
         if (!v || ox_graph_add_input(f->body, v) != OX_OK)
             return ox_errorf(L->err, OX_ENOMEM, "out of memory");
@@ -534,11 +685,17 @@ static ox_status convert_function(loader *L, const Onnx__FunctionProto *fp,
         st = convert_node(L, fp->node[i], f->body, 1);
     for (size_t i = 0; i < fp->n_value_info && st == OX_OK; i++) {
         ox_value *v;
+        if (!*nz(fp->value_info[i]->name))
+            continue;
         st = convert_value_info(L, f->body, fp->value_info[i], &v, false);
         if (st == OX_OK)
             v->has_value_info = true;
     }
     for (size_t i = 0; i < fp->n_output && st == OX_OK; i++) {
+        if (!*nz(fp->output[i])) {
+            st = problem(L, "function %s: output %zu has an empty name", f->name, i);
+            continue;
+        }
         ox_value *v = ox_graph_value(f->body, nz(fp->output[i]));
         if (!v || ox_graph_add_output(f->body, v) != OX_OK)
             return ox_errorf(L->err, OX_ENOMEM, "out of memory");
@@ -651,8 +808,9 @@ static ox_status load_from_buffer(ox_buffer *buf, const char *dir, const ox_load
     report(&L, 0.0);
     if (len == 0)
         return ox_errorf(err, OX_EPARSE, "empty file");
-    if (!ox_wire_depth_ok(&onnx__model_proto__descriptor, data, len, MAX_DEPTH))
-        return ox_errorf(err, OX_EPARSE, "messages nested too deeply (hostile file?)");
+    const char *bad = ox_wire_check(&onnx__model_proto__descriptor, data, len, MAX_MSG_DEPTH);
+    if (bad)
+        return ox_errorf(err, OX_EPARSE, "%s", bad);
     report(&L, 0.05);
     ox_wire_strip s;
     if (!ox_wire_strip_model(data, len, VIEW_THRESHOLD, &s))
@@ -672,6 +830,7 @@ static ox_status load_from_buffer(ox_buffer *buf, const char *dir, const ox_load
     L.m = m;
     L.views = s.views;
     L.n_views = s.n_views;
+    L.keep_going = opts && opts->keep_going;
     L.ext = ox_extctx_new(dir);
     ox_status st;
     if (!m || !L.ext) {
@@ -696,6 +855,34 @@ static ox_status load_from_buffer(ox_buffer *buf, const char *dir, const ox_load
     report(&L, 1.0);
     *out = m;
     return OX_OK;
+}
+
+int ox_open_regular(const char *path, ox_error *err)
+{
+    /* O_NONBLOCK: the open itself must not wait for a FIFO's writer. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        ox_errorf(err, OX_EIO, "cannot open: %s", strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        ox_errorf(err, OX_EIO, "cannot stat: %s", strerror(e));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        ox_errorf(err, OX_EIO, "not a regular file (%s)",
+                  S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISDIR(st.st_mode) ? "a folder"
+                  : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "a special file");
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
 }
 
 ox_status ox_load(const char *path, const ox_load_opts *opts, ox_model **out,
@@ -735,9 +922,10 @@ ox_status ox_tensor_load_pb(const char *path, ox_tensor **out, ox_error *err)
     ox_status st = ox_map_file(path, &buf, err);
     if (st != OX_OK)
         return st;
-    if (!ox_wire_depth_ok(&onnx__tensor_proto__descriptor, buf->data, buf->size, 8)) {
+    const char *bad = ox_wire_check(&onnx__tensor_proto__descriptor, buf->data, buf->size, 8);
+    if (bad) {
         ox_buffer_release(buf);
-        return ox_errorf(err, OX_EPARSE, "malformed TensorProto");
+        return ox_errorf(err, OX_EPARSE, "malformed TensorProto: %s", bad);
     }
     Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, buf->size, buf->data);
     ox_buffer_release(buf);

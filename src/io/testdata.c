@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "onnxscope/io.h"
 #include "onnxscope/testdata.h"
@@ -246,9 +247,15 @@ ox_status ox_testdata_load(const char *path, const ox_type *type, ox_rval **out,
     *out = NULL;
     if (name)
         *name = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ox_errorf(err, OX_EIO, "cannot open %s: %s", path, strerror(errno));
+    ox_error oe = {0};
+    int fd = ox_open_regular(path, &oe);   /* a FIFO would block */
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        return ox_errorf(err, OX_EIO, "cannot open %s: %s", path,
+                         fd < 0 ? oe.msg : strerror(errno));
+    }
     size_t cap = 1 << 16, len = 0;
     unsigned char *buf = malloc(cap);
     while (buf) {

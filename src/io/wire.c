@@ -8,11 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "onnx.pb-c.h"
+
 /* Field numbers from the ONNX IR specification. */
 enum {
     MODEL_GRAPH = 7,
     GRAPH_INITIALIZER = 5,
     TENSOR_RAW_DATA = 9,
+    TENSOR_EXTERNAL_DATA = 13,
 };
 
 static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
@@ -84,32 +87,66 @@ static bool next_field(const uint8_t **p, const uint8_t *end, field *f)
 
 /* ---- depth check driven by protobuf-c descriptors ---------------------- */
 
-static bool depth_ok(const ProtobufCMessageDescriptor *d, const uint8_t *p,
-                     const uint8_t *end, int depth, int max_depth)
+enum { WALK_OK, WALK_TOO_DEEP, WALK_NUL };
+
+/* An external_data entry (StringStringEntryProto) of a TensorProto: a NUL
+ * in its key or value would silently cut the C string protobuf-c makes
+ * ("w.bin\0../x" would read w.bin), so it is refused instead. */
+static bool entry_has_nul(const uint8_t *p, const uint8_t *end)
 {
-    if (depth > max_depth)
-        return false;
     field f;
     while (p < end) {
         if (!next_field(&p, end, &f))
-            return true; /* malformed bytes: protobuf-c reports it */
+            return false;
+        if (f.wire == 2 && memchr(f.payload, 0, f.len))
+            return true;
+    }
+    return false;
+}
+
+static int walk(const ProtobufCMessageDescriptor *d, const uint8_t *p, const uint8_t *end,
+                int depth, int max_depth)
+{
+    if (depth > max_depth)
+        return WALK_TOO_DEEP;
+    field f;
+    while (p < end) {
+        if (!next_field(&p, end, &f))
+            return WALK_OK; /* malformed bytes: protobuf-c reports it */
         if (f.wire != 2)
             continue;
         const ProtobufCFieldDescriptor *fd =
             protobuf_c_message_descriptor_get_field(d, f.number);
         if (!fd || fd->type != PROTOBUF_C_TYPE_MESSAGE)
             continue;
-        if (!depth_ok(fd->descriptor, f.payload, f.payload + f.len, depth + 1,
-                      max_depth))
-            return false;
+        if (d == &onnx__tensor_proto__descriptor && f.number == TENSOR_EXTERNAL_DATA &&
+            entry_has_nul(f.payload, f.payload + f.len))
+            return WALK_NUL;
+        int r = walk(fd->descriptor, f.payload, f.payload + f.len, depth + 1, max_depth);
+        if (r != WALK_OK)
+            return r;
     }
-    return true;
+    return WALK_OK;
+}
+
+const char *ox_wire_check(const ProtobufCMessageDescriptor *d, const void *data, size_t len,
+                          int max_depth)
+{
+    switch (walk(d, data, (const uint8_t *)data + len, 0, max_depth)) {
+    case WALK_TOO_DEEP:
+        return "protobuf messages nested too deeply (hostile file?)";
+    case WALK_NUL:
+        return "an external data entry contains a NUL byte (refused: the location would be "
+               "truncated)";
+    default:
+        return NULL;
+    }
 }
 
 bool ox_wire_depth_ok(const ProtobufCMessageDescriptor *d, const void *data,
                       size_t len, int max_depth)
 {
-    return depth_ok(d, data, (const uint8_t *)data + len, 0, max_depth);
+    return ox_wire_check(d, data, len, max_depth) == NULL;
 }
 
 /* ---- stripping ------------------------------------------------------------ */

@@ -8,8 +8,13 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-/* True when no message nests deeper than max_depth (malformed bytes are
- * left for protobuf-c to reject). */
+/* Checks what protobuf-c cannot: message nesting deeper than max_depth
+ * (its unpacker recurses) and NUL bytes in a TensorProto's external_data
+ * entries (its strings would be cut there). Returns NULL when fine, else
+ * the problem. Malformed bytes are left for protobuf-c to reject. */
+const char *ox_wire_check(const ProtobufCMessageDescriptor *d, const void *data, size_t len,
+                          int max_depth);
+/* ox_wire_check(...) == NULL. */
 bool ox_wire_depth_ok(const ProtobufCMessageDescriptor *d, const void *data,
                       size_t len, int max_depth);
 

@@ -564,7 +564,7 @@ static const ox_op_schema ops_table[] = {
     { "", "ConcatFromSequence", 11, "input_sequence:S", "concat_result:T",
       "axis:i!, new_axis:i=0", "S: seq(tensor)", "Concatenate a sequence",
       ox__infer_concat_from_sequence },
-    { "", "SequenceMap", 17, "input_sequence:S, additional_inputs:V...", "out_sequence:S...",
+    { "", "SequenceMap", 17, "input_sequence:S, additional_inputs:V?...", "out_sequence:S...",
       "body:g!", "S: seq(tensor); V: any", "Apply body to each element",
       ox__infer_sequence_map },
     { "", "Optional", 15, "input:V?", "output:O", "type:tp", "V: any; O: optional(V)",

@@ -223,6 +223,58 @@ static void test_traversal_refused(void **state)
     assert_int_not_equal(try_load("empty.onnx", &err, NULL), OX_OK);
 }
 
+/* A FIFO as the model or as its external data is refused at once: opening
+ * one for reading would wait for a writer forever (alarm() turns a hang
+ * into a failure). Other readers of user-named files share the rule. */
+static void test_fifo_refused(void **state)
+{
+    (void)state;
+    alarm(60);
+    ox_error err;
+    char p[256];
+    snprintf(p, sizeof p, "%s/fifo.onnx", dir);
+    assert_int_equal(mkfifo(p, 0600), 0);
+    assert_int_equal(try_load("fifo.onnx", &err, NULL), OX_EIO);
+    assert_non_null(strstr(err.msg, "not a regular file (a FIFO)"));
+    snprintf(p, sizeof p, "%s/sub/pipe.bin", dir);
+    assert_int_equal(mkfifo(p, 0600), 0);
+    write_model("pipe.onnx", "sub/pipe.bin", -1, -1);
+    assert_int_equal(try_load("pipe.onnx", &err, NULL), OX_EIO);
+    assert_non_null(strstr(err.msg, "not a regular file"));
+    ox_tensor *t = NULL;
+    assert_int_equal(ox_tensor_load_pb(p, &t, &err), OX_EIO);
+    memset(&err, 0, sizeof err);
+    assert_int_equal(ox_open_regular(dir, &err), -1);
+    assert_non_null(strstr(err.msg, "a folder"));
+    alarm(0);
+}
+
+/* "sub/w.bin\0zz": protobuf-c would hand us "sub/w.bin" and we would read
+ * a file the location does not name; refused instead. */
+static void test_nul_in_location(void **state)
+{
+    (void)state;
+    ox_error err;
+    write_model("nul.onnx", "sub/w.binXzz", -1, -1);
+    char p[256];
+    snprintf(p, sizeof p, "%s/nul.onnx", dir);
+    FILE *f = fopen(p, "r+b");
+    assert_non_null(f);
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    char *x = memmem(buf, n, "w.binXzz", 8);
+    assert_non_null(x);
+    x[5] = 0;
+    fseek(f, 0, SEEK_SET);
+    assert_int_equal(fwrite(buf, 1, n, f), n);
+    fclose(f);
+    assert_int_equal(try_load("nul.onnx", &err, NULL), OX_EPARSE);
+    assert_non_null(strstr(err.msg, "NUL"));
+    /* The same file without the NUL loads. */
+    write_model("nonul.onnx", "sub/w.bin", -1, -1);
+    assert_int_equal(try_load("nonul.onnx", &err, NULL), OX_OK);
+}
+
 static void test_save_external_roundtrip(void **state)
 {
     (void)state;
@@ -330,6 +382,8 @@ int main(void)
         cmocka_unit_test(test_above_2gib),
         cmocka_unit_test(test_traversal_refused),
         cmocka_unit_test(test_save_external_roundtrip),
+        cmocka_unit_test(test_fifo_refused),
+        cmocka_unit_test(test_nul_in_location),
         cmocka_unit_test(test_load_progress),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
