@@ -49,10 +49,25 @@ typedef struct ox_save_opts {
     bool force_external;      /* write every tensor >= threshold externally */
 } ox_save_opts;
 
-/* Writes m to path atomically (temp file + rename). When the serialized
- * model would exceed 2 GiB, large tensors go to an external data file. */
+/* Writes m to path atomically (temp file + rename; see onnxscope/outfile.h
+ * for devices, FIFOs and symbolic links). When the serialized model would
+ * exceed 2 GiB, or the model came with external data, large tensors go to an
+ * external data file next to path ("<out>.data"), copied file to file from
+ * the input's external data where unchanged. Refuses (OX_EIO) to create or
+ * replace the input model or any file it references; see
+ * ox_save_check_targets. */
 ox_status ox_save(const ox_model *m, const char *path, const ox_save_opts *opts,
                   ox_error *err);
+/* The rule ox_save applies before writing anything, for front ends that
+ * want to ask before overwriting: OX_OK when neither path nor the external
+ * data file saving m there would write is m's own file (unless
+ * opts->overwrite_input) or an external data file m was loaded with or views,
+ * compared by device and inode and by resolved path. */
+ox_status ox_save_check_targets(const ox_model *m, const char *path, const ox_save_opts *opts,
+                                ox_error *err);
+/* The same rule for any other output (exports): OX_EIO when writing path
+ * would replace m's own file or a file m reads external data from. */
+ox_status ox_model_check_output(const ox_model *m, const char *path, ox_error *err);
 /* Serializes to a malloc'ed buffer (no external data). */
 ox_status ox_save_buffer(const ox_model *m, void **data, size_t *len, ox_error *err);
 

@@ -235,6 +235,10 @@ struct ox_model {
     char *dir;            /* its folder, for external data */
     ox_buffer *file_buf;  /* the mapped file, kept alive by tensor views */
     uint64_t file_size;
+    /* The external data files it was loaded with (retained even when no
+     * tensor uses them any more): a save must never replace one of them. */
+    ox_buffer **ext_files;
+    int n_ext_files;
     /* Problems the loader tolerated so that `check` can report them
      * (a value assigned twice, an undefined input ...). */
     char **load_issues;

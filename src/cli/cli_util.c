@@ -2,6 +2,7 @@
  * loading with exit codes, option parsing, number formatting. */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,58 @@
 
 #include "cli/commands.h"
 #include "onnxscope/io.h"
+#include "onnxscope/outfile.h"
+
+/* ---- temporary files on fatal signals ---------------------------------- */
+
+static const int cleanup_signals[] = {SIGINT, SIGTERM, SIGHUP};
+#define N_CLEANUP_SIGNALS (int)(sizeof cleanup_signals / sizeof *cleanup_signals)
+static struct sigaction prev_actions[N_CLEANUP_SIGNALS];
+
+static void on_fatal_signal(int sig, siginfo_t *si, void *uc)
+{
+    ox_tempfiles_remove_all();
+    for (int i = 0; i < N_CLEANUP_SIGNALS; i++) {
+        if (cleanup_signals[i] != sig)
+            continue;
+        const struct sigaction *p = &prev_actions[i];
+        if ((p->sa_flags & SA_SIGINFO) && p->sa_sigaction) {
+            p->sa_sigaction(sig, si, uc);
+            return;
+        }
+        if (!(p->sa_flags & SA_SIGINFO) && p->sa_handler != SIG_DFL &&
+            p->sa_handler != SIG_IGN) {
+            p->sa_handler(sig);
+            return;
+        }
+    }
+    /* Die by the signal, so the parent sees what happened; it is blocked
+     * while we run and delivered when we return. */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void ox_cli_cleanup_on_signals(void)
+{
+    static bool installed;
+    if (installed)
+        return; /* the previous actions must not become ourselves */
+    installed = true;
+    for (int i = 0; i < N_CLEANUP_SIGNALS; i++) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_fatal_signal;
+        sa.sa_flags = SA_SIGINFO;
+        sigemptyset(&sa.sa_mask);
+        for (int j = 0; j < N_CLEANUP_SIGNALS; j++)
+            sigaddset(&sa.sa_mask, cleanup_signals[j]);
+        if (sigaction(cleanup_signals[i], &sa, &prev_actions[i]) != 0)
+            continue;
+        /* An ignored signal (nohup) stays ignored. */
+        if (!(prev_actions[i].sa_flags & SA_SIGINFO) && prev_actions[i].sa_handler == SIG_IGN)
+            sigaction(cleanup_signals[i], &prev_actions[i], NULL);
+    }
+}
 
 void ox_cli_error(const char *file, const char *fmt, ...)
 {

@@ -231,7 +231,11 @@ int ox_cmd_run(int argc, char **argv)
             if (!p)
                 break;
             snprintf(p, len, "%s%s", save_dir, fname);
-            st = ox_testdata_save(out[k], g->outputs[k]->name, p, &err);
+            /* Never over the model or a file it reads (a model named
+             * output_0.pb, or run inside its own folder). */
+            st = ox_model_check_output(m, p, &err);
+            if (st == OX_OK)
+                st = ox_testdata_save(out[k], g->outputs[k]->name, p, &err);
             if (st != OX_OK) {
                 ox_cli_error(p, "%s", err.msg);
                 free(p);

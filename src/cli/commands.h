@@ -26,6 +26,12 @@ int ox_cmd_bench(int argc, char **argv);
 /* Prints "onnxscope: FILE: message" on stderr. */
 void ox_cli_error(const char *file, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Removes live temporary files (ox_tempfiles_remove_all) on SIGINT,
+ * SIGTERM and SIGHUP, then runs the handler that was there before (the
+ * TUI installs it after ncurses' own) or dies by the signal. A command that
+ * installs its own handler for these signals later must call
+ * ox_tempfiles_remove_all itself. */
+void ox_cli_cleanup_on_signals(void);
 /* Loads a model, printing a one-line error and returning NULL on failure;
  * *exit_code receives 1 (bad model) or 3 (I/O). */
 ox_model *ox_cli_load(const char *path, int *exit_code);

@@ -84,8 +84,10 @@ int main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        if (!strcmp(argv[1], commands[i].name))
+        if (!strcmp(argv[1], commands[i].name)) {
+            ox_cli_cleanup_on_signals();
             return commands[i].fn(argc - 1, argv + 1);
+        }
     if (looks_like_command(argv[1])) {
         const char *best = NULL;
         int bd = 3;

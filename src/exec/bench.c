@@ -14,6 +14,8 @@
 
 #include "onnxscope/bench.h"
 #include "onnxscope/exec.h"
+#include "onnxscope/io.h"
+#include "onnxscope/outfile.h"
 #include "onnxscope/randinput.h"
 
 void ox_bench_config_init(ox_bench_config *cfg)
@@ -506,6 +508,10 @@ ox_status ox_bench_trace(const ox_bench_config *cfg, const char *path, ox_error 
         return st;
     if (!path)
         return ox_errorf(err, OX_EINVAL, "bench: no trace path");
+    /* Before running: never over a model (`--trace m.onnx`) or its data. */
+    if ((st = ox_model_check_output(cfg->model, path, err)) ||
+        (st = ox_model_check_output(cfg->compare, path, err)))
+        return st;
     ox_model *m = cfg->model;
     if ((st = apply_shapes(cfg, m, err)))
         return st;
@@ -554,8 +560,20 @@ ox_status ox_bench_trace(const ox_bench_config *cfg, const char *path, ox_error 
         st = ox_errorf(err, OX_ENOMEM, "out of memory building the trace");
         goto done;
     }
-    if (json_dump_file(root, path, JSON_COMPACT | JSON_REAL_PRECISION(12)) != 0)
-        st = ox_errorf(err, OX_EIO, "%s: cannot write the trace", path);
+    /* Through ox_outfile (temp + rename, FIFOs without a reader refused)
+     * rather than json_dump_file, which truncates the target in place. */
+    char *text = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(12));
+    ox_outfile of;
+    if (!text)
+        st = ox_errorf(err, OX_ENOMEM, "out of memory writing the trace");
+    else if ((st = ox_outfile_open(&of, path, 0, err)) == OX_OK) {
+        st = ox_outfile_write(&of, text, strlen(text), err);
+        if (st == OX_OK)
+            st = ox_outfile_commit(&of, err);
+        else
+            ox_outfile_abort(&of);
+    }
+    free(text);
 done:
     json_decref(root);
     ox_exec_free(e);

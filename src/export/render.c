@@ -1,7 +1,8 @@
 /* Writing the built graph: DOT text through libcgraph's agwrite, and
- * SVG/PNG/PDF through libgvc (layout with `dot`). Files are written to a
- * temporary name next to the target and renamed, so a failed or interrupted
- * export never leaves half a file behind. */
+ * SVG/PNG/PDF through libgvc (layout with `dot`), rendered into memory and
+ * written by us. Files go through ox_outfile (temporary name + rename; a
+ * device or FIFO written in place), so a failed or interrupted export never
+ * leaves half a file behind. */
 #include "onnxscope/export.h"
 
 #include <cgraph.h>
@@ -13,6 +14,9 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "onnxscope/io.h"
+#include "onnxscope/outfile.h"
 
 ox_export_format ox_export_format_from_path(const char *path)
 {
@@ -72,40 +76,6 @@ static void gv_msg_trim(void)
         gv_msg[--n] = '\0';
 }
 
-/* Opens a temporary file next to path; returns its fd and name (caller
- * frees the name). */
-static int open_temp(const char *path, char **tmpname, ox_error *err)
-{
-    size_t n = strlen(path) + 16;
-    char *t = malloc(n);
-    if (!t) {
-        ox_errorf(err, OX_ENOMEM, "out of memory");
-        return -1;
-    }
-    snprintf(t, n, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(t);
-    if (fd < 0) {
-        ox_errorf(err, OX_EIO, "cannot create %s: %s", path, strerror(errno));
-        free(t);
-        return -1;
-    }
-    /* mkstemp makes 0600; an export is an ordinary document. */
-    fchmod(fd, 0644);
-    *tmpname = t;
-    return fd;
-}
-
-static ox_status finish_temp(char *tmp, const char *path, bool ok, ox_error *err)
-{
-    ox_status st = OX_OK;
-    if (ok && rename(tmp, path) != 0)
-        st = ox_errorf(err, OX_EIO, "cannot write %s: %s", path, strerror(errno));
-    if (!ok || st != OX_OK)
-        unlink(tmp);
-    free(tmp);
-    return st;
-}
-
 static ox_status write_dot(Agraph_t *g, const char *path, ox_error *err)
 {
     if (strcmp(path, "-") == 0) {
@@ -113,24 +83,83 @@ static ox_status write_dot(Agraph_t *g, const char *path, ox_error *err)
             return ox_errorf(err, OX_EIO, "cannot write DOT to stdout");
         return OX_OK;
     }
-    char *tmp = NULL;
-    int fd = open_temp(path, &tmp, err);
-    if (fd < 0)
-        return err ? err->status : OX_EIO;
-    FILE *f = fdopen(fd, "w");
+    ox_outfile out;
+    ox_status st = ox_outfile_open(&out, path, 0, err);
+    if (st != OX_OK)
+        return st;
+    /* agwrite wants a FILE: give it a duplicate so the outfile keeps its
+     * own descriptor for commit. */
+    int fd = dup(out.fd);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
-        close(fd);
-        finish_temp(tmp, path, false, err);
-        return ox_errorf(err, OX_EIO, "cannot write %s: %s", path, strerror(errno));
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        ox_outfile_abort(&out);
+        return ox_errorf(err, OX_EIO, "cannot write %s: %s", path, strerror(e));
     }
+    errno = 0;
     bool ok = agwrite(g, f) == 0;
     ok = (fflush(f) == 0) && ok;
+    int e = errno;
     ok = (fclose(f) == 0) && ok;
     if (!ok) {
-        finish_temp(tmp, path, false, err);
-        return ox_errorf(err, OX_EIO, "cannot write %s: %s", path, strerror(errno));
+        if (!e)
+            e = errno;
+        ox_outfile_abort(&out);
+        return ox_errorf(err, OX_EIO, "cannot write %s: %s", path, e ? strerror(e) : "write error");
     }
-    return finish_temp(tmp, path, true, err);
+    return ox_outfile_commit(&out, err);
+}
+
+/* Renders into memory and writes the bytes ourselves: libgvc writing a
+ * file itself calls exit() when a write fails (a full disk), leaving its
+ * output half-written and no message. */
+static ox_status render_file(GVC_t *gvc, Agraph_t *g, ox_export_format f, const char *path,
+                             ox_error *err)
+{
+    ox_outfile out;
+    ox_status st = ox_outfile_open(&out, path, 0, err);
+    if (st != OX_OK)
+        return st;
+    char *data = NULL;
+    unsigned int len = 0;
+    gv_msg[0] = '\0';
+    if (gvRenderData(gvc, g, gv_format(f), &data, &len) != 0) {
+        gv_msg_trim();
+        if (data)
+            gvFreeRenderData(data);
+        ox_outfile_abort(&out);
+        return ox_errorf(err, OX_EUNSUPPORTED,
+                         "Graphviz cannot render %s%s%s (is the %s plugin installed?)", path,
+                         gv_msg[0] ? ": " : "", gv_msg, gv_format(f));
+    }
+    if (!data || len == 0) {
+        if (data)
+            gvFreeRenderData(data);
+        ox_outfile_abort(&out);
+        return ox_errorf(err, OX_EUNSUPPORTED, "Graphviz wrote nothing for %s", path);
+    }
+    st = ox_outfile_write(&out, data, len, err);
+    gvFreeRenderData(data);
+    if (st != OX_OK) {
+        ox_outfile_abort(&out);
+        return st;
+    }
+    return ox_outfile_commit(&out, err);
+}
+
+/* An export never replaces a model it draws (a model file named x.svg is
+ * still a model) or a file such a model reads. */
+static ox_status check_outputs(const ox_model *m, const ox_export_opts *o, const char *path,
+                               ox_error *err)
+{
+    if (strcmp(path, "-") == 0)
+        return OX_OK;
+    ox_status st = ox_model_check_output(m, path, err);
+    if (st == OX_OK && o && o->diff_after)
+        st = ox_model_check_output(o->diff_after, path, err);
+    return st;
 }
 
 ox_status ox_export_dot(const ox_model *m, const ox_export_opts *o,
@@ -140,8 +169,11 @@ ox_status ox_export_dot(const ox_model *m, const ox_export_opts *o,
         memset(stats, 0, sizeof *stats);
     if (!path)
         return ox_errorf(err, OX_EINVAL, "no output path");
+    ox_status st = check_outputs(m, o, path, err);
+    if (st != OX_OK)
+        return st;
     Agraph_t *g = NULL;
-    ox_status st = ox_export_build(m, o, &g, stats, err);
+    st = ox_export_build(m, o, &g, stats, err);
     if (st != OX_OK)
         return st;
     st = write_dot(g, path, err);
@@ -182,29 +214,7 @@ ox_status ox_export_render_graph(struct Agraph_s *g, const char *const *paths, i
             st = write_dot(g, paths[i], err);
             continue;
         }
-        char *tmp = NULL;
-        int fd = open_temp(paths[i], &tmp, err);
-        if (fd < 0) {
-            st = err ? err->status : OX_EIO;
-            break;
-        }
-        close(fd);
-        gv_msg[0] = '\0';
-        if (gvRenderFilename(gvc, g, gv_format(f), tmp) != 0) {
-            gv_msg_trim();
-            finish_temp(tmp, paths[i], false, err);
-            st = ox_errorf(err, OX_EUNSUPPORTED,
-                           "Graphviz cannot render %s%s%s (is the %s plugin installed?)",
-                           paths[i], gv_msg[0] ? ": " : "", gv_msg, gv_format(f));
-            break;
-        }
-        struct stat sbuf;
-        if (stat(tmp, &sbuf) != 0 || sbuf.st_size == 0) {
-            finish_temp(tmp, paths[i], false, err);
-            st = ox_errorf(err, OX_EUNSUPPORTED, "Graphviz wrote nothing for %s", paths[i]);
-            break;
-        }
-        st = finish_temp(tmp, paths[i], true, err);
+        st = render_file(gvc, g, f, paths[i], err);
     }
     gvFreeLayout(gvc, g);
     gvFreeContext(gvc);
@@ -230,9 +240,12 @@ ox_status ox_export_render(const ox_model *m, const ox_export_opts *o,
     if (ox_export_format_from_path(path) != fmt)
         return ox_errorf(err, OX_EINVAL, "%s: the extension does not match the format %s",
                          path, gv_format(fmt));
+    ox_status st = check_outputs(m, o, path, err);
+    if (st != OX_OK)
+        return st;
     Agraph_t *g = NULL;
     ox_export_stats local;
-    ox_status st = ox_export_build(m, o, &g, &local, err);
+    st = ox_export_build(m, o, &g, &local, err);
     if (st != OX_OK)
         return st;
     if (stats)

@@ -15,10 +15,19 @@
 
 /* ---- mapped files ------------------------------------------------------ */
 
+/* A mapping remembers which file it shows, so that a saver can copy the
+ * bytes file to file and refuse to replace a file the model references. */
+typedef struct mapped_file {
+    ox_buffer b; /* first: the buffer handed out */
+    char *path;  /* absolute, NULL when it could not be resolved */
+    uint64_t dev, ino;
+} mapped_file;
+
 static void release_mapping(ox_buffer *b)
 {
     if (b->data && b->size)
         munmap(b->data, b->size);
+    free(((mapped_file *)b)->path);
     free(b);
 }
 
@@ -33,20 +42,25 @@ ox_status ox_map_file(const char *path, ox_buffer **out, ox_error *err)
         close(fd);
         return ox_errorf(err, OX_EIO, "cannot stat: %s", strerror(e));
     }
-    ox_buffer *b = calloc(1, sizeof *b);
-    if (!b) {
+    mapped_file *mf = calloc(1, sizeof *mf);
+    if (!mf) {
         close(fd);
         return ox_errorf(err, OX_ENOMEM, "out of memory");
     }
+    ox_buffer *b = &mf->b;
     b->refcount = 1;
     b->release = release_mapping;
     b->size = (size_t)st.st_size;
+    mf->dev = (uint64_t)st.st_dev;
+    mf->ino = (uint64_t)st.st_ino;
+    mf->path = realpath(path, NULL);
     if (b->size) {
         void *p = mmap(NULL, b->size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) {
             int e = errno;
             close(fd);
-            free(b);
+            free(mf->path);
+            free(mf);
             return ox_errorf(err, OX_EIO, "cannot map: %s", strerror(e));
         }
         b->data = p;
@@ -54,6 +68,26 @@ ox_status ox_map_file(const char *path, ox_buffer **out, ox_error *err)
     close(fd);
     *out = b;
     return OX_OK;
+}
+
+bool ox_buffer_file_ref(const ox_buffer *b, const void *data, size_t len, ox_file_ref *ref)
+{
+    /* Views keep their parent in owner; the root of the chain is the
+     * allocation that holds the bytes. */
+    while (b && b->release != release_mapping)
+        b = b->owner;
+    if (!b)
+        return false;
+    const mapped_file *mf = (const mapped_file *)b;
+    const char *base = b->data, *p = data;
+    if (len > 0 && (!base || p < base || (size_t)(p - base) > b->size ||
+                    len > b->size - (size_t)(p - base)))
+        return false;
+    ref->path = mf->path;
+    ref->dev = mf->dev;
+    ref->ino = mf->ino;
+    ref->offset = len > 0 ? (uint64_t)(p - base) : 0;
+    return true;
 }
 
 /* ---- external data --------------------------------------------------------- */
@@ -92,6 +126,20 @@ void ox_extctx_free(ox_extctx *x)
     free(x->dir);
     free(x->realdir);
     free(x);
+}
+
+ox_buffer **ox_extctx_take_files(ox_extctx *x, int *n)
+{
+    *n = 0;
+    if (!x || x->n_files == 0)
+        return NULL;
+    ox_buffer **r = malloc(sizeof *r * (size_t)x->n_files);
+    if (!r)
+        return NULL;
+    for (int i = 0; i < x->n_files; i++)
+        r[i] = ox_buffer_retain(x->files[i].buf);
+    *n = x->n_files;
+    return r;
 }
 
 static bool has_dotdot(const char *s)

@@ -14,6 +14,22 @@ typedef struct ox_extctx ox_extctx;
 /* Maps a whole regular file read-only into a reference-counted buffer. */
 ox_status ox_map_file(const char *path, ox_buffer **out, ox_error *err);
 
+/* The file behind a mapping made by ox_map_file. */
+typedef struct ox_file_ref {
+    const char *path;  /* absolute at mapping time; NULL if unresolved */
+    uint64_t dev, ino; /* identity when mapped */
+    uint64_t offset;   /* of the queried bytes within the file */
+} ox_file_ref;
+
+/* True when b is (a view into) a file mapping and len bytes at data lie in
+ * it: fills *ref with the file and the bytes' offset. The mapping is
+ * read-only, so those bytes are the file's (len 0 asks only for the file). */
+bool ox_buffer_file_ref(const ox_buffer *b, const void *data, size_t len, ox_file_ref *ref);
+
+/* Hands the external data files mapped so far (each one reference) to the
+ * caller: *n entries in a malloc'ed array, which may be NULL when none. */
+ox_buffer **ox_extctx_take_files(ox_extctx *x, int *n);
+
 ox_extctx *ox_extctx_new(const char *dir);
 void ox_extctx_free(ox_extctx *x);
 
@@ -38,5 +54,9 @@ void ox_pool_free(ox_pool *p);
 void ox_tensor_to_proto(ox_pool *p, const ox_tensor *t, Onnx__TensorProto *tp,
                         const char *ext_loc, int64_t ext_off);
 Onnx__TypeProto *ox_type_to_proto(ox_pool *p, const ox_type *t);
+
+/* Packs msg into a new file at path with ox_save's file handling (temporary
+ * file and rename, devices and FIFOs written in place). */
+ox_status ox_save_message(const ProtobufCMessage *msg, const char *path, ox_error *err);
 
 #endif

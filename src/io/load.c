@@ -843,6 +843,8 @@ static ox_status load_from_buffer(ox_buffer *buf, const char *dir, const ox_load
     }
     onnx__model_proto__free_unpacked(mp, NULL);
     ox_wire_strip_free(&s);
+    if (st == OX_OK)
+        m->ext_files = ox_extctx_take_files(L.ext, &m->n_ext_files);
     ox_extctx_free(L.ext); /* tensor views keep their mappings alive */
     if (st != OX_OK) {
         ox_model_free(m);

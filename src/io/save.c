@@ -1,29 +1,53 @@
 /* Saving the IR as a .onnx file: build protobuf-c messages that reference
  * (never copy) tensor bytes, stream them into a temporary file and rename it
- * into place. Large models put big tensors into an external data file. */
+ * into place. Large models put big tensors into an external data file,
+ * copied file to file from the input's external data when unchanged. */
 #include "onnxscope/io.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "io/convert.h"
+#include "onnxscope/outfile.h"
 
 /* Protobuf messages cannot exceed 2 GiB; leave room for the graph itself. */
 #define PROTO_LIMIT ((uint64_t)2 * 1024 * 1024 * 1024 - ((uint64_t)64 << 20))
 #define DEFAULT_EXTERNAL_THRESHOLD 1024
 #define EXTERNAL_ALIGN 64
 
+/* Tensors at least this big that sit in a mapped file are copied file to
+ * file (smaller ones are cheaper to write from memory). */
+#define COPY_MIN ((size_t)64 << 10)
+#define STAGE_SIZE ((size_t)256 << 10)
+#define MAX_SOURCES 64
+
+/* An input file tensors are copied from: opened once per save, and only
+ * used while it is still the file that was mapped. */
+typedef struct src_file {
+    uint64_t dev, ino;
+    int fd; /* -1: cannot be used, write from memory */
+} src_file;
+
 typedef struct saver {
     ox_pool *p;
     bool external;          /* put big tensors into the external file */
     size_t threshold;
     const char *ext_loc;    /* location written into the model */
-    FILE *ext_fp;           /* open external data temp file */
-    uint64_t ext_off;
+    ox_outfile ext_out;     /* the external data file being written */
+    bool ext_open;
+    uint64_t ext_off;       /* bytes written to it so far (staged included) */
+    uint8_t *stage;         /* small writes are gathered here */
+    size_t n_stage;
+    src_file srcs[MAX_SOURCES];
+    int n_srcs;
+    int copy_mode;          /* 0 copy_file_range, 1 sendfile, 2 read/write */
     ox_error *err;
     ox_status st;
     /* Messages unpacked from blobs, freed after packing. */
@@ -51,29 +75,160 @@ static Onnx__StringStringEntryProto **kvs_to_proto(ox_pool *p, const ox_kv *kv, 
     return r;
 }
 
+static bool stage_flush(saver *S)
+{
+    if (S->n_stage == 0)
+        return true;
+    ox_status st = ox_outfile_write(&S->ext_out, S->stage, S->n_stage, S->err);
+    S->n_stage = 0;
+    if (st != OX_OK && S->st == OX_OK)
+        S->st = st;
+    return st == OX_OK;
+}
+
+static bool ext_write(saver *S, const void *data, size_t len)
+{
+    if (S->n_stage + len > STAGE_SIZE && !stage_flush(S))
+        return false;
+    if (len >= STAGE_SIZE) {
+        ox_status st = ox_outfile_write(&S->ext_out, data, len, S->err);
+        if (st != OX_OK && S->st == OX_OK)
+            S->st = st;
+        return st == OX_OK;
+    }
+    memcpy(S->stage + S->n_stage, data, len);
+    S->n_stage += len;
+    return true;
+}
+
+/* An open descriptor on the file behind ref, or -1 when that file is no
+ * longer the one that was mapped (replaced since loading) or cannot be
+ * opened: the caller then writes from the mapping. */
+static int source_fd(saver *S, const ox_file_ref *ref)
+{
+    for (int i = 0; i < S->n_srcs; i++)
+        if (S->srcs[i].dev == ref->dev && S->srcs[i].ino == ref->ino)
+            return S->srcs[i].fd;
+    if (S->n_srcs == MAX_SOURCES || !ref->path)
+        return -1;
+    int fd = open(ref->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+                    (uint64_t)st.st_dev != ref->dev || (uint64_t)st.st_ino != ref->ino)) {
+        close(fd);
+        fd = -1;
+    }
+    S->srcs[S->n_srcs++] = (src_file){.dev = ref->dev, .ino = ref->ino, .fd = fd};
+    return fd;
+}
+
+static bool copy_fallback_errno(int e)
+{
+    return e == EXDEV || e == EINVAL || e == ENOSYS || e == EOPNOTSUPP || e == EBADF ||
+           e == EPERM || e == ETXTBSY;
+}
+
+/* n < 0: errno says why; n == 0: the source ended early (truncated since
+ * loading). */
+static bool copy_failed(saver *S, ssize_t n)
+{
+    if (S->st == OX_OK)
+        S->st = ox_errorf(S->err, OX_EIO, "writing %s: %s", S->ext_out.name,
+                          n < 0 ? strerror(errno) : "the input's external data file shrank");
+    return false;
+}
+
+/* Appends len bytes at off of src to the external file, in the kernel when
+ * it can (copy_file_range, then sendfile), else through a bounded buffer:
+ * the bytes never all pass through this process's memory. */
+static bool copy_from_file(saver *S, int src, uint64_t off, uint64_t len)
+{
+    int dst = S->ext_out.fd;
+    /* Bounded chunks keep Ctrl-C prompt during a multi-GB copy. */
+    const size_t chunk = (size_t)64 << 20;
+    if (!stage_flush(S))
+        return false;
+    while (len > 0 && S->copy_mode == 0) {
+        loff_t so = (loff_t)off;
+        ssize_t n = copy_file_range(src, &so, dst, NULL, len < chunk ? len : chunk, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && copy_fallback_errno(errno))
+            S->copy_mode = 1;
+        else if (n <= 0)
+            return copy_failed(S, n);
+        else {
+            off += (uint64_t)n;
+            len -= (uint64_t)n;
+        }
+    }
+    while (len > 0 && S->copy_mode == 1) {
+        off_t so = (off_t)off;
+        ssize_t n = sendfile(dst, src, &so, len < chunk ? len : chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && copy_fallback_errno(errno))
+            S->copy_mode = 2;
+        else if (n <= 0)
+            return copy_failed(S, n);
+        else {
+            off += (uint64_t)n;
+            len -= (uint64_t)n;
+        }
+    }
+    while (len > 0) {
+        /* The staging buffer is empty (flushed above): reuse it. */
+        ssize_t n = pread(src, S->stage, len < STAGE_SIZE ? len : STAGE_SIZE, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return copy_failed(S, n);
+        ox_status w = ox_outfile_write(&S->ext_out, S->stage, (size_t)n, S->err);
+        if (w != OX_OK) {
+            if (S->st == OX_OK)
+                S->st = w;
+            return false;
+        }
+        off += (uint64_t)n;
+        len -= (uint64_t)n;
+    }
+    return true;
+}
+
 static void write_external(saver *S, const ox_tensor *t, Onnx__TensorProto *tp)
 {
     static const char zeros[EXTERNAL_ALIGN];
+    if (S->st != OX_OK)
+        return;
     uint64_t pad = (EXTERNAL_ALIGN - S->ext_off % EXTERNAL_ALIGN) % EXTERNAL_ALIGN;
-    if (pad && fwrite(zeros, 1, pad, S->ext_fp) != pad)
-        goto fail;
+    if (pad && !ext_write(S, zeros, (size_t)pad))
+        return;
     S->ext_off += pad;
-    if (t->nbytes && fwrite(ox_tensor_data(t), 1, t->nbytes, S->ext_fp) != t->nbytes)
-        goto fail;
+    const void *data = ox_tensor_data(t);
+    ox_file_ref ref;
+    int src = -1;
+    if (t->nbytes >= COPY_MIN && ox_buffer_file_ref(t->buf, data, t->nbytes, &ref))
+        src = source_fd(S, &ref);
+    if (src >= 0 ? !copy_from_file(S, src, ref.offset, t->nbytes)
+                 : (t->nbytes && !ext_write(S, data, t->nbytes)))
+        return;
     ox_tensor_to_proto(S->p, t, tp, S->ext_loc, (int64_t)S->ext_off);
     S->ext_off += t->nbytes;
-    return;
-fail:
-    if (S->st == OX_OK)
-        S->st = ox_errorf(S->err, OX_EIO, "writing external data: %s", strerror(errno));
+}
+
+/* The one rule for what goes to the external file (main graph
+ * initializers only: other tensors cannot be external). */
+static bool goes_external(const saver *S, const ox_tensor *t)
+{
+    return S->external && t->dtype != OX_DT_STRING && t->nbytes >= S->threshold &&
+           ox_tensor_data(t);
 }
 
 static Onnx__TensorProto *tensor_msg(saver *S, const ox_tensor *t, bool may_external)
 {
     Onnx__TensorProto *tp = ox_pool_alloc(S->p, sizeof *tp);
     onnx__tensor_proto__init(tp);
-    if (may_external && S->external && t->dtype != OX_DT_STRING &&
-        t->nbytes >= S->threshold && ox_tensor_data(t))
+    if (may_external && goes_external(S, t))
         write_external(S, t, tp);
     else
         ox_tensor_to_proto(S->p, t, tp, NULL, 0);
@@ -449,6 +604,12 @@ static Onnx__ModelProto *model_msg(saver *S, const ox_model *m)
 
 static void saver_cleanup(saver *S)
 {
+    for (int i = 0; i < S->n_srcs; i++)
+        if (S->srcs[i].fd >= 0)
+            close(S->srcs[i].fd);
+    free(S->stage);
+    if (S->ext_open)
+        ox_outfile_abort(&S->ext_out);
     for (int i = 0; i < S->n_unpacked; i++)
         protobuf_c_message_free_unpacked(S->unpacked[i], NULL);
     free(S->unpacked);
@@ -497,62 +658,321 @@ ox_status ox_save_buffer(const ox_model *m, void **data, size_t *len, ox_error *
     return st;
 }
 
+/* Protobuf output gathered into large writes. */
 typedef struct file_sink {
     ProtobufCBuffer base;
-    FILE *fp;
-    bool failed;
+    ox_outfile *out;
+    ox_error *err;
+    ox_status st;
+    size_t n;
+    uint8_t buf[64 << 10];
 } file_sink;
+
+static void sink_flush(file_sink *s)
+{
+    if (s->st == OX_OK && s->n)
+        s->st = ox_outfile_write(s->out, s->buf, s->n, s->err);
+    s->n = 0;
+}
 
 static void sink_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
 {
     file_sink *s = (file_sink *)b;
-    if (!s->failed && len && fwrite(data, 1, len, s->fp) != len)
-        s->failed = true;
-}
-
-static bool same_file(const char *a, const char *b)
-{
-    struct stat sa, sb;
-    if (!a || !b || stat(a, &sa) != 0 || stat(b, &sb) != 0)
-        return false;
-    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
-/* Opens a temporary file next to path. */
-static FILE *open_temp(const char *path, char **tmp_out)
-{
-    size_t n = strlen(path) + 16;
-    char *tmp = malloc(n);
-    if (!tmp)
-        return NULL;
-    snprintf(tmp, n, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        free(tmp);
-        return NULL;
+    if (s->st != OX_OK)
+        return;
+    if (s->n + len > sizeof s->buf)
+        sink_flush(s);
+    if (len >= sizeof s->buf) {
+        if (s->st == OX_OK)
+            s->st = ox_outfile_write(s->out, data, len, s->err);
+        return;
     }
-    fchmod(fd, 0644);
-    FILE *fp = fdopen(fd, "wb");
-    if (!fp) {
-        close(fd);
-        unlink(tmp);
-        free(tmp);
-        return NULL;
-    }
-    *tmp_out = tmp;
-    return fp;
+    memcpy(s->buf + s->n, data, len);
+    s->n += len;
 }
 
-static bool finish_file(FILE *fp)
+/* Packs msg into a new file at path (see ox_outfile_open for what path may
+ * be). Returns the status; errors name the file. */
+static ox_status pack_to_file(const ProtobufCMessage *msg, const char *path, ox_error *err)
 {
-    bool ok = fflush(fp) == 0 && fsync(fileno(fp)) == 0;
-    return fclose(fp) == 0 && ok;
+    ox_outfile out;
+    ox_status st = ox_outfile_open(&out, path, 0, err);
+    if (st != OX_OK)
+        return st;
+    file_sink *sink = malloc(sizeof *sink);
+    if (!sink) {
+        ox_outfile_abort(&out);
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    }
+    *sink = (file_sink){.base = {.append = sink_append}, .out = &out, .err = err};
+    protobuf_c_message_pack_to_buffer(msg, &sink->base);
+    sink_flush(sink);
+    st = sink->st;
+    free(sink);
+    if (st != OX_OK) {
+        ox_outfile_abort(&out);
+        return st;
+    }
+    return ox_outfile_commit(&out, err);
 }
 
 static const char *base_name(const char *path)
 {
     const char *s = strrchr(path, '/');
     return s ? s + 1 : path;
+}
+
+/* ---- which files a save may replace ------------------------------------ */
+
+/* A file the model references: its identity (when it was mapped, or now)
+ * and its absolute path. */
+typedef struct ref_file {
+    bool model;  /* the model file itself (rather than external data) */
+    bool has_id;
+    uint64_t dev, ino;
+    const char *path;
+    char *owned; /* path storage owned by the list */
+} ref_file;
+
+typedef struct ref_list {
+    ref_file *v;
+    int n, cap;
+} ref_list;
+
+static void refs_push(ref_list *l, ref_file r)
+{
+    for (int i = 0; i < l->n && r.has_id; i++)
+        if (l->v[i].has_id && l->v[i].dev == r.dev && l->v[i].ino == r.ino &&
+            (!r.path || (l->v[i].path && strcmp(l->v[i].path, r.path) == 0))) {
+            free(r.owned);
+            return;
+        }
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 8;
+        ref_file *nv = realloc(l->v, sizeof *nv * (size_t)cap);
+        if (!nv) {
+            free(r.owned);
+            return;
+        }
+        l->v = nv;
+        l->cap = cap;
+    }
+    l->v[l->n++] = r;
+}
+
+/* Adds the file behind buffer b (a mapping or a view into one). */
+static void refs_add_buffer(ref_list *l, bool model, const ox_buffer *b)
+{
+    ox_file_ref fr;
+    if (b && ox_buffer_file_ref(b, NULL, 0, &fr))
+        refs_push(l, (ref_file){.model = model, .has_id = true, .dev = fr.dev, .ino = fr.ino,
+                                .path = fr.path});
+}
+
+/* Adds the file at path as it is now. */
+static void refs_add_path(ref_list *l, bool model, const char *path)
+{
+    ref_file r = {.model = model};
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        r.has_id = true;
+        r.dev = (uint64_t)st.st_dev;
+        r.ino = (uint64_t)st.st_ino;
+    }
+    r.owned = realpath(path, NULL);
+    r.path = r.owned;
+    if (r.has_id || r.path)
+        refs_push(l, r);
+}
+
+static void refs_free(ref_list *l)
+{
+    for (int i = 0; i < l->n; i++)
+        free(l->v[i].owned);
+    free(l->v);
+}
+
+/* Absolute form of path for comparing names: realpath when it exists,
+ * else its folder's realpath plus its last component. */
+static char *resolve_name(const char *path)
+{
+    char *r = realpath(path, NULL);
+    if (r)
+        return r;
+    const char *b = base_name(path);
+    size_t dl = (size_t)(b - path);
+    char *dir = malloc(dl + 2);
+    if (!dir)
+        return NULL;
+    if (dl == 0)
+        strcpy(dir, ".");
+    else {
+        memcpy(dir, path, dl);
+        dir[dl] = '\0';
+    }
+    char *rd = realpath(dir, NULL);
+    free(dir);
+    if (!rd)
+        return NULL;
+    size_t n = strlen(rd) + strlen(b) + 2;
+    r = malloc(n);
+    if (r)
+        snprintf(r, n, "%s%s%s", rd, rd[strlen(rd) - 1] == '/' ? "" : "/", b);
+    free(rd);
+    return r;
+}
+
+static bool same_id(const struct stat *st, uint64_t dev, uint64_t ino)
+{
+    return (uint64_t)st->st_dev == dev && (uint64_t)st->st_ino == ino;
+}
+
+/* True when writing target would create or replace r. */
+static bool hits(const char *target, const char *target_real, const ref_file *r)
+{
+    struct stat ts, rs;
+    bool exists = stat(target, &ts) == 0;
+    if (exists && r->has_id && same_id(&ts, r->dev, r->ino))
+        return true;
+    /* The name the model uses may now hold another file: still the
+     * model's, since a reload would read it. */
+    if (exists && r->path && stat(r->path, &rs) == 0 && same_id(&ts, (uint64_t)rs.st_dev,
+                                                             (uint64_t)rs.st_ino))
+        return true;
+    return target_real && r->path && strcmp(target_real, r->path) == 0;
+}
+
+static ox_status check_target(const ref_list *refs, const char *target, bool is_ext,
+                              bool overwrite_input, ox_error *err)
+{
+    char *real = resolve_name(target);
+    ox_status st = OX_OK;
+    for (int i = 0; i < refs->n && st == OX_OK; i++) {
+        const ref_file *r = &refs->v[i];
+        if (r->model && overwrite_input && !is_ext)
+            continue;
+        if (!hits(target, real, r))
+            continue;
+        if (r->model && !is_ext)
+            st = ox_errorf(err, OX_EIO, "refusing to overwrite the input model (%s)", target);
+        else if (r->model)
+            st = ox_errorf(err, OX_EIO,
+                           "refusing to write external data to %s: it is the input model "
+                           "(choose another output name)", target);
+        else
+            st = ox_errorf(err, OX_EIO,
+                           "refusing to %s %s: the input model reads external data from it "
+                           "(choose another output name)",
+                           is_ext ? "write external data to" : "overwrite", target);
+    }
+    free(real);
+    return st;
+}
+
+/* The external data plan: whether any tensor goes to an external file, and
+ * that file's location (as written into the model) and path. */
+typedef struct ext_plan {
+    bool needed;
+    char *name, *path;
+} ext_plan;
+
+static ox_status plan_external(saver *S, const ox_model *m, const char *path,
+                               const ox_save_opts *opts, ext_plan *pl, ox_error *err)
+{
+    memset(pl, 0, sizeof *pl);
+    bool src_external = false;
+    uint64_t bytes = model_tensor_bytes(m, &src_external);
+    S->threshold = opts->external_threshold ? opts->external_threshold
+                                            : DEFAULT_EXTERNAL_THRESHOLD;
+    S->external = opts->force_external || src_external || bytes > PROTO_LIMIT;
+    const ox_graph *g = m->graph;
+    for (int i = 0; S->external && g && i < g->n_values && !pl->needed; i++)
+        pl->needed = g->values[i]->init && goes_external(S, g->values[i]->init);
+    /* No empty external file when nothing goes there. */
+    S->external = pl->needed;
+    if (!pl->needed)
+        return OX_OK;
+    if (opts->external_name) {
+        pl->name = ox_strdup(opts->external_name);
+    } else {
+        size_t n = strlen(base_name(path)) + 6;
+        pl->name = malloc(n);
+        if (pl->name)
+            snprintf(pl->name, n, "%s.data", base_name(path));
+    }
+    size_t dl = (size_t)(base_name(path) - path);
+    pl->path = malloc(dl + strlen(pl->name ? pl->name : "") + 1);
+    if (!pl->name || !pl->path)
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    memcpy(pl->path, path, dl);
+    strcpy(pl->path + dl, pl->name);
+    return OX_OK;
+}
+
+/* Every file m reads: its own file first, so that tensor views into it
+ * below count as the model, then its external data files. */
+static void collect_refs(const ox_model *m, ref_list *refs)
+{
+    refs_add_buffer(refs, true, m->file_buf);
+    if (m->path)
+        refs_add_path(refs, true, m->path);
+    for (int i = 0; i < m->n_ext_files; i++) {
+        refs_add_buffer(refs, false, m->ext_files[i]);
+        ox_file_ref fr;
+        if (ox_buffer_file_ref(m->ext_files[i], NULL, 0, &fr) && fr.path)
+            refs_add_path(refs, false, fr.path);
+    }
+    /* Tensors may also view files the model did not load itself. */
+    const ox_graph *g = m->graph;
+    for (int i = 0; g && i < g->n_values; i++)
+        if (g->values[i]->init)
+            refs_add_buffer(refs, false, g->values[i]->init->buf);
+}
+
+static ox_status check_plan(const ox_model *m, const char *path, const ox_save_opts *opts,
+                            const ext_plan *pl, ox_error *err)
+{
+    ref_list refs = {0};
+    collect_refs(m, &refs);
+    ox_status st = check_target(&refs, path, false, opts->overwrite_input, err);
+    if (st == OX_OK && pl->needed) {
+        char *a = resolve_name(path), *b = resolve_name(pl->path);
+        if (a && b && strcmp(a, b) == 0)
+            st = ox_errorf(err, OX_EINVAL, "the external data file would be %s itself", path);
+        else
+            st = check_target(&refs, pl->path, true, opts->overwrite_input, err);
+        free(a);
+        free(b);
+    }
+    refs_free(&refs);
+    return st;
+}
+
+ox_status ox_model_check_output(const ox_model *m, const char *path, ox_error *err)
+{
+    if (!m || !path)
+        return OX_OK;
+    ref_list refs = {0};
+    collect_refs(m, &refs);
+    ox_status st = check_target(&refs, path, false, false, err);
+    refs_free(&refs);
+    return st;
+}
+
+ox_status ox_save_check_targets(const ox_model *m, const char *path, const ox_save_opts *opts,
+                                ox_error *err)
+{
+    ox_save_opts dflt = {0};
+    if (!opts)
+        opts = &dflt;
+    saver S = {0};
+    ext_plan pl;
+    ox_status st = plan_external(&S, m, path, opts, &pl, err);
+    if (st == OX_OK)
+        st = check_plan(m, path, opts, &pl, err);
+    free(pl.name);
+    free(pl.path);
+    return st;
 }
 
 ox_status ox_save(const ox_model *m, const char *path, const ox_save_opts *opts,
@@ -564,52 +984,45 @@ ox_status ox_save(const ox_model *m, const char *path, const ox_save_opts *opts,
     /* An IR that lost an edit to out of memory would be saved wrong. */
     if (ox_model_check_oom(m, "save", err) != OX_OK)
         return OX_ENOMEM;
-    if (!opts->overwrite_input && m->path && same_file(path, m->path))
-        return ox_errorf(err, OX_EIO, "refusing to overwrite the input model (%s)", path);
-
     saver S = {.p = ox_pool_new(), .err = err};
     if (!S.p)
         return ox_errorf(err, OX_ENOMEM, "out of memory");
-    bool src_external = false;
-    uint64_t bytes = model_tensor_bytes(m, &src_external);
-    S.threshold = opts->external_threshold ? opts->external_threshold
-                                           : DEFAULT_EXTERNAL_THRESHOLD;
-    S.external = opts->force_external || src_external || bytes > PROTO_LIMIT;
-
-    char *ext_name = NULL, *ext_path = NULL, *ext_tmp = NULL, *tmp = NULL;
-    ox_status st = OX_OK;
-    if (S.external) {
-        if (opts->external_name) {
-            ext_name = ox_strdup(opts->external_name);
-        } else {
-            size_t n = strlen(base_name(path)) + 6;
-            ext_name = malloc(n);
-            if (ext_name)
-                snprintf(ext_name, n, "%s.data", base_name(path));
+    ext_plan pl;
+    ox_outfile out = {.fd = -1, .slot = -1};
+    bool out_open = false;
+    ox_status st = plan_external(&S, m, path, opts, &pl, err);
+    if (st == OX_OK)
+        st = check_plan(m, path, opts, &pl, err);
+    if (st != OX_OK)
+        goto out;
+    /* Open the model file first: what it is decides whether external data
+     * is possible at all. */
+    st = ox_outfile_open(&out, path, 0, err);
+    if (st != OX_OK)
+        goto out;
+    out_open = true;
+    if (pl.needed) {
+        if (out.direct) {
+            st = ox_errorf(err, OX_EIO,
+                           "%s is not a regular file: a model with external data (%s) must be "
+                           "saved to a regular file", path, pl.name);
+            goto out;
         }
-        size_t dl = (size_t)(base_name(path) - path);
-        ext_path = malloc(dl + strlen(ext_name ? ext_name : "") + 1);
-        if (!ext_name || !ext_path) {
+        S.stage = malloc(STAGE_SIZE);
+        if (!S.stage) {
             st = ox_errorf(err, OX_ENOMEM, "out of memory");
             goto out;
         }
-        memcpy(ext_path, path, dl);
-        strcpy(ext_path + dl, ext_name);
-        S.ext_loc = ext_name;
-        S.ext_fp = open_temp(ext_path, &ext_tmp);
-        if (!S.ext_fp) {
-            st = ox_errorf(err, OX_EIO, "cannot create %s: %s", ext_path, strerror(errno));
+        st = ox_outfile_open(&S.ext_out, pl.path, OX_OUTFILE_REGULAR_ONLY, err);
+        if (st != OX_OK)
             goto out;
-        }
+        S.ext_open = true;
+        S.ext_loc = pl.name;
     }
 
     Onnx__ModelProto *mp = model_msg(&S, m);
-    if (S.ext_fp) {
-        bool ok = finish_file(S.ext_fp);
-        S.ext_fp = NULL;
-        if (!ok && S.st == OX_OK)
-            S.st = ox_errorf(err, OX_EIO, "writing %s: %s", ext_path, strerror(errno));
-    }
+    if (S.ext_open && S.st == OX_OK)
+        stage_flush(&S);
     if (S.st != OX_OK) {
         st = S.st;
         goto out;
@@ -618,46 +1031,32 @@ ox_status ox_save(const ox_model *m, const char *path, const ox_save_opts *opts,
         st = ox_errorf(err, OX_ERANGE, "serialized model exceeds 2 GiB even with external data");
         goto out;
     }
-    FILE *fp = open_temp(path, &tmp);
-    if (!fp) {
-        st = ox_errorf(err, OX_EIO, "cannot create a file next to %s: %s", path,
-                       strerror(errno));
+    file_sink *sink = malloc(sizeof *sink);
+    if (!sink) {
+        st = ox_errorf(err, OX_ENOMEM, "out of memory");
         goto out;
     }
-    file_sink sink = {.base = {.append = sink_append}, .fp = fp};
-    protobuf_c_message_pack_to_buffer(&mp->base, &sink.base);
-    bool ok = finish_file(fp) && !sink.failed;
-    if (!ok) {
-        st = ox_errorf(err, OX_EIO, "writing %s: %s", path, strerror(errno));
+    *sink = (file_sink){.base = {.append = sink_append}, .out = &out, .err = err};
+    protobuf_c_message_pack_to_buffer(&mp->base, &sink->base);
+    sink_flush(sink);
+    st = sink->st;
+    free(sink);
+    if (st != OX_OK)
         goto out;
-    }
-    if (ext_tmp) {
-        if (rename(ext_tmp, ext_path) != 0) {
-            st = ox_errorf(err, OX_EIO, "cannot rename to %s: %s", ext_path, strerror(errno));
+    /* The data file first: a model is never in place before its data. */
+    if (S.ext_open) {
+        S.ext_open = false;
+        st = ox_outfile_commit(&S.ext_out, err);
+        if (st != OX_OK)
             goto out;
-        }
-        free(ext_tmp);
-        ext_tmp = NULL;
     }
-    if (rename(tmp, path) != 0) {
-        st = ox_errorf(err, OX_EIO, "cannot rename to %s: %s", path, strerror(errno));
-        goto out;
-    }
-    free(tmp);
-    tmp = NULL;
+    out_open = false;
+    st = ox_outfile_commit(&out, err);
 out:
-    if (S.ext_fp)
-        fclose(S.ext_fp);
-    if (ext_tmp) {
-        unlink(ext_tmp);
-        free(ext_tmp);
-    }
-    if (tmp) {
-        unlink(tmp);
-        free(tmp);
-    }
-    free(ext_name);
-    free(ext_path);
+    if (out_open)
+        ox_outfile_abort(&out);
+    free(pl.name);
+    free(pl.path);
     saver_cleanup(&S);
     return st;
 }
@@ -668,20 +1067,12 @@ ox_status ox_tensor_save_pb(const ox_tensor *t, const char *path, ox_error *err)
     if (!S.p)
         return ox_errorf(err, OX_ENOMEM, "out of memory");
     Onnx__TensorProto *tp = tensor_msg(&S, t, false);
-    char *tmp = NULL;
-    ox_status st = OX_OK;
-    FILE *fp = open_temp(path, &tmp);
-    if (!fp) {
-        st = ox_errorf(err, OX_EIO, "cannot create %s: %s", path, strerror(errno));
-    } else {
-        file_sink sink = {.base = {.append = sink_append}, .fp = fp};
-        protobuf_c_message_pack_to_buffer(&tp->base, &sink.base);
-        if (!finish_file(fp) || sink.failed || rename(tmp, path) != 0) {
-            st = ox_errorf(err, OX_EIO, "writing %s: %s", path, strerror(errno));
-            unlink(tmp);
-        }
-        free(tmp);
-    }
+    ox_status st = pack_to_file(&tp->base, path, err);
     saver_cleanup(&S);
     return st;
+}
+
+ox_status ox_save_message(const ProtobufCMessage *msg, const char *path, ox_error *err)
+{
+    return pack_to_file(msg, path, err);
 }

@@ -408,26 +408,8 @@ ox_status ox_testdata_save(const ox_rval *v, const char *name, const char *path,
             msg = &op->base;
         }
     }
-    ox_status st = OX_OK;
-    if (!msg) {
-        st = ox_errorf(err, OX_ENOMEM, "cannot encode value");
-    } else {
-        size_t len = protobuf_c_message_get_packed_size(msg);
-        uint8_t *buf = malloc(len ? len : 1);
-        FILE *f = buf ? fopen(path, "wb") : NULL;
-        if (!buf) {
-            st = ox_errorf(err, OX_ENOMEM, "out of memory");
-        } else if (!f) {
-            st = ox_errorf(err, OX_EIO, "cannot create %s: %s", path, strerror(errno));
-        } else {
-            protobuf_c_message_pack(msg, buf);
-            if (fwrite(buf, 1, len, f) != len)
-                st = ox_errorf(err, OX_EIO, "writing %s failed", path);
-            if (fclose(f) != 0 && !st)
-                st = ox_errorf(err, OX_EIO, "writing %s failed", path);
-        }
-        free(buf);
-    }
+    ox_status st = msg ? ox_save_message(msg, path, err)
+                       : ox_errorf(err, OX_ENOMEM, "cannot encode value");
     ox_pool_free(p);
     return st;
 }

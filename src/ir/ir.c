@@ -202,6 +202,9 @@ void ox_model_free(ox_model *m)
     free(m->path);
     free(m->dir);
     ox_buffer_release(m->file_buf);
+    for (int i = 0; i < m->n_ext_files; i++)
+        ox_buffer_release(m->ext_files[i]);
+    free(m->ext_files);
     for (int i = 0; i < m->n_load_issues; i++)
         free(m->load_issues[i]);
     free(m->load_issues);

@@ -722,6 +722,14 @@ ox_model *ox_model_clone(const ox_model *s)
     m->dir = ox__ir_strdup(s->dir);
     m->file_buf = ox_buffer_retain(s->file_buf);
     m->file_size = s->file_size;
+    if (s->n_ext_files > 0) {
+        m->ext_files = ox_xcalloc((size_t)s->n_ext_files, sizeof *m->ext_files);
+        if (!m->ext_files)
+            goto fail;
+        for (int i = 0; i < s->n_ext_files; i++)
+            m->ext_files[i] = ox_buffer_retain(s->ext_files[i]);
+        m->n_ext_files = s->n_ext_files;
+    }
     m->name_counter = s->name_counter;
     if (!blobs_copy(&m->training_info, &m->n_training_info, s->training_info, s->n_training_info) ||
         !blobs_copy(&m->configuration, &m->n_configuration, s->configuration, s->n_configuration))

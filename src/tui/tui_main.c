@@ -371,6 +371,13 @@ static void save_do(tui *t, const char *path, bool confirmed)
     struct stat sb;
     bool exists = stat(path, &sb) == 0;
     bool is_input = exists && same_file(path, t->path);
+    ox_save_opts so = {.overwrite_input = is_input};
+    ox_error err = {0};
+    /* The library's rule, before asking: never a file the input reads. */
+    if (ox_save_check_targets(t->cur, path, &so, &err) != OX_OK) {
+        tui_set_status(t, OX_SLOT_UI_ERROR, "save refused: %s", err.msg);
+        return;
+    }
     if (exists && !confirmed) {
         snprintf(t->pending_path, sizeof t->pending_path, "%s", path);
         t->confirm_for = TUI_PROMPT_SAVE;
@@ -379,8 +386,6 @@ static void save_do(tui *t, const char *path, bool confirmed)
         tui_prompt_open(t, TUI_PROMPT_CONFIRM, "");
         return;
     }
-    ox_save_opts so = {.overwrite_input = is_input};
-    ox_error err = {0};
     ox_status s = ox_save(t->cur, path, &so, &err);
     if (s != OX_OK)
         tui_set_status(t, OX_SLOT_UI_ERROR, "save failed: %s", err.msg[0] ? err.msg : ox_strerror(s));
@@ -923,6 +928,9 @@ int ox_tui_main(int argc, char **argv)
         ox_infer_opts_free(&t->iopts);
         return 1;
     }
+    /* After initscr, so that ncurses' own handlers (which restore the
+     * terminal) are in place to be chained. */
+    ox_cli_cleanup_on_signals();
     set_escdelay(25);
     cbreak();
     noecho();

@@ -1,6 +1,10 @@
 /* External data: saving splits tensors into a data file and loads back;
- * every attempt to reach outside the model folder is refused. Also the
- * loader's progress callback (ox_load_opts). */
+ * every attempt to reach outside the model folder is refused; a save never
+ * replaces a file the input reads, and copies unchanged bytes exactly. Also
+ * the loader's progress callback (ox_load_opts). */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,11 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "onnx.pb-c.h"
 #include "onnxscope/io.h"
+#include "extmodel.h"
 
 static char dir[64];
 
@@ -302,6 +308,305 @@ static void test_save_external_roundtrip(void **state)
     ox_model_free(b);
 }
 
+static void write_model_n(const char *name, const char *loc, int n, const long *offs,
+                          const long *lens)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    assert_true(ox_test_write_ext_model(p, loc, n, offs, lens));
+}
+
+/* Fills path with n pseudo-random bytes (seed picks the sequence). */
+static void write_random(const char *path, size_t n, uint32_t seed)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        fputc((int)(seed >> 16) & 0xff, f);
+    }
+    fclose(f);
+}
+
+static uint8_t *read_all(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc(len > 0 ? (size_t)len : 1);
+    assert_int_equal(fread(b, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    *n = (size_t)len;
+    return b;
+}
+
+static bool same_bytes(const char *path, const uint8_t *want, size_t n)
+{
+    size_t have = 0;
+    uint8_t *b = read_all(path, &have);
+    bool ok = b && have == n && memcmp(b, want, n) == 0;
+    free(b);
+    return ok;
+}
+
+static void pathf(char *p, size_t n, const char *name)
+{
+    snprintf(p, n, "%s/%s", dir, name);
+}
+
+/* The three ways `optimize -o OUT` destroyed its input, plus links to the
+ * same files: each save is refused before anything is written. */
+static void test_save_never_replaces_input_files(void **state)
+{
+    (void)state;
+    char data[512], model[512], out[512], tmp[600];
+    long offs[2] = {0, 400}, lens[2] = {100, 100};
+    pathf(data, sizeof data, "b.onnx.data");
+    write_random(data, 800, 3);
+    size_t n_data;
+    uint8_t *data0 = read_all(data, &n_data);
+    write_model_n("a.onnx", "b.onnx.data", 2, offs, lens);
+    pathf(model, sizeof model, "a.onnx");
+    size_t n_model;
+    uint8_t *model0 = read_all(model, &n_model);
+    ox_error err = {0};
+    ox_model *m = NULL;
+    assert_int_equal(ox_load(model, NULL, &m, &err), OX_OK);
+    /* Small tensors would go inline: force the external file. */
+    ox_save_opts so = {.force_external = true, .external_threshold = 16};
+
+    /* 1: OUT.data is the input's external data file. */
+    pathf(out, sizeof out, "b.onnx");
+    assert_int_equal(ox_save(m, out, &so, &err), OX_EIO);
+    assert_non_null(strstr(err.msg, "b.onnx.data"));
+    assert_int_equal(ox_save_check_targets(m, out, &so, &err), OX_EIO);
+    assert_int_not_equal(access(out, F_OK), 0);
+    /* 2: OUT is the input's external data file. */
+    assert_int_equal(ox_save(m, data, NULL, &err), OX_EIO);
+    assert_int_equal(ox_save(m, data, &so, &err), OX_EIO);
+    /* Through a symbolic link and a hard link to it. */
+    pathf(out, sizeof out, "link.bin");
+    assert_int_equal(symlink("b.onnx.data", out), 0);
+    assert_int_equal(ox_save(m, out, NULL, &err), OX_EIO);
+    pathf(out, sizeof out, "hard.onnx.data");
+    assert_int_equal(link(data, out), 0);
+    pathf(out, sizeof out, "hard.onnx");
+    assert_int_equal(ox_save(m, out, &so, &err), OX_EIO);
+    /* The input model itself, even when asked to overwrite it, may not
+     * lose the data file it reads. */
+    so.overwrite_input = true;
+    so.external_name = "b.onnx.data";
+    assert_int_equal(ox_save(m, model, &so, &err), OX_EIO);
+    so.overwrite_input = false;
+    so.external_name = NULL;
+    ox_model_free(m);
+
+    /* 3: OUT.data is the input model (a model named m.data). */
+    long offs1[1] = {0}, lens1[1] = {100};
+    pathf(tmp, sizeof tmp, "w.bin");
+    write_random(tmp, 400, 5);
+    write_model_n("m.data", "w.bin", 1, offs1, lens1);
+    pathf(model, sizeof model, "m.data");
+    size_t n_m2;
+    uint8_t *m2 = read_all(model, &n_m2);
+    assert_int_equal(ox_load(model, NULL, &m, &err), OX_OK);
+    pathf(out, sizeof out, "m");
+    ox_error_clear(&err);
+    assert_int_equal(ox_save(m, out, &so, &err), OX_EIO);
+    assert_non_null(strstr(err.msg, "it is the input model"));
+    assert_int_not_equal(access(out, F_OK), 0);
+    /* A data file renamed away after loading keeps its name reserved. */
+    char moved[512];
+    pathf(moved, sizeof moved, "w.moved");
+    assert_int_equal(rename(tmp, moved), 0);
+    so.external_name = "w.bin";
+    pathf(out, sizeof out, "fresh.onnx");
+    assert_int_equal(ox_save(m, out, &so, &err), OX_EIO);
+    so.external_name = NULL;
+    /* A free name still saves, copying from the mapping. */
+    assert_int_equal(ox_save(m, out, &so, &err), OX_OK);
+    assert_int_equal(rename(moved, tmp), 0);
+    ox_model_free(m);
+
+    /* Nothing the input reads changed. */
+    pathf(model, sizeof model, "a.onnx");
+    assert_true(same_bytes(model, model0, n_model));
+    assert_true(same_bytes(data, data0, n_data));
+    pathf(model, sizeof model, "m.data");
+    assert_true(same_bytes(model, m2, n_m2));
+    assert_int_equal(try_load("a.onnx", &err, NULL), OX_OK);
+    assert_int_equal(try_load("m.data", &err, NULL), OX_OK);
+    free(data0);
+    free(model0);
+    free(m2);
+}
+
+/* Saves dir/src_name (tensors at offs/lens in its data file `data`) to
+ * out and checks every saved tensor against the source file's bytes. */
+static void check_copied(const char *src_model, const char *data, const long *offs,
+                         const long *lens, int n, const char *out)
+{
+    ox_error err = {0};
+    ox_model *m = NULL;
+    assert_int_equal(ox_load(src_model, NULL, &m, &err), OX_OK);
+    size_t n_src;
+    uint8_t *src = read_all(data, &n_src);
+    assert_non_null(src);
+    /* Replace the source file after loading: the save must still write the
+     * bytes that were loaded (the mapping), not the new file's. */
+    char other[600];
+    snprintf(other, sizeof other, "%s.other", data);
+    write_random(other, n_src, 99);
+    assert_int_equal(rename(other, data), 0);
+    ox_save_opts so = {.force_external = true, .external_threshold = 16};
+    assert_int_equal(ox_save(m, out, &so, &err), OX_OK);
+    ox_model_free(m);
+
+    char out_data[600];
+    snprintf(out_data, sizeof out_data, "%s.data", out);
+    size_t n_out;
+    uint8_t *od = read_all(out_data, &n_out);
+    assert_non_null(od);
+    ox_model *b = NULL;
+    assert_int_equal(ox_load(out, NULL, &b, &err), OX_OK);
+    for (int i = 0; i < n; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "t%d", i);
+        ox_value *v = ox_graph_find(b->graph, name);
+        assert_non_null(v);
+        assert_non_null(v->init->external);
+        int64_t off = v->init->external->offset;
+        size_t len = (size_t)lens[i] * 4;
+        assert_true(off >= 0 && (size_t)off + len <= n_out);
+        assert_memory_equal(od + off, src + offs[i], len);
+        assert_memory_equal(ox_tensor_data(v->init), src + offs[i], len);
+    }
+    ox_model_free(b);
+    free(od);
+    free(src);
+}
+
+/* Large unchanged tensors are copied file to file (copy_file_range or its
+ * fallbacks); the bytes must be exactly the source's, at any offset. */
+static void test_save_streams_exact_bytes(void **state)
+{
+    (void)state;
+    /* Unaligned offsets, sizes above and below the file-copy threshold. */
+    long offs[3] = {12, 400100, 700164}, lens[3] = {100000, 75000, 10};
+    char data[512], model[512], out[512];
+    pathf(data, sizeof data, "stream.bin");
+    write_random(data, 1000000, 11);
+    write_model_n("stream.onnx", "stream.bin", 3, offs, lens);
+    pathf(model, sizeof model, "stream.onnx");
+    pathf(out, sizeof out, "streamed.onnx");
+    check_copied(model, data, offs, lens, 3, out);
+
+    /* Across file systems (tmpfs to the test folder): other kernel paths. */
+    struct stat a, b;
+    char shm[] = "/dev/shm/oxstreamXXXXXX";
+    if (stat("/dev/shm", &a) != 0 || stat(dir, &b) != 0 || a.st_dev == b.st_dev ||
+        !mkdtemp(shm)) {
+        print_message("cross-filesystem copy skipped: no separate /dev/shm\n");
+        return;
+    }
+    char saved_dir[64];
+    snprintf(saved_dir, sizeof saved_dir, "%s", dir);
+    snprintf(dir, sizeof dir, "%s", shm);
+    pathf(data, sizeof data, "stream.bin");
+    write_random(data, 1000000, 12);
+    write_model_n("stream.onnx", "stream.bin", 3, offs, lens);
+    pathf(model, sizeof model, "stream.onnx");
+    snprintf(dir, sizeof dir, "%s", saved_dir);
+    pathf(out, sizeof out, "streamed_xfs.onnx");
+    check_copied(model, data, offs, lens, 3, out);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", shm);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void *drain_fifo(void *arg)
+{
+    int fd = open((const char *)arg, O_RDONLY);
+    size_t total = 0;
+    char buf[4096];
+    ssize_t n;
+    while (fd >= 0 && (n = read(fd, buf, sizeof buf)) > 0)
+        total += (size_t)n;
+    if (fd >= 0)
+        close(fd);
+    return (void *)total;
+}
+
+/* Devices and FIFOs are written in place, never replaced; a FIFO nobody
+ * reads is an error at once. */
+static void test_save_special_targets(void **state)
+{
+    (void)state;
+    ox_error err = {0};
+    ox_model *m = NULL;
+    write_model("plain.onnx", "sub/w.bin", -1, -1);
+    ox_error_clear(&err);
+    assert_int_equal(try_load("plain.onnx", &err, &m), OX_OK);
+    char p[512];
+    struct stat st;
+
+    pathf(p, sizeof p, "fifo_target.onnx");
+    assert_int_equal(mkfifo(p, 0644), 0);
+    /* Tensors inline (the model has external data: keep them inline). */
+    ox_save_opts inl = {.external_threshold = (size_t)1 << 40};
+    assert_int_equal(ox_save(m, p, &inl, &err), OX_EIO);
+    assert_non_null(strstr(err.msg, "FIFO"));
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, drain_fifo, p), 0);
+    ox_status s = OX_EIO;
+    /* The reader may not have opened yet: retry briefly. */
+    for (int i = 0; i < 2000 && s != OX_OK; i++) {
+        s = ox_save(m, p, &inl, &err);
+        if (s != OX_OK)
+            usleep(1000);
+    }
+    assert_int_equal(s, OX_OK);
+    void *got;
+    pthread_join(th, &got);
+    void *buf = NULL;
+    size_t len = 0;
+    assert_int_equal(ox_save_buffer(m, &buf, &len, &err), OX_OK);
+    free(buf);
+    assert_int_equal((size_t)got, len);
+    assert_int_equal(lstat(p, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    /* External data cannot go next to a FIFO. */
+    ox_save_opts ext = {.force_external = true, .external_threshold = 16};
+    assert_int_equal(ox_save(m, p, &ext, &err), OX_EIO);
+
+    pathf(p, sizeof p, "null.onnx");
+    if (mknod(p, S_IFCHR | 0666, makedev(1, 3)) != 0) {
+        print_message("device targets skipped: mknod: %s (needs root)\n", strerror(errno));
+        ox_model_free(m);
+        return;
+    }
+    assert_int_equal(ox_save(m, p, &inl, &err), OX_OK);
+    assert_int_equal(lstat(p, &st), 0);
+    assert_true(S_ISCHR(st.st_mode));
+    ox_error_clear(&err);
+    assert_int_equal(ox_save(m, p, &ext, &err), OX_EIO);
+    assert_non_null(strstr(err.msg, "regular file"));
+    pathf(p, sizeof p, "null.onnx.data");
+    assert_int_not_equal(access(p, F_OK), 0);
+    /* /dev/full's numbers: a write error is reported, nothing replaced. */
+    pathf(p, sizeof p, "full.onnx");
+    assert_int_equal(mknod(p, S_IFCHR | 0666, makedev(1, 7)), 0);
+    ox_error_clear(&err);
+    assert_int_equal(ox_save(m, p, &inl, &err), OX_EIO);
+    assert_non_null(strstr(err.msg, strerror(ENOSPC)));
+    assert_int_equal(lstat(p, &st), 0);
+    assert_true(S_ISCHR(st.st_mode));
+    ox_model_free(m);
+}
+
 /* ---- ox_load_opts.progress ------------------------------------------------ */
 
 typedef struct progress_log {
@@ -384,6 +689,9 @@ int main(void)
         cmocka_unit_test(test_save_external_roundtrip),
         cmocka_unit_test(test_fifo_refused),
         cmocka_unit_test(test_nul_in_location),
+        cmocka_unit_test(test_save_never_replaces_input_files),
+        cmocka_unit_test(test_save_streams_exact_bytes),
+        cmocka_unit_test(test_save_special_targets),
         cmocka_unit_test(test_load_progress),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
