@@ -300,7 +300,7 @@ typedef struct snap {
     int64_t weight_bytes;  /* initializers + weights held by nodes (Constant) */
     int64_t peak;          /* arena of the main graph's memory plan */
     uint8_t peak_state;    /* COST_* */
-    int top;               /* while taking it: the current graph's main ancestor */
+    const char *op_constant, *op_cos;  /* interned "Constant", "ConstantOfShape" */
     bool oom;
 } snap;
 static const char *intern_locked(const char *s)
@@ -388,10 +388,12 @@ static void snap_graph(ox_graph *g, void *ctx)
             s->cap = nc;
         }
         const ox_node *n = g->nodes[i];
-        s->nodes[s->n++] = (snap_node){.id = n->id, .top = top < 0 ? n->id : top,
-                                       .op = intern(n->op_type ? n->op_type : ""),
+        const char *op = intern(n->op_type ? n->op_type : "");
+        s->nodes[s->n++] = (snap_node){.id = n->id, .top = top < 0 ? n->id : top, .op = op,
                                        .sig = node_sig(n), .node = n};
-        s->weight_bytes += ox_node_weight_bytes(n);
+        /* Interned: a pointer compare picks the nodes that can hold weights. */
+        if (op == s->op_constant || op == s->op_cos)
+            s->weight_bytes += ox_node_weight_bytes(n);
     }
     for (int i = 0; i < g->n_values; i++)
         if (g->values[i]->init) {
@@ -414,6 +416,8 @@ static void take_snap(ox_model *m, snap *s)
     s->init_bytes = 0;
     s->weight_bytes = 0;
     s->peak_state = COST_NONE;
+    s->op_constant = intern("Constant");
+    s->op_cos = intern("ConstantOfShape");
     ox_graph_visit(m->graph, snap_graph, s);
     if (s->n > 1)
         qsort(s->nodes, (size_t)s->n, sizeof *s->nodes, cmp_snap);
