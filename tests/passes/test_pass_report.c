@@ -162,6 +162,57 @@ static void test_totals_add_up(void **state)
     ox_model_free(m);
 }
 
+/* An edit inside a Loop body changes the Loop's cost (trips x body): the
+ * Loop is costed again. x (4,16) -> Loop(M = 10) whose body computes
+ * Relu(v) twice and adds them: cse merges the Relu pair, saving
+ * 10 x 64 compares. */
+static void test_body_edit_recosts_owner(void **state)
+{
+    (void)state;
+    ox_model *m = fh_model(13);
+    int64_t xd[2] = {4, 16};
+    ox_value *x = fh_input(m, "x", 2, xd);
+    ox_tensor *t = ox_tensor_new(OX_DT_INT64, 0, NULL);
+    ox_tensor_set_i64(t, 0, 10);
+    ox_value *mv = ox_graph_value(m->graph, "ten");
+    assert_int_equal(ox_graph_set_initializer(m->graph, mv, t), OX_OK);
+    ox_graph *b = ox_graph_new(m, m->graph);
+    ox_value *i = ox_graph_value(b, "i"), *c = ox_graph_value(b, "cin"),
+             *v = ox_graph_value(b, "v");
+    ox_graph_add_input(b, i);
+    ox_graph_add_input(b, c);
+    ox_graph_add_input(b, v);
+    ox_value *r[2] = {ox_graph_value(b, "r1"), ox_graph_value(b, "r2")};
+    ox_node_new(b, "Relu", "", "r1", 1, &v, 1, &r[0]);
+    ox_node_new(b, "Relu", "", "r2", 1, &v, 1, &r[1]);
+    ox_value *q = ox_graph_value(b, "q");
+    ox_node_new(b, "Add", "", "q", 2, r, 1, &q);
+    ox_graph_add_output(b, c);
+    ox_graph_add_output(b, q);
+    ox_value *in[3] = {mv, NULL, x};
+    ox_value *o = ox_graph_value(m->graph, "y");
+    ox_node *loop = ox_node_new(m->graph, "Loop", "", "loop", 3, in, 1, &o);
+    ox_attr a;
+    memset(&a, 0, sizeof a);
+    a.name = (char *)"body";
+    a.type = OX_ATTR_GRAPH;
+    a.g = b;
+    assert_non_null(ox_node_set_attr(loop, &a));
+    ox_graph_free(b);
+    fh_output(m, "y");
+    ox_pass_report rep = {0};
+    run_report(m, "cse", &rep);
+    const ox_pass_stat *s = ox_pass_report_find(&rep, "cse");
+    assert_non_null(s);
+    assert_int_equal(s->rewrites, 1);
+    assert_int_equal(s->nodes_removed, 1);
+    assert_true(s->cost_known);
+    assert_int_equal(s->macs_delta, -640);
+    assert_int_equal(s->flops_delta, -640);
+    ox_pass_report_free(&rep);
+    ox_model_free(m);
+}
+
 static void test_stat_line(void **state)
 {
     (void)state;
@@ -191,6 +242,7 @@ int main(void)
         cmocka_unit_test(test_unknown_dims_stay_unknown),
         cmocka_unit_test(test_new_values_costed),
         cmocka_unit_test(test_totals_add_up),
+        cmocka_unit_test(test_body_edit_recosts_owner),
         cmocka_unit_test(test_stat_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
