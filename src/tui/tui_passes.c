@@ -416,15 +416,19 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
     }
     if (!t->have_rep || yr >= end)
         return;
-    tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_HEADER, t, "%-26s %5s %5s %5s %10s", "pass",
-             "-nodes", "+nodes", "edits", "bytes saved");
+    tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_HEADER, t, "%-26s %5s %5s %5s %10s %9s %10s",
+             "pass", "-nodes", "+nodes", "edits", "bytes saved", "MACs", "peak");
     for (int i = 0; i < t->rep.n_passes && yr < end; i++) {
         const ox_pass_stat *ps = &t->rep.passes[i];
         if (!ps->nodes_removed && !ps->nodes_added && !ps->nodes_replaced && !ps->bytes_saved &&
             !ps->inits_removed && !ps->inits_added)
             continue;
-        tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_NORMAL, t, "%-26.26s %5d %5d %5d %10lld",
+        /* The deltas print '?' when unknown (docs/PASSES.md, "Report fields"). */
+        char macs[32], peak[32];
+        tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_NORMAL, t, "%-26.26s %5d %5d %5d %10lld %9s %10s",
                  ps->name, ps->nodes_removed, ps->nodes_added, ps->nodes_replaced,
-                 (long long)ps->bytes_saved);
+                 (long long)ps->bytes_saved,
+                 ox_fmt_delta(ps->macs_delta, ps->cost_known, false, macs, sizeof macs),
+                 ox_fmt_delta(ps->peak_delta, ps->peak_known, true, peak, sizeof peak));
     }
 }
