@@ -23,6 +23,7 @@
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +59,9 @@ typedef struct entry {
     dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md;
     bool has_bias;
     void *packed;              /* constant weights in the primitive's layout */
+    const void *wsrc;          /* the data they were packed from */
     float *bias_copy;          /* Gemm: beta * C when beta != 1 */
+    const void *csrc;          /* the data it was copied from */
     int out_rank;
     int64_t out_dims[MAXD];
 } entry;
@@ -83,6 +86,7 @@ struct ox_dnnl_node {
 };
 
 static dnnl_engine_t g_engine;
+static atomic_long g_runs, g_runs_act;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static _Thread_local dnnl_stream_t tl_stream;
 static _Thread_local int tl_threads;
@@ -100,6 +104,12 @@ bool ox_dnnl_enabled(void)
         return false;
     pthread_once(&g_once, engine_init);
     return g_engine != NULL;
+}
+
+void ox_dnnl_counts(long *runs, long *with_act)
+{
+    *runs = atomic_load(&g_runs);
+    *with_act = atomic_load(&g_runs_act);
 }
 
 const char *ox_dnnl_version(void)
@@ -144,9 +154,13 @@ static int attr_ints(const ox_node *n, const char *name, int64_t *out, int max)
     return a->n;
 }
 
+/* An initializer. Under IR < 4 initializers are also graph inputs a caller
+ * may override: data packed from one is only used while the run hands the
+ * very same tensor data (entry.wsrc / entry.csrc; the plan keeps the
+ * initializer alive, so no other tensor can sit at that address). */
 static bool is_const(const ox_value *v)
 {
-    return v && v->init && !v->is_input;
+    return v && v->init;
 }
 
 /* A scalar float initializer (Clip bounds), or dflt when the input is omitted. */
@@ -156,7 +170,7 @@ static bool const_scalar(const ox_node *n, int i, float dflt, float *out)
     if (i >= n->n_inputs || !n->inputs[i])
         return true;
     const ox_value *v = n->inputs[i];
-    if (!is_const(v) || v->init->dtype != OX_DT_FLOAT || v->init->numel != 1)
+    if (!is_const(v) || v->is_input || v->init->dtype != OX_DT_FLOAT || v->init->numel != 1)
         return false;
     const float *p = ox_tensor_data(v->init);
     if (!p)
@@ -470,6 +484,7 @@ static bool finish_entry(const ox_dnnl_node *d, entry *e, const void *op_desc,
             e->packed = pack_weights(wei_user, wei, wscale, wmd);
             if (!e->packed)
                 goto done;
+            e->wsrc = wei;
         }
     } else if (!dnnl_memory_desc_equal(wmd, wei_user)) {
         goto done;
@@ -584,6 +599,7 @@ static bool build_gemm(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
             if (!e->bias_copy)
                 return false;
             const float *src = ox_tensor_data(cc);
+            e->csrc = src;
             for (int64_t i = 0; i < cc->numel; i++)
                 e->bias_copy[i] = d->beta * src[i];
         }
@@ -737,6 +753,15 @@ bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
     /* Entries are only replaced by a lookup with another shape; a node runs
      * one shape at a time in practice, and concurrent runs of one executor
      * with different shapes per node are not a supported use. */
+    const ox_tensor *x = ox_kernel_in(c, 0), *w = ox_kernel_in(c, 1);
+    const ox_tensor *b = e->has_bias ? ox_kernel_in(c, 2) : NULL;
+    const void *bp = e->bias_copy ? (const void *)e->bias_copy : b ? ox_tensor_data(b) : NULL;
+    const void *wp = e->packed ? e->packed : ox_tensor_data(w);
+    if ((e->packed && ox_tensor_data(w) != e->wsrc) ||
+        (e->bias_copy && (!b || ox_tensor_data(b) != e->csrc))) {
+        /* An overridden initializer: our kernel takes it. */
+        return false;
+    }
     ox_tensor *y = ox_kernel_output(c, 0, OX_DT_FLOAT, e->out_rank, e->out_dims);
     if (!y) {
         *st = c->err && c->err->status ? c->err->status : OX_ENOMEM;
@@ -745,10 +770,6 @@ bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
     float *yp = ox_tensor_mutable_data(y);
     if (z && yp)
         memcpy(yp, ox_tensor_data(z), (size_t)z->numel * sizeof(float));
-    const ox_tensor *x = ox_kernel_in(c, 0), *w = ox_kernel_in(c, 1);
-    const ox_tensor *b = e->has_bias ? ox_kernel_in(c, 2) : NULL;
-    const void *bp = e->bias_copy ? (const void *)e->bias_copy : b ? ox_tensor_data(b) : NULL;
-    const void *wp = e->packed ? e->packed : ox_tensor_data(w);
     dnnl_memory_t ms[4] = {0};
     dnnl_exec_arg_t args[4];
     int na = 0;
@@ -780,6 +801,9 @@ bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
             dnnl_memory_destroy(ms[i]);
     if (!ok)
         *st = ox_errorf(c->err, OX_EINVAL, "oneDNN primitive failed");
+    atomic_fetch_add(&g_runs, 1);
+    if (d->act.n)
+        atomic_fetch_add(&g_runs_act, 1);
     return true;
 }
 
@@ -799,6 +823,7 @@ bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
     return false;
 }
 void ox_dnnl_free(ox_dnnl_node *d) { (void)d; }
+void ox_dnnl_counts(long *runs, long *with_act) { *runs = 0, *with_act = 0; }
 const char *ox_dnnl_version(void) { return NULL; }
 
 #endif

@@ -37,6 +37,10 @@ bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st);
 
 void ox_dnnl_free(ox_dnnl_node *d);
 
+/* Test hook: primitives executed by this process, and how many of them
+ * carried an activation post-op (zeros without oneDNN). */
+void ox_dnnl_counts(long *runs, long *with_act);
+
 /* The library and its version for reports ("oneDNN 2.6.3"), or NULL. */
 const char *ox_dnnl_version(void);
 
