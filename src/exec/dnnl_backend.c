@@ -64,6 +64,12 @@ typedef struct entry {
     const void *csrc;          /* the data it was copied from */
     int out_rank;
     int64_t out_dims[MAXD];
+    /* Conv in a blocked layout: src/dst_md are the primitive's, usrc/udst
+     * the plain NCHW tensors'; reorders in and out through bsrc/bdst. */
+    bool blocked;
+    dnnl_memory_desc_t usrc_md, udst_md;
+    dnnl_primitive_t r_src, r_dst;
+    void *bsrc, *bdst;
 } entry;
 
 struct ox_dnnl_node {
@@ -347,6 +353,12 @@ static void entry_clear(entry *e)
 {
     if (e->prim)
         dnnl_primitive_destroy(e->prim);
+    if (e->r_src)
+        dnnl_primitive_destroy(e->r_src);
+    if (e->r_dst)
+        dnnl_primitive_destroy(e->r_dst);
+    free(e->bsrc);
+    free(e->bdst);
     free(e->packed);
     free(e->bias_copy);
     memset(e, 0, sizeof *e);
@@ -459,6 +471,30 @@ done:
     return dst;
 }
 
+/* A reorder from `from` to `to` when they differ (else *r stays NULL), and
+ * a buffer for the blocked side of the two. */
+static bool make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
+                         dnnl_primitive_t *r, void **buf)
+{
+    *r = NULL;
+    *buf = NULL;
+    if (dnnl_memory_desc_equal(from, to))
+        return true;
+    dnnl_primitive_desc_t rpd = NULL;
+    if (dnnl_reorder_primitive_desc_create(&rpd, from, g_engine, to, g_engine, NULL) !=
+        dnnl_success)
+        return false;
+    bool ok = dnnl_primitive_create(r, rpd) == dnnl_success;
+    dnnl_primitive_desc_destroy(rpd);
+    /* The buffer holds the blocked md, whichever side it is on. */
+    size_t bytes = dnnl_memory_desc_get_size(from) > dnnl_memory_desc_get_size(to)
+                       ? dnnl_memory_desc_get_size(from)
+                       : dnnl_memory_desc_get_size(to);
+    if (ok && posix_memalign(buf, 64, bytes ? bytes : 64))
+        *buf = NULL;
+    return ok && *buf;
+}
+
 /* Creates the primitive for `op_desc`, querying the chosen md's, and packs
  * constant weights. */
 static bool finish_entry(const ox_dnnl_node *d, entry *e, const void *op_desc,
@@ -473,6 +509,13 @@ static bool finish_entry(const ox_dnnl_node *d, entry *e, const void *op_desc,
     if (s != dnnl_success)
         return false;
     bool ok = false;
+    if (getenv("ONNXSCOPE_DNNL_VERBOSE")) {
+        /* Which oneDNN implementation took the node (brgconv, jit:avx512...). */
+        const char *impl = NULL;
+        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+        fprintf(stderr, "dnnl: %s '%s': %s\n", d->node->op_type,
+                d->node->name ? d->node->name : "", impl ? impl : "?");
+    }
     const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     if (!wmd)
         goto done;
@@ -488,6 +531,22 @@ static bool finish_entry(const ox_dnnl_node *d, entry *e, const void *op_desc,
         }
     } else if (!dnnl_memory_desc_equal(wmd, wei_user)) {
         goto done;
+    }
+    if (e->blocked) {
+        /* The layouts the primitive chose for src and dst, and reorders
+         * from/to the plain tensors when they differ. */
+        const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+        const dnnl_memory_desc_t *dmd = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+        if (!smd || !dmd)
+            goto done;
+        e->src_md = *smd;
+        e->dst_md = *dmd;
+        if (!make_reorder(&e->usrc_md, &e->src_md, &e->r_src, &e->bsrc) ||
+            !make_reorder(&e->dst_md, &e->udst_md, &e->r_dst, &e->bdst))
+            goto done;
+        /* bdst is the primitive's output buffer (the reorder's source). */
+        if (e->r_dst && e->bdst == NULL)
+            goto done;
     }
     ok = dnnl_primitive_create(&e->prim, pd) == dnnl_success;
 done:
@@ -555,11 +614,23 @@ static bool build_conv(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
         (b && dnnl_memory_desc_init_by_tag(&e->bias_md, 1, bd, dnnl_f32, dnnl_a)))
         return false;
     e->has_bias = b != NULL;
+    /* oneDNN's fast direct convolutions (jit/brgconv) want blocked or NHWC
+     * activations; given NCHW it falls back to im2col + its GEMM. So let it
+     * choose ("any") and reorder around the call, unless a Z input must
+     * seed the output (FusedConv) or ONNXSCOPE_DNNL_NCHW asks for plain. */
+    const char *nchw = getenv("ONNXSCOPE_DNNL_NCHW");
+    e->blocked = !d->z_input && !(nchw && nchw[0] && strcmp(nchw, "0"));
+    dnnl_memory_desc_t sany, dany;
+    e->usrc_md = e->src_md;
+    e->udst_md = e->dst_md;
+    if (dnnl_memory_desc_init_by_tag(&sany, x->rank, xd, dnnl_f32, dnnl_format_tag_any) ||
+        dnnl_memory_desc_init_by_tag(&dany, x->rank, yd, dnnl_f32, dnnl_format_tag_any))
+        return false;
     dnnl_convolution_desc_t cd;
-    if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference,
-                                                   dnnl_convolution_direct, &e->src_md, &wany,
-                                                   b ? &e->bias_md : NULL, &e->dst_md, strides,
-                                                   dil, pl, pr) != dnnl_success)
+    if (dnnl_dilated_convolution_forward_desc_init(
+            &cd, dnnl_forward_inference, dnnl_convolution_direct,
+            e->blocked ? &sany : &e->src_md, &wany, b ? &e->bias_md : NULL,
+            e->blocked ? &dany : &e->dst_md, strides, dil, pl, pr) != dnnl_success)
         return false;
     e->out_rank = x->rank;
     for (int i = 0; i < x->rank; i++)
@@ -726,33 +797,21 @@ static bool stream_ready(void)
     return true;
 }
 
-bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
+static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
 {
-    *st = OX_OK;
-    if (!d || !g_engine || !stream_ready())
+    entry *e = lookup(d, c);
+    if (!e || e->declined)
         return false;
     /* FusedConv's Z must already have the output's shape to seed the sum. */
-    pthread_mutex_lock(&d->lock);
-    entry *e = lookup(d, c);
-    if (!e || e->declined) {
-        pthread_mutex_unlock(&d->lock);
-        return false;
-    }
     const ox_tensor *z = NULL;
     if (d->z_input) {
         z = in_f32(c, 3);
         int64_t n = 1;
         for (int i = 0; i < e->out_rank; i++)
             n *= e->out_dims[i];
-        if (!z || z->numel != n) {
-            pthread_mutex_unlock(&d->lock);
+        if (!z || z->numel != n)
             return false;
-        }
     }
-    pthread_mutex_unlock(&d->lock);
-    /* Entries are only replaced by a lookup with another shape; a node runs
-     * one shape at a time in practice, and concurrent runs of one executor
-     * with different shapes per node are not a supported use. */
     const ox_tensor *x = ox_kernel_in(c, 0), *w = ox_kernel_in(c, 1);
     const ox_tensor *b = e->has_bias ? ox_kernel_in(c, 2) : NULL;
     const void *bp = e->bias_copy ? (const void *)e->bias_copy : b ? ox_tensor_data(b) : NULL;
@@ -774,8 +833,19 @@ bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
     dnnl_exec_arg_t args[4];
     int na = 0;
     bool ok = yp != NULL || y->numel == 0;
-    ok = ok && dnnl_memory_create(&ms[0], &e->src_md, g_engine, (void *)ox_tensor_data(x)) ==
-                   dnnl_success;
+    dnnl_memory_t ux = NULL, uy = NULL;
+    if (e->r_src) {
+        ok = ok && dnnl_memory_create(&ux, &e->usrc_md, g_engine, (void *)ox_tensor_data(x)) ==
+                       dnnl_success;
+        ok = ok && dnnl_memory_create(&ms[0], &e->src_md, g_engine, e->bsrc) == dnnl_success;
+    } else {
+        ok = ok && dnnl_memory_create(&ms[0], &e->src_md, g_engine,
+                                      (void *)ox_tensor_data(x)) == dnnl_success;
+    }
+    if (e->r_dst) {
+        ok = ok && dnnl_memory_create(&uy, &e->udst_md, g_engine, yp) == dnnl_success;
+        yp = e->bdst;
+    }
     ok = ok && dnnl_memory_create(&ms[1], &e->wei_md, g_engine, (void *)wp) == dnnl_success;
     ok = ok && dnnl_memory_create(&ms[2], &e->dst_md, g_engine, yp) == dnnl_success;
     ok = ok && (!bp || dnnl_memory_create(&ms[3], &e->bias_md, g_engine, (void *)bp) ==
@@ -793,9 +863,21 @@ bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
             omp_set_num_threads(nt);
             tl_threads = nt;
         }
-        ok = dnnl_primitive_execute(e->prim, tl_stream, na, args) == dnnl_success &&
-             dnnl_stream_wait(tl_stream) == dnnl_success;
+        if (e->r_src) {
+            dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, ux}, {DNNL_ARG_TO, ms[0]}};
+            ok = dnnl_primitive_execute(e->r_src, tl_stream, 2, ra) == dnnl_success;
+        }
+        ok = ok && dnnl_primitive_execute(e->prim, tl_stream, na, args) == dnnl_success;
+        if (ok && e->r_dst) {
+            dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, ms[2]}, {DNNL_ARG_TO, uy}};
+            ok = dnnl_primitive_execute(e->r_dst, tl_stream, 2, ra) == dnnl_success;
+        }
+        ok = ok && dnnl_stream_wait(tl_stream) == dnnl_success;
     }
+    if (ux)
+        dnnl_memory_destroy(ux);
+    if (uy)
+        dnnl_memory_destroy(uy);
     for (int i = 0; i < 4; i++)
         if (ms[i])
             dnnl_memory_destroy(ms[i]);
@@ -805,6 +887,19 @@ bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
     if (d->act.n)
         atomic_fetch_add(&g_runs_act, 1);
     return true;
+}
+
+/* One run of a node at a time: its cache entries and their reorder
+ * buffers are shared (concurrent runs of one executor serialize here). */
+bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
+{
+    *st = OX_OK;
+    if (!d || !g_engine || !stream_ready())
+        return false;
+    pthread_mutex_lock(&d->lock);
+    bool r = run_locked(d, c, st);
+    pthread_mutex_unlock(&d->lock);
+    return r;
 }
 
 #else /* !OX_HAVE_DNNL: our own kernels run everything */

@@ -825,13 +825,35 @@ static ox_status run_skip(ox_exec *e, frame *f, const plan_node *pn, ox_error *e
             f->vals[s_in] = f->plan->consts[s_in];
             f->owned[s_in] = 0;
             frame_set(f, s_out, v);
-        } else {
-            ox_tensor *t = v->kind == OX_RV_TENSOR ? ox_tensor_clone(v->t) : NULL;
-            ox_rval *c = t ? ox_rval_tensor(t) : NULL;
-            if (!c) {
-                ox_tensor_free(t);
-                return ox_errorf(err, OX_ENOMEM, "out of memory");
+        } else if (v->kind == OX_RV_TENSOR && v->t && v->t->dtype != OX_DT_STRING) {
+            /* Copy into this slot's own planned bytes (or the heap). */
+            ox_rval *out[16] = {0};
+            ox_error kerr = {0};
+            ox_kernel_ctx ctx = {
+                .node = pn->node, .opset = pn->opset, .n_in = pn->n_in, .n_out = pn->n_out,
+                .out = out, .exec = e, .pool = e->pool, .err = &kerr, .priv = f,
+            };
+            if (pn->n_out > 16)
+                return ox_errorf(err, OX_EINVAL, "too many outputs");
+            f->cur = pn;
+            f->cur_out = out;
+            ox_tensor *t = ox_kernel_output(&ctx, 0, v->t->dtype, v->t->rank, v->t->dims);
+            f->cur = NULL;
+            f->cur_out = NULL;
+            void *dst = t ? ox_tensor_mutable_data(t) : NULL;
+            if (!t || (!dst && v->t->nbytes)) {
+                ox_rval_free(out[0]);
+                return ox_errorf(err, kerr.status ? kerr.status : OX_ENOMEM, "node '%s' (%s): %s",
+                                 node_label(pn->node), pn->node->op_type,
+                                 kerr.msg[0] ? kerr.msg : "out of memory");
             }
+            if (v->t->nbytes)
+                memcpy(dst, ox_tensor_data(v->t), v->t->nbytes);
+            frame_set(f, s_out, out[0]);
+        } else {
+            ox_rval *c = ox_rval_clone(v);
+            if (!c)
+                return ox_errorf(err, OX_ENOMEM, "out of memory");
             frame_set(f, s_out, c);
         }
     }
