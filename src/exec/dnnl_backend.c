@@ -614,12 +614,15 @@ static bool build_conv(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
         (b && dnnl_memory_desc_init_by_tag(&e->bias_md, 1, bd, dnnl_f32, dnnl_a)))
         return false;
     e->has_bias = b != NULL;
-    /* oneDNN's fast direct convolutions (jit/brgconv) want blocked or NHWC
-     * activations; given NCHW it falls back to im2col + its GEMM. So let it
-     * choose ("any") and reorder around the call, unless a Z input must
-     * seed the output (FusedConv) or ONNXSCOPE_DNNL_NCHW asks for plain. */
-    const char *nchw = getenv("ONNXSCOPE_DNNL_NCHW");
-    e->blocked = !d->z_input && !(nchw && nchw[0] && strcmp(nchw, "0"));
+    /* oneDNN's fast direct convolutions (brgconv) want blocked or NHWC
+     * activations; given NCHW it takes im2col + its GEMM (gemm:jit).
+     * ONNXSCOPE_DNNL_BLOCKED=1 lets it choose ("any") and reorders around
+     * each call; measured about even with plain NCHW end to end here
+     * (PERFORMANCE.md), so plain stays the default until the executor keeps
+     * blocked tensors between consecutive oneDNN ops. Not with a Z input,
+     * which must seed the output (FusedConv). */
+    const char *bl = getenv("ONNXSCOPE_DNNL_BLOCKED");
+    e->blocked = !d->z_input && bl && bl[0] && strcmp(bl, "0");
     dnnl_memory_desc_t sany, dany;
     e->usrc_md = e->src_md;
     e->udst_md = e->dst_md;
