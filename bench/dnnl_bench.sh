@@ -42,7 +42,11 @@ specs() {
 }
 
 ours() {  # model seq threads env -> "min p50"
-    env $4 $B bench "$1" --dim batch=1 --dim seq="$2" --threads "$3" --warmup 3 \
+    local dims=() ins
+    ins=$($B info "$1" | sed -n '/^inputs:/,/^[a-z]/p')
+    case "$ins" in *batch*) dims+=(--dim batch=1) ;; esac
+    case "$ins" in *seq*) dims+=(--dim seq="$2") ;; esac
+    env $4 $B bench "$1" "${dims[@]}" --threads "$3" --warmup 3 \
         --iters "$ITERS" --json 2>/dev/null |
         awk -F'[:,]' '/"min"/ {mn=$2} /"p50"/ {p=$2} END {printf "%.2f %.2f\n", mn, p}'
 }

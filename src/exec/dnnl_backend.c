@@ -859,13 +859,6 @@ static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
         args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, ms[2]};
         if (bp)
             args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, ms[3]};
-        int nt = c->pool ? ox_thread_pool_size(c->pool) : 1;
-        if (nt < 1)
-            nt = 1;
-        if (nt != tl_threads) {
-            omp_set_num_threads(nt);
-            tl_threads = nt;
-        }
         if (e->r_src) {
             dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, ux}, {DNNL_ARG_TO, ms[0]}};
             ok = dnnl_primitive_execute(e->r_src, tl_stream, 2, ra) == dnnl_success;
@@ -899,6 +892,15 @@ bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
     *st = OX_OK;
     if (!d || !g_engine || !stream_ready())
         return false;
+    /* Before creating primitives too: oneDNN sizes its work split and
+     * scratchpads by the thread count it sees then. */
+    int nt = c->pool ? ox_thread_pool_size(c->pool) : 1;
+    if (nt < 1)
+        nt = 1;
+    if (nt != tl_threads) {
+        omp_set_num_threads(nt);
+        tl_threads = nt;
+    }
     pthread_mutex_lock(&d->lock);
     bool r = run_locked(d, c, st);
     pthread_mutex_unlock(&d->lock);
