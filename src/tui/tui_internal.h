@@ -19,6 +19,7 @@
 #include "onnxscope/passes.h"
 #include "onnxscope/randinput.h"
 #include "onnxscope/theme.h"
+#include "tui/tui_stepper.h"
 
 /* ---- the key table ------------------------------------------------------
  * X(action, key1, key2, keys shown in help, where, help text)
@@ -59,7 +60,12 @@
     X(EDIT, 'e', 0, "e", "Inputs/Outputs", "edit an input shape (re-infers)")        \
     X(CLEAR, 'c', 0, "c", "Inputs/Outputs", "clear shape overrides")                 \
     X(TOGGLE, ' ', 0, "Space", "Passes", "toggle the selected pass")                 \
-    X(STEP, 's', 0, "s", "Passes", "apply the next enabled pass (one step)")         \
+    X(STEP, 's', 0, "s", "global", "step: apply the next single rewrite (passes with no match are skipped)") \
+    X(STEP_REST, 'S', 0, "S", "global", "apply the rest of the current pass")        \
+    X(UNDO, 'u', 0, "u", "global", "undo the last step, apply-all or reset")         \
+    X(NEXT_CHANGED, ']', 0, "]", "global", "next node the last step changed")        \
+    X(PREV_CHANGED, '[', 0, "[", "global", "previous node the last step changed")    \
+    X(CHANGED_ONLY, 'C', 0, "C", "Nodes", "list only the nodes the last step changed (toggle)") \
     X(RESET, 'r', 0, "r", "Passes", "reset to the original model")                   \
     X(APPLY_ALL, 'a', 0, "a", "Passes", "apply all enabled passes")                  \
     X(LEVEL, 'L', 0, "L", "Passes", "cycle level preset: basic, extended, all")      \
@@ -227,16 +233,18 @@ struct tui {
     char confirm_msg[160];
     int export_scope;      /* 0 graph, 1 neighbourhood, 2 diff */
 
-    /* passes: the manager, the last report and the before/after numbers */
+    /* passes: the manager, the stepper (owns cur when it is not orig, the
+     * last report, the undo history) and the before/after numbers */
     ox_pass_manager *pm;
     ox_pass_level level;
     bool live;             /* cur = all enabled passes: toggles re-run them */
-    int step_next;         /* pass index where `s` looks for the next enabled one */
-    ox_pass_report rep;    /* of the last action (apply all or one step) */
-    bool have_rep;
-    char last_action[128];
+    tui_stepper st;
+    char step_msg[4][160]; /* the last step's removed/added/edited nodes (Diff) */
+    int n_step_msg;
+    bool changed_only;     /* Nodes lists only the nodes the last action changed */
     ox_model_cost cost_orig;
     int64_t size_cur;      /* serialized size of cur (orig: the file size) */
+    bool size_valid;       /* size_cur is computed lazily: serializing 100k nodes takes long */
     struct tui_op_delta *dtab;   /* Diff op table, computed once per change */
     int n_dtab;
     bool dtab_valid;
@@ -290,6 +298,9 @@ void tui_compute_stats(tui *t, const ox_value *v);
 void tui_passes_init(tui *t);
 void tui_passes_free(tui *t);
 bool tui_node_touched(const tui *t, const ox_node *n);
+int tui_node_mark(const tui *t, const ox_node *n);   /* '+' added, '*' edited, 0 */
+bool tui_passes_idle_pending(tui *t);
+bool tui_passes_idle(tui *t);                          /* one probe; true: redraw */
 int tui_passes_key(tui *t, tui_action a);
 int tui_passes_rows(tui *t);
 void tui_passes_draw_row(tui *t, int row, int y, int w, bool sel);

@@ -560,7 +560,12 @@ static int global_key(tui *t, tui_action a, int ch)
         }
         return TUI_REDRAW;
     case TUI_A_NEIGH: tui_switch(t, TUI_P_NEIGH); return TUI_REDRAW;
-    case TUI_A_TOGGLE: case TUI_A_STEP: case TUI_A_RESET: case TUI_A_APPLY_ALL:
+    /* Stepping works from every panel: the Nodes cursor and the
+     * neighbourhood follow the rewritten nodes wherever one looks. */
+    case TUI_A_STEP: case TUI_A_STEP_REST: case TUI_A_UNDO:
+    case TUI_A_NEXT_CHANGED: case TUI_A_PREV_CHANGED:
+        return tui_passes_key(t, a);
+    case TUI_A_TOGGLE: case TUI_A_RESET: case TUI_A_APPLY_ALL:
     case TUI_A_LEVEL:
         tui_set_status(t, OX_SLOT_UI_DIM, "pass keys work in panels 8 (Passes) and 9 (Diff)");
         return TUI_REDRAW;
@@ -1004,15 +1009,22 @@ int ox_tui_main(int argc, char **argv)
         fflush(t->timing);
     }
     while (!quit_after) {
-        timeout(t->bench_running ? 100 : -1);
+        /* Idle time finds out which passes have no match (one pass per
+         * turn, small models only): a key is never kept waiting longer. */
+        bool idle = tui_passes_idle_pending(t);
+        timeout(idle ? 0 : t->bench_running ? 100 : -1);
         int ch = getch();
         double k0 = mono_ms();
         int flags = TUI_REDRAW;
         if (ch != ERR)
             flags = handle_key(t, ch);
+        else if (idle)
+            flags = tui_passes_idle(t) ? TUI_REDRAW : 0;
         tui_bench_poll(t);
         if (flags & TUI_QUIT)
             break;
+        if (!(flags & TUI_REDRAW) && ch == ERR && !t->bench_running)
+            continue;
         draw(t);
         refresh();
         if (t->timing && ch != ERR) {

@@ -201,6 +201,8 @@ void tui_model_resort(tui *t)
         int i = perm ? perm[j] : j;
         if (t->filter[0] && strcasecmp(t->rc[i].node->op_type, t->filter) != 0)
             continue;
+        if (t->changed_only && !tui_node_touched(t, t->rc[i].node))
+            continue;
         t->order[t->n_order++] = i;
     }
     p->sel = 0;
@@ -377,6 +379,7 @@ ox_status tui_apply_shape(tui *t, const char *input, const char *shape, ox_error
         restore_input_types(t, t->cur);
     ox_error e2 = {0};
     reinfer(t, &e2);
+    tui_stepper_touch(&t->st);   /* types changed: pass matches may have too */
     ox_status st = e2.status;
     if (st != OX_OK && err)
         *err = e2;
@@ -426,6 +429,7 @@ void tui_clear_shapes(tui *t, ox_error *err)
     if (t->cur != t->orig)
         restore_input_types(t, t->cur);
     reinfer(t, err);
+    tui_stepper_touch(&t->st);
     tui_model_refresh(t, err);
 }
 

@@ -158,12 +158,13 @@ static void nodes_draw_row(tui *t, int row, int y, int w, bool sel)
         snprintf(pct, sizeof pct, "%5.1f", 100.0 * (double)r->macs / (double)t->sum_macs);
     else
         snprintf(pct, sizeof pct, "-");
-    bool touched = tui_node_touched(t, n);
+    int mark = tui_node_mark(t, n);
+    bool touched = mark != 0;
     int base = sel ? OX_SLOT_UI_SELECTED : touched ? OX_SLOT_UI_CHANGED : OX_SLOT_UI_NORMAL;
     if (sel)
         tui_fill(y, 0, w, base, t);
     int opslot = sel ? base : (int)ox_theme_opcat_slot(ox_op_category(n->op_type));
-    tui_putf(y, 0, 7, base, t, "%c%5d ", touched ? '*' : ' ', n->index);
+    tui_putf(y, 0, 7, base, t, "%c%5d ", touched ? mark : ' ', n->index);
     tui_put(y, 7, 16, opslot, t, n->op_type);
     tui_put(y, 24, nw, base, t, lb);
     int x = 24 + nw + 1;
@@ -194,6 +195,15 @@ static int nodes_key(tui *t, tui_action a)
             tui_goto_node(t, t->rc[t->order[p->sel]].node, false);
             tui_switch(t, TUI_P_NEIGH);
         }
+        return TUI_REDRAW;
+    case TUI_A_CHANGED_ONLY:
+        t->changed_only = !t->changed_only;
+        tui_model_resort(t);
+        if (t->changed_only)
+            tui_set_status(t, OX_SLOT_UI_OK, "only the %d nodes the last action changed (C shows all)",
+                           t->n_order);
+        else
+            tui_set_status(t, OX_SLOT_UI_OK, "all nodes");
         return TUI_REDRAW;
     case TUI_A_SORT:
         t->sort = (tui_sort)((t->sort + 1) % TUI_SORT_COUNT);
