@@ -19,6 +19,7 @@
 #include "onnxscope/passes.h"
 #include "onnxscope/randinput.h"
 #include "onnxscope/theme.h"
+#include "tui/tui_filter.h"
 #include "tui/tui_stepper.h"
 
 /* ---- the key table ------------------------------------------------------
@@ -51,11 +52,13 @@
     X(END, KEY_END, 'G', "End G", "global", "last row")                              \
     X(ENTER, '\n', KEY_ENTER, "Enter", "global", "open / follow the edge / enter")   \
     X(BACK, KEY_BACKSPACE, 127, "Backspace", "global", "go back")                    \
-    X(SEARCH, '/', 0, "/", "global", "search by name or op type")                    \
+    X(SEARCH, '/', 0, "/", "global", "search node names, op types and tensor names") \
     X(NEXT_MATCH, 'n', 0, "n", "global", "next match")                               \
     X(PREV_MATCH, 'N', 0, "N", "global", "previous match")                           \
     X(SORT, 'o', 0, "o", "Nodes", "cycle sort: order, MACs, op, name")               \
-    X(FILTER, 'f', 0, "f", "Nodes", "filter by op type (empty clears)")              \
+    X(FILTER, 'f', 0, "f", "Nodes", "filter by op type: Conv,Add or !Constant (empty clears)") \
+    X(HIDE_CONST, 'H', 0, "H", "Nodes", "hide / show Constant nodes")                \
+    X(GOTO, ':', 0, ":", "global", "go to node by index (:644)")                     \
     X(NEIGH, 'v', 0, "v", "Nodes", "neighbourhood of the selected node")             \
     X(EDIT, 'e', 0, "e", "Inputs/Outputs", "edit an input shape (re-infers)")        \
     X(CLEAR, 'c', 0, "c", "Inputs/Outputs", "clear shape overrides")                 \
@@ -144,7 +147,8 @@ typedef struct tui_line {
 } tui_line;
 
 typedef enum { TUI_PROMPT_NONE = 0, TUI_PROMPT_SEARCH, TUI_PROMPT_FILTER, TUI_PROMPT_SHAPE,
-               TUI_PROMPT_EXPORT, TUI_PROMPT_SAVE, TUI_PROMPT_CONFIRM } tui_prompt_kind;
+               TUI_PROMPT_EXPORT, TUI_PROMPT_SAVE, TUI_PROMPT_CONFIRM,
+               TUI_PROMPT_GOTO } tui_prompt_kind;
 
 typedef struct tui_bench_result {
     bool done, ok, cancelled;
@@ -184,7 +188,10 @@ struct tui {
     int n_order;
     tui_sort sort;
     int *perm[TUI_SORT_COUNT];   /* row order per sort key, computed on refresh */
-    char filter[64];
+    char filter[128];      /* the op filter as typed (tui_filter.h syntax) */
+    tui_filter filt;       /* ... parsed */
+    bool hide_const;       /* H: Constant nodes hidden */
+    char consumers[256];   /* Enter on an initializer: list the nodes reading it */
     char **ophist;         /* "Conv 12" items, most frequent first (cached) */
     int n_ophist;
     int n_nodes_rec;       /* nodes of the model, subgraphs included */
@@ -292,6 +299,12 @@ const char *tui_value_type(const ox_value *v, char *buf, size_t len);
 void tui_detail_build(tui *t);
 void tui_goto_node(tui *t, ox_node *n, bool push);
 int tui_node_row(tui *t, const ox_node *n); /* position in the order, or -1 */
+bool tui_node_visible(tui *t, const ox_node *n); /* passes the filters of the Nodes list */
+bool tui_nodes_filtered(const tui *t);        /* any filter of the Nodes list is on */
+/* Node n matches search q by op type, name, or an input/output tensor name
+ * (then *tensor names it). */
+bool tui_node_match(const ox_node *n, const char *q, const char **tensor);
+void tui_nodes_clear_filters(tui *t);
 void tui_compute_stats(tui *t, const ox_value *v);
 
 /* tui_passes.c */

@@ -197,11 +197,10 @@ void tui_model_resort(tui *t)
         keep = t->rc[t->order[p->sel]].node;
     t->n_order = 0;
     const int *perm = t->sort != TUI_SORT_ORDER ? t->perm[t->sort] : NULL;
+    bool any = tui_nodes_filtered(t);
     for (int j = 0; j < t->n_rc; j++) {
         int i = perm ? perm[j] : j;
-        if (t->filter[0] && strcasecmp(t->rc[i].node->op_type, t->filter) != 0)
-            continue;
-        if (t->changed_only && !tui_node_touched(t, t->rc[i].node))
+        if (any && !tui_node_visible(t, t->rc[i].node))
             continue;
         t->order[t->n_order++] = i;
     }
@@ -212,6 +211,58 @@ void tui_model_resort(tui *t)
         if (r >= 0)
             p->sel = r;
     }
+}
+
+bool tui_nodes_filtered(const tui *t)
+{
+    return tui_filter_active(&t->filt) || t->hide_const || t->changed_only || t->consumers[0];
+}
+
+static bool reads(const ox_node *n, const char *value)
+{
+    for (int i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i] && n->inputs[i]->name && !strcmp(n->inputs[i]->name, value))
+            return true;
+    return false;
+}
+
+bool tui_node_visible(tui *t, const ox_node *n)
+{
+    if (!tui_filter_match(&t->filt, n->op_type))
+        return false;
+    if (t->hide_const && n->op_type && !strcmp(n->op_type, "Constant"))
+        return false;
+    if (t->changed_only && !tui_node_touched(t, n))
+        return false;
+    if (t->consumers[0] && !reads(n, t->consumers))
+        return false;
+    return true;
+}
+
+void tui_nodes_clear_filters(tui *t)
+{
+    t->filter[0] = 0;
+    tui_filter_parse(&t->filt, "", NULL, 0);
+    t->hide_const = t->changed_only = false;
+    t->consumers[0] = 0;
+}
+
+bool tui_node_match(const ox_node *n, const char *q, const char **tensor)
+{
+    *tensor = NULL;
+    if ((n->op_type && strcasestr(n->op_type, q)) || (n->name && strcasestr(n->name, q)))
+        return true;
+    for (int i = 0; i < n->n_outputs; i++)
+        if (n->outputs[i] && n->outputs[i]->name && strcasestr(n->outputs[i]->name, q)) {
+            *tensor = n->outputs[i]->name;
+            return true;
+        }
+    for (int i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i] && n->inputs[i]->name && strcasestr(n->inputs[i]->name, q)) {
+            *tensor = n->inputs[i]->name;
+            return true;
+        }
+    return false;
 }
 
 int tui_node_row(tui *t, const ox_node *n)
