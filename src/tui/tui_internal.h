@@ -301,8 +301,8 @@ void tui_goto_node(tui *t, ox_node *n, bool push);
 int tui_node_row(tui *t, const ox_node *n); /* position in the order, or -1 */
 bool tui_node_visible(tui *t, const ox_node *n); /* passes the filters of the Nodes list */
 bool tui_nodes_filtered(const tui *t);        /* any filter of the Nodes list is on */
-/* Node n matches search q by op type, name, or an input/output tensor name
- * (then *tensor names it). */
+/* Node n matches search q by op type, name, an output tensor's name or the
+ * name of an input no node of its graph produces (then *tensor names it). */
 bool tui_node_match(const ox_node *n, const char *q, const char **tensor);
 void tui_nodes_clear_filters(tui *t);
 void tui_compute_stats(tui *t, const ox_value *v);

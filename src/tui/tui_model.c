@@ -257,11 +257,17 @@ bool tui_node_match(const ox_node *n, const char *q, const char **tensor)
             *tensor = n->outputs[i]->name;
             return true;
         }
-    for (int i = 0; i < n->n_inputs; i++)
-        if (n->inputs[i] && n->inputs[i]->name && strcasestr(n->inputs[i]->name, q)) {
-            *tensor = n->inputs[i]->name;
+    /* An input matches only when no node of this graph produces it (graph
+     * inputs, initializers, outer scope): else its producer is the match,
+     * and every reader of a "Relu" output would match "Relu". */
+    for (int i = 0; i < n->n_inputs; i++) {
+        const ox_value *v = n->inputs[i];
+        if (v && v->name && (!v->producer || v->producer->graph != n->graph) &&
+            strcasestr(v->name, q)) {
+            *tensor = v->name;
             return true;
         }
+    }
     return false;
 }
 

@@ -604,8 +604,10 @@ static void draw_box(tui *t, int y, int x, int bw, const ox_node *n, int slot, i
     tui_put(y, x, bw, OX_SLOT_UI_BORDER, t, line);
     tui_put(y + 1, x, 1, OX_SLOT_UI_BORDER, t, tui_vline(t));
     tui_fill(y + 1, x + 1, bw - 2, slot, t);
-    tui_putf(y + 1, x + 1, bw - 2, slot == OX_SLOT_UI_SELECTED ? slot : opslot, t, "%s",
-             n->op_type);
+    /* The last step's marks, as in the Nodes list: + added, * edited. */
+    int mark = tui_node_mark(t, n);
+    tui_putf(y + 1, x + 1, bw - 2, slot == OX_SLOT_UI_SELECTED ? slot : opslot, t, "%s%s%s",
+             mark == '+' ? "+ " : mark ? "* " : "", n->op_type, mark == '+' ? "  (new)" : mark ? "  (edited)" : "");
     tui_put(y + 1, x + bw - 1, 1, OX_SLOT_UI_BORDER, t, tui_vline(t));
     tui_put(y + 2, x, 1, OX_SLOT_UI_BORDER, t, tui_vline(t));
     tui_fill(y + 2, x + 1, bw - 2, slot, t);

@@ -94,9 +94,30 @@ static const ox_node *jump_to_changed(tui *t)
         if (m == '*' && !edited)
             edited = t->graph->nodes[i];
     }
-    if (edited)
+    if (edited) {
         tui_goto_node(t, (ox_node *)edited, false);
-    return edited;
+        return edited;
+    }
+    /* Only removals (a Constant turned initializer, a folded Shape): go to
+     * where the removed node was, i.e. a reader of what it produced. */
+    if (!t->st.have_rep || !t->st.rep.n_removed_ids)
+        return NULL;
+    const ox_node *gone = tui_stepper_find_id(tui_stepper_before(&t->st), t->st.rep.removed_ids[0]);
+    for (int o = 0; gone && o < gone->n_outputs; o++) {
+        const ox_value *old = gone->outputs[o];
+        const ox_value *v = old && old->name ? ox_graph_find(t->graph, old->name) : NULL;
+        for (int u = 0; v && u < v->n_uses; u++)
+            if (v->uses[u].node && v->uses[u].node->graph == t->graph) {
+                tui_goto_node(t, v->uses[u].node, false);
+                return v->uses[u].node;
+            }
+    }
+    if (gone && t->graph->n_nodes) {
+        int i = gone->index < t->graph->n_nodes ? gone->index : t->graph->n_nodes - 1;
+        tui_goto_node(t, t->graph->nodes[i], false);
+        return t->graph->nodes[i];
+    }
+    return NULL;
 }
 
 /* "Conv /conv1" */
@@ -605,9 +626,10 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
     }
     if (!t->st.have_totals || yr >= end)
         return;
-    /* Per pass since the reset: it fills as you step. */
-    tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_HEADER, t, "%-22s %3s %6s %6s %5s %9s %8s", "pass",
-             "rw", "-nodes", "+nodes", "edits", "bytes", "MACs");
+    /* Per pass since the reset: it fills as you step. The last two columns
+     * are changes (after - before): negative is smaller. */
+    tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_HEADER, t, "%-26s %3s %6s %6s %5s %9s %8s", "pass",
+             "rw", "-nodes", "+nodes", "edits", "d.weight", "d.MACs");
     int np = t->pm ? ox_pm_count(t->pm) : 0;
     for (int i = 0; i < np && i < t->st.n_passes && yr < end; i++) {
         const tui_pass_total *pt = &t->st.totals[i];
@@ -617,13 +639,15 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
         char mb[32], bb[32];
         if (pt->macs_unknown || !pt->macs_known)
             snprintf(mb, sizeof mb, "?");
+        else if (!pt->macs_saved)
+            snprintf(mb, sizeof mb, "0");
         else
-            snprintf(mb, sizeof mb, "%s%s", pt->macs_saved > 0 ? "-" : pt->macs_saved < 0 ? "+" : "",
+            snprintf(mb, sizeof mb, "%c%s", pt->macs_saved > 0 ? '-' : '+',
                      ox_fmt_count(pt->macs_saved < 0 ? -pt->macs_saved : pt->macs_saved, true,
                                   bb, sizeof bb));
-        tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_NORMAL, t, "%-22.22s %3d %6d %6d %5d %9lld %8s",
+        tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_NORMAL, t, "%-26.26s %3d %6d %6d %5d %+9lld %8s",
                  ox_pm_pass(t->pm, i)->name, pt->rewrites, pt->nodes_removed, pt->nodes_added,
-                 pt->nodes_edited, (long long)pt->bytes_saved, mb);
+                 pt->nodes_edited, (long long)-pt->bytes_saved, mb);
     }
     /* What the last action removed, added and edited. */
     if (t->n_step_msg && yr < end)
