@@ -188,6 +188,7 @@ struct tui {
     int n_order;
     tui_sort sort;
     int *perm[TUI_SORT_COUNT];   /* row order per sort key, computed on refresh */
+    bool lazy_sorts;       /* refresh leaves the sort orders to their first use (a step) */
     char filter[128];      /* the op filter as typed (tui_filter.h syntax) */
     tui_filter filt;       /* ... parsed */
     bool hide_const;       /* H: Constant nodes hidden */

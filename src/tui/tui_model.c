@@ -171,22 +171,25 @@ static int cmp_rows(const void *a, const void *b)
     return *(const int *)a - *(const int *)b;
 }
 
-/* The sorted orders are computed once per refresh so that changing the sort
- * key or the filter is a linear pass over 100k rows, not a sort. */
-static void build_perms(tui *t)
+/* A sorted order is computed the first time its sort key is used after a
+ * model change and kept until the next one, so that cycling the sort or
+ * changing the filter is a linear pass over 100k rows, not a sort; and a
+ * step of the stepper (a model change) sorts nothing while the list is in
+ * graph order. */
+static void build_perm(tui *t, tui_sort k)
 {
-    for (int k = TUI_SORT_MACS; k < TUI_SORT_COUNT; k++) {
-        t->perm[k] = malloc(((size_t)t->n_rc + 1) * sizeof *t->perm[k]);
-        if (!t->perm[k])
-            continue;
-        for (int i = 0; i < t->n_rc; i++)
-            t->perm[k][i] = i;
-        sort_ctx = t;
-        tui_sort keep = t->sort;
-        t->sort = (tui_sort)k;
-        qsort(t->perm[k], (size_t)t->n_rc, sizeof *t->perm[k], cmp_rows);
-        t->sort = keep;
-    }
+    if (k == TUI_SORT_ORDER || t->perm[k])
+        return;
+    t->perm[k] = malloc(((size_t)t->n_rc + 1) * sizeof *t->perm[k]);
+    if (!t->perm[k])
+        return;
+    for (int i = 0; i < t->n_rc; i++)
+        t->perm[k][i] = i;
+    sort_ctx = t;
+    tui_sort keep = t->sort;
+    t->sort = k;
+    qsort(t->perm[k], (size_t)t->n_rc, sizeof *t->perm[k], cmp_rows);
+    t->sort = keep;
 }
 
 void tui_model_resort(tui *t)
@@ -196,6 +199,7 @@ void tui_model_resort(tui *t)
     if (t->n_order && p->sel >= 0 && p->sel < t->n_order)
         keep = t->rc[t->order[p->sel]].node;
     t->n_order = 0;
+    build_perm(t, t->sort);
     const int *perm = t->sort != TUI_SORT_ORDER ? t->perm[t->sort] : NULL;
     bool any = tui_nodes_filtered(t);
     for (int j = 0; j < t->n_rc; j++) {
@@ -347,7 +351,9 @@ ox_status tui_model_refresh(tui *t, ox_error *err)
         }
     }
     t->n_rc = g->n_nodes;
-    build_perms(t);
+    if (!t->lazy_sorts)   /* opening (off the UI thread), a shape edit: sort now */
+        for (int k = TUI_SORT_MACS; k < TUI_SORT_COUNT; k++)
+            build_perm(t, (tui_sort)k);
     tui_model_resort(t);
     build_histogram(t);
     t->n_nodes_rec = ox_graph_count_nodes(t->cur->graph, true);

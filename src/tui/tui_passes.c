@@ -51,7 +51,10 @@ static void after_change(tui *t)
     t->detail = t->neigh = NULL;
     t->dtab_valid = false;
     ox_error err = {0};
+    /* A step must not pay for three sorts of 100k rows it may never show. */
+    t->lazy_sorts = true;
     tui_model_refresh(t, &err);
+    t->lazy_sorts = false;
     if (t->cur == t->orig) {
         t->size_cur = (int64_t)t->orig->file_size;
         t->size_valid = true;

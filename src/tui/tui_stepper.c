@@ -31,6 +31,7 @@ void tui_stepper_init(tui_stepper *s, ox_model *orig)
     s->max_undo_nodes = UNDO_MAX_NODES;
     s->probe_max_nodes = PROBE_MAX_NODES;
     s->before_next_id = orig ? orig->next_node_id : 0;
+    s->cur_nodes = orig ? ox_graph_count_nodes(orig->graph, true) : 0;
 }
 
 static void entry_free(tui_stepper *s, tui_undo_entry *e)
@@ -69,6 +70,7 @@ void tui_stepper_free(tui_stepper *s)
 
 static void changed(tui_stepper *s)
 {
+    s->cur_nodes = ox_graph_count_nodes(s->cur->graph, true);
     s->version++;
     if (s->version == 0)   /* 0 would read as "known" in known[] after wrapping */
         memset(s->known, 0, (size_t)s->n_passes * sizeof *s->known);
@@ -377,7 +379,7 @@ int tui_stepper_match(const tui_stepper *s, int pass)
 
 static int cur_nodes_small(const tui_stepper *s)
 {
-    return ox_graph_count_nodes(s->cur->graph, true) <= s->probe_max_nodes;
+    return s->cur_nodes <= s->probe_max_nodes;
 }
 
 /* The next pass the probe should try, from the stepper's position on. */

@@ -84,6 +84,7 @@ typedef struct tui_stepper {
     unsigned probe_version;
     int probe_k;           /* passes looked at since the version changed */
     int probe_max_nodes;
+    int cur_nodes;         /* of cur, counted once per change (the probe test runs every turn) */
 } tui_stepper;
 
 /* orig is borrowed and must outlive the stepper. */
