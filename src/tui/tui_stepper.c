@@ -10,10 +10,11 @@
 
 #include "tui/tui_stepper.h"
 
-/* Undo history bound: a 100k-node model copy is about 100 MB of IR, so at
- * most ~20 such copies; small models get the full depth. */
+/* Undo history bound: a model copy costs about 600 bytes per node (56 MB
+ * for 100k nodes, measured), so 1M nodes in all is about 600 MB: 10 steps
+ * back on a 100k-node model, the full 64 on anything under 15k nodes. */
 #define UNDO_MAX 64
-#define UNDO_MAX_NODES 2000000
+#define UNDO_MAX_NODES 1000000
 /* Above this, idle probing would hold keys for tens of ms per pass: the
  * stepper then learns "no match" only from the passes it tries. */
 #define PROBE_MAX_NODES 20000

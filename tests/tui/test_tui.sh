@@ -241,7 +241,7 @@ run_cnn() {
     wait_for "Keys (from the key table" || return
     assert_screen "show this help"
     keys NPage
-    wait_for "search by name or op type" || return
+    wait_for "search node names, op types and tensor names" || return
     keys q
     wait_for "Peak activ." || return   # help closed, back on the Overview
     quit_clean
@@ -316,6 +316,7 @@ run_trf() {
     # the passes with no match and greys them.
     keys s
     wait_for "(no match)" 20 || return
+    keys Home
     wait_re "fold_shape_chains +folding +onnx +no match" || return
     keys 2
     wait_for "total MACs" || return
