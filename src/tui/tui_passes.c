@@ -1,7 +1,8 @@
-/* The Passes and Diff panels: a checkbox list over the pass manager
- * (toggle, step one pass, apply all, reset, level presets) that keeps the
- * original model and an optimized clone, and the before/after table with
- * the per-pass report. Nodes the last action touched are marked in Nodes. */
+/* The Passes and Diff panels and the stepper's keys: a checkbox list over
+ * the pass manager (toggle, step one rewrite or the rest of a pass, undo,
+ * apply all, reset, level presets) on top of tui_stepper.c, which owns the
+ * optimized copy; the status line, cursor jumps and change marks after a
+ * step; the before/after table with the per-pass totals. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -254,7 +255,8 @@ static void step(tui *t, bool rest)
         return;
     }
     if (st != OX_OK) {
-        tui_set_status(t, OX_SLOT_UI_ERROR, "%s failed: %s (the model is unchanged)",
+        tui_set_status(t, OX_SLOT_UI_ERROR,
+                       "%s failed: %s (the model is unchanged; Space in panel 8 disables the pass)",
                        in.pass >= 0 ? ox_pm_pass(t->pm, in.pass)->name : "a pass", err.msg);
         return;
     }
