@@ -617,8 +617,19 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
     if (y < end)
         tui_putf(y++, 2, tw, OX_SLOT_UI_HEADER, t, "%-18s %6s %6s %6s", "op", "before",
                  "after", "delta");
-    for (int i = 0; i < n && y < end; i++) {
+    /* Narrow: the per-pass table goes below, so the op table leaves it
+     * room (the ops with the largest change come first anyway). */
+    int op_end = end;
+    if (w < 100 && t->st.have_totals) {
+        int room = (end - y) / 2;
+        op_end = y + (room < 3 ? 3 : room);
+    }
+    for (int i = 0; i < n && y < op_end; i++) {
         int d = tab[i].after - tab[i].before;
+        if (y == op_end - 1 && i < n - 1) {
+            tui_putf(y++, 2, tw, OX_SLOT_UI_DIM, t, "(+%d more op types)", n - i);
+            break;
+        }
         tui_putf(y++, 2, tw, d ? (d < 0 ? OX_SLOT_UI_REMOVED : OX_SLOT_UI_ADDED)
                                      : OX_SLOT_UI_DIM,
                  t, "%-18.18s %6d %6d %+6d", tab[i].op, tab[i].before, tab[i].after, d);

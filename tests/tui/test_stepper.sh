@@ -59,6 +59,13 @@ run_stepping() {
     wait_for "3 of 3 nodes" || return
     keys End ']'
     wait_for "+ LogSoftmax" || return
+    # At 80x24 the Diff keeps room for the per-pass table.
+    keys 9
+    wait_re "fuse_log_softmax +1 +2 +1 " || return
+    assert_screen "more op types"
+    # [ from the top wraps to the (only) changed node as well.
+    keys 2 Home '['
+    wait_for "+ LogSoftmax" || return
     # Undo brings Softmax and Log back.
     keys u
     wait_for "undid step 4: fuse_log_softmax #1" || return
