@@ -174,6 +174,7 @@ struct tui {
     ox_type **in_types;    /* the file's graph input types (overrides rewrite them) */
     int n_in_types;
     ox_infer_stats istats;
+    bool shapes_edited;    /* an input shape was edited this session (undo re-infers) */
 
     /* node list of the current graph */
     tui_row_cache *rc;
@@ -292,6 +293,7 @@ void tui_model_resort(tui *t);
 void tui_model_free_views(tui *t);
 ox_status tui_apply_shape(tui *t, const char *input, const char *shape, ox_error *err);
 void tui_clear_shapes(tui *t, ox_error *err);
+void tui_reinfer_cur(tui *t);   /* after an undo, with today's shape overrides */
 void tui_save_input_types(tui *t);
 void tui_free_input_types(tui *t);
 const char *tui_node_label(const ox_node *n, char *buf, size_t len);

@@ -330,6 +330,10 @@ static void goto_index(tui *t, const char *s)
     long i = strtol(s, &end, 10);
     while (end && *end == ' ')
         end++;
+    if (t->graph->n_nodes == 0) {
+        tui_set_status(t, OX_SLOT_UI_WARNING, "this graph has no nodes");
+        return;
+    }
     if (!*s || !end || *end || i < 0) {
         tui_set_status(t, OX_SLOT_UI_ERROR, "'%s' is not a node index (0..%d)", s,
                        t->graph->n_nodes - 1);

@@ -442,6 +442,7 @@ ox_status tui_apply_shape(tui *t, const char *input, const char *shape, ox_error
         restore_input_types(t, t->cur);
     ox_error e2 = {0};
     reinfer(t, &e2);
+    t->shapes_edited = true;
     tui_stepper_touch(&t->st);   /* types changed: pass matches may have too */
     ox_status st = e2.status;
     if (st != OX_OK && err)
@@ -484,6 +485,19 @@ static void restore_input_types(tui *t, ox_model *m)
     }
 }
 
+/* After an undo: the restored copy was inferred with the shape overrides of
+ * its time; put the file's input types back and infer with today's. */
+void tui_reinfer_cur(tui *t)
+{
+    if (!t->shapes_edited || t->cur == t->orig)
+        return;
+    restore_input_types(t, t->cur);
+    t->iopts.reset = true;
+    t->iopts.stats = NULL;
+    ox_infer_model(t->cur, &t->iopts, NULL);
+    t->iopts.stats = &t->istats;
+}
+
 void tui_clear_shapes(tui *t, ox_error *err)
 {
     ox_infer_opts_free(&t->iopts);
@@ -492,6 +506,7 @@ void tui_clear_shapes(tui *t, ox_error *err)
     if (t->cur != t->orig)
         restore_input_types(t, t->cur);
     reinfer(t, err);
+    t->shapes_edited = true;
     tui_stepper_touch(&t->st);
     tui_model_refresh(t, err);
 }

@@ -303,6 +303,8 @@ static void undo(tui *t)
         return;
     }
     t->live = false;
+    t->cur = t->st.cur;
+    tui_reinfer_cur(t);
     after_change(t);
     char brief[8];
     describe_changes(t, brief, sizeof brief);

@@ -183,7 +183,37 @@ run_navigation() {
     quit_clean
 }
 
+# Undo after an input shape edit: the restored copy gets today's shapes.
+run_undo_shapes() {
+    SCEN="undo after a shape edit"
+    echo "== $SCEN"
+    local trf=${ONNXSCOPE_SOURCE:-$(cd "$(dirname "$0")/../.." && pwd)}/samples/tiny_transformer.onnx
+    if [ ! -f "$trf" ]; then
+        echo "SKIP [$SCEN]: $trf missing"
+        return
+    fi
+    start 80 24 TERM=xterm-256color -- "$trf"
+    wait_for "Peak activ." || return
+    keys s
+    wait_for "constant_to_initializer #1" 20 || return
+    keys s
+    wait_for "constant_to_initializer #2" 20 || return
+    keys 5
+    wait_for "int64[batch,sequence]" || return
+    keys e C-u
+    typed "2x8"
+    keys Enter
+    wait_for "float32[2,8,64]" || return
+    keys u
+    wait_for "undid step 2: constant_to_initializer #2" || return
+    keys 5
+    wait_for "float32[2,8,64]" || return
+    assert_screen "(override)"
+    quit_clean
+}
+
 run_stepping
+run_undo_shapes
 run_diff
 run_navigation
 
