@@ -237,6 +237,28 @@ static int skipped_names(const tui *t, const tui_step_info *in, char *buf, size_
     return in->n_skipped;
 }
 
+/* Before each pass the stepper tries: on a large model (where a try takes
+ * a noticeable time) the status line says which, and Esc stops the search;
+ * other keys typed meanwhile are dropped, not replayed after it. */
+static bool on_try(void *ctx, int pass, int tried)
+{
+    tui *t = ctx;
+    if (t->st.cur_nodes <= t->st.probe_max_nodes)
+        return true;
+    bool stop = false;
+    nodelay(stdscr, TRUE);
+    for (int ch; (ch = getch()) != ERR;)
+        stop |= ch == 27;
+    nodelay(stdscr, FALSE);
+    if (stop)
+        return false;
+    char what[160];
+    snprintf(what, sizeof what, "trying %s (%d passes tried; Esc stops)",
+             ox_pm_pass(t->pm, pass)->name, tried);
+    busy(t, what);
+    return true;
+}
+
 static void step(tui *t, bool rest)
 {
     if (!t->pm)
@@ -247,7 +269,7 @@ static void step(tui *t, bool rest)
     ox_model_cost before = t->cost;
     tui_step_info in;
     ox_error err = {0};
-    ox_status st = tui_stepper_step(&t->st, t->pm, rest, &in, &err);
+    ox_status st = tui_stepper_step_cb(&t->st, t->pm, rest, on_try, t, &in, &err);
     char skipped[160];
     skipped_names(t, &in, skipped, sizeof skipped);
     if (in.none_enabled) {
@@ -258,6 +280,12 @@ static void step(tui *t, bool rest)
         tui_set_status(t, OX_SLOT_UI_ERROR,
                        "%s failed: %s (the model is unchanged; Space in panel 8 disables the pass)",
                        in.pass >= 0 ? ox_pm_pass(t->pm, in.pass)->name : "a pass", err.msg);
+        return;
+    }
+    if (in.stopped) {
+        tui_set_status(t, OX_SLOT_UI_WARNING,
+                       "stopped (Esc) after trying %d passes: %d have no match, the next s skips them",
+                       in.tried, in.n_skipped);
         return;
     }
     if (in.fixed_point) {

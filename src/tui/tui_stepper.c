@@ -215,6 +215,23 @@ static int next_enabled(const ox_pass_manager *pm, int from, int n)
 ox_status tui_stepper_step(tui_stepper *s, ox_pass_manager *pm, bool rest,
                            tui_step_info *info, ox_error *err)
 {
+    return tui_stepper_step_cb(s, pm, rest, NULL, NULL, info, err);
+}
+
+/* Keeps an unchanged copy of cur for the next search or probe. */
+static void keep_copy(tui_stepper *s, ox_model *work)
+{
+    if (!work)
+        return;
+    drop_probe(s);
+    s->probe = work;
+    s->probe_version = s->version;
+}
+
+ox_status tui_stepper_step_cb(tui_stepper *s, ox_pass_manager *pm, bool rest,
+                              tui_step_try_fn on_try, void *ctx, tui_step_info *info,
+                              ox_error *err)
+{
     memset(info, 0, sizeof *info);
     info->pass = -1;
     int n = ox_pm_count(pm);
@@ -238,6 +255,12 @@ ox_status tui_stepper_step(tui_stepper *s, ox_pass_manager *pm, bool rest,
             info->n_skipped++;
             continue;
         }
+        if (on_try && !on_try(ctx, i, info->tried)) {
+            info->stopped = true;
+            keep_copy(s, work);
+            return OX_OK;
+        }
+        info->tried++;
         if (!work) {
             /* The idle probe's copy is cur as it is when nothing matched on it. */
             if (s->probe && s->probe_version == s->version) {
@@ -297,11 +320,7 @@ ox_status tui_stepper_step(tui_stepper *s, ox_pass_manager *pm, bool rest,
     }
     info->fixed_point = true;
     /* Nothing matched: the copy is still cur, keep it for the next try. */
-    if (work) {
-        drop_probe(s);
-        s->probe = work;
-        s->probe_version = s->version;
-    }
+    keep_copy(s, work);
     return OX_OK;
 }
 

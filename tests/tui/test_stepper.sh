@@ -212,7 +212,31 @@ run_undo_shapes() {
     quit_clean
 }
 
+# On a 100,000-node model each pass tried takes a visible time: the status
+# line says which, and Esc stops the search (Esc is only sent once the
+# second pass is being tried, of the 18 basic ones, none of which matches).
+run_big_search() {
+    SCEN="search stopped by Esc on 100k nodes"
+    echo "== $SCEN"
+    local gen
+    gen=$(dirname "$BIN")/tools/gen_samples
+    if [ ! -x "$gen" ]; then
+        echo "SKIP [$SCEN]: $gen not built"
+        return
+    fi
+    "$gen" --wide 100000 "$TMP/wide.onnx" >/dev/null || { fail "gen_samples --wide"; return; }
+    start 80 24 TERM=xterm-256color -- "$TMP/wide.onnx"
+    wait_for "Peak activ." 120 || return
+    keys s
+    wait_re "trying [a-z_]+ \([1-9][0-9]* passes tried; Esc stops\)" 60 || return
+    keys Escape
+    wait_for "stopped (Esc) after trying" 60 || return
+    quit_clean
+    rm -f "$TMP/wide.onnx"
+}
+
 run_stepping
+run_big_search
 run_undo_shapes
 run_diff
 run_navigation

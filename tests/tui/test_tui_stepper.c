@@ -248,6 +248,42 @@ static void test_apply_all_then_step(void **state)
     ox_model_free(m);
 }
 
+static bool stop_after_one(void *ctx, int pass, int tried)
+{
+    (void)pass;
+    ++*(int *)ctx;
+    return tried < 1;
+}
+
+/* The TUI's Esc: a search stopped between passes keeps cur and what it
+ * learnt. */
+static void test_stop_between_tries(void **state)
+{
+    (void)state;
+    ox_model *m = model();
+    ox_pass_manager *pm = ox_pm_new(OX_LEVEL_BASIC, OX_TARGET_ONNX);
+    tui_stepper s;
+    tui_stepper_init(&s, m);
+    tui_step_info in;
+    step_name(&s, pm, false, &in);                 /* the Constant */
+    ox_model *before = s.cur;
+    int calls = 0;
+    assert_int_equal(tui_stepper_step_cb(&s, pm, false, stop_after_one, &calls, &in, NULL), OX_OK);
+    assert_true(in.stopped);
+    assert_int_equal(calls, 2);
+    assert_int_equal(in.tried, 1);
+    assert_int_equal(in.pass, -1);
+    assert_ptr_equal(s.cur, before);
+    assert_int_equal(s.cur->graph->n_nodes, 6);
+    assert_int_equal(tui_stepper_match(&s, pass_index(pm, "constant_to_initializer")), 0);
+    /* The next search skips what was learnt and goes on. */
+    assert_string_equal(step_name(&s, pm, false, &in), "eliminate_identity");
+    assert_int_equal(in.skipped[0], pass_index(pm, "constant_to_initializer"));
+    tui_stepper_free(&s);
+    ox_pm_free(pm);
+    ox_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -256,6 +292,7 @@ int main(void)
         cmocka_unit_test(test_steps_reach_the_pipeline_result),
         cmocka_unit_test(test_probe_and_undo_bound),
         cmocka_unit_test(test_apply_all_then_step),
+        cmocka_unit_test(test_stop_between_tries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
