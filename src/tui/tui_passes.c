@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "onnxscope/bisect.h"
 #include "onnxscope/io.h"
 #include "onnxscope/profile.h"
 #include "tui/tui_internal.h"
@@ -298,8 +299,6 @@ static void step(tui *t, bool rest)
     after_change(t);
     t->panels[TUI_P_PASSES].sel = in.pass;
     const ox_pass *p = ox_pm_pass(t->pm, in.pass);
-    tui_stepper_note_macs(&t->st, in.pass, before.known && t->cost.known, before.macs,
-                          t->cost.macs);
     jump_to_changed(t);
     const ox_pass_stat *ps = ox_pass_report_find(&t->st.rep, p->name);
     char mc[160], brief[400], rw[48];
@@ -339,6 +338,50 @@ static void undo(tui *t)
     jump_to_changed(t);
     tui_set_status(t, OX_SLOT_UI_OK, "undid %s: nodes %d; %d more to undo", label,
                    t->cur->graph->n_nodes, t->st.n_undo);
+}
+
+/* Input sets the bisect key runs the model on (seeds 0..N-1, as
+ * `optimize --check 2 --bisect`). */
+#define BISECT_SETS 2
+
+/* B: replays the enabled passes on the original and names the first pass,
+ * and the rewrite in it, whose result computes differently (ox_pm_bisect);
+ * selects that pass. Runs the model a few times per rewriting pass. */
+static void bisect(tui *t)
+{
+    busy(t, "bisecting: running the model after each pass");
+    /* The benchmark's --input/--fill/--default-dim, the viewer's shapes. */
+    ox_input_opts in = t->bench_inputs;
+    in.shapes = &t->iopts;
+    ox_bisect_opts o = {.inputs = &in, .n_sets = BISECT_SETS};
+    ox_bisect_result r;
+    ox_error err = {0};
+    if (ox_pm_bisect(t->pm, t->orig, &o, &r, &err) != OX_OK) {
+        tui_set_status(t, OX_SLOT_UI_ERROR, "bisect: %s", err.msg);
+        return;
+    }
+    if (!r.found) {
+        tui_set_status(t, OX_SLOT_UI_OK, "bisect: %s (%d input sets)", r.why, BISECT_SETS);
+        ox_bisect_result_free(&r);
+        return;
+    }
+    char nodes[512] = "";
+    size_t k = 0;
+    for (int i = 0; i < r.n_nodes && k + 1 < sizeof nodes; i++) {
+        int w = snprintf(nodes + k, sizeof nodes - k, "%s%s '%s' (%s)", i ? ", " : "",
+                         ox_bisect_change_name(r.nodes[i].change), r.nodes[i].name,
+                         r.nodes[i].op_type);
+        if (w < 0)
+            break;
+        k += (size_t)w;
+    }
+    char step[48] = "";
+    if (r.rewrite)
+        snprintf(step, sizeof step, ", rewrite %d of %d", r.rewrite, r.pass_rewrites);
+    tui_set_status(t, OX_SLOT_UI_ERROR, "bisect: %s (round %d%s) diverges: %s", r.pass,
+                   r.round, step, nodes);
+    t->panels[TUI_P_PASSES].sel = r.pass_index;
+    ox_bisect_result_free(&r);
 }
 
 static void reset(tui *t)
@@ -389,7 +432,7 @@ int tui_passes_key(tui *t, tui_action a)
 {
     bool model_action = a == TUI_A_TOGGLE || a == TUI_A_STEP || a == TUI_A_STEP_REST ||
                         a == TUI_A_UNDO || a == TUI_A_RESET || a == TUI_A_APPLY_ALL ||
-                        a == TUI_A_LEVEL;
+                        a == TUI_A_LEVEL || a == TUI_A_BISECT;
     if (a == TUI_A_NEXT_CHANGED || a == TUI_A_PREV_CHANGED) {
         goto_changed(t, a == TUI_A_NEXT_CHANGED ? 1 : -1);
         return TUI_REDRAW;
@@ -426,6 +469,7 @@ int tui_passes_key(tui *t, tui_action a)
     case TUI_A_STEP_REST: step(t, true); return TUI_REDRAW;
     case TUI_A_UNDO: undo(t); return TUI_REDRAW;
     case TUI_A_APPLY_ALL: apply_all(t); return TUI_REDRAW;
+    case TUI_A_BISECT: bisect(t); return TUI_REDRAW;
     case TUI_A_RESET: reset(t); return TUI_REDRAW;
     case TUI_A_LEVEL: {
         t->level = (ox_pass_level)((t->level + 1) % 3);
@@ -523,7 +567,7 @@ void tui_passes_footer(tui *t, int y0, int h, int w)
                  ox_fmt_model_macs(&t->cost, b, sizeof b),
                  t->st.round ? "   (wrapped: a later round)" : "");
     tui_put(y0 + 2, 1, w - 2, OX_SLOT_UI_DIM, t,
-            "Space toggle  s step  S rest of pass  u undo  a all  r reset  L level  9 diff");
+            "Space toggle  s step  S rest  u undo  a all  r reset  L level  B bisect");
 }
 
 /* ---- Diff ------------------------------------------------------------------ */
@@ -672,28 +716,24 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
     }
     if (!t->st.have_totals || yr >= end)
         return;
-    /* Per pass since the reset: it fills as you step. The last two columns
-     * are changes (after - before): negative is smaller. */
-    tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_HEADER, t, "%-26s %3s %6s %6s %5s %9s %8s", "pass",
-             "rw", "-nodes", "+nodes", "edits", "d.weight", "d.MACs");
+    /* Per pass since the reset: it fills as you step. Bytes saved as the
+     * report counts them; MACs and peak are the report's deltas (after -
+     * before, < 0 a saving; '?' when unknown: docs/PASSES.md). */
+    tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_HEADER, t, "%-26s %3s %6s %6s %5s %10s %9s %10s",
+             "pass", "rw", "-nodes", "+nodes", "edits", "bytes saved", "MACs", "peak");
     int np = t->pm ? ox_pm_count(t->pm) : 0;
     for (int i = 0; i < np && i < t->st.n_passes && yr < end; i++) {
         const tui_pass_total *pt = &t->st.totals[i];
         if (!pt->rewrites && !pt->nodes_removed && !pt->nodes_added && !pt->nodes_edited &&
             !pt->bytes_saved && !pt->inits_removed && !pt->inits_added)
             continue;
-        char mb[32], bb[32];
-        if (pt->macs_unknown || !pt->macs_known)
-            snprintf(mb, sizeof mb, "?");
-        else if (!pt->macs_saved)
-            snprintf(mb, sizeof mb, "0");
-        else
-            snprintf(mb, sizeof mb, "%c%s", pt->macs_saved > 0 ? '-' : '+',
-                     ox_fmt_count(pt->macs_saved < 0 ? -pt->macs_saved : pt->macs_saved, true,
-                                  bb, sizeof bb));
-        tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_NORMAL, t, "%-26.26s %3d %6d %6d %5d %+9lld %8s",
-                 ox_pm_pass(t->pm, i)->name, pt->rewrites, pt->nodes_removed, pt->nodes_added,
-                 pt->nodes_edited, (long long)-pt->bytes_saved, mb);
+        char macs[32], peak[32];
+        tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_NORMAL, t,
+                 "%-26.26s %3d %6d %6d %5d %10lld %9s %10s", ox_pm_pass(t->pm, i)->name,
+                 pt->rewrites, pt->nodes_removed, pt->nodes_added, pt->nodes_edited,
+                 (long long)pt->bytes_saved,
+                 ox_fmt_delta(pt->macs_delta, !pt->macs_unknown, false, macs, sizeof macs),
+                 ox_fmt_delta(pt->peak_delta, !pt->peak_unknown, true, peak, sizeof peak));
     }
     /* What the last action removed, added and edited. */
     if (t->n_step_msg && yr < end)

@@ -202,6 +202,13 @@ static void add_stat(tui_pass_total *t, const ox_pass_stat *ps)
     t->inits_removed += ps->inits_removed;
     t->inits_added += ps->inits_added;
     t->bytes_saved += ps->bytes_saved;
+    /* Costs are measured for invocations that rewrote something only. */
+    if (ps->rewrites) {
+        t->macs_delta += ps->macs_delta;
+        t->macs_unknown |= !ps->cost_known;
+        t->peak_delta += ps->peak_delta;
+        t->peak_unknown |= !ps->peak_known;
+    }
 }
 
 static int next_enabled(const ox_pass_manager *pm, int from, int n)
@@ -343,8 +350,6 @@ ox_status tui_stepper_apply_all(tui_stepper *s, ox_pass_manager *pm, ox_error *e
         if (ps) {
             add_stat(&s->totals[i], ps);
             s->nth[i] = ps->rewrites;
-            if (ps->rewrites)
-                s->totals[i].macs_unknown++;   /* no per-pass MACs from a whole run */
         }
     }
     s->cur_pass = 0;
@@ -376,18 +381,6 @@ bool tui_stepper_reset(tui_stepper *s)
     s->label[0] = 0;
     changed(s);
     return true;
-}
-
-void tui_stepper_note_macs(tui_stepper *s, int pass, bool known, int64_t before, int64_t after)
-{
-    if (pass < 0 || pass >= s->n_passes)
-        return;
-    if (known) {
-        s->totals[pass].macs_saved += before - after;
-        s->totals[pass].macs_known++;
-    } else {
-        s->totals[pass].macs_unknown++;
-    }
 }
 
 int tui_stepper_match(const tui_stepper *s, int pass)

@@ -21,9 +21,10 @@ typedef struct tui_pass_total {
     int nodes_removed, nodes_added, nodes_edited;
     int inits_removed, inits_added;
     int64_t bytes_saved;
-    int64_t macs_saved;    /* MACs before - after, summed over macs_known steps */
-    int macs_known;        /* steps whose MACs were known before and after */
-    int macs_unknown;      /* steps (or apply-all runs) where they were not */
+    /* The report's cost deltas (after - before, < 0 a saving), summed; an
+     * unknown one in any run makes the sum unknown (ox_pass_stat). */
+    int64_t macs_delta, peak_delta;
+    bool macs_unknown, peak_unknown;
 } tui_pass_total;
 
 /* What the last step did (for the status line). */
@@ -97,7 +98,7 @@ void tui_stepper_free(tui_stepper *s);
  * pass that has a match; `S` (rest = true): the rest of that pass, then the
  * stepper moves to the next pass. cur is replaced by a new copy on success
  * (the old one goes to the undo history). A failing pass leaves cur as it
- * was. macs_before is recorded for the totals by tui_stepper_note_macs. */
+ * was. */
 ox_status tui_stepper_step(tui_stepper *s, ox_pass_manager *pm, bool rest,
                            tui_step_info *info, ox_error *err);
 /* The same, calling on_try before each pass it tries (tried: passes tried
@@ -118,8 +119,6 @@ bool tui_stepper_reset(tui_stepper *s);
 bool tui_stepper_undo(tui_stepper *s);
 /* cur was edited outside the stepper (input shapes re-inferred). */
 void tui_stepper_touch(tui_stepper *s);
-/* Records the MACs change of the last step for its pass. */
-void tui_stepper_note_macs(tui_stepper *s, int pass, bool known, int64_t before, int64_t after);
 
 /* 1: the pass has a match on cur, 0: it has none, -1: not known yet. */
 int tui_stepper_match(const tui_stepper *s, int pass);
