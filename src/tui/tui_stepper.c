@@ -18,12 +18,15 @@
 /* Above this, idle probing would hold keys for tens of ms per pass: the
  * stepper then learns "no match" only from the passes it tries. */
 #define PROBE_MAX_NODES 20000
+/* Room for passes a manager has beyond the registry (ox_pm_add_pass): the
+ * TUI adds none, embedders and tests a few. */
+#define EXTRA_PASSES 64
 
 void tui_stepper_init(tui_stepper *s, ox_model *orig)
 {
     memset(s, 0, sizeof *s);
     s->orig = s->cur = orig;
-    s->n_passes = ox_pass_count();
+    s->n_passes = ox_pass_count() + EXTRA_PASSES;
     s->known = calloc((size_t)s->n_passes + 1, sizeof *s->known);
     s->matches = calloc((size_t)s->n_passes + 1, sizeof *s->matches);
     s->nth = calloc((size_t)s->n_passes + 1, sizeof *s->nth);

@@ -57,7 +57,7 @@ typedef struct tui_undo_entry {
 typedef struct tui_stepper {
     ox_model *orig;        /* borrowed */
     ox_model *cur;         /* orig, or an owned copy */
-    int n_passes;          /* the registry's size (every preset lists all) */
+    int n_passes;          /* the registry's size (every preset lists all) + room for added ones */
     int cur_pass;          /* where `s` looks first */
     int round;             /* times the search wrapped from the last pass to the first */
     unsigned version;      /* bumped whenever cur changes */

@@ -284,6 +284,47 @@ static void test_stop_between_tries(void **state)
     ox_model_free(m);
 }
 
+/* A pass outside the library that ignores the rewrite budget: marks every
+ * Identity node with an attribute, one rewrite each. */
+static ox_status mark_identities(ox_pass_ctx *c, ox_graph *g, ox_error *err)
+{
+    (void)err;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!strcmp(g->nodes[i]->op_type, "Identity") && !ox_node_attr(g->nodes[i], "seen")) {
+            ox_node_set_attr_i(g->nodes[i], "seen", 1);
+            ox_pass_ctx_rewrote(c);
+        }
+    return OX_OK;
+}
+
+/* `s` on a pass without single_rewrite runs it whole and says so. */
+static void test_pass_without_single_rewrite(void **state)
+{
+    (void)state;
+    ox_model *m = model();
+    ox_pass_manager *pm = ox_pm_new(OX_LEVEL_BASIC, OX_TARGET_ONNX);
+    static const ox_pass mark = {"mark_identities", "test: mark Identity nodes",
+                                 OX_PASS_CONVERSION, OX_TARGET_ONNX, OX_LEVEL_BASIC, false,
+                                 mark_identities};
+    int at = ox_pm_add_pass(pm, &mark, 0);
+    assert_int_equal(at, 0);
+    assert_int_equal(ox_pm_only(pm, "mark_identities", NULL), OX_OK);
+    tui_stepper s;
+    tui_stepper_init(&s, m);
+    tui_step_info in;
+    assert_string_equal(step_name(&s, pm, false, &in), "mark_identities");
+    assert_true(in.no_single);
+    assert_int_equal(in.first, 1);
+    assert_int_equal(in.last, 2);                 /* both Identity nodes in one step */
+    assert_int_equal(s.totals[at].nodes_edited, 2);
+    assert_int_equal(s.cur_pass, at + 1);         /* a whole pass moves the stepper on */
+    step_name(&s, pm, false, &in);
+    assert_true(in.fixed_point);
+    tui_stepper_free(&s);
+    ox_pm_free(pm);
+    ox_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -293,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_probe_and_undo_bound),
         cmocka_unit_test(test_apply_all_then_step),
         cmocka_unit_test(test_stop_between_tries),
+        cmocka_unit_test(test_pass_without_single_rewrite),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
