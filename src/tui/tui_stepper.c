@@ -36,6 +36,7 @@ void tui_stepper_init(tui_stepper *s, ox_model *orig)
     s->probe_max_nodes = PROBE_MAX_NODES;
     s->before_next_id = orig ? orig->next_node_id : 0;
     s->cur_nodes = orig ? ox_graph_count_nodes(orig->graph, true) : 0;
+    s->last_pass = -1;
 }
 
 static void entry_free(tui_stepper *s, tui_undo_entry *e)
@@ -170,6 +171,7 @@ bool tui_stepper_undo(tui_stepper *s)
     s->from_orig = e.from_orig;
     memcpy(s->label, e.label, sizeof s->label);
     s->have_totals = s->steps > 0;
+    s->last_pass = -1;
     changed(s);
     return true;
 }
@@ -283,6 +285,29 @@ ox_status tui_stepper_step_cb(tui_stepper *s, ox_pass_manager *pm, bool rest,
             }
         }
         const ox_pass *p = ox_pm_pass(pm, i);
+        /* On a large model a report (snapshots, costs) doubles a try: a pass
+         * not known to match is first tried without one, and only when it
+         * rewrites is the step redone on a fresh copy with a report. */
+        if (s->cur_nodes > s->probe_max_nodes && tui_stepper_match(s, i) < 0 &&
+            i != s->last_pass) {
+            st = ox_pm_step(pm, work, i, rest ? 0 : 1, NULL, err);
+            if (st != OX_OK) {
+                ox_model_free(work);
+                info->pass = i;
+                return st;
+            }
+            s->known[i] = s->version + 1;
+            s->matches[i] = ox_pm_last_rewrites(pm) > 0;
+            if (!s->matches[i]) {
+                if (info->n_skipped < (int)(sizeof info->skipped / sizeof *info->skipped))
+                    info->skipped[info->n_skipped] = i;
+                info->n_skipped++;
+                continue;
+            }
+            ox_model_free(work);
+            if (!(work = ox_model_clone(s->cur)))
+                return ox_errorf(err, OX_ENOMEM, "out of memory copying the model");
+        }
         ox_pass_report rep = {0};
         st = ox_pm_step(pm, work, i, rest ? 0 : 1, &rep, err);
         if (st != OX_OK) {
@@ -303,6 +328,7 @@ ox_status tui_stepper_step_cb(tui_stepper *s, ox_pass_manager *pm, bool rest,
             continue;   /* work is unchanged: try the next pass on it */
         }
         info->pass = i;
+        s->last_pass = i;
         info->whole = rest;
         info->no_single = !rest && !p->single_rewrite;
         info->first = s->nth[i] + 1;
@@ -358,6 +384,7 @@ ox_status tui_stepper_apply_all(tui_stepper *s, ox_pass_manager *pm, ox_error *e
     s->cur_pass = 0;
     s->round = 0;
     s->steps = 1;
+    s->last_pass = -1;
     snprintf(s->label, sizeof s->label, "all enabled passes (%d rounds)", s->rep.iterations);
     return st;
 }
@@ -382,6 +409,7 @@ bool tui_stepper_reset(tui_stepper *s)
     s->round = 0;
     s->steps = 0;
     s->label[0] = 0;
+    s->last_pass = -1;
     changed(s);
     return true;
 }
@@ -435,15 +463,13 @@ bool tui_stepper_probe_one(tui_stepper *s, ox_pass_manager *pm)
     s->probe_k++;
     if (!s->probe && !(s->probe = ox_model_clone(s->cur)))
         return false;
-    ox_pass_report rep = {0};
+    /* Only match or not: no report (its snapshots and costs). */
     ox_error err = {0};
-    ox_status st = ox_pm_step(pm, s->probe, i, 1, &rep, &err);
-    const ox_pass_stat *ps = ox_pass_report_find(&rep, ox_pm_pass(pm, i)->name);
-    bool hit = st != OX_OK || (ps && ps->rewrites > 0);
+    ox_status st = ox_pm_step(pm, s->probe, i, 1, NULL, &err);
+    bool hit = st != OX_OK || ox_pm_last_rewrites(pm) > 0;
     /* A failing pass counts as a match: stepping onto it shows the error. */
     s->known[i] = s->version + 1;
     s->matches[i] = hit;
-    ox_pass_report_free(&rep);
     if (hit)
         drop_probe(s);   /* the copy was rewritten: no longer cur */
     return true;

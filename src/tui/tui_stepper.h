@@ -88,6 +88,7 @@ typedef struct tui_stepper {
     int probe_k;           /* passes looked at since the version changed */
     int probe_max_nodes;
     int cur_nodes;         /* of cur, counted once per change (the probe test runs every turn) */
+    int last_pass;         /* pass of the last step (-1: none): likely to match again */
 } tui_stepper;
 
 /* orig is borrowed and must outlive the stepper. */

@@ -248,6 +248,51 @@ static void test_apply_all_then_step(void **state)
     ox_model_free(m);
 }
 
+/* Steps to the end (the third one an S); records (pass, first, last,
+ * skipped) per step. */
+static int run_seq(bool large, int seq[16][4])
+{
+    ox_model *m = model();
+    ox_pass_manager *pm = ox_pm_new(OX_LEVEL_BASIC, OX_TARGET_ONNX);
+    tui_stepper s;
+    tui_stepper_init(&s, m);
+    if (large)
+        s.probe_max_nodes = 0;   /* every model counts as large */
+    tui_step_info in;
+    int n = 0;
+    for (;;) {
+        step_name(&s, pm, n == 2, &in);
+        if (in.fixed_point)
+            break;
+        assert_true(n < 16);
+        /* a step redone with a report has a complete one */
+        assert_true(s.have_rep && s.rep.n_touched + s.rep.n_removed_ids > 0);
+        seq[n][0] = in.pass;
+        seq[n][1] = in.first;
+        seq[n][2] = in.last;
+        seq[n][3] = in.n_skipped;
+        n++;
+    }
+    tui_stepper_free(&s);
+    ox_pm_free(pm);
+    ox_model_free(m);
+    return n;
+}
+
+/* The large-model path (passes not known to match are tried without a
+ * report first, the step redone with one) takes the same steps. */
+static void test_large_model_path_same_steps(void **state)
+{
+    (void)state;
+    int small[16][4], large[16][4];
+    int n = run_seq(false, small);
+    assert_int_equal(run_seq(true, large), n);
+    assert_true(n >= 4);
+    for (int k = 0; k < n; k++)
+        for (int j = 0; j < 4; j++)
+            assert_int_equal(small[k][j], large[k][j]);
+}
+
 static bool stop_after_one(void *ctx, int pass, int tried)
 {
     (void)pass;
@@ -335,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_apply_all_then_step),
         cmocka_unit_test(test_stop_between_tries),
         cmocka_unit_test(test_pass_without_single_rewrite),
+        cmocka_unit_test(test_large_model_path_same_steps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
