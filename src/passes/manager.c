@@ -554,6 +554,22 @@ static void reset_fold_room(ox_pass_manager *pm, ox_model *m)
     pm->fold_room = w > lim ? w : lim;
 }
 
+static void fill_declared(ox_graph *g, void *ctx)
+{
+    (void)ctx;
+    for (int i = 0; i < g->n_values; i++) {
+        ox_value *v = g->values[i];
+        if ((v->is_output || v->is_input) && v->decl && v->decl->kind != OX_TYPE_NONE &&
+            (!v->type || v->type->kind == OX_TYPE_NONE)) {
+            ox_type *t = ox_type_clone(v->decl);
+            if (t) {
+                ox_type_free(v->type);
+                v->type = t;
+            }
+        }
+    }
+}
+
 static ox_status infer(ox_pass_manager *pm, ox_model *m, ox_error *err)
 {
     ox_infer_opts o = {0};
@@ -563,13 +579,16 @@ static ox_status infer(ox_pass_manager *pm, ox_model *m, ox_error *err)
     o.strict = false;
     o.stats = NULL;
     ox_error ierr = {0};
-    /* Reset forgets the declared types of graph outputs too; an op that
-     * inference does not know would then leave them untyped, and ONNX
-     * requires them typed: put back what the file said. */
+    /* Reset forgets the types of node outputs, graph outputs included; an
+     * op that inference does not know would leave them untyped, and later
+     * inference and passes read them: put back what the file declared, or
+     * for outputs of a model built in memory (no declaration), what they
+     * had before. */
     ox_graph *g = m->graph;
     ox_type **keep = calloc((size_t)g->n_outputs + 1, sizeof *keep);
     for (int i = 0; keep && i < g->n_outputs; i++)
-        keep[i] = g->outputs[i]->type ? ox_type_clone(g->outputs[i]->type) : NULL;
+        keep[i] = g->outputs[i]->type && !g->outputs[i]->decl
+                      ? ox_type_clone(g->outputs[i]->type) : NULL;
     ox_status st = ox_infer_model(m, &o, &ierr);
     for (int i = 0; keep && i < g->n_outputs; i++) {
         ox_value *v = g->outputs[i];
@@ -581,6 +600,7 @@ static ox_status infer(ox_pass_manager *pm, ox_model *m, ox_error *err)
         ox_type_free(keep[i]);
     }
     free(keep);
+    ox_graph_visit(m->graph, fill_declared, NULL);
     /* An override naming no input is the caller's mistake; other trouble
      * only makes the passes that need types do less. */
     if (st == OX_EINVAL)
@@ -633,13 +653,15 @@ static void finish(ox_pass_report *rep, snap *b)
 }
 
 /* A value_info entry needs a type: drop the listing of values that the
- * final inference left untyped (their producer may have changed). */
+ * final inference left untyped (their producer may have changed) and that
+ * the file did not type either. */
 static void drop_untyped_info(ox_graph *g, void *ctx)
 {
     (void)ctx;
     for (int i = 0; i < g->n_values; i++) {
         ox_value *v = g->values[i];
-        if (v->has_value_info && (!v->type || v->type->kind == OX_TYPE_NONE))
+        if (v->has_value_info && (!v->type || v->type->kind == OX_TYPE_NONE) &&
+            (!v->decl || v->decl->kind == OX_TYPE_NONE))
             v->has_value_info = false;
     }
 }
