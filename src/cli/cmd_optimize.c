@@ -325,6 +325,13 @@ int ox_cmd_optimize(int argc, char **argv)
         rc = 1;
         goto out;
     }
+    /* The passes may have specialized the graph to --shape/--dim: the
+     * saved model declares those dims (symbols nobody fixed stay). */
+    if (ox_infer_fix_declared(opt, &io, &err) != OX_OK) {
+        ox_cli_error(NULL, "%s", err.msg);
+        rc = 1;
+        goto out;
+    }
     ox_check_report cr = {0};
     if (ox_check_model(opt, &cr) != OX_OK) {
         ox_cli_error(path, "optimized model fails the checker: %s",
