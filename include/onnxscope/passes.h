@@ -88,7 +88,8 @@ typedef struct ox_pass_stat {
     int nodes_removed, nodes_added;
     int nodes_replaced;       /* existing nodes edited in place (inputs/attrs) */
     int inits_removed, inits_added;
-    int64_t bytes_saved;      /* initializer bytes before - after (may be < 0) */
+    int64_t bytes_saved;      /* weight bytes (initializers and Constant
+                               * nodes) before - after (may be < 0) */
     ox_pass_op_delta *ops;    /* n_ops entries, owned */
     int n_ops;
 } ox_pass_stat;
@@ -98,6 +99,8 @@ typedef struct ox_pass_report {
     int n_passes;
     int iterations;           /* fixed-point rounds run */
     int nodes_before, nodes_after;      /* recursive node counts */
+    /* Bytes of weights: initializers and Constant nodes' values (a move
+     * between the two changes nothing; bytes_saved likewise). */
     int64_t init_bytes_before, init_bytes_after;
     /* Ids of nodes added or edited (they exist in the result) and of nodes
      * removed (they existed in the input): the TUI marks them. Sorted,

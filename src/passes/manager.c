@@ -326,6 +326,9 @@ static void snap_graph(ox_graph *g, void *ctx)
         }
         const ox_node *n = g->nodes[i];
         s->nodes[s->n++] = (snap_node){n->id, intern(n->op_type ? n->op_type : ""), node_sig(n)};
+        /* Weights in Constant nodes count like initializers, so that
+         * constant_to_initializer saves 0 bytes. */
+        s->init_bytes += ox_node_constant_bytes(n);
     }
     for (int i = 0; i < g->n_values; i++)
         if (g->values[i]->init) {
