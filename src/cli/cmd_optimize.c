@@ -407,9 +407,13 @@ int ox_cmd_optimize(int argc, char **argv)
             const ox_pass_stat *s = &rep.passes[i];
             if (!s->rewrites)
                 continue;
-            printf("  %-28s %4d rewrite(s)  -%d +%d nodes  ~%d  inits -%d +%d\n", s->name,
+            printf("  %-28s %4d rewrite(s)  -%d +%d nodes  ~%d  inits -%d +%d", s->name,
                    s->rewrites, s->nodes_removed, s->nodes_added, s->nodes_replaced,
                    s->inits_removed, s->inits_added);
+            if (s->bytes_saved)
+                printf("  weights %s%s", s->bytes_saved > 0 ? "-" : "+",
+                       ox_cli_bytes((double)llabs(s->bytes_saved), b1, sizeof b1));
+            printf("\n");
         }
         if (n_check > 0)
             printf("check: %d run(s), max abs err %.3g, max rel err %.3g: %s%s%s\n", chk.runs,

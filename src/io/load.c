@@ -946,3 +946,12 @@ ox_status ox_tensor_load_pb(const char *path, ox_tensor **out, ox_error *err)
     onnx__tensor_proto__free_unpacked(tp, NULL);
     return st;
 }
+
+uint64_t ox_model_external_bytes(const ox_model *m)
+{
+    uint64_t n = 0;
+    for (int i = 0; m && i < m->n_ext_files; i++)
+        if (m->ext_files[i])
+            n += m->ext_files[i]->size;
+    return n;
+}

@@ -423,8 +423,9 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
         if (!ps->nodes_removed && !ps->nodes_added && !ps->nodes_replaced && !ps->bytes_saved &&
             !ps->inits_removed && !ps->inits_added)
             continue;
-        tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_NORMAL, t, "%-26.26s %5d %5d %5d %10lld",
+        char sb[32];
+        tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_NORMAL, t, "%-26.26s %5d %5d %5d %10s",
                  ps->name, ps->nodes_removed, ps->nodes_added, ps->nodes_replaced,
-                 (long long)ps->bytes_saved);
+                 ox_fmt_bytes(ps->bytes_saved, true, sb, sizeof sb));
     }
 }

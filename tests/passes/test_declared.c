@@ -219,9 +219,30 @@ static void test_cli_fixing(void **state)
     assert_int_equal(py("declared_check.py --expect", cmd), 0);
 }
 
+/* Weights in Constant nodes are weights (issue 10 item 5): the 16x8 float
+ * W (512 B) and the 3 int64 of S (24 B) before and after they become
+ * initializers. */
+static void test_cli_constant_weights(void **state)
+{
+    (void)state;
+    const char *bin = ox_test_bin();
+    if (!tmp[0] || !bin)
+        skip();
+    char cmd[4096], *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "%s optimize %s/decl_constants.onnx -o %s/cw.onnx --passes constant_to_initializer",
+             bin, tmp, tmp);
+    assert_int_equal(ox_test_run(cmd, &out), 0);
+    if (!strstr(out, "weights 536 B -> 536 B"))
+        fail_msg("expected 'weights 536 B -> 536 B' in:\n%s", out);
+    assert_null(strstr(out, "  weights -"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_declared_types),
-                                       cmocka_unit_test(test_cli_fixing)};
+                                       cmocka_unit_test(test_cli_fixing),
+                                       cmocka_unit_test(test_cli_constant_weights)};
     return cmocka_run_group_tests(tests, setup, teardown);
 }
