@@ -72,6 +72,23 @@ int ox_pass_count(void);
 const ox_pass *ox_pass_at(int i);
 const ox_pass *ox_pass_find(const char *name);
 
+/* What a preset adds, so that front ends can say it (issue 10): the
+ * passes enabled at (level, target) but not at the level below with the
+ * same target (level_adds), and those enabled at (level, ort) but not at
+ * (level, onnx) (target_adds; none for OX_TARGET_ONNX). Fills out with at
+ * most max passes (out may be NULL) and returns how many there are. */
+int ox_pass_level_adds(ox_pass_level level, ox_pass_target target, const ox_pass **out,
+                       int max);
+int ox_pass_target_adds(ox_pass_level level, ox_pass_target target, const ox_pass **out,
+                        int max);
+/* What level/target enable beyond basic/onnx, for front ends to say:
+ * adds gets e.g. "--level extended adds 10 passes (fuse_matmul_bn, ...)",
+ * none the part of the choice that adds nothing in this combination, and
+ * why ("--target ort adds no passes at --level basic (...)"). Each empty
+ * when there is nothing to say. */
+void ox_pass_preset_note(ox_pass_level level, ox_pass_target target, char *adds, size_t alen,
+                         char *none, size_t nlen);
+
 /* ---- reports ---------------------------------------------------------- */
 
 /* Per op type: how many nodes of it a pass removed and added. */

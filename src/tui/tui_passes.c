@@ -211,7 +211,17 @@ int tui_passes_key(tui *t, tui_action a)
         t->step_next = 0;
         if (t->live)
             apply_all(t);
-        tui_set_status(t, OX_SLOT_UI_OK, "level preset: %s", ox_pass_level_name(t->level));
+        /* Say what the preset adds; the TUI's target is onnx, so `all`
+         * adds nothing over `extended` here, and it says so. */
+        char adds[256], none[256];
+        ox_pass_preset_note(t->level, OX_TARGET_ONNX, adds, sizeof adds, none, sizeof none);
+        if (none[0])
+            tui_set_status(t, OX_SLOT_UI_WARNING,
+                           "level preset: %s: adds nothing here (its passes emit com.microsoft "
+                           "ops; the TUI keeps standard ONNX)", ox_pass_level_name(t->level));
+        else
+            tui_set_status(t, OX_SLOT_UI_OK, "level preset: %s%s%s", ox_pass_level_name(t->level),
+                           adds[0] ? ": " : "", adds);
         return TUI_REDRAW;
     }
     default: return TUI_UNHANDLED;
