@@ -410,9 +410,9 @@ static void save_write(tui *t, const char *path, bool fix)
     if (s != OX_OK)
         tui_set_status(t, OX_SLOT_UI_ERROR, "save failed: %s", err.msg[0] ? err.msg : ox_strerror(s));
     else
-        tui_set_status(t, OX_SLOT_UI_OK, "saved %s model (%d nodes) to %s%s",
-                       t->cur == t->orig ? "the" : "the optimized", m->graph->n_nodes, path,
-                       !copy ? "" : fix ? " with the input dims fixed" : " with its symbolic dims");
+        tui_set_status(t, OX_SLOT_UI_OK, "saved %s model (%d nodes%s) to %s",
+                       t->cur == t->orig ? "the" : "the optimized", m->graph->n_nodes,
+                       !copy ? "" : fix ? ", dims fixed" : ", symbolic dims kept", path);
     ox_model_free(copy);
 }
 
@@ -440,10 +440,10 @@ static void save_do(tui *t, const char *path, bool confirmed)
         /* Shapes changed to look at costs are not a decision about the
          * file: ask, keeping the symbols by default. */
         snprintf(t->pending_path, sizeof t->pending_path, "%s", path);
+        /* At most 78 columns: the whole question fits an 80-column bar. */
         snprintf(t->dims_msg, sizeof t->dims_msg,
-                 "input shapes were changed%s: k keep the symbolic dims (Enter), "
-                 "f fix them ",
-                 t->cur != t->orig ? " and the passes ran with them" : "");
+                 "shapes changed%s: Enter/k keep symbolic dims, f fix them ",
+                 t->cur != t->orig ? " (passes ran with them)" : "");
         tui_prompt_open(t, TUI_PROMPT_DIMS, "");
         return;
     }

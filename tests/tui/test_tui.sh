@@ -518,7 +518,7 @@ run_fill() {
 run_save_dims() {
     SCEN="save: keep or fix the symbolic dims"
     echo "== $SCEN"
-    start 100 30 TERM=xterm-256color -- "$TRF"
+    start 80 24 TERM=xterm-256color -- "$TRF"
     wait_for "Overview" || return
     keys 5
     wait_for "int64[batch,sequence]" || return
@@ -529,17 +529,17 @@ run_save_dims() {
     keys w C-u
     typed "$TMP/keep.onnx"
     keys Enter
-    wait_for "input shapes were changed" || return
+    wait_for "shapes changed: Enter/k keep symbolic dims, f fix them" || return
     keys Enter
-    wait_for "with its symbolic dims" || return
+    wait_for "nodes, symbolic dims kept) to" || return
     check "kept: the input is still int64[batch,sequence]" \
         sh -c "'$BIN' info '$TMP/keep.onnx' | grep -qF 'int64[batch,sequence]'"
     keys w C-u
     typed "$TMP/fixed.onnx"
     keys Enter
-    wait_for "input shapes were changed" || return
+    wait_for "shapes changed: Enter/k keep symbolic dims, f fix them" || return
     keys f
-    wait_for "with the input dims fixed" || return
+    wait_for "nodes, dims fixed) to" || return
     check "fixed: the input is int64[2,8]" \
         sh -c "'$BIN' info '$TMP/fixed.onnx' | grep -qF 'int64[2,8]'"
     check "fixed: the output's batch is 2" \
