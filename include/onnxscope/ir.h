@@ -54,11 +54,6 @@ bool ox_type_is_static(const ox_type *t);
 /* Formats "float32[1,3,N,?]" into buf. */
 const char *ox_type_str(const ox_type *t, char *buf, size_t len);
 bool ox_type_equal(const ox_type *a, const ox_type *b);
-/* Bytes of data a Constant node holds in its value attribute (any of
- * value, value_float(s), value_int(s), value_string(s), sparse_value); 0
- * for any other node. Weights in Constant nodes are weights like
- * initializers: moving them between the two changes no byte count. */
-int64_t ox_node_constant_bytes(const ox_node *n);
 /* Declared types (ox_value.decl) against inferred ones.
  * compatible: nothing contradicts (same kind, element type and rank where
  * both know them, no known dim that differs); a NULL or untyped side is

@@ -92,36 +92,6 @@ bool ox_type_is_static(const ox_type *t)
     return true;
 }
 
-int64_t ox_node_constant_bytes(const ox_node *n)
-{
-    if (!n || !n->op_type || strcmp(n->op_type, "Constant") || (n->domain && *n->domain &&
-                                                               strcmp(n->domain, "ai.onnx")))
-        return 0;
-    int64_t b = 0;
-    for (int i = 0; i < n->n_attrs; i++) {
-        const ox_attr *a = &n->attrs[i];
-        switch (a->type) {
-        case OX_ATTR_TENSOR: b += a->t ? (int64_t)a->t->nbytes : 0; break;
-        case OX_ATTR_SPARSE_TENSOR:
-            if (a->sparse)
-                b += (a->sparse->values ? (int64_t)a->sparse->values->nbytes : 0) +
-                     (a->sparse->indices ? (int64_t)a->sparse->indices->nbytes : 0);
-            break;
-        case OX_ATTR_FLOAT: b += 4; break;
-        case OX_ATTR_INT: b += 8; break;
-        case OX_ATTR_FLOATS: b += 4 * (int64_t)a->n; break;
-        case OX_ATTR_INTS: b += 8 * (int64_t)a->n; break;
-        case OX_ATTR_STRING: b += (int64_t)a->s.len; break;
-        case OX_ATTR_STRINGS:
-            for (int k = 0; k < a->n; k++)
-                b += (int64_t)a->strings[k].len;
-            break;
-        default: break;
-        }
-    }
-    return b;
-}
-
 /* Appends printf output at *pos, never overflowing buf. */
 static void app(char *buf, size_t len, size_t *pos, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
