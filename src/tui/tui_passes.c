@@ -481,7 +481,17 @@ int tui_passes_key(tui *t, tui_action a)
         }
         if (t->live)
             apply_all(t);
-        tui_set_status(t, OX_SLOT_UI_OK, "level preset: %s", ox_pass_level_name(t->level));
+        /* Say what the preset adds; the TUI's target is onnx, so `all`
+         * adds nothing over `extended` here, and it says so. */
+        char adds[256], none[256];
+        ox_pass_preset_note(t->level, OX_TARGET_ONNX, adds, sizeof adds, none, sizeof none);
+        if (none[0])
+            tui_set_status(t, OX_SLOT_UI_WARNING,
+                           "level preset: %s: adds nothing here (its passes emit com.microsoft "
+                           "ops; the TUI keeps standard ONNX)", ox_pass_level_name(t->level));
+        else
+            tui_set_status(t, OX_SLOT_UI_OK, "level preset: %s%s%s", ox_pass_level_name(t->level),
+                           adds[0] ? ": " : "", adds);
         return TUI_REDRAW;
     }
     default: return TUI_UNHANDLED;
@@ -727,11 +737,13 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
         if (!pt->rewrites && !pt->nodes_removed && !pt->nodes_added && !pt->nodes_edited &&
             !pt->bytes_saved && !pt->inits_removed && !pt->inits_added)
             continue;
-        char macs[32], peak[32];
+        /* The deltas print '?' when unknown (docs/PASSES.md, "Report fields");
+         * bytes in B/KiB/MiB, signed. */
+        char macs[32], peak[32], sb[32];
         tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_NORMAL, t,
-                 "%-26.26s %3d %6d %6d %5d %10lld %9s %10s", ox_pm_pass(t->pm, i)->name,
+                 "%-26.26s %3d %6d %6d %5d %10s %9s %10s", ox_pm_pass(t->pm, i)->name,
                  pt->rewrites, pt->nodes_removed, pt->nodes_added, pt->nodes_edited,
-                 (long long)pt->bytes_saved,
+                 ox_fmt_bytes(pt->bytes_saved, true, sb, sizeof sb),
                  ox_fmt_delta(pt->macs_delta, !pt->macs_unknown, false, macs, sizeof macs),
                  ox_fmt_delta(pt->peak_delta, !pt->peak_unknown, true, peak, sizeof peak));
     }
