@@ -899,6 +899,12 @@ bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
         nt = 1;
     if (nt != tl_threads) {
         omp_set_num_threads(nt);
+        /* Let libgomp shrink the team when the machine's load leaves fewer
+         * cores free than asked (it reads the load average): an OpenMP team
+         * spin-waits at its barriers, and on an oversubscribed machine a
+         * 2-thread team waiting for a descheduled member was up to 100x
+         * slower than one thread (PERFORMANCE.md). */
+        omp_set_dynamic(1);
         tl_threads = nt;
     }
     pthread_mutex_lock(&d->lock);
