@@ -91,6 +91,10 @@ typedef struct ox_pass_stat {
     int64_t bytes_saved;      /* initializer bytes before - after (may be < 0) */
     ox_pass_op_delta *ops;    /* n_ops entries, owned */
     int n_ops;
+    /* Why the pass left a match it found alone (owned; NULL: nothing to
+     * say), e.g. "fuse_layernorm not applied: needs opset 17 (model has
+     * 13)". The last run's note wins. */
+    char *note;
 } ox_pass_stat;
 
 typedef struct ox_pass_report {

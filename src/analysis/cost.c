@@ -337,6 +337,7 @@ static const rule rules[] = {
     {"QLinearMatMul", K_MATMUL, 0},
     {"QuantizeLinear", K_ELEM, 3},
     {"QuickGelu", K_ELEM, SIGMOID_W + 2},
+    {"RMSNormalization", K_IN, 4},
     {"RNN", K_RNN, 1},
     {"RandomNormal", K_ZERO, 0},
     {"RandomNormalLike", K_ZERO, 0},

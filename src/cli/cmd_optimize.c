@@ -182,6 +182,8 @@ static json_t *stat_json(const ox_pass_stat *s)
         json_object_set_new(ops, s->ops[k].op_type, d);
     }
     json_object_set_new(o, "ops", ops);
+    if (s->note)
+        json_object_set_new(o, "note", json_string(s->note));
     return o;
 }
 
@@ -398,6 +400,8 @@ int ox_cmd_optimize(int argc, char **argv)
                ox_cli_bytes((double)rep.init_bytes_after, b2, sizeof b2), rep.iterations);
         for (int i = 0; i < rep.n_passes; i++) {
             const ox_pass_stat *s = &rep.passes[i];
+            if (s->note)
+                printf("  note: %s\n", s->note);
             if (!s->rewrites)
                 continue;
             printf("  %-28s %4d rewrite(s)  -%d +%d nodes  ~%d  inits -%d +%d\n", s->name,
