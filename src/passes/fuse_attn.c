@@ -1,8 +1,354 @@
-/* Attention fusions (com.microsoft Attention / MultiHeadAttention under
- * --target ort): not implemented yet; the table is in the registry so the
- * pipeline order is fixed. */
+/* Attention fusion (--target ort): the multi-head self-attention block
+ * that BERT-style exporters write, to com.microsoft Attention with the
+ * three projections packed into one [Din, 3*D] weight (one MatMul instead
+ * of three):
+ *
+ *   q = X Wq + bq;  Q = Transpose(Reshape(q, [0, 0, N, h]), [0, 2, 1, 3])
+ *   k = X Wk + bk;  Kt = Transpose(Reshape(k, [0, 0, N, h]), [0, 2, 3, 1])
+ *   v = X Wv + bv;  V = Transpose(Reshape(v, [0, 0, N, h]), [0, 2, 1, 3])
+ *   P = Softmax(MatMul(Q, Kt) / c [+ M], axis -1)      (or * c, or Q / c)
+ *   y = Reshape(Transpose(MatMul(P, V), [0, 2, 1, 3]), [0, 0, N*h])
+ *
+ * The mask M must be the additive form of a 2-D 0/1 mask m:
+ * (1 - Cast(Unsqueeze(m, [1, 2]))) * f with f < 0 (or (m' - 1) * -f);
+ * it becomes mask_index = Cast(m, int32) with mask_filter_value f, which
+ * is the same for 0/1 masks (what exporters feed). Another mask shape
+ * leaves the block alone. Every intermediate must be read inside the
+ * block only. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "passes/fuse_util.h"
 
+typedef struct attn_match {
+    ox_node *nodes[24];
+    int nn;
+    ox_value *x, *y, *mask;   /* mask: the 2-D integer mask, or NULL */
+    ox_value *w[3], *b[3];    /* q, k, v projections (b may be NULL) */
+    int64_t heads, hsize;
+    double scale, filter;
+} attn_match;
+
+static bool push(attn_match *a, ox_node *n)
+{
+    if (a->nn >= 24)
+        return false;
+    a->nodes[a->nn++] = n;
+    return true;
+}
+
+/* Mul/Div of v by a scalar constant (either order for Mul): sets u and the
+ * factor. */
+static ox_node *scaled(const ox_graph *g, const ox_value *v, double *f, ox_value **u)
+{
+    ox_node *n = ox__fuse_prod(g, v, NULL);
+    if (!n || n->n_inputs != 2 || n->n_outputs != 1)
+        return NULL;
+    double s;
+    if (ox_node_is(n, "Div") && ox__fuse_scalar(n->inputs[1], &s) && s != 0) {
+        *f = 1.0 / s;
+        *u = n->inputs[0];
+        return n;
+    }
+    for (int k = 0; ox_node_is(n, "Mul") && k < 2; k++)
+        if (ox__fuse_scalar(n->inputs[1 - k], &s) && !ox__fuse_const(n->inputs[k])) {
+            *f = s;
+            *u = n->inputs[k];
+            return n;
+        }
+    return NULL;
+}
+
+/* Transpose(v) with the given perm; returns its input. */
+static ox_value *transposed(const ox_graph *g, const ox_value *v, const int64_t *perm, int r,
+                            attn_match *a)
+{
+    ox_node *t = ox__fuse_prod(g, v, "Transpose");
+    const int64_t *p;
+    if (!t || t->n_inputs != 1 || ox_node_attr_ints(t, "perm", &p) != r ||
+        memcmp(p, perm, (size_t)r * sizeof *p) || !push(a, t))
+        return NULL;
+    return t->inputs[0];
+}
+
+/* Reshape(v, shape) with a constant shape [0, 0 or -1, d...] of r entries;
+ * returns its input and the trailing dims. */
+static ox_value *reshaped(const ox_graph *g, const ox_value *v, int r, int64_t *dims,
+                          attn_match *a)
+{
+    ox_node *n = ox__fuse_prod(g, v, "Reshape");
+    int64_t s[8];
+    if (!n || n->n_inputs != 2 || ox_node_attr_i(n, "allowzero", 0) ||
+        ox__pass_const_ints(n->inputs[1], s, 8) != r || s[0] != 0 || (s[1] != 0 && s[1] != -1))
+        return NULL;
+    for (int i = 2; i < r; i++) {
+        if (s[i] <= 0)
+            return NULL;
+        dims[i - 2] = s[i];
+    }
+    return push(a, n) ? n->inputs[0] : NULL;
+}
+
+/* v = X W (+ b), W a 2-D float constant, b a 1-D one (either order). */
+static bool projection(const ox_graph *g, ox_value *v, int which, attn_match *a)
+{
+    ox_node *ad = ox__fuse_prod(g, v, "Add"), *mm = NULL;
+    ox_value *b = NULL;
+    for (int k = 0; ad && ad->n_inputs == 2 && k < 2 && !mm; k++) {
+        const ox_tensor *t = ox__fuse_const(ad->inputs[1 - k]);
+        mm = t && t->rank == 1 ? ox__fuse_prod(g, ad->inputs[k], "MatMul") : NULL;
+        b = ad->inputs[1 - k];
+    }
+    if (!mm) {
+        ad = NULL;
+        b = NULL;
+        mm = ox__fuse_prod(g, v, "MatMul");
+    }
+    const ox_tensor *w = mm && mm->n_inputs == 2 ? ox__fuse_const(mm->inputs[1]) : NULL;
+    if (!w || w->rank != 2 || w->dtype != OX_DT_FLOAT || !mm->inputs[0] ||
+        (a->x && mm->inputs[0] != a->x) || (ad && !push(a, ad)) || !push(a, mm))
+        return false;
+    if (b && (ox__fuse_const(b)->dims[0] != w->dims[1] || ox__fuse_const(b)->dtype != w->dtype))
+        return false;
+    a->x = mm->inputs[0];
+    a->w[which] = mm->inputs[1];
+    a->b[which] = b;
+    return true;
+}
+
+/* One head-split branch: Transpose(Reshape(proj, [0,0,N,h]), perm). */
+static bool branch(const ox_graph *g, const ox_value *v, const int64_t *perm, int which,
+                   attn_match *a)
+{
+    int64_t d[2];
+    ox_value *r = transposed(g, v, perm, 4, a);
+    ox_value *p = r ? reshaped(g, r, 4, d, a) : NULL;
+    if (!p || (a->heads && (d[0] != a->heads || d[1] != a->hsize)))
+        return false;
+    a->heads = d[0];
+    a->hsize = d[1];
+    return projection(g, p, which, a);
+}
+
+/* Unsqueeze axes (attribute, or a constant input from opset 13). */
+static int unsq_axes(const ox_node *u, int64_t *ax)
+{
+    if (u->n_inputs >= 2)
+        return ox__pass_const_ints(u->inputs[1], ax, 4);
+    const int64_t *p;
+    int n = ox_node_attr_ints(u, "axes", &p);
+    for (int i = 0; i < n && i < 4; i++)
+        ax[i] = p[i];
+    return n > 4 ? -1 : n;
+}
+
+/* The additive mask M = (1 - Cast(Unsqueeze(m, [1, 2]))) * f, f < 0, or
+ * (Cast(...) - 1) * -f; Cast and Unsqueeze in either order, the Unsqueeze
+ * possibly as two (axis 1, then 2). Sets the mask and the filter. */
+static bool additive_mask(const ox_graph *g, const ox_value *M, attn_match *a)
+{
+    double f;
+    ox_value *t;
+    ox_node *mul = scaled(g, M, &f, &t);
+    ox_node *sub = mul ? ox__fuse_prod(g, t, "Sub") : NULL;
+    if (!sub || sub->n_inputs != 2)
+        return false;
+    ox_value *u;
+    if (ox__fuse_scalar_is(sub->inputs[0], 1, 0)) {
+        u = sub->inputs[1];
+    } else if (ox__fuse_scalar_is(sub->inputs[1], 1, 0)) {
+        u = sub->inputs[0];
+        f = -f;
+    } else {
+        return false;
+    }
+    if (!(f < 0))
+        return false;
+    int unsq = 0;  /* bit 1: axis 1 added, bit 2: axis 2 */
+    for (int step = 0; step < 3; step++) {
+        ox_node *n = ox__fuse_prod(g, u, NULL);
+        int64_t ax[4];
+        int na;
+        if (n && ox_node_is(n, "Cast") && n->n_inputs == 1) {
+            u = n->inputs[0];
+        } else if (n && ox_node_is(n, "Unsqueeze") && (na = unsq_axes(n, ax)) > 0) {
+            /* Applied outside in: the later Unsqueeze's axes are those of
+             * the final shape. */
+            int64_t s[2] = {ax[0], na > 1 ? ax[1] : -1};
+            if (na == 2 && s[0] == 1 && s[1] == 2 && !unsq)
+                unsq = 3;
+            else if (na == 1 && s[0] == 2 && !unsq)
+                unsq = 2;
+            else if (na == 1 && s[0] == 1 && unsq == 2)
+                unsq = 3;
+            else
+                return false;
+            u = n->inputs[0];
+        } else {
+            break;
+        }
+    }
+    ox_dtype dt = ox__pass_elem(u);
+    if (unsq != 3 || ox__fuse_rank(u) != 2 || (dt != OX_DT_INT64 && dt != OX_DT_INT32))
+        return false;
+    a->mask = u;
+    a->filter = f;
+    return true;
+}
+
+static bool match_attn(const ox_graph *g, ox_node *sm, attn_match *a, int64_t opset)
+{
+    memset(a, 0, sizeof *a);
+    int64_t axis = ox_node_attr_i(sm, "axis", opset >= 13 ? -1 : 1);
+    if (!ox_node_is(sm, "Softmax") || !ox_node_is_default_domain(sm) || sm->n_inputs != 1 ||
+        sm->n_outputs != 1 || (axis != -1 && axis != 3) || !push(a, sm))
+        return false;
+    /* Scores [+ mask]. */
+    ox_value *s = sm->inputs[0];
+    ox_node *add = ox__fuse_prod(g, s, "Add");
+    if (add && add->n_inputs == 2) {
+        int k;
+        for (k = 0; k < 2; k++)
+            if (additive_mask(g, add->inputs[1 - k], a))
+                break;
+        if (k == 2 || !push(a, add))
+            return false; /* a mask of another form */
+        s = add->inputs[k];
+    }
+    a->scale = 1;
+    ox_value *u;
+    double f;
+    ox_node *sc = scaled(g, s, &f, &u);
+    if (sc) {
+        a->scale = f;
+        s = u;
+        push(a, sc);
+    }
+    ox_node *qk = ox__fuse_prod(g, s, "MatMul");
+    if (!qk || qk->n_inputs != 2 || !push(a, qk))
+        return false;
+    ox_value *q = qk->inputs[0];
+    if (!sc && (sc = scaled(g, q, &f, &u))) { /* the scale applied to Q */
+        a->scale = f;
+        q = u;
+        push(a, sc);
+    }
+    static const int64_t p0213[4] = {0, 2, 1, 3}, p0231[4] = {0, 2, 3, 1};
+    if (!branch(g, q, p0213, 0, a) || !branch(g, qk->inputs[1], p0231, 1, a))
+        return false;
+    /* P V, then the heads merged back. */
+    ox_value *p = sm->outputs[0];
+    ox_node *pv = ox__fuse_single(p) ? p->uses[0].node : NULL;
+    if (!pv || !ox_node_is(pv, "MatMul") || pv->graph != g || pv->inputs[0] != p ||
+        pv->n_inputs != 2 || !push(a, pv) || !branch(g, pv->inputs[1], p0213, 2, a))
+        return false;
+    ox_value *c = pv->outputs[0];
+    ox_node *tr = ox__fuse_single(c) ? c->uses[0].node : NULL;
+    const int64_t *perm;
+    if (!tr || !ox_node_is(tr, "Transpose") || tr->graph != g ||
+        ox_node_attr_ints(tr, "perm", &perm) != 4 || memcmp(perm, p0213, sizeof p0213) ||
+        !push(a, tr))
+        return false;
+    ox_node *rs = ox__fuse_single(tr->outputs[0]) ? tr->outputs[0]->uses[0].node : NULL;
+    int64_t hd;
+    if (!rs || !ox_node_is(rs, "Reshape") || rs->graph != g ||
+        reshaped(g, rs->outputs[0], 3, &hd, a) != tr->outputs[0] ||
+        hd != a->heads * a->hsize)
+        return false;
+    a->y = rs->outputs[0];
+    /* Same projection sizes, rank-3 float input. */
+    const ox_tensor *w0 = ox__fuse_const(a->w[0]);
+    for (int k = 1; k < 3; k++) {
+        const ox_tensor *wk = ox__fuse_const(a->w[k]);
+        if (wk->dims[0] != w0->dims[0] || wk->dims[1] != w0->dims[1])
+            return false;
+    }
+    return w0->dims[1] == hd && ox__fuse_rank(a->x) == 3 &&
+           ox__pass_elem(a->x) == OX_DT_FLOAT && ox__fuse_internal(a->nodes, a->nn, a->y);
+}
+
+/* The mask as Attention's mask_index wants it: int32, one Cast per mask
+ * shared by every layer. */
+static ox_value *mask_index(ox_pass_ctx *c, ox_graph *g, ox_value *m)
+{
+    if (ox__pass_elem(m) == OX_DT_INT32)
+        return m;
+    for (int i = 0; i < m->n_uses; i++) {
+        ox_node *n = m->uses[i].node;
+        if (m->uses[i].input == 0 && n->graph == g && ox_node_is(n, "Cast") &&
+            ox_node_attr_i(n, "to", 0) == OX_DT_INT32 && n->n_outputs == 1 && n->outputs[0])
+            return n->outputs[0];
+    }
+    ox_value *v = ox_graph_new_value(g, "mask_index");
+    if (!v)
+        return NULL;
+    ox_node *n = ox__fuse_node(c, g, "Cast", "", 1, &m, v);
+    return n && ox_node_set_attr_i(n, "to", OX_DT_INT32) ? v : NULL;
+}
+
+static bool emit(ox_pass_ctx *c, ox_graph *g, attn_match *a)
+{
+    const ox_tensor *w[3], *b[3];
+    for (int k = 0; k < 3; k++) {
+        w[k] = ox__fuse_const(a->w[k]);
+        b[k] = a->b[k] ? ox__fuse_const(a->b[k]) : NULL;
+    }
+    int64_t din = w[0]->dims[0], d = w[0]->dims[1];
+    double *pw = malloc((size_t)(din * 3 * d) * sizeof *pw), *pb = malloc((size_t)(3 * d) * sizeof *pb);
+    if (!pw || !pb) {
+        free(pw);
+        free(pb);
+        return false;
+    }
+    for (int64_t r = 0; r < din; r++)
+        for (int k = 0; k < 3; k++)
+            for (int64_t j = 0; j < d; j++)
+                pw[r * 3 * d + k * d + j] = ox_tensor_get_f64(w[k], r * d + j);
+    for (int k = 0; k < 3; k++)
+        for (int64_t j = 0; j < d; j++)
+            pb[k * d + j] = b[k] ? ox_tensor_get_f64(b[k], j) : 0.0;
+    int64_t wd[2] = {din, 3 * d}, bd[1] = {3 * d};
+    ox_value *in[4] = {a->x, ox__fuse_new_init(g, "qkv_weight", OX_DT_FLOAT, 2, wd, pw),
+                       ox__fuse_new_init(g, "qkv_bias", OX_DT_FLOAT, 1, bd, pb), NULL};
+    free(pw);
+    free(pb);
+    if (!in[1] || !in[2])
+        return false;
+    if (a->mask && !(in[3] = mask_index(c, g, a->mask)))
+        return false;
+    ox_value *y = a->y;
+    ox__fuse_drop_all(c, a->nodes, a->nn);
+    ox_node *f = ox__fuse_node(c, g, "Attention", "com.microsoft", a->mask ? 4 : 3, in, y);
+    if (!f || !ox_node_set_attr_i(f, "num_heads", a->heads) ||
+        !ox_node_set_attr_f(f, "scale", (float)a->scale))
+        return false;
+    if (a->mask && !ox_node_set_attr_f(f, "mask_filter_value", (float)a->filter))
+        return false;
+    if (ox_model_opset(c->m, "com.microsoft") < 1)
+        ox_model_set_opset(c->m, "com.microsoft", 1);
+    return true;
+}
+
+static ox_status pass_attention(ox_pass_ctx *c, ox_graph *g, ox_error *err)
+{
+    int64_t opset = ox_model_opset(c->m, "");
+    for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
+        ox_node *n = g->nodes[i];
+        attn_match a;
+        if (ox__pass_gone(n) || !match_attn(g, n, &a, opset))
+            continue;
+        if (!emit(c, g, &a))
+            return ox_errorf(err, OX_ENOMEM, "out of memory");
+        ox__pass_did(c);
+    }
+    return OX_OK;
+}
+
 const ox_pass ox__passes_fuse_attn[] = {
+    {"fuse_attention",
+     "Q/K/V MatMul+Add, head split, scaled QK^T [+ 0/1 mask], Softmax, V, head merge -> "
+     "com.microsoft Attention with packed QKV weights",
+     OX_PASS_FUSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, pass_attention},
     {0},
 };

@@ -144,10 +144,113 @@ static void test_cnn_levels(void **state)
     assert_int_equal(failures, 0);
 }
 
+/* The transformer models: per layer, two LayerNorms (LayerNormalization
+ * or SkipLayerNormalization) and a GELU fused under all/ort, nothing of
+ * their decomposed forms left; every level computes the reference
+ * outputs; --target onnx keeps standard ops. */
+static const struct {
+    const char *dir;
+    int layers;
+    int extra_ln; /* LayerNorms outside the layers (embeddings, final) */
+    int attention; /* fused attention blocks expected under all/ort */
+} tmodels[] = {
+    {"bert_l2_h128_nofold_op13", 2, 1, 2},
+    {"gpt2_like_l2_h128_nofold_op13", 2, 1, 0},
+    {"torch_transformer_encoder_l4_h256_op17", 4, 0, 0},
+};
+
+static int count_ops(const ox_model *m, const char *const *ops)
+{
+    int c = 0;
+    for (int i = 0; i < m->graph->n_nodes; i++)
+        for (int k = 0; ops[k]; k++)
+            c += !strcmp(m->graph->nodes[i]->op_type, ops[k]);
+    return c;
+}
+
+static void test_transformer_levels(void **state)
+{
+    (void)state;
+    const char *shared = ox_test_shared();
+    if (!shared) {
+        print_message("skipped: ../shared not found\n");
+        skip();
+    }
+    static const struct {
+        ox_pass_level level;
+        ox_pass_target target;
+    } tconfigs[] = {
+        {OX_LEVEL_BASIC, OX_TARGET_ONNX},
+        {OX_LEVEL_EXTENDED, OX_TARGET_ONNX},
+        {OX_LEVEL_ALL, OX_TARGET_ONNX},
+        {OX_LEVEL_ALL, OX_TARGET_ORT},
+    };
+    static const char *const ln_ops[] = {"LayerNormalization", "SkipLayerNormalization", NULL};
+    static const char *const gelu_ops[] = {"Gelu", "FastGelu", "BiasGelu", NULL};
+    static const char *const attn_ops[] = {"Attention", "MultiHeadAttention", NULL};
+    static const char *const left_ops[] = {"ReduceMean", "Erf", "Sqrt", "Pow", NULL};
+    int failures = 0, ran = 0;
+    for (size_t i = 0; i < sizeof tmodels / sizeof *tmodels; i++) {
+        char base[4096], path[4200];
+        snprintf(base, sizeof base, "%s/models/%s", shared, tmodels[i].dir);
+        snprintf(path, sizeof path, "%s/model.onnx", base);
+        for (size_t c = 0; c < sizeof tconfigs / sizeof *tconfigs; c++) {
+            ox_model *m = NULL;
+            ox_error err = {0};
+            if (ox_load(path, NULL, &m, &err)) {
+                print_message("skipped %s: %s\n", path, err.msg);
+                break;
+            }
+            ran++;
+            ox_pass_manager *pm = ox_pm_new(tconfigs[c].level, tconfigs[c].target);
+            assert_int_equal(ox_pm_run(pm, m, NULL, &err), OX_OK);
+            ox_pm_free(pm);
+            bool ok = true;
+            ox_check_report cr = {0};
+            if (ox_check_model(m, &cr)) {
+                print_message("  checker: %s\n", cr.n_issues ? cr.issues[0].msg : "?");
+                ok = false;
+            }
+            ox_check_report_free(&cr);
+            for (int n = 0; n < m->graph->n_nodes; n++)
+                if (tconfigs[c].target == OX_TARGET_ONNX &&
+                    !ox_node_is_default_domain(m->graph->nodes[n])) {
+                    print_message("  contrib op %s under --target onnx\n",
+                                  m->graph->nodes[n]->op_type);
+                    ok = false;
+                }
+            int L = tmodels[i].layers, ln = count_ops(m, ln_ops), gelu = count_ops(m, gelu_ops);
+            int attn = count_ops(m, attn_ops), left = count_ops(m, left_ops);
+            if (tconfigs[c].target == OX_TARGET_ORT) {
+                if (ln != 2 * L + tmodels[i].extra_ln || gelu != L ||
+                    attn != tmodels[i].attention || left) {
+                    print_message("  %d layers: %d LayerNorms, %d GELUs, %d attention, %d "
+                                  "decomposed ops left\n", L, ln, gelu, attn, left);
+                    ok = false;
+                }
+            }
+            ok &= matches_reference(m, base, 0) && matches_reference(m, base, 1);
+            print_message("%s %s %s/%s: %d nodes, %d LayerNorm, %d GELU, %d attention\n",
+                          ok ? "ok  " : "FAIL", tmodels[i].dir,
+                          ox_pass_level_name(tconfigs[c].level),
+                          ox_pass_target_name(tconfigs[c].target),
+                          ox_graph_count_nodes(m->graph, true), ln, gelu, attn);
+            failures += !ok;
+            ox_model_free(m);
+        }
+    }
+    if (!ran) {
+        print_message("skipped: no transformer models under %s/models\n", shared);
+        skip();
+    }
+    assert_int_equal(failures, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cnn_levels),
+        cmocka_unit_test(test_transformer_levels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
