@@ -1,0 +1,182 @@
+/* Unit tests of the attention fusion (src/passes/fuse_attn.c): the BERT
+ * self-attention block with its exporter variants (scale as Div or Mul,
+ * on the scores or on Q; mask as (1 - m) * -10000 or (m - 1) * 10000 with
+ * one or two Unsqueezes; no mask) to com.microsoft Attention, and the
+ * cases it must leave alone: a mask of another shape, a float mask, an
+ * intermediate read outside, heads that do not match the weights. */
+#include "fuse_harness.h"
+
+enum {
+    A_MULSCALE = 1,  /* scores * 0.5 instead of / 2 */
+    A_QSCALE = 2,    /* the scale applied to Q */
+    A_NOMASK = 4,
+    A_MASKNEG = 8,   /* (m - 1) * 10000 */
+    A_TWOUNSQ = 16,  /* Unsqueeze(Unsqueeze(m, 1), 2) */
+    A_NOBIAS = 32,   /* projections without bias */
+    /* must-not variants */
+    A_BADMASK = 64,  /* Unsqueeze(m, [1]): a [B, 1, S] mask */
+    A_FLOATMASK = 128, /* an additive float mask input [B, 1, S, S] */
+    A_KNOTRANS = 256,  /* Q K instead of Q K^T (S = head size here) */
+};
+
+static const int64_t B = 2, S = 4, H = 8, NH = 2;
+
+static void unsqueeze(ox_model *m, const char *out, const char *in, int n, const int64_t *ax)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s_axes", out);
+    fh_ints(m, name, n, ax);
+    fh_node(m, "Unsqueeze", out, in, name, NULL);
+}
+
+/* Q/K/V projection of x, split into heads and transposed by perm. */
+static void head(ox_model *m, int v, const char *p, const int64_t *perm, int64_t heads)
+{
+    char w[32], b[32], mm[32], ad[32], rs[32], sh[32], tr[32];
+    static const int64_t WD[2] = {8, 8}, BD[1] = {8};
+    snprintf(w, sizeof w, "W%s", p);
+    snprintf(b, sizeof b, "b%s", p);
+    snprintf(mm, sizeof mm, "mm%s", p);
+    snprintf(ad, sizeof ad, "ad%s", p);
+    snprintf(rs, sizeof rs, "rs%s", p);
+    snprintf(sh, sizeof sh, "sh%s", p);
+    snprintf(tr, sizeof tr, "%s", p);
+    fh_init(m, w, 2, WD, NULL, -0.6, 0.6);
+    fh_node(m, "MatMul", mm, "x", w, NULL);
+    if (!(v & A_NOBIAS)) {
+        fh_init(m, b, 1, BD, NULL, -0.5, 0.5);
+        fh_node(m, "Add", ad, b, mm, NULL);
+    }
+    int64_t shape[4] = {0, 0, heads, H / heads};
+    fh_ints(m, sh, 4, shape);
+    fh_node(m, "Reshape", rs, v & A_NOBIAS ? mm : ad, sh, NULL);
+    ox_node *t = fh_node(m, "Transpose", tr, rs, NULL);
+    ox_node_set_attr_ints(t, "perm", 4, perm);
+}
+
+static ox_model *attn_model(int v)
+{
+    ox_model *m = fh_model(13);
+    int64_t xd[3] = {B, S, H}, md[2] = {B, S}, fd[4] = {B, 1, S, S};
+    fh_input(m, "x", 3, xd);
+    if (v & A_FLOATMASK) {
+        fh_input(m, "M", 4, fd);
+    } else if (!(v & A_NOMASK)) {
+        ox_value *mk = ox_graph_value(m->graph, "mask");
+        mk->type = ox_type_new_tensor(OX_DT_INT64, 2, md);
+        ox_graph_add_input(m->graph, mk);
+        if (v & A_BADMASK) {
+            static const int64_t a1[1] = {1};
+            unsqueeze(m, "mu", "mask", 1, a1);
+        } else if (v & A_TWOUNSQ) {
+            static const int64_t a1[1] = {1}, a2[1] = {2};
+            unsqueeze(m, "mu1", "mask", 1, a1);
+            unsqueeze(m, "mu", "mu1", 1, a2);
+        } else {
+            static const int64_t a12[2] = {1, 2};
+            unsqueeze(m, "mu", "mask", 2, a12);
+        }
+        ox_node *c = fh_node(m, "Cast", "mf", "mu", NULL);
+        ox_node_set_attr_i(c, "to", OX_DT_FLOAT);
+        fh_scalar(m, "one", 1);
+        if (v & A_MASKNEG) {
+            fh_scalar(m, "big", 10000);
+            fh_node(m, "Sub", "ms", "mf", "one", NULL);
+            fh_node(m, "Mul", "M", "ms", "big", NULL);
+        } else {
+            fh_scalar(m, "big", -10000);
+            fh_node(m, "Sub", "ms", "one", "mf", NULL);
+            fh_node(m, "Mul", "M", "big", "ms", NULL);
+        }
+    }
+    static const int64_t p0213[4] = {0, 2, 1, 3}, p0231[4] = {0, 2, 3, 1};
+    head(m, v, "Q", p0213, NH);
+    head(m, v, "K", v & A_KNOTRANS ? p0213 : p0231, NH);
+    head(m, v, "V", p0213, NH);
+    fh_scalar(m, "c", v & A_MULSCALE ? 0.5f : 2.0f);
+    const char *sc = v & A_MULSCALE ? "Mul" : "Div";
+    if (v & A_QSCALE) {
+        fh_node(m, sc, "Qs", "Q", "c", NULL);
+        fh_node(m, "MatMul", "sd", "Qs", "K", NULL);
+    } else {
+        fh_node(m, "MatMul", "qk", "Q", "K", NULL);
+        fh_node(m, sc, "sd", "qk", "c", NULL);
+    }
+    if (v & A_NOMASK) {
+        ox_node *s = fh_node(m, "Softmax", "P", "sd", NULL);
+        ox_node_set_attr_i(s, "axis", -1);
+    } else {
+        fh_node(m, "Add", "sm", "sd", "M", NULL);
+        ox_node *s = fh_node(m, "Softmax", "P", "sm", NULL);
+        ox_node_set_attr_i(s, "axis", -1);
+    }
+    fh_node(m, "MatMul", "ctx", "P", "V", NULL);
+    ox_node *t = fh_node(m, "Transpose", "ct", "ctx", NULL);
+    ox_node_set_attr_ints(t, "perm", 4, p0213);
+    static const int64_t os[3] = {0, 0, 8};
+    fh_ints(m, "oshape", 3, os);
+    fh_node(m, "Reshape", "y", "ct", "oshape", NULL);
+    fh_output(m, "y");
+    return m;
+}
+
+static void test_attention_fires(void **state)
+{
+    (void)state;
+    static const int variants[] = {0, A_MULSCALE, A_QSCALE, A_QSCALE | A_MULSCALE, A_NOMASK,
+                                   A_MASKNEG, A_TWOUNSQ, A_NOBIAS,
+                                   A_MASKNEG | A_TWOUNSQ | A_MULSCALE};
+    for (size_t k = 0; k < sizeof variants / sizeof *variants; k++) {
+        int v = variants[k];
+        ox_model *m = attn_model(v);
+        int rw;
+        ox_model *o = fh_opt(m, "fuse_attention", OX_TARGET_ORT, &rw);
+        assert_int_equal(rw, 1);
+        assert_int_equal(fh_count(o, "Attention"), 1);
+        assert_int_equal(fh_count(o, "Softmax"), 0);
+        assert_int_equal(fh_count(o, "MatMul"), 0);
+        for (int i = 0; i < o->graph->n_nodes; i++) {
+            ox_node *n = o->graph->nodes[i];
+            if (!ox_node_is(n, "Attention"))
+                continue;
+            assert_string_equal(n->domain, "com.microsoft");
+            assert_int_equal(ox_node_attr_i(n, "num_heads", 0), NH);
+            assert_true(fabs(ox_node_attr_f(n, "scale", 0) - 0.5) < 1e-7);
+            assert_int_equal(n->n_inputs, v & A_NOMASK ? 3 : 4);
+            assert_int_equal(n->inputs[1]->init->dims[1], 3 * H);
+        }
+        ox_model_free(o);
+        ox_model_free(m);
+    }
+}
+
+static void test_attention_must_not(void **state)
+{
+    (void)state;
+    static const int variants[] = {A_BADMASK, A_FLOATMASK, A_KNOTRANS};
+    for (size_t k = 0; k < sizeof variants / sizeof *variants; k++) {
+        ox_model *m = attn_model(variants[k]);
+        fh_nofire(m, "fuse_attention", OX_TARGET_ORT);
+        ox_model_free(m);
+    }
+    /* The probabilities (or the scores) read outside the block. */
+    static const char *leak[] = {"P", "sd", "Q"};
+    for (int k = 0; k < 3; k++) {
+        ox_model *m = attn_model(0);
+        fh_output(m, leak[k]);
+        fh_nofire(m, "fuse_attention", OX_TARGET_ORT);
+        ox_model_free(m);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_attention_fires),
+        cmocka_unit_test(test_attention_must_not),
+    };
+    int r = cmocka_run_group_tests(tests, NULL, NULL);
+    if (!r)
+        fh_all_fired("fuse_attention");
+    return r;
+}
