@@ -3,10 +3,13 @@
 # or test dependency) on a model and compares its outputs with a backend-
 # style test case's reference outputs; optionally times it. Used for the
 # transformer-fusion figures in docs/PASSES.md.
-#   python3 tools/ort_models.py MODEL CASE_DIR ORT_DIR [--level disabled|basic|extended|all] [--time N]
+#   python3 tools/ort_models.py MODEL CASE_DIR ORT_DIR [--level disabled|basic|extended|all]
+#                               [--time N [--versus OTHER_MODEL [--versus-level L]]]
 # CASE_DIR holds test_data_set_*/input_K.pb, output_K.pb. Prints one line
 # per data set: max abs/rel error and pass/fail at rtol 1e-3, atol 1e-4;
-# with --time, the median latency of N runs on data set 0.
+# with --time, the median latency of N runs on data set 0; with --versus,
+# OTHER_MODEL (the original, say) is timed in the same process, runs
+# alternating, so both see the same machine load.
 import glob, json, os, subprocess, sys, tempfile
 import numpy as np, onnx
 from onnx import numpy_helper as nh
@@ -14,7 +17,7 @@ from onnx import numpy_helper as nh
 JS = r"""
 const ort = require(process.argv[2] + '/node_modules/onnxruntime-node'); const fs = require('fs');
 (async () => {
-  const [, , , model, spec, level, nt] = process.argv;
+  const [, , , model, spec, level, nt, other, olevel] = process.argv;
   const S = JSON.parse(fs.readFileSync(spec));
   const s = await ort.InferenceSession.create(model, {graphOptimizationLevel: level, intraOpNumThreads: 1});
   const T = {float32: Float32Array, int64: BigInt64Array};
@@ -28,9 +31,13 @@ const ort = require(process.argv[2] + '/node_modules/onnxruntime-node'); const f
     const r = await s.run(feeds);
     for (const o of ds.outputs) fs.writeFileSync(o.file + '.ort', Buffer.from(r[o.name].data.buffer));
     if (ds === S.sets[0] && Number(nt) > 0) {
-      const ts = [];
-      for (let k = 0; k < Number(nt); k++) { const t0 = process.hrtime.bigint(); await s.run(feeds); ts.push(Number(process.hrtime.bigint() - t0) / 1e6); }
-      ts.sort((a, b) => a - b); console.log('latency_ms ' + ts[Math.floor(ts.length / 2)].toFixed(3));
+      const o = other ? await ort.InferenceSession.create(other, {graphOptimizationLevel: olevel, intraOpNumThreads: 1}) : null;
+      const ts = [], to = [];
+      const time = async (sess, arr) => { const t0 = process.hrtime.bigint(); await sess.run(feeds); arr.push(Number(process.hrtime.bigint() - t0) / 1e6); };
+      for (let k = 0; k < 5; k++) { await s.run(feeds); if (o) await o.run(feeds); }
+      for (let k = 0; k < Number(nt); k++) { await time(s, ts); if (o) await time(o, to); }
+      const med = (a) => a.sort((x, y) => x - y)[Math.floor(a.length / 2)].toFixed(3);
+      console.log('latency_ms ' + med(ts) + (o ? ' versus_ms ' + med(to) : ''));
     }
   }
 })().catch((e) => { console.error(String(e)); process.exit(1); });
@@ -41,6 +48,8 @@ def main():
     model, case, ortdir = a[0], a[1], a[2]
     level = a[a.index('--level') + 1] if '--level' in a else 'disabled'
     nt = int(a[a.index('--time') + 1]) if '--time' in a else 0
+    other = a[a.index('--versus') + 1] if '--versus' in a else ''
+    olevel = a[a.index('--versus-level') + 1] if '--versus-level' in a else 'all'
     tmp = tempfile.mkdtemp()
     m = onnx.load(model, load_external_data=False)
     spec = {'sets': []}
@@ -66,7 +75,8 @@ def main():
     open(js, 'w').write(JS)
     sp = os.path.join(tmp, 'spec.json')
     json.dump(spec, open(sp, 'w'))
-    r = subprocess.run(['node', js, ortdir, model, sp, level, str(nt)], capture_output=True, text=True)
+    r = subprocess.run(['node', js, ortdir, model, sp, level, str(nt), other, olevel],
+                       capture_output=True, text=True)
     if r.returncode:
         print('FAIL ort:', r.stderr.strip().splitlines()[-1] if r.stderr.strip() else '?')
         return 1

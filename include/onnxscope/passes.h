@@ -65,6 +65,9 @@ typedef struct ox_pass {
     ox_pass_level level;
     bool single_rewrite;      /* honours a budget of one rewrite per step */
     ox_pass_fn run;
+    /* Off at every level unless named (--passes, a TUI toggle): a fusion
+     * whose result is measured slower on its target runtime. */
+    bool opt_in;
 } ox_pass;
 
 /* The registry, in default pipeline order. */
@@ -121,8 +124,9 @@ const ox_pass_stat *ox_pass_report_find(const ox_pass_report *r, const char *nam
 typedef struct ox_pass_manager ox_pass_manager;
 
 /* Every registered pass in registry order; enabled when pass->level <=
- * level and the pass's target is allowed by target (onnx allows onnx
- * passes only, ort allows both). Returns NULL on OOM. */
+ * level, the pass's target is allowed by target (onnx allows onnx
+ * passes only, ort allows both) and the pass is not opt_in. Returns NULL
+ * on OOM. */
 ox_pass_manager *ox_pm_new(ox_pass_level level, ox_pass_target target);
 void ox_pm_free(ox_pass_manager *pm);
 

@@ -135,7 +135,7 @@ ox_pass_manager *ox_pm_new(ox_pass_level level, ox_pass_target target)
     pm->n = n;
     for (int i = 0; i < n; i++) {
         pm->passes[i] = l[i];
-        pm->on[i] = l[i]->level <= level &&
+        pm->on[i] = l[i]->level <= level && !l[i]->opt_in &&
                     (l[i]->target == OX_TARGET_ONNX || target == OX_TARGET_ORT);
     }
     pm->fold_limit = 1 << 20;

@@ -179,11 +179,13 @@ static void test_transformer_levels(void **state)
     static const struct {
         ox_pass_level level;
         ox_pass_target target;
+        bool skip_ln; /* the opt-in fuse_skip_layernorm enabled too */
     } tconfigs[] = {
-        {OX_LEVEL_BASIC, OX_TARGET_ONNX},
-        {OX_LEVEL_EXTENDED, OX_TARGET_ONNX},
-        {OX_LEVEL_ALL, OX_TARGET_ONNX},
-        {OX_LEVEL_ALL, OX_TARGET_ORT},
+        {OX_LEVEL_BASIC, OX_TARGET_ONNX, false},
+        {OX_LEVEL_EXTENDED, OX_TARGET_ONNX, false},
+        {OX_LEVEL_ALL, OX_TARGET_ONNX, false},
+        {OX_LEVEL_ALL, OX_TARGET_ORT, false},
+        {OX_LEVEL_ALL, OX_TARGET_ORT, true},
     };
     static const char *const ln_ops[] = {"LayerNormalization", "SkipLayerNormalization", NULL};
     static const char *const gelu_ops[] = {"Gelu", "FastGelu", "BiasGelu", NULL};
@@ -203,6 +205,9 @@ static void test_transformer_levels(void **state)
             }
             ran++;
             ox_pass_manager *pm = ox_pm_new(tconfigs[c].level, tconfigs[c].target);
+            for (int k = 0; tconfigs[c].skip_ln && k < ox_pm_count(pm); k++)
+                if (!strcmp(ox_pm_pass(pm, k)->name, "fuse_skip_layernorm"))
+                    ox_pm_enable(pm, k, true);
             assert_int_equal(ox_pm_run(pm, m, NULL, &err), OX_OK);
             ox_pm_free(pm);
             bool ok = true;
@@ -212,6 +217,11 @@ static void test_transformer_levels(void **state)
                 ok = false;
             }
             ox_check_report_free(&cr);
+            static const char *const skip_ops[] = {"SkipLayerNormalization", NULL};
+            if (tconfigs[c].skip_ln && count_ops(m, skip_ops) < 2 * tmodels[i].layers - 1) {
+                print_message("  only %d SkipLayerNormalization\n", count_ops(m, skip_ops));
+                ok = false;
+            }
             for (int n = 0; n < m->graph->n_nodes; n++)
                 if (tconfigs[c].target == OX_TARGET_ONNX &&
                     !ox_node_is_default_domain(m->graph->nodes[n])) {
@@ -230,10 +240,11 @@ static void test_transformer_levels(void **state)
                 }
             }
             ok &= matches_reference(m, base, 0) && matches_reference(m, base, 1);
-            print_message("%s %s %s/%s: %d nodes, %d LayerNorm, %d GELU, %d attention\n",
+            print_message("%s %s %s/%s%s: %d nodes, %d LayerNorm, %d GELU, %d attention\n",
                           ok ? "ok  " : "FAIL", tmodels[i].dir,
                           ox_pass_level_name(tconfigs[c].level),
                           ox_pass_target_name(tconfigs[c].target),
+                          tconfigs[c].skip_ln ? "+fuse_skip_layernorm" : "",
                           ox_graph_count_nodes(m->graph, true), ln, gelu, attn);
             failures += !ok;
             ox_model_free(m);
