@@ -134,8 +134,9 @@ int ox_pm_count(const ox_pass_manager *pm);
 const ox_pass *ox_pm_pass(const ox_pass_manager *pm, int i);
 bool ox_pm_enabled(const ox_pass_manager *pm, int i);
 void ox_pm_enable(ox_pass_manager *pm, int i, bool on);
-/* Enables exactly the comma-separated passes in list (--passes) or
- * disables them (--skip). OX_EINVAL names an unknown pass. */
+/* Enables exactly the comma-separated passes in list (--passes), or with
+ * a leading '+' enables them on top of the current set (opt-in passes);
+ * ox_pm_skip disables them (--skip). OX_EINVAL names an unknown pass. */
 ox_status ox_pm_only(ox_pass_manager *pm, const char *list, ox_error *err);
 ox_status ox_pm_skip(ox_pass_manager *pm, const char *list, ox_error *err);
 

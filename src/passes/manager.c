@@ -208,8 +208,11 @@ ox_status ox_pm_only(ox_pass_manager *pm, const char *list, ox_error *err)
     if (!save)
         return ox_errorf(err, OX_ENOMEM, "out of memory");
     memcpy(save, pm->on, (size_t)pm->n);
-    memset(pm->on, 0, (size_t)pm->n * sizeof *pm->on);
-    ox_status st = for_list(pm, list, true, err);
+    /* "+a,b": those in addition to the level's set (opt-in passes). */
+    bool add = list && list[0] == '+';
+    if (!add)
+        memset(pm->on, 0, (size_t)pm->n * sizeof *pm->on);
+    ox_status st = for_list(pm, add ? list + 1 : list, true, err);
     if (st)
         memcpy(pm->on, save, (size_t)pm->n);
     free(save);

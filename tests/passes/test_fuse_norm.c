@@ -372,6 +372,30 @@ static void test_single_step(void **state)
     ox_model_free(m);
 }
 
+/* fuse_skip_layernorm is opt-in: off at every level, added with "+". */
+static void test_opt_in(void **state)
+{
+    (void)state;
+    ox_pass_manager *pm = ox_pm_new(OX_LEVEL_ALL, OX_TARGET_ORT);
+    int skip = -1, ln = -1;
+    for (int i = 0; i < ox_pm_count(pm); i++) {
+        if (!strcmp(ox_pm_pass(pm, i)->name, "fuse_skip_layernorm"))
+            skip = i;
+        if (!strcmp(ox_pm_pass(pm, i)->name, "fuse_layernorm"))
+            ln = i;
+    }
+    assert_true(skip >= 0 && ln >= 0);
+    assert_true(ox_pm_pass(pm, skip)->opt_in);
+    assert_false(ox_pm_enabled(pm, skip));
+    assert_true(ox_pm_enabled(pm, ln));
+    ox_error err = {0};
+    assert_int_equal(ox_pm_only(pm, "+fuse_skip_layernorm", &err), OX_OK);
+    assert_true(ox_pm_enabled(pm, skip));
+    assert_true(ox_pm_enabled(pm, ln));
+    assert_int_equal(ox_pm_only(pm, "+no_such_pass", &err), OX_EINVAL);
+    ox_pm_free(pm);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -380,6 +404,7 @@ int main(void)
         cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_skip_layernorm),
         cmocka_unit_test(test_single_step),
+        cmocka_unit_test(test_opt_in),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     if (!r)
