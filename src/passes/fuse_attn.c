@@ -9,6 +9,12 @@
  *   P = Softmax(MatMul(Q, Kt) / c [+ M], axis -1)      (or * c, or Q / c)
  *   y = Reshape(Transpose(MatMul(P, V), [0, 2, 1, 3]), [0, 0, N*h])
  *
+ * GPT-2 exports write the three projections as one MatMul + Add split in
+ * three (kept packed), reshape shapes as Concat(batch, seq, N, h) read from
+ * Shape at run time, and the causal mask as
+ * Where(Slice(tril constant, 0:S, 0:S), scores, very negative): that
+ * becomes Attention's unidirectional=1.
+ *
  * The mask M must be the additive form of a 2-D 0/1 mask m:
  * (1 - Cast(Unsqueeze(m, [1, 2]))) * f with f < 0 (or (m' - 1) * -f);
  * it becomes mask_index = Cast(m, int32) with mask_filter_value f, which
@@ -28,6 +34,13 @@ typedef struct attn_match {
     ox_value *w[3], *b[3];    /* q, k, v projections (b may be NULL) */
     int64_t heads, hsize;
     double scale, filter;
+    ox_node *split;           /* the packed form: q, k, v = Split(X W + b) */
+    int split_out[3];
+    ox_value *packed_w, *packed_b;
+    bool causal;
+    ox_value *causal_len;     /* the slice end of the causal mask: S */
+    ox_value *dyn[16];        /* Shape sources of runtime reshape shapes */
+    int n_dyn;
 } attn_match;
 
 static bool push(attn_match *a, ox_node *n)
@@ -72,16 +85,58 @@ static ox_value *transposed(const ox_graph *g, const ox_value *v, const int64_t 
     return t->inputs[0];
 }
 
-/* Reshape(v, shape) with a constant shape [0, 0 or -1, d...] of r entries;
- * returns its input and the trailing dims. */
+/* A runtime dim: Unsqueeze(Gather(Shape(src), k), [0]) (or the Gather
+ * alone when 1-D); records src, whose dim k must be checked against X. */
+static bool dyn_dim(const ox_graph *g, const ox_value *v, int k, attn_match *a)
+{
+    ox_node *u = ox__fuse_prod(g, v, "Unsqueeze");
+    int64_t ax[4];
+    if (u) {
+        if (u->n_inputs < 1 || (u->n_inputs >= 2 ? ox__pass_const_ints(u->inputs[1], ax, 4) != 1
+                                                  : ox_node_attr_i(u, "axes", -1) != 0) ||
+            (u->n_inputs >= 2 && ax[0] != 0))
+            return false;
+        v = u->inputs[0];
+    }
+    ox_node *ga = ox__fuse_prod(g, v, "Gather");
+    int64_t idx[1];
+    if (!ga || ga->n_inputs != 2 || ox_node_attr_i(ga, "axis", 0) != 0 ||
+        ox__pass_const_ints(ga->inputs[1], idx, 1) != 1 || idx[0] != k)
+        return false;
+    ox_node *sh = ox__fuse_prod(g, ga->inputs[0], "Shape");
+    if (!sh || sh->n_inputs != 1 || ox_node_attr_i(sh, "start", 0) != 0 || a->n_dyn >= 16)
+        return false;
+    a->dyn[a->n_dyn++] = sh->inputs[0];
+    return true;
+}
+
+/* Reshape(v, shape) with shape [0, 0 or -1, d...] (r entries, constant) or
+ * Concat(batch, seq, d...) read from Shape at run time; returns its input
+ * and the trailing dims. */
 static ox_value *reshaped(const ox_graph *g, const ox_value *v, int r, int64_t *dims,
                           attn_match *a)
 {
     ox_node *n = ox__fuse_prod(g, v, "Reshape");
     int64_t s[8];
-    if (!n || n->n_inputs != 2 || ox_node_attr_i(n, "allowzero", 0) ||
-        ox__pass_const_ints(n->inputs[1], s, 8) != r || s[0] != 0 || (s[1] != 0 && s[1] != -1))
+    if (!n || n->n_inputs != 2 || ox_node_attr_i(n, "allowzero", 0))
         return NULL;
+    if (ox__pass_const_ints(n->inputs[1], s, 8) == r) {
+        /* 0 copies the input's dim; a static one may be written out (a
+         * runtime shape folded by inference). */
+        const ox_type *t = n->inputs[0] ? n->inputs[0]->type : NULL;
+        for (int i = 0; i < 2; i++)
+            if (s[i] != 0 && !(i == 1 && s[i] == -1) &&
+                !(t && t->has_shape && t->rank > i && t->dims[i].value == s[i]))
+                return NULL;
+    } else {
+        ox_node *cc = ox__fuse_prod(g, n->inputs[1], "Concat");
+        if (!cc || cc->n_inputs != r || ox_node_attr_i(cc, "axis", 0) != 0 ||
+            !dyn_dim(g, cc->inputs[0], 0, a) || !dyn_dim(g, cc->inputs[1], 1, a))
+            return NULL;
+        for (int i = 2; i < r; i++)
+            if (ox__pass_const_ints(cc->inputs[i], &s[i], 1) != 1)
+                return NULL;
+    }
     for (int i = 2; i < r; i++) {
         if (s[i] <= 0)
             return NULL;
@@ -128,7 +183,117 @@ static bool branch(const ox_graph *g, const ox_value *v, const int64_t *perm, in
         return false;
     a->heads = d[0];
     a->hsize = d[1];
-    return projection(g, p, which, a);
+    ox_node *sp = ox__fuse_prod(g, p, "Split");
+    if (sp) {
+        if ((a->split && a->split != sp) || p->producer_output != which)
+            return false;
+        a->split = sp;
+        return true;
+    }
+    return !a->split && projection(g, p, which, a);
+}
+
+/* The packed form: Split(X W + b) on the last axis into three equal parts
+ * q, k, v (all its outputs read by the three branches only). */
+static bool packed(const ox_graph *g, attn_match *a)
+{
+    ox_node *sp = a->split;
+    int64_t d = a->heads * a->hsize, sz[4];
+    int ns = sp->n_inputs >= 2 && sp->inputs[1] ? ox__pass_const_ints(sp->inputs[1], sz, 4) : -1;
+    if (ns < 0) {
+        const int64_t *p;
+        ns = ox_node_attr_ints(sp, "split", &p);
+        for (int i = 0; i < ns && i < 4; i++)
+            sz[i] = p[i];
+    }
+    int64_t axis = ox_node_attr_i(sp, "axis", 0);
+    int r = ox__fuse_rank(sp->inputs[0]);
+    if (sp->n_outputs != 3 || (ns > 0 && (ns != 3 || sz[0] != d || sz[1] != d || sz[2] != d)) ||
+        !(axis == -1 || (r > 0 && axis == r - 1)) || !push(a, sp))
+        return false;
+    ox_value *v = sp->inputs[0], *b = NULL;
+    ox_node *ad = ox__fuse_prod(g, v, "Add"), *mm = NULL;
+    for (int k = 0; ad && ad->n_inputs == 2 && k < 2 && !mm; k++) {
+        const ox_tensor *t = ox__fuse_const(ad->inputs[1 - k]);
+        mm = t && t->rank == 1 && t->dims[0] == 3 * d && t->dtype == OX_DT_FLOAT
+                 ? ox__fuse_prod(g, ad->inputs[k], "MatMul")
+                 : NULL;
+        b = ad->inputs[1 - k];
+    }
+    if (!mm) {
+        ad = NULL;
+        b = NULL;
+        mm = ox__fuse_prod(g, v, "MatMul");
+    }
+    const ox_tensor *w = mm && mm->n_inputs == 2 ? ox__fuse_const(mm->inputs[1]) : NULL;
+    if (!w || w->rank != 2 || w->dims[1] != 3 * d || w->dtype != OX_DT_FLOAT || !mm->inputs[0] ||
+        (ad && !push(a, ad)) || !push(a, mm))
+        return false;
+    a->x = mm->inputs[0];
+    a->packed_w = mm->inputs[1];
+    a->packed_b = b;
+    return true;
+}
+
+/* Dim i of a and dim j of b are the same: equal known values or the same
+ * symbol. */
+static bool same_dim(const ox_value *a, int i, const ox_value *b, int j)
+{
+    const ox_type *x = a ? a->type : NULL, *y = b ? b->type : NULL;
+    if (!x || !y || !x->has_shape || !y->has_shape || i >= x->rank || j >= y->rank)
+        return false;
+    const ox_dim *p = &x->dims[i], *q = &y->dims[j];
+    if (p->value > 0 || q->value > 0)
+        return p->value == q->value;
+    return p->param && q->param && !strcmp(p->param, q->param);
+}
+
+/* Where(cond, scores, very negative) with cond the [0:S, 0:S] corner of a
+ * constant lower-triangular [1, 1, M, M] mask: causal attention. Sets the
+ * scores and the slice end (checked to be S once X is known). */
+static ox_node *causal_where(const ox_graph *g, const ox_value *v, ox_value **scores,
+                             attn_match *a)
+{
+    ox_node *w = ox__fuse_prod(g, v, "Where");
+    double c;
+    if (!w || w->n_inputs != 3 || !ox__fuse_scalar(w->inputs[2], &c) || !(c <= -1e4))
+        return NULL;
+    ox_value *cond = w->inputs[0], *end = NULL;
+    bool axes_seen[4] = {false};
+    for (int step = 0; step < 2; step++) {
+        ox_node *sl = ox__fuse_prod(g, cond, "Slice");
+        int64_t st[4], ax[4], sp[4];
+        int n;
+        if (!sl || sl->n_inputs < 4 || (n = ox__pass_const_ints(sl->inputs[1], st, 4)) < 1 ||
+            ox__pass_const_ints(sl->inputs[3], ax, 4) != n ||
+            (sl->n_inputs >= 5 && sl->inputs[4] &&
+             (ox__pass_const_ints(sl->inputs[4], sp, 4) != n)))
+            return NULL;
+        for (int i = 0; i < n; i++) {
+            if (st[i] != 0 || (ax[i] != 2 && ax[i] != 3) ||
+                (sl->n_inputs >= 5 && sl->inputs[4] && sp[i] != 1))
+                return NULL;
+            axes_seen[ax[i]] = true;
+        }
+        if (n != 1 || (end && sl->inputs[2] != end))
+            return NULL; /* one axis per Slice, both ending at the same S */
+        end = sl->inputs[2];
+        cond = sl->inputs[0];
+    }
+    const ox_tensor *t = ox__fuse_const(cond);
+    if (!t || !axes_seen[2] || !axes_seen[3] || t->rank != 4 || t->dims[0] != 1 ||
+        t->dims[1] != 1 || t->dims[2] != t->dims[3] || t->numel > (1 << 22) ||
+        !(t->dtype == OX_DT_BOOL || ox_dtype_is_int(t->dtype) || ox__fuse_float(t->dtype)))
+        return NULL;
+    int64_t m = t->dims[2];
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < m; j++)
+            if ((ox_tensor_get_f64(t, i * m + j) != 0) != (j <= i))
+                return NULL;
+    a->causal = true;
+    a->causal_len = end;
+    *scores = w->inputs[1];
+    return w;
 }
 
 /* Unsqueeze axes (attribute, or a constant input from opset 13). */
@@ -207,6 +372,9 @@ static bool match_attn(const ox_graph *g, ox_node *sm, attn_match *a, int64_t op
     /* Scores [+ mask]. */
     ox_value *s = sm->inputs[0];
     ox_node *add = ox__fuse_prod(g, s, "Add");
+    ox_node *wh = add ? NULL : causal_where(g, s, &s, a);
+    if (wh && !push(a, wh))
+        return false;
     if (add && add->n_inputs == 2) {
         int k;
         for (k = 0; k < 2; k++)
@@ -257,15 +425,37 @@ static bool match_attn(const ox_graph *g, ox_node *sm, attn_match *a, int64_t op
         hd != a->heads * a->hsize)
         return false;
     a->y = rs->outputs[0];
-    /* Same projection sizes, rank-3 float input. */
-    const ox_tensor *w0 = ox__fuse_const(a->w[0]);
-    for (int k = 1; k < 3; k++) {
-        const ox_tensor *wk = ox__fuse_const(a->w[k]);
-        if (wk->dims[0] != w0->dims[0] || wk->dims[1] != w0->dims[1])
+    if (a->split) {
+        if (!packed(g, a))
+            return false;
+    } else {
+        /* Same projection sizes. */
+        const ox_tensor *w0 = ox__fuse_const(a->w[0]);
+        for (int k = 1; k < 3; k++) {
+            const ox_tensor *wk = ox__fuse_const(a->w[k]);
+            if (wk->dims[0] != w0->dims[0] || wk->dims[1] != w0->dims[1])
+                return false;
+        }
+        if (w0->dims[1] != hd)
             return false;
     }
-    return w0->dims[1] == hd && ox__fuse_rank(a->x) == 3 &&
-           ox__pass_elem(a->x) == OX_DT_FLOAT && ox__fuse_internal(a->nodes, a->nn, a->y);
+    /* Runtime shapes read batch and sequence from a tensor whose first
+     * two dims are X's; the causal mask ends at X's sequence length. */
+    for (int i = 0; i < a->n_dyn; i++)
+        if (!same_dim(a->dyn[i], 0, a->x, 0) || !same_dim(a->dyn[i], 1, a->x, 1))
+            return false;
+    if (a->causal) {
+        int nd = a->n_dyn;
+        int64_t e[1];
+        const ox_type *xt = a->x->type;
+        bool ok = ox__pass_const_ints(a->causal_len, e, 1) == 1
+                      ? xt && xt->has_shape && xt->rank == 3 && xt->dims[1].value == e[0]
+                      : dyn_dim(g, a->causal_len, 1, a) && same_dim(a->dyn[nd], 1, a->x, 1);
+        if (!ok)
+            return false;
+    }
+    return ox__fuse_rank(a->x) == 3 && ox__pass_elem(a->x) == OX_DT_FLOAT &&
+           ox__fuse_internal(a->nodes, a->nn, a->y);
 }
 
 /* The mask as Attention's mask_index wants it: int32, one Cast per mask
@@ -287,8 +477,33 @@ static ox_value *mask_index(ox_pass_ctx *c, ox_graph *g, ox_value *m)
     return n && ox_node_set_attr_i(n, "to", OX_DT_INT32) ? v : NULL;
 }
 
+static bool emit_packed(ox_pass_ctx *c, ox_graph *g, attn_match *a)
+{
+    ox_value *in[3] = {a->x, a->packed_w, a->packed_b};
+    if (!in[2]) {
+        int64_t n = ox__fuse_const(a->packed_w)->dims[1];
+        double *z = calloc((size_t)n, sizeof *z);
+        in[2] = z ? ox__fuse_new_init(g, "qkv_bias", OX_DT_FLOAT, 1, &n, z) : NULL;
+        free(z);
+        if (!in[2])
+            return false;
+    }
+    ox_value *y = a->y;
+    ox__fuse_drop_all(c, a->nodes, a->nn);
+    ox_node *f = ox__fuse_node(c, g, "Attention", "com.microsoft", 3, in, y);
+    if (!f || !ox_node_set_attr_i(f, "num_heads", a->heads) ||
+        !ox_node_set_attr_f(f, "scale", (float)a->scale) ||
+        (a->causal && !ox_node_set_attr_i(f, "unidirectional", 1)))
+        return false;
+    if (ox_model_opset(c->m, "com.microsoft") < 1)
+        ox_model_set_opset(c->m, "com.microsoft", 1);
+    return true;
+}
+
 static bool emit(ox_pass_ctx *c, ox_graph *g, attn_match *a)
 {
+    if (a->split)
+        return emit_packed(c, g, a);
     const ox_tensor *w[3], *b[3];
     for (int k = 0; k < 3; k++) {
         w[k] = ox__fuse_const(a->w[k]);
@@ -325,6 +540,8 @@ static bool emit(ox_pass_ctx *c, ox_graph *g, attn_match *a)
         return false;
     if (a->mask && !ox_node_set_attr_f(f, "mask_filter_value", (float)a->filter))
         return false;
+    if (a->causal && !ox_node_set_attr_i(f, "unidirectional", 1))
+        return false;
     if (ox_model_opset(c->m, "com.microsoft") < 1)
         ox_model_set_opset(c->m, "com.microsoft", 1);
     return true;
@@ -347,8 +564,8 @@ static ox_status pass_attention(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 
 const ox_pass ox__passes_fuse_attn[] = {
     {"fuse_attention",
-     "Q/K/V MatMul+Add, head split, scaled QK^T [+ 0/1 mask], Softmax, V, head merge -> "
-     "com.microsoft Attention with packed QKV weights",
+     "Q/K/V MatMul+Add (or one split in three), head split, scaled QK^T [+ 0/1 mask | causal "
+     "Where], Softmax, V, head merge -> com.microsoft Attention with packed QKV weights",
      OX_PASS_FUSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, pass_attention},
     {0},
 };

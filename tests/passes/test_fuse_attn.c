@@ -169,11 +169,108 @@ static void test_attention_must_not(void **state)
     }
 }
 
+/* GPT-2 form: one projection split in three, reshape shapes read from
+ * Shape(x) at run time, causal mask as Where(Slice(tril)). bad: 1 = the
+ * constant is not lower-triangular, 2 = the slice ends at 1, not S. */
+static ox_model *gpt2_model(int bad)
+{
+    ox_model *m = fh_model(13);
+    int64_t xd[3] = {B, S, H};
+    fh_input(m, "x", 3, xd);
+    static const int64_t WD[2] = {8, 24}, BD[1] = {24};
+    fh_init(m, "W3", 2, WD, NULL, -0.6, 0.6);
+    fh_init(m, "b3", 1, BD, NULL, -0.5, 0.5);
+    fh_node(m, "MatMul", "mm", "x", "W3", NULL);
+    fh_node(m, "Add", "qkv", "mm", "b3", NULL);
+    static const int64_t sp[3] = {8, 8, 8};
+    fh_ints(m, "sp", 3, sp);
+    ox_value *outs[3] = {ox_graph_value(m->graph, "q"), ox_graph_value(m->graph, "k"),
+                         ox_graph_value(m->graph, "v")};
+    ox_value *sin[2] = {ox_graph_value(m->graph, "qkv"), ox_graph_value(m->graph, "sp")};
+    ox_node *spn = ox_node_new(m->graph, "Split", "", "split", 2, sin, 3, outs);
+    ox_node_set_attr_i(spn, "axis", 2);
+    fh_node(m, "Shape", "shp", "x", NULL);
+    ox_tensor *t0 = ox_tensor_new(OX_DT_INT64, 0, NULL), *t1 = ox_tensor_new(OX_DT_INT64, 0, NULL);
+    ox_tensor_set_i64(t0, 0, 0);
+    ox_tensor_set_i64(t1, 0, 1);
+    ox_graph_set_initializer(m->graph, ox_graph_value(m->graph, "i0"), t0);
+    ox_graph_set_initializer(m->graph, ox_graph_value(m->graph, "i1"), t1);
+    ox_node_set_attr_i(fh_node(m, "Gather", "gb", "shp", "i0", NULL), "axis", 0);
+    ox_node_set_attr_i(fh_node(m, "Gather", "gs", "shp", "i1", NULL), "axis", 0);
+    static const int64_t zero[1] = {0}, nh[1] = {2}, hs[1] = {4}, hd[1] = {8};
+    fh_ints(m, "ax0", 1, zero);
+    fh_node(m, "Unsqueeze", "ub", "gb", "ax0", NULL);
+    fh_node(m, "Unsqueeze", "us", "gs", "ax0", NULL);
+    fh_ints(m, "nh", 1, nh);
+    fh_ints(m, "hs", 1, hs);
+    fh_ints(m, "hd", 1, hd);
+    ox_node_set_attr_i(fh_node(m, "Concat", "shape4", "ub", "us", "nh", "hs", NULL), "axis", 0);
+    ox_node_set_attr_i(fh_node(m, "Concat", "shape3", "ub", "us", "hd", NULL), "axis", 0);
+    static const int64_t p0213[4] = {0, 2, 1, 3}, p0231[4] = {0, 2, 3, 1};
+    const char *names[3] = {"q", "k", "v"};
+    for (int i = 0; i < 3; i++) {
+        char r[8], t[8];
+        snprintf(r, sizeof r, "r%s", names[i]);
+        snprintf(t, sizeof t, "T%s", names[i]);
+        fh_node(m, "Reshape", r, names[i], "shape4", NULL);
+        ox_node_set_attr_ints(fh_node(m, "Transpose", t, r, NULL), "perm", 4, i == 1 ? p0231 : p0213);
+    }
+    fh_node(m, "MatMul", "qk", "Tq", "Tk", NULL);
+    fh_scalar(m, "c", 2);
+    fh_node(m, "Div", "sd", "qk", "c", NULL);
+    int64_t td[4] = {1, 1, 6, 6};
+    ox_tensor *tri = ox_tensor_new(OX_DT_BOOL, 4, td);
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++)
+            ox_tensor_set_i64(tri, i * 6 + j, bad == 1 ? j >= i : j <= i);
+    ox_graph_set_initializer(m->graph, ox_graph_value(m->graph, "tri"), tri);
+    static const int64_t a2[1] = {2}, a3[1] = {3}, one[1] = {1};
+    fh_ints(m, "a2", 1, a2);
+    fh_ints(m, "a3", 1, a3);
+    fh_ints(m, "one1", 1, one);
+    const char *end = bad == 2 ? "one1" : "us";
+    fh_node(m, "Slice", "sl1", "tri", "ax0", end, "a2", "one1", NULL);
+    fh_node(m, "Slice", "cond", "sl1", "ax0", end, "a3", "one1", NULL);
+    fh_scalar(m, "neg", -3.4e38f);
+    fh_node(m, "Where", "sw", "cond", "sd", "neg", NULL);
+    ox_node_set_attr_i(fh_node(m, "Softmax", "P", "sw", NULL), "axis", -1);
+    fh_node(m, "MatMul", "ctx", "P", "Tv", NULL);
+    ox_node_set_attr_ints(fh_node(m, "Transpose", "ct", "ctx", NULL), "perm", 4, p0213);
+    fh_node(m, "Reshape", "y", "ct", "shape3", NULL);
+    fh_output(m, "y");
+    return m;
+}
+
+static void test_attention_gpt2(void **state)
+{
+    (void)state;
+    ox_model *m = gpt2_model(0);
+    int rw;
+    ox_model *o = fh_opt(m, "fuse_attention", OX_TARGET_ORT, &rw);
+    assert_int_equal(rw, 1);
+    assert_int_equal(fh_count(o, "Attention"), 1);
+    assert_int_equal(fh_count(o, "Where"), 0);
+    assert_int_equal(fh_count(o, "Split"), 0);
+    for (int i = 0; i < o->graph->n_nodes; i++)
+        if (ox_node_is(o->graph->nodes[i], "Attention")) {
+            assert_int_equal(ox_node_attr_i(o->graph->nodes[i], "unidirectional", 0), 1);
+            assert_int_equal(o->graph->nodes[i]->n_inputs, 3);
+        }
+    ox_model_free(o);
+    ox_model_free(m);
+    for (int bad = 1; bad <= 2; bad++) {
+        m = gpt2_model(bad);
+        fh_nofire(m, "fuse_attention", OX_TARGET_ORT);
+        ox_model_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attention_fires),
         cmocka_unit_test(test_attention_must_not),
+        cmocka_unit_test(test_attention_gpt2),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     if (!r)

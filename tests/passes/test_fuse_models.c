@@ -155,7 +155,7 @@ static const struct {
     int attention; /* fused attention blocks expected under all/ort */
 } tmodels[] = {
     {"bert_l2_h128_nofold_op13", 2, 1, 2},
-    {"gpt2_like_l2_h128_nofold_op13", 2, 1, 0},
+    {"gpt2_like_l2_h128_nofold_op13", 2, 1, 2},
     {"torch_transformer_encoder_l4_h256_op17", 4, 0, 0},
 };
 
