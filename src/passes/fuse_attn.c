@@ -15,6 +15,15 @@
  * Where(Slice(tril constant, 0:S, 0:S), scores, very negative): that
  * becomes Attention's unidirectional=1.
  *
+ * PyTorch's nn.MultiheadAttention (nn.TransformerEncoder, batch_first)
+ * works sequence-first: Xs = Transpose(X, [1, 0, 2]), qkv = Xs W + b cut
+ * in three by Slice, heads split as Reshape(·, [S, B·N, h]) read from
+ * Shape at run time and Transpose [1, 0, 2] ([1, 2, 0] for K), the context
+ * Transpose [1, 0, 2] back to [S, B·N, h] and then reshaped to [S·B, D]
+ * for the output projection. That becomes Transpose(Attention(X, W, b),
+ * [1, 0, 2]) ([S, B, D]: the same elements in the same order) when every
+ * reader of the context is a Reshape to a shape without 0 entries.
+ *
  * The mask M must be the additive form of a 2-D 0/1 mask m:
  * (1 - Cast(Unsqueeze(m, [1, 2]))) * f with f < 0 (or (m' - 1) * -f);
  * it becomes mask_index = Cast(m, int32) with mask_filter_value f, which
@@ -41,6 +50,12 @@ typedef struct attn_match {
     ox_value *causal_len;     /* the slice end of the causal mask: S */
     ox_value *dyn[16];        /* Shape sources of runtime reshape shapes */
     int n_dyn;
+    bool seq_first;           /* PyTorch nn.MultiheadAttention: [S, B, H] */
+    ox_value *xs;             /* seq-first: Transpose(X, [1, 0, 2]) */
+    /* Shape nodes outside the block reading an intermediate for its dims
+     * 0/1 only (the runtime reshape shapes): they read xs instead. */
+    ox_node *shape_readers[8];
+    int n_shape_readers;
 } attn_match;
 
 static bool push(attn_match *a, ox_node *n)
@@ -458,6 +473,212 @@ static bool match_attn(const ox_graph *g, ox_node *sm, attn_match *a, int64_t op
            ox__fuse_internal(a->nodes, a->nn, a->y);
 }
 
+/* Seq-first head split: Reshape(p, Concat(S, B * N, h)) with S and B read
+ * from Shape at run time; sets the heads and returns p. */
+static ox_value *sf_reshaped(const ox_graph *g, const ox_value *v, attn_match *a)
+{
+    ox_node *n = ox__fuse_prod(g, v, "Reshape");
+    ox_node *cc = n && n->n_inputs == 2 ? ox__fuse_prod(g, n->inputs[1], "Concat") : NULL;
+    int64_t h;
+    if (!cc || cc->n_inputs != 3 || ox_node_attr_i(n, "allowzero", 0) ||
+        !dyn_dim(g, cc->inputs[0], 0, a) || ox__pass_const_ints(cc->inputs[2], &h, 1) != 1 ||
+        h <= 0)
+        return NULL;
+    /* B * N: Unsqueeze(Mul(Gather(Shape(src), 1), N)), either order. */
+    ox_node *u = ox__fuse_prod(g, cc->inputs[1], "Unsqueeze");
+    ox_node *mul = u && u->n_inputs >= 1 ? ox__fuse_prod(g, u->inputs[0], "Mul") : NULL;
+    int64_t ax[4], nh = 0;
+    if (!mul || mul->n_inputs != 2 || u->n_inputs < 2 ||
+        ox__pass_const_ints(u->inputs[1], ax, 4) != 1 || ax[0] != 0)
+        return NULL;
+    bool ok = false;
+    for (int k = 0; k < 2 && !ok; k++) {
+        ox_value *cst = mul->inputs[1 - k];
+        ox_node *ga = ox__fuse_prod(g, mul->inputs[k], "Gather");
+        int64_t idx;
+        ox_node *sh = ga && ga->n_inputs == 2 ? ox__fuse_prod(g, ga->inputs[0], "Shape") : NULL;
+        if (sh && ox__pass_const_ints(cst, &nh, 1) == 1 && nh > 0 &&
+            ox__pass_const_ints(ga->inputs[1], &idx, 1) == 1 && idx == 1 &&
+            ox_node_attr_i(ga, "axis", 0) == 0 && a->n_dyn < 16) {
+            a->dyn[a->n_dyn++] = sh->inputs[0];
+            ok = true;
+        }
+    }
+    if (!ok || (a->heads && (a->heads != nh || a->hsize != h)) || !push(a, n))
+        return NULL;
+    a->heads = nh;
+    a->hsize = h;
+    return n->inputs[0];
+}
+
+/* Part `which` of qkv cut by Slice on the last axis: [which*D, (which+1)*D). */
+static ox_value *sf_slice(const ox_graph *g, const ox_value *v, int which, attn_match *a)
+{
+    ox_node *sl = ox__fuse_prod(g, v, "Slice");
+    int64_t st, en, ax, sp = 1, d = a->heads * a->hsize;
+    if (!sl || sl->n_inputs < 4 || ox__pass_const_ints(sl->inputs[1], &st, 1) != 1 ||
+        ox__pass_const_ints(sl->inputs[2], &en, 1) != 1 ||
+        ox__pass_const_ints(sl->inputs[3], &ax, 1) != 1 ||
+        (sl->n_inputs >= 5 && sl->inputs[4] && ox__pass_const_ints(sl->inputs[4], &sp, 1) != 1))
+        return NULL;
+    int r = ox__fuse_rank(sl->inputs[0]);
+    if (st != which * d || en != (which + 1) * d || sp != 1 ||
+        !(ax == -1 || (r > 0 && ax == r - 1)) || !push(a, sl))
+        return NULL;
+    return sl->inputs[0];
+}
+
+/* r = Shape(v) read only by Gathers of index 0 or 1, and v's dims 0 and 1
+ * are xs's. */
+static bool shape_dims01(const ox_node *r, const ox_value *v, const attn_match *a)
+{
+    if (!ox_node_is(r, "Shape") || r->n_inputs != 1 || r->n_outputs != 1 || !r->outputs[0] ||
+        r->outputs[0]->is_output || ox_node_attr_i(r, "start", 0) != 0 ||
+        ox_node_attr(r, "end") || !same_dim(v, 0, a->xs, 0) || !same_dim(v, 1, a->xs, 1))
+        return false;
+    const ox_value *o = r->outputs[0];
+    for (int i = 0; i < o->n_uses; i++) {
+        const ox_node *ga = o->uses[i].node;
+        int64_t idx;
+        if (o->uses[i].input != 0 || !ox_node_is(ga, "Gather") || ga->n_inputs != 2 ||
+            ox_node_attr_i(ga, "axis", 0) != 0 || ox__pass_const_ints(ga->inputs[1], &idx, 1) != 1 ||
+            (idx != 0 && idx != 1))
+            return false;
+    }
+    return true;
+}
+
+static bool match_seq_first(const ox_graph *g, ox_node *sm, attn_match *a, int64_t opset)
+{
+    memset(a, 0, sizeof *a);
+    a->seq_first = true;
+    int64_t axis = ox_node_attr_i(sm, "axis", opset >= 13 ? -1 : 1);
+    if (!ox_node_is(sm, "Softmax") || !ox_node_is_default_domain(sm) || sm->n_inputs != 1 ||
+        sm->n_outputs != 1 || (axis != -1 && axis != 2) || !push(a, sm))
+        return false;
+    ox_value *s = sm->inputs[0], *u;
+    double f;
+    a->scale = 1;
+    ox_node *sc = scaled(g, s, &f, &u);
+    if (sc) {
+        a->scale = f;
+        s = u;
+        push(a, sc);
+    }
+    ox_node *qk = ox__fuse_prod(g, s, "MatMul");
+    if (!qk || qk->n_inputs != 2 || !push(a, qk))
+        return false;
+    ox_value *q = qk->inputs[0];
+    if (!sc && (sc = scaled(g, q, &f, &u))) {
+        a->scale = f;
+        q = u;
+        push(a, sc);
+    }
+    static const int64_t p102[3] = {1, 0, 2}, p120[3] = {1, 2, 0};
+    ox_value *p = sm->outputs[0];
+    ox_node *pv = ox__fuse_single(p) ? p->uses[0].node : NULL;
+    if (!pv || !ox_node_is(pv, "MatMul") || pv->graph != g || pv->inputs[0] != p ||
+        pv->n_inputs != 2 || !push(a, pv))
+        return false;
+    ox_value *br[3] = {q, qk->inputs[1], pv->inputs[1]}, *qkv = NULL;
+    for (int k = 0; k < 3; k++) {
+        ox_value *r = transposed(g, br[k], k == 1 ? p120 : p102, 3, a);
+        ox_value *pre = r ? sf_reshaped(g, r, a) : NULL;
+        ox_value *src = pre ? sf_slice(g, pre, k, a) : NULL;
+        if (!src || (qkv && src != qkv))
+            return false;
+        qkv = src;
+    }
+    /* qkv = Xs W + b, Xs = Transpose(X, [1, 0, 2]). */
+    ox_value *b = NULL;
+    ox_node *ad = ox__fuse_prod(g, qkv, "Add"), *mm = NULL;
+    int64_t d = a->heads * a->hsize;
+    for (int k = 0; ad && ad->n_inputs == 2 && k < 2 && !mm; k++) {
+        const ox_tensor *t = ox__fuse_const(ad->inputs[1 - k]);
+        mm = t && t->rank == 1 && t->dims[0] == 3 * d && t->dtype == OX_DT_FLOAT
+                 ? ox__fuse_prod(g, ad->inputs[k], "MatMul")
+                 : NULL;
+        b = ad->inputs[1 - k];
+    }
+    if (!mm) {
+        ad = NULL;
+        b = NULL;
+        mm = ox__fuse_prod(g, qkv, "MatMul");
+    }
+    const ox_tensor *w = mm && mm->n_inputs == 2 ? ox__fuse_const(mm->inputs[1]) : NULL;
+    ox_node *tx = mm ? ox__fuse_prod(g, mm->inputs[0], "Transpose") : NULL;
+    const int64_t *perm;
+    if (!w || w->rank != 2 || w->dims[1] != 3 * d || w->dtype != OX_DT_FLOAT || !tx ||
+        tx->n_inputs != 1 || ox_node_attr_ints(tx, "perm", &perm) != 3 ||
+        memcmp(perm, p102, sizeof p102) || (ad && !push(a, ad)) || !push(a, mm))
+        return false;
+    a->xs = mm->inputs[0];
+    a->x = tx->inputs[0];
+    a->packed_w = mm->inputs[1];
+    a->packed_b = b;
+    /* The context back to [S, B*N, h], read only by Reshapes that do not
+     * copy its dims (0 entries). */
+    ox_value *cv = pv->outputs[0];
+    ox_node *tr = ox__fuse_single(cv) ? cv->uses[0].node : NULL;
+    if (!tr || !ox_node_is(tr, "Transpose") || tr->graph != g ||
+        ox_node_attr_ints(tr, "perm", &perm) != 3 || memcmp(perm, p102, sizeof p102) ||
+        !push(a, tr))
+        return false;
+    a->y = tr->outputs[0];
+    if (a->y->is_output || !a->y->n_uses)
+        return false;
+    for (int i = 0; i < a->y->n_uses; i++) {
+        ox_node *r = a->y->uses[i].node;
+        int64_t sh[8];
+        int ns;
+        if (a->y->uses[i].input != 0 || !ox_node_is(r, "Reshape") || r->n_inputs != 2)
+            return false;
+        ox_node *cc = ox__fuse_prod(g, r->inputs[1], "Concat");
+        if ((ns = ox__pass_const_ints(r->inputs[1], sh, 8)) >= 0) {
+            for (int k = 0; k < ns; k++)
+                if (sh[k] == 0)
+                    return false;
+        } else if (cc) {
+            for (int k = 0; k < cc->n_inputs; k++) {
+                int64_t e;
+                if (ox__pass_const_ints(cc->inputs[k], &e, 1) == 1 && e == 0)
+                    return false;
+            }
+        } else {
+            return false;
+        }
+    }
+    for (int i = 0; i < a->n_dyn; i++)
+        if (!same_dim(a->dyn[i], 0, a->xs, 0) || !same_dim(a->dyn[i], 1, a->xs, 1))
+            return false;
+    if (ox__fuse_rank(a->x) != 3 || ox__pass_elem(a->x) != OX_DT_FLOAT)
+        return false;
+    /* Every intermediate read inside the block, or by a Shape whose dims 0
+     * and 1 only are used (xs has the same ones). */
+    for (int q = 0; q < a->nn; q++)
+        for (int o = 0; o < a->nodes[q]->n_outputs; o++) {
+            ox_value *v = a->nodes[q]->outputs[o];
+            if (!v || v == a->y)
+                continue;
+            if (v->is_output)
+                return false;
+            for (int i = 0; i < v->n_uses; i++) {
+                ox_node *r = v->uses[i].node;
+                bool in = false;
+                for (int j = 0; j < a->nn && !in; j++)
+                    in = a->nodes[j] == r;
+                if (v->uses[i].input < 0)
+                    return false;
+                if (in)
+                    continue;
+                if (!shape_dims01(r, v, a) || a->n_shape_readers >= 8)
+                    return false;
+                a->shape_readers[a->n_shape_readers++] = r;
+            }
+        }
+    return true;
+}
+
 /* The mask as Attention's mask_index wants it: int32, one Cast per mask
  * shared by every layer. */
 static ox_value *mask_index(ox_pass_ctx *c, ox_graph *g, ox_value *m)
@@ -488,9 +709,20 @@ static bool emit_packed(ox_pass_ctx *c, ox_graph *g, attn_match *a)
         if (!in[2])
             return false;
     }
-    ox_value *y = a->y;
+    ox_value *y = a->y, *ao = y;
+    if (a->seq_first && !(ao = ox_graph_new_value(g, "attention_out")))
+        return false;
+    for (int i = 0; i < a->n_shape_readers; i++)
+        ox_node_set_input(a->shape_readers[i], 0, a->xs);
     ox__fuse_drop_all(c, a->nodes, a->nn);
-    ox_node *f = ox__fuse_node(c, g, "Attention", "com.microsoft", 3, in, y);
+    ox_node *f = ox__fuse_node(c, g, "Attention", "com.microsoft", 3, in, ao);
+    if (a->seq_first) {
+        /* [B, S, D] -> [S, B, D]: the context's element order. */
+        static const int64_t p102[3] = {1, 0, 2};
+        ox_node *t = ox__fuse_node(c, g, "Transpose", "", 1, &ao, y);
+        if (!t || !ox_node_set_attr_ints(t, "perm", 3, p102))
+            return false;
+    }
     if (!f || !ox_node_set_attr_i(f, "num_heads", a->heads) ||
         !ox_node_set_attr_f(f, "scale", (float)a->scale) ||
         (a->causal && !ox_node_set_attr_i(f, "unidirectional", 1)))
@@ -502,7 +734,7 @@ static bool emit_packed(ox_pass_ctx *c, ox_graph *g, attn_match *a)
 
 static bool emit(ox_pass_ctx *c, ox_graph *g, attn_match *a)
 {
-    if (a->split)
+    if (a->packed_w)
         return emit_packed(c, g, a);
     const ox_tensor *w[3], *b[3];
     for (int k = 0; k < 3; k++) {
@@ -553,7 +785,8 @@ static ox_status pass_attention(ox_pass_ctx *c, ox_graph *g, ox_error *err)
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n = g->nodes[i];
         attn_match a;
-        if (ox__pass_gone(n) || !match_attn(g, n, &a, opset))
+        if (ox__pass_gone(n) ||
+            (!match_attn(g, n, &a, opset) && !match_seq_first(g, n, &a, opset)))
             continue;
         if (!emit(c, g, &a))
             return ox_errorf(err, OX_ENOMEM, "out of memory");
@@ -564,8 +797,8 @@ static ox_status pass_attention(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 
 const ox_pass ox__passes_fuse_attn[] = {
     {"fuse_attention",
-     "Q/K/V MatMul+Add (or one split in three), head split, scaled QK^T [+ 0/1 mask | causal "
-     "Where], Softmax, V, head merge -> com.microsoft Attention with packed QKV weights",
+     "Q/K/V MatMul+Add (or one cut in three), head split (batch- or sequence-first), scaled QK^T "
+     "[+ 0/1 mask | causal Where], Softmax, V, head merge -> com.microsoft Attention, packed QKV",
      OX_PASS_FUSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, pass_attention},
     {0},
 };

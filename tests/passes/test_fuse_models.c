@@ -156,7 +156,7 @@ static const struct {
 } tmodels[] = {
     {"bert_l2_h128_nofold_op13", 2, 1, 2},
     {"gpt2_like_l2_h128_nofold_op13", 2, 1, 2},
-    {"torch_transformer_encoder_l4_h256_op17", 4, 0, 0},
+    {"torch_transformer_encoder_l4_h256_op17", 4, 0, 4},
 };
 
 static int count_ops(const ox_model *m, const char *const *ops)
