@@ -265,12 +265,104 @@ static void test_attention_gpt2(void **state)
     }
 }
 
+/* PyTorch nn.MultiheadAttention, sequence-first: Slice-cut projection,
+ * [S, B*N, h] reshapes read from Shape at run time (K's from Shape of its
+ * own slice, as the exporter writes), the context reshaped to [S*B, D] for
+ * the output projection. leak: the context also a graph output. */
+static ox_model *seq_first_model(bool leak)
+{
+    ox_model *m = fh_model(13);
+    int64_t xd[3] = {B, S, H};
+    fh_input(m, "x", 3, xd);
+    static const int64_t p102[3] = {1, 0, 2}, p120[3] = {1, 2, 0};
+    ox_node_set_attr_ints(fh_node(m, "Transpose", "xs", "x", NULL), "perm", 3, p102);
+    static const int64_t WD[2] = {8, 24}, BD[1] = {24}, OD[2] = {8, 8};
+    fh_init(m, "W3", 2, WD, NULL, -0.6, 0.6);
+    fh_init(m, "b3", 1, BD, NULL, -0.5, 0.5);
+    fh_init(m, "Wo", 2, OD, NULL, -0.6, 0.6);
+    fh_node(m, "MatMul", "mm", "xs", "W3", NULL);
+    fh_node(m, "Add", "qkv", "b3", "mm", NULL);
+    static const int64_t c0[1] = {0}, c8[1] = {8}, c16[1] = {16}, c24[1] = {24}, cm1[1] = {-1},
+                         c4[1] = {4};
+    fh_ints(m, "c0", 1, c0);
+    fh_ints(m, "c8", 1, c8);
+    fh_ints(m, "c16", 1, c16);
+    fh_ints(m, "c24", 1, c24);
+    fh_ints(m, "cm1", 1, cm1);
+    fh_ints(m, "c4", 1, c4);
+    fh_node(m, "Slice", "sq", "qkv", "c0", "c8", "cm1", NULL);
+    fh_node(m, "Slice", "sk", "qkv", "c8", "c16", "cm1", NULL);
+    fh_node(m, "Slice", "sv", "qkv", "c16", "c24", "cm1", NULL);
+    ox_tensor *t0 = ox_tensor_new(OX_DT_INT64, 0, NULL), *t1 = ox_tensor_new(OX_DT_INT64, 0, NULL),
+              *t2 = ox_tensor_new(OX_DT_INT64, 0, NULL);
+    ox_tensor_set_i64(t0, 0, 0);
+    ox_tensor_set_i64(t1, 0, 1);
+    ox_tensor_set_i64(t2, 0, 2);
+    ox_graph_set_initializer(m->graph, ox_graph_value(m->graph, "i0"), t0);
+    ox_graph_set_initializer(m->graph, ox_graph_value(m->graph, "i1"), t1);
+    ox_graph_set_initializer(m->graph, ox_graph_value(m->graph, "n2"), t2);
+    fh_node(m, "Shape", "shp", "xs", NULL);
+    fh_node(m, "Shape", "shk", "sk", NULL);
+    fh_node(m, "Gather", "gs", "shp", "i0", NULL);
+    fh_node(m, "Gather", "gsk", "shk", "i0", NULL);
+    fh_node(m, "Gather", "gb", "shp", "i1", NULL);
+    fh_node(m, "Mul", "bn", "gb", "n2", NULL);
+    fh_node(m, "Mul", "sb", "gs", "gb", NULL);
+    fh_node(m, "Unsqueeze", "us", "gs", "c0", NULL);
+    fh_node(m, "Unsqueeze", "usk", "gsk", "c0", NULL);
+    fh_node(m, "Unsqueeze", "ubn", "bn", "c0", NULL);
+    fh_node(m, "Unsqueeze", "ub", "gb", "c0", NULL);
+    fh_node(m, "Unsqueeze", "usb", "sb", "c0", NULL);
+    ox_node_set_attr_i(fh_node(m, "Concat", "hs", "us", "ubn", "c4", NULL), "axis", 0);
+    ox_node_set_attr_i(fh_node(m, "Concat", "hsk", "usk", "ubn", "c4", NULL), "axis", 0);
+    ox_node_set_attr_i(fh_node(m, "Concat", "flat", "usb", "c8", NULL), "axis", 0);
+    ox_node_set_attr_i(fh_node(m, "Concat", "back", "us", "ub", "c8", NULL), "axis", 0);
+    fh_node(m, "Reshape", "rq", "sq", "hs", NULL);
+    fh_node(m, "Reshape", "rk", "sk", "hsk", NULL);
+    fh_node(m, "Reshape", "rv", "sv", "hs", NULL);
+    ox_node_set_attr_ints(fh_node(m, "Transpose", "tq", "rq", NULL), "perm", 3, p102);
+    ox_node_set_attr_ints(fh_node(m, "Transpose", "tk", "rk", NULL), "perm", 3, p120);
+    ox_node_set_attr_ints(fh_node(m, "Transpose", "tv", "rv", NULL), "perm", 3, p102);
+    fh_scalar(m, "c", 2);
+    fh_node(m, "Div", "qs", "tq", "c", NULL);
+    fh_node(m, "MatMul", "sc", "qs", "tk", NULL);
+    ox_node_set_attr_i(fh_node(m, "Softmax", "P", "sc", NULL), "axis", -1);
+    fh_node(m, "MatMul", "ctx", "P", "tv", NULL);
+    ox_node_set_attr_ints(fh_node(m, "Transpose", "ct", "ctx", NULL), "perm", 3, p102);
+    fh_node(m, "Reshape", "cf", "ct", "flat", NULL);
+    fh_node(m, "MatMul", "o", "cf", "Wo", NULL);
+    fh_node(m, "Reshape", "ob", "o", "back", NULL);
+    ox_node_set_attr_ints(fh_node(m, "Transpose", "y", "ob", NULL), "perm", 3, p102);
+    fh_output(m, "y");
+    if (leak)
+        fh_output(m, "ct");
+    return m;
+}
+
+static void test_attention_seq_first(void **state)
+{
+    (void)state;
+    ox_model *m = seq_first_model(false);
+    int rw;
+    ox_model *o = fh_opt(m, "fuse_attention", OX_TARGET_ORT, &rw);
+    assert_int_equal(rw, 1);
+    assert_int_equal(fh_count(o, "Attention"), 1);
+    assert_int_equal(fh_count(o, "Softmax"), 0);
+    assert_int_equal(fh_count(o, "Slice"), 0);
+    ox_model_free(o);
+    ox_model_free(m);
+    m = seq_first_model(true);
+    fh_nofire(m, "fuse_attention", OX_TARGET_ORT);
+    ox_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attention_fires),
         cmocka_unit_test(test_attention_must_not),
         cmocka_unit_test(test_attention_gpt2),
+        cmocka_unit_test(test_attention_seq_first),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     if (!r)
