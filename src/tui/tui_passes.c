@@ -249,7 +249,9 @@ void tui_passes_draw_row(tui *t, int row, int y, int w, bool sel)
                      ox_pass_category_name(p->category), ox_pass_target_name(p->target));
     if (res[0])
         x += tui_put(y, x, w - x, sel ? slot : OX_SLOT_UI_CHANGED, t, res);
-    tui_putf(y, x, w - x, sel ? slot : OX_SLOT_UI_DIM, t, "  %s", p->summary);
+    /* A pass that left a match alone says why in place of its summary. */
+    tui_putf(y, x, w - x, sel ? slot : OX_SLOT_UI_DIM, t, "  %s",
+             ps && ps->note ? ps->note : p->summary);
 }
 
 bool tui_passes_match(tui *t, int row, const char *q)
