@@ -714,8 +714,10 @@ static bool emit_packed(ox_pass_ctx *c, ox_graph *g, attn_match *a)
         return false;
     for (int i = 0; i < a->n_shape_readers; i++)
         ox_node_set_input(a->shape_readers[i], 0, a->xs);
+    char site[256];
+    ox__fuse_site_name(y->producer, "Attention", site, sizeof site);
     ox__fuse_drop_all(c, a->nodes, a->nn);
-    ox_node *f = ox__fuse_node(c, g, "Attention", "com.microsoft", 3, in, ao);
+    ox_node *f = ox__fuse_node_named(c, g, site, "Attention", "com.microsoft", 3, in, ao);
     if (a->seq_first) {
         /* [B, S, D] -> [S, B, D]: the context's element order. */
         static const int64_t p102[3] = {1, 0, 2};
@@ -765,8 +767,11 @@ static bool emit(ox_pass_ctx *c, ox_graph *g, attn_match *a)
     if (a->mask && !(in[3] = mask_index(c, g, a->mask)))
         return false;
     ox_value *y = a->y;
+    char site[256];
+    ox__fuse_site_name(y->producer, "Attention", site, sizeof site);
     ox__fuse_drop_all(c, a->nodes, a->nn);
-    ox_node *f = ox__fuse_node(c, g, "Attention", "com.microsoft", a->mask ? 4 : 3, in, y);
+    ox_node *f = ox__fuse_node_named(c, g, site, "Attention", "com.microsoft", a->mask ? 4 : 3,
+                                     in, y);
     if (!f || !ox_node_set_attr_i(f, "num_heads", a->heads) ||
         !ox_node_set_attr_f(f, "scale", (float)a->scale))
         return false;

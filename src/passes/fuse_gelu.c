@@ -188,9 +188,11 @@ static ox_status pass_gelu(ox_pass_ctx *c, ox_graph *g, ox_error *err)
             return OX_OK;
         }
         ox_value *x = m.x, *y = m.y;
-        ox__fuse_drop_all(c, m.nodes, m.nn);
         const char *op = ort && m.tanh_form ? "FastGelu" : "Gelu";
-        ox_node *f = ox__fuse_node(c, g, op, ort ? "com.microsoft" : "", 1, &x, y);
+        char site[256];
+        ox__fuse_site_name(y->producer, op, site, sizeof site);
+        ox__fuse_drop_all(c, m.nodes, m.nn);
+        ox_node *f = ox__fuse_node_named(c, g, site, op, ort ? "com.microsoft" : "", 1, &x, y);
         if (!f || (!ort && m.tanh_form && !ox_node_set_attr_s(f, "approximate", "tanh")))
             return ox_errorf(err, OX_ENOMEM, "out of memory");
         if (ort && ox_model_opset(c->m, "com.microsoft") < 1)
@@ -222,8 +224,11 @@ static ox_status pass_bias_gelu(ox_pass_ctx *c, ox_graph *g, ox_error *err)
             bool fast = !strcmp(n->op_type, "FastGelu");
             ox_value *y = n->outputs[0], *in[2] = {a, b};
             ox_node *nodes[2] = {n, ad};
+            const char *op = fast ? "FastGelu" : "BiasGelu";
+            char site[256];
+            ox__fuse_site_name(n, op, site, sizeof site);
             ox__fuse_drop_all(c, nodes, 2);
-            if (!ox__fuse_node(c, g, fast ? "FastGelu" : "BiasGelu", "com.microsoft", 2, in, y))
+            if (!ox__fuse_node_named(c, g, site, op, "com.microsoft", 2, in, y))
                 return ox_errorf(err, OX_ENOMEM, "out of memory");
             ox__pass_did(c);
             break;

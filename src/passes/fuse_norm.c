@@ -13,6 +13,7 @@
  * normalized shape (or scalars). Every intermediate must be read inside
  * the pattern only. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -235,8 +236,10 @@ static bool emit_norm(ox_pass_ctx *c, ox_graph *g, norm_match *m, const char *op
         nin = 3;
     }
     ox_value *y = m->y;
+    char site[256];
+    ox__fuse_site_name(y->producer, op, site, sizeof site);
     ox__fuse_drop_all(c, m->nodes, m->nn);
-    ox_node *f = ox__fuse_node(c, g, op, "", nin, in, y);
+    ox_node *f = ox__fuse_node_named(c, g, site, op, "", nin, in, y);
     return f && ox_node_set_attr_i(f, "axis", -m->k) &&
            ox_node_set_attr_f(f, "epsilon", (float)m->eps);
 }
@@ -355,9 +358,11 @@ static ox_status pass_skip_layernorm(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         ox_value *y = ln->outputs[0];
         ox_value *in[5] = {a, b, gamma, beta, bias};
         float eps = ox_node_attr_f(ln, "epsilon", 1e-5f);
+        char site[256];
+        ox__fuse_site_name(ln, "SkipLayerNormalization", site, sizeof site);
         ox__fuse_drop_all(c, nodes, nn);
         ox_value *outs[4] = {y, NULL, NULL, keep_sum ? s : NULL};
-        char *name = ox_model_unique_node_name(c->m, "SkipLayerNormalization");
+        char *name = ox_model_unique_node_name(c->m, site);
         ox_node *f = ox_node_new(g, "SkipLayerNormalization", "com.microsoft", name,
                                  bias ? 5 : beta ? 4 : 3, in, keep_sum ? 4 : 1, outs);
         free(name);

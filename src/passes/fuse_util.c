@@ -2,6 +2,7 @@
  * constants in either form exporters write (initializer or Constant node)
  * so a fusion does not depend on constant_to_initializer running first. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -283,4 +284,25 @@ bool ox__fuse_scalar_is(const ox_value *v, double want, double tol)
 {
     double s;
     return ox__fuse_scalar(v, &s) && fabs(s - want) <= tol * (fabs(want) > 1 ? fabs(want) : 1);
+}
+
+void ox__fuse_site_name(const ox_node *site, const char *op, char *buf, size_t n)
+{
+    const char *nm = site && site->name ? site->name : "";
+    const char *slash = strrchr(nm, '/');
+    if (slash && slash > nm)
+        snprintf(buf, n, "%.*s/%s", (int)(slash - nm), nm, op);
+    else
+        snprintf(buf, n, "%s", op);
+}
+
+ox_node *ox__fuse_node_named(ox_pass_ctx *c, ox_graph *g, const char *hint, const char *op,
+                             const char *domain, int n_in, ox_value *const *in, ox_value *y)
+{
+    char *name = ox_model_unique_node_name(c->m, hint && *hint ? hint : op);
+    ox_node *n = ox_node_new(g, op, domain, name, n_in, in, 1, &y);
+    free(name);
+    if (n)
+        ox_infer_forget_value(y);
+    return n;
 }

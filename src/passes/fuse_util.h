@@ -58,6 +58,15 @@ int ox__fuse_rank(const ox_value *v);
 ox_node *ox__fuse_node(ox_pass_ctx *c, ox_graph *g, const char *op, const char *domain,
                        int n_in, ox_value *const *in, ox_value *y);
 
+/* The name a fused node takes after the pattern's last node `site`: its
+ * scope (the name up to the last '/') and op, e.g. "/layers.0/ln1/Add_1"
+ * -> "/layers.0/ln1/LayerNormalization", so users (and tests) see which
+ * layer a fused node came from; just op when site has no scope. */
+void ox__fuse_site_name(const ox_node *site, const char *op, char *buf, size_t n);
+/* ox__fuse_node with a name hint (made unique). */
+ox_node *ox__fuse_node_named(ox_pass_ctx *c, ox_graph *g, const char *hint, const char *op,
+                             const char *domain, int n_in, ox_value *const *in, ox_value *y);
+
 /* Every output of the matched nodes other than y is read by matched nodes
  * only (not a graph output, not read by a subgraph), and no matched node
  * has another used output: dropping them all and producing y from a new

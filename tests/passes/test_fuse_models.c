@@ -168,6 +168,27 @@ static int count_ops(const ox_model *m, const char *const *ops)
     return c;
 }
 
+/* The layer a node belongs to, from its name ("/layers.3/...",
+ * "/blocks.1/..."; fused nodes are named after the pattern's scope), or -1. */
+static int layer_of(const ox_node *n)
+{
+    static const char *keys[] = {"layers.", "blocks.", NULL};
+    for (int k = 0; n->name && keys[k]; k++) {
+        const char *p = strstr(n->name, keys[k]);
+        if (p && p[strlen(keys[k])] >= '0' && p[strlen(keys[k])] <= '9')
+            return atoi(p + strlen(keys[k]));
+    }
+    return -1;
+}
+
+static bool is_one_of(const ox_node *n, const char *const *ops)
+{
+    for (int k = 0; ops[k]; k++)
+        if (!strcmp(n->op_type, ops[k]))
+            return true;
+    return false;
+}
+
 static void test_transformer_levels(void **state)
 {
     (void)state;
@@ -238,6 +259,24 @@ static void test_transformer_levels(void **state)
                                   "decomposed ops left\n", L, ln, gelu, attn, left);
                     ok = false;
                 }
+                /* Per layer: two LayerNorms, one GELU, one attention block. */
+                int per[16][3] = {{0}};
+                for (int n = 0; n < m->graph->n_nodes; n++) {
+                    const ox_node *nd = m->graph->nodes[n];
+                    int l = layer_of(nd);
+                    if (l < 0 || l >= 16)
+                        continue;
+                    per[l][0] += is_one_of(nd, ln_ops);
+                    per[l][1] += is_one_of(nd, gelu_ops);
+                    per[l][2] += is_one_of(nd, attn_ops);
+                }
+                for (int l = 0; l < L; l++)
+                    if (per[l][0] != 2 || per[l][1] != 1 ||
+                        per[l][2] != (tmodels[i].attention ? 1 : 0)) {
+                        print_message("  layer %d: %d LayerNorms, %d GELU, %d attention\n", l,
+                                      per[l][0], per[l][1], per[l][2]);
+                        ok = false;
+                    }
             }
             ok &= matches_reference(m, base, 0) && matches_reference(m, base, 1);
             print_message("%s %s %s/%s%s: %d nodes, %d LayerNorm, %d GELU, %d attention\n",
