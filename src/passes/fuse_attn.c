@@ -459,6 +459,10 @@ static bool match_attn(const ox_graph *g, ox_node *sm, attn_match *a, int64_t op
     for (int i = 0; i < a->n_dyn; i++)
         if (!same_dim(a->dyn[i], 0, a->x, 0) || !same_dim(a->dyn[i], 1, a->x, 1))
             return false;
+    /* mask_index is [batch, sequence]: a mask that broadcasts instead
+     * ([B, 1]) has no Attention form. */
+    if (a->mask && (!same_dim(a->mask, 0, a->x, 0) || !same_dim(a->mask, 1, a->x, 1)))
+        return false;
     if (a->causal) {
         int nd = a->n_dyn;
         int64_t e[1];

@@ -17,6 +17,7 @@ enum {
     A_BADMASK = 64,  /* Unsqueeze(m, [1]): a [B, 1, S] mask */
     A_FLOATMASK = 128, /* an additive float mask input [B, 1, S, S] */
     A_KNOTRANS = 256,  /* Q K instead of Q K^T (S = head size here) */
+    A_SHORTMASK = 512, /* a [B, 1] mask that broadcasts over the keys */
 };
 
 static const int64_t B = 2, S = 4, H = 8, NH = 2;
@@ -57,7 +58,7 @@ static void head(ox_model *m, int v, const char *p, const int64_t *perm, int64_t
 static ox_model *attn_model(int v)
 {
     ox_model *m = fh_model(13);
-    int64_t xd[3] = {B, S, H}, md[2] = {B, S}, fd[4] = {B, 1, S, S};
+    int64_t xd[3] = {B, S, H}, md[2] = {B, v & A_SHORTMASK ? 1 : S}, fd[4] = {B, 1, S, S};
     fh_input(m, "x", 3, xd);
     if (v & A_FLOATMASK) {
         fh_input(m, "M", 4, fd);
@@ -153,7 +154,7 @@ static void test_attention_fires(void **state)
 static void test_attention_must_not(void **state)
 {
     (void)state;
-    static const int variants[] = {A_BADMASK, A_FLOATMASK, A_KNOTRANS};
+    static const int variants[] = {A_BADMASK, A_FLOATMASK, A_KNOTRANS, A_SHORTMASK};
     for (size_t k = 0; k < sizeof variants / sizeof *variants; k++) {
         ox_model *m = attn_model(variants[k]);
         fh_nofire(m, "fuse_attention", OX_TARGET_ORT);
