@@ -56,6 +56,12 @@ typedef struct attn_match {
      * 0/1 only (the runtime reshape shapes): they read xs instead. */
     ox_node *shape_readers[8];
     int n_shape_readers;
+    /* The ONNX form (fuse_attention_onnx): the projections stay, their
+     * outputs (qkv_in) feed Attention; the additive mask stays as attn_mask. */
+    bool onnx;
+    ox_value *qkv_in[3], *mask_add;
+    ox_node *keep[8];
+    int n_keep;
 } attn_match;
 
 static bool push(attn_match *a, ox_node *n)
@@ -184,6 +190,9 @@ static bool projection(const ox_graph *g, ox_value *v, int which, attn_match *a)
     a->x = mm->inputs[0];
     a->w[which] = mm->inputs[1];
     a->b[which] = b;
+    if (ad)
+        a->keep[a->n_keep++] = ad;
+    a->keep[a->n_keep++] = mm;
     return true;
 }
 
@@ -198,6 +207,7 @@ static bool branch(const ox_graph *g, const ox_value *v, const int64_t *perm, in
         return false;
     a->heads = d[0];
     a->hsize = d[1];
+    a->qkv_in[which] = p;
     ox_node *sp = ox__fuse_prod(g, p, "Split");
     if (sp) {
         if ((a->split && a->split != sp) || p->producer_output != which)
@@ -247,6 +257,10 @@ static bool packed(const ox_graph *g, attn_match *a)
     a->x = mm->inputs[0];
     a->packed_w = mm->inputs[1];
     a->packed_b = b;
+    a->keep[a->n_keep++] = sp;
+    if (ad)
+        a->keep[a->n_keep++] = ad;
+    a->keep[a->n_keep++] = mm;
     return true;
 }
 
@@ -377,9 +391,26 @@ static bool additive_mask(const ox_graph *g, const ox_value *M, attn_match *a)
     return true;
 }
 
-static bool match_attn(const ox_graph *g, ox_node *sm, attn_match *a, int64_t opset)
+/* M added to scores s broadcasts without growing it: rank <= 4, each dim 1
+ * or s's. */
+static bool mask_fits(const ox_value *M, const ox_value *s)
+{
+    const ox_type *m = M ? M->type : NULL, *t = s ? s->type : NULL;
+    if (!m || !t || !m->has_shape || !t->has_shape || m->rank > 4 || t->rank != 4 ||
+        !ox__fuse_float(m->elem))
+        return false;
+    for (int i = 0; i < m->rank; i++) {
+        int j = t->rank - m->rank + i;
+        if (m->dims[i].value != 1 && !same_dim(M, i, s, j))
+            return false;
+    }
+    return true;
+}
+
+static bool match_attn(const ox_graph *g, ox_node *sm, attn_match *a, int64_t opset, bool onnx)
 {
     memset(a, 0, sizeof *a);
+    a->onnx = onnx;
     int64_t axis = ox_node_attr_i(sm, "axis", opset >= 13 ? -1 : 1);
     if (!ox_node_is(sm, "Softmax") || !ox_node_is_default_domain(sm) || sm->n_inputs != 1 ||
         sm->n_outputs != 1 || (axis != -1 && axis != 3) || !push(a, sm))
@@ -390,7 +421,20 @@ static bool match_attn(const ox_graph *g, ox_node *sm, attn_match *a, int64_t op
     ox_node *wh = add ? NULL : causal_where(g, s, &s, a);
     if (wh && !push(a, wh))
         return false;
-    if (add && add->n_inputs == 2) {
+    if (add && add->n_inputs == 2 && onnx) {
+        /* Any additive mask that broadcasts over the scores: attn_mask. */
+        int k;
+        for (k = 0; k < 2; k++) {
+            ox_node *p = ox__fuse_prod(g, add->inputs[k], NULL);
+            if (p && (ox_node_is(p, "MatMul") || ox_node_is(p, "Div") || ox_node_is(p, "Mul")) &&
+                mask_fits(add->inputs[1 - k], add->inputs[k]))
+                break;
+        }
+        if (k == 2 || !push(a, add))
+            return false;
+        a->mask_add = add->inputs[1 - k];
+        s = add->inputs[k];
+    } else if (add && add->n_inputs == 2) {
         int k;
         for (k = 0; k < 2; k++)
             if (additive_mask(g, add->inputs[1 - k], a))
@@ -795,9 +839,53 @@ static ox_status pass_attention(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         ox_node *n = g->nodes[i];
         attn_match a;
         if (ox__pass_gone(n) ||
-            (!match_attn(g, n, &a, opset) && !match_seq_first(g, n, &a, opset)))
+            (!match_attn(g, n, &a, opset, false) && !match_seq_first(g, n, &a, opset)))
             continue;
         if (!emit(c, g, &a))
+            return ox_errorf(err, OX_ENOMEM, "out of memory");
+        ox__pass_did(c);
+    }
+    return OX_OK;
+}
+
+/* The standard form: the projections stay and feed Attention(q, k, v
+ * [, attn_mask]) with 3-D inputs. */
+static bool emit_onnx(ox_pass_ctx *c, ox_graph *g, attn_match *a)
+{
+    ox_node *drop[24];
+    int nd = 0;
+    for (int i = 0; i < a->nn; i++) {
+        bool keep = false;
+        for (int k = 0; k < a->n_keep && !keep; k++)
+            keep = a->keep[k] == a->nodes[i];
+        if (!keep)
+            drop[nd++] = a->nodes[i];
+    }
+    ox_value *in[4] = {a->qkv_in[0], a->qkv_in[1], a->qkv_in[2], a->mask_add}, *y = a->y;
+    char site[256];
+    ox__fuse_site_name(y->producer, "Attention", site, sizeof site);
+    ox__fuse_drop_all(c, drop, nd);
+    ox_node *f = ox__fuse_node_named(c, g, site, "Attention", "", a->mask_add ? 4 : 3, in, y);
+    return f && ox_node_set_attr_i(f, "q_num_heads", a->heads) &&
+           ox_node_set_attr_i(f, "kv_num_heads", a->heads) &&
+           ox_node_set_attr_f(f, "scale", (float)a->scale) &&
+           (!a->causal || ox_node_set_attr_i(f, "is_causal", 1));
+}
+
+static ox_status pass_attention_onnx(ox_pass_ctx *c, ox_graph *g, ox_error *err)
+{
+    int64_t opset = ox_model_opset(c->m, "");
+    for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
+        ox_node *n = g->nodes[i];
+        attn_match a;
+        if (ox__pass_gone(n) || !match_attn(g, n, &a, opset, true))
+            continue;
+        if (opset < 23) {
+            ox__pass_note(c, "fuse_attention_onnx not applied: needs opset 23 (model has %lld)",
+                          (long long)opset);
+            return OX_OK;
+        }
+        if (!emit_onnx(c, g, &a))
             return ox_errorf(err, OX_ENOMEM, "out of memory");
         ox__pass_did(c);
     }
@@ -809,5 +897,10 @@ const ox_pass ox__passes_fuse_attn[] = {
      "Q/K/V MatMul+Add (or one cut in three), head split (batch- or sequence-first), scaled QK^T "
      "[+ 0/1 mask | causal Where], Softmax, V, head merge -> com.microsoft Attention, packed QKV",
      OX_PASS_FUSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, pass_attention},
+    /* After the ort form: under --target ort a block it fused is gone. */
+    {"fuse_attention_onnx",
+     "the same blocks (batch-first, any additive mask that broadcasts) -> Attention (opset 23) "
+     "on the projections",
+     OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_EXTENDED, true, pass_attention_onnx},
     {0},
 };

@@ -21,6 +21,7 @@ enum {
 };
 
 static const int64_t B = 2, S = 4, H = 8, NH = 2;
+static int64_t opset = 13; /* 23 for the ONNX form */
 
 static void unsqueeze(ox_model *m, const char *out, const char *in, int n, const int64_t *ax)
 {
@@ -57,7 +58,7 @@ static void head(ox_model *m, int v, const char *p, const int64_t *perm, int64_t
 
 static ox_model *attn_model(int v)
 {
-    ox_model *m = fh_model(13);
+    ox_model *m = fh_model(opset);
     int64_t xd[3] = {B, S, H}, md[2] = {B, v & A_SHORTMASK ? 1 : S}, fd[4] = {B, 1, S, S};
     fh_input(m, "x", 3, xd);
     if (v & A_FLOATMASK) {
@@ -175,7 +176,7 @@ static void test_attention_must_not(void **state)
  * constant is not lower-triangular, 2 = the slice ends at 1, not S. */
 static ox_model *gpt2_model(int bad)
 {
-    ox_model *m = fh_model(13);
+    ox_model *m = fh_model(opset);
     int64_t xd[3] = {B, S, H};
     fh_input(m, "x", 3, xd);
     static const int64_t WD[2] = {8, 24}, BD[1] = {24};
@@ -357,6 +358,71 @@ static void test_attention_seq_first(void **state)
     ox_model_free(m);
 }
 
+/* The standard form at opset 23: the projections stay, the mask (any
+ * additive float mask that broadcasts) becomes attn_mask; a note below 23. */
+static void test_attention_onnx(void **state)
+{
+    (void)state;
+    opset = 23;
+    static const int variants[] = {0, A_MULSCALE, A_QSCALE, A_NOMASK, A_MASKNEG, A_FLOATMASK,
+                                   A_NOBIAS};
+    for (size_t k = 0; k < sizeof variants / sizeof *variants; k++) {
+        int v = variants[k];
+        ox_model *m = attn_model(v);
+        int rw;
+        ox_model *o = fh_opt(m, "fuse_attention_onnx", OX_TARGET_ONNX, &rw);
+        assert_int_equal(rw, 1);
+        assert_int_equal(fh_count(o, "Attention"), 1);
+        assert_int_equal(fh_count(o, "Softmax"), 0);
+        assert_int_equal(fh_count(o, "MatMul"), 3);
+        for (int i = 0; i < o->graph->n_nodes; i++) {
+            ox_node *n = o->graph->nodes[i];
+            if (!ox_node_is(n, "Attention"))
+                continue;
+            assert_string_equal(n->domain, "");
+            assert_int_equal(ox_node_attr_i(n, "q_num_heads", 0), NH);
+            assert_int_equal(n->n_inputs, v & A_NOMASK ? 3 : 4);
+        }
+        ox_model_free(o);
+        ox_model_free(m);
+    }
+    ox_model *m = gpt2_model(0);
+    int rw;
+    ox_model *o = fh_opt(m, "fuse_attention_onnx", OX_TARGET_ONNX, &rw);
+    assert_int_equal(rw, 1);
+    assert_int_equal(fh_count(o, "Attention"), 1);
+    assert_int_equal(fh_count(o, "Split"), 1);
+    for (int i = 0; i < o->graph->n_nodes; i++)
+        if (ox_node_is(o->graph->nodes[i], "Attention"))
+            assert_int_equal(ox_node_attr_i(o->graph->nodes[i], "is_causal", 0), 1);
+    ox_model_free(o);
+    ox_model_free(m);
+    /* Must not: K not transposed; not causal-shaped constant. */
+    m = attn_model(A_KNOTRANS);
+    fh_nofire(m, "fuse_attention_onnx", OX_TARGET_ONNX);
+    ox_model_free(m);
+    m = gpt2_model(1);
+    fh_nofire(m, "fuse_attention_onnx", OX_TARGET_ONNX);
+    ox_model_free(m);
+    /* Below opset 23: not applied, with a note. */
+    opset = 13;
+    m = attn_model(0);
+    ox_error err = {0};
+    assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
+    ox_pass_manager *pm = ox_pm_new(OX_LEVEL_ALL, OX_TARGET_ONNX);
+    ox_pass_report rep = {0};
+    assert_int_equal(ox_pm_only(pm, "fuse_attention_onnx", &err), OX_OK);
+    assert_int_equal(ox_pm_run(pm, m, &rep, &err), OX_OK);
+    const ox_pass_stat *st = ox_pass_report_find(&rep, "fuse_attention_onnx");
+    assert_non_null(st);
+    assert_int_equal(st->rewrites, 0);
+    assert_non_null(st->note);
+    assert_string_equal(st->note, "fuse_attention_onnx not applied: needs opset 23 (model has 13)");
+    ox_pass_report_free(&rep);
+    ox_pm_free(pm);
+    ox_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -364,9 +430,10 @@ int main(void)
         cmocka_unit_test(test_attention_must_not),
         cmocka_unit_test(test_attention_gpt2),
         cmocka_unit_test(test_attention_seq_first),
+        cmocka_unit_test(test_attention_onnx),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     if (!r)
-        fh_all_fired("fuse_attention");
+        fh_all_fired("fuse_attention,fuse_attention_onnx");
     return r;
 }
