@@ -48,6 +48,7 @@ typedef struct attn_match {
     ox_value *packed_w, *packed_b;
     bool causal;
     ox_value *causal_len;     /* the slice end of the causal mask: S */
+    int64_t causal_m;         /* or, a folded mask, its size (must be S) */
     ox_value *dyn[16];        /* Shape sources of runtime reshape shapes */
     int n_dyn;
     bool seq_first;           /* PyTorch nn.MultiheadAttention: [S, B, H] */
@@ -289,7 +290,8 @@ static ox_node *causal_where(const ox_graph *g, const ox_value *v, ox_value **sc
         return NULL;
     ox_value *cond = w->inputs[0], *end = NULL;
     bool axes_seen[4] = {false};
-    for (int step = 0; step < 2; step++) {
+    const ox_tensor *folded = ox__fuse_const(cond);
+    for (int step = 0; step < 2 && !folded; step++) {
         ox_node *sl = ox__fuse_prod(g, cond, "Slice");
         int64_t st[4], ax[4], sp[4];
         int n;
@@ -310,7 +312,7 @@ static ox_node *causal_where(const ox_graph *g, const ox_value *v, ox_value **sc
         cond = sl->inputs[0];
     }
     const ox_tensor *t = ox__fuse_const(cond);
-    if (!t || !axes_seen[2] || !axes_seen[3] || t->rank != 4 || t->dims[0] != 1 ||
+    if (!t || (!folded && (!axes_seen[2] || !axes_seen[3])) || t->rank != 4 || t->dims[0] != 1 ||
         t->dims[1] != 1 || t->dims[2] != t->dims[3] || t->numel > (1 << 22) ||
         !(t->dtype == OX_DT_BOOL || ox_dtype_is_int(t->dtype) || ox__fuse_float(t->dtype)))
         return NULL;
@@ -321,6 +323,7 @@ static ox_node *causal_where(const ox_graph *g, const ox_value *v, ox_value **sc
                 return NULL;
     a->causal = true;
     a->causal_len = end;
+    a->causal_m = folded ? m : 0; /* the constant is the whole mask */
     *scores = w->inputs[1];
     return w;
 }
@@ -392,7 +395,7 @@ static bool additive_mask(const ox_graph *g, const ox_value *M, attn_match *a)
 }
 
 /* M added to scores s broadcasts without growing it: rank <= 4, each dim 1
- * or s's. */
+ * or s's, and its query dim s's (not 1). */
 static bool mask_fits(const ox_value *M, const ox_value *s)
 {
     const ox_type *m = M ? M->type : NULL, *t = s ? s->type : NULL;
@@ -404,7 +407,8 @@ static bool mask_fits(const ox_value *M, const ox_value *s)
         if (m->dims[i].value != 1 && !same_dim(M, i, s, j))
             return false;
     }
-    return true;
+    /* ONNX Runtime 1.30 wants the query dim written out, not broadcast. */
+    return m->rank >= 2 && same_dim(M, m->rank - 2, s, 2);
 }
 
 static bool match_attn(const ox_graph *g, ox_node *sm, attn_match *a, int64_t opset, bool onnx)
@@ -511,7 +515,9 @@ static bool match_attn(const ox_graph *g, ox_node *sm, attn_match *a, int64_t op
         int nd = a->n_dyn;
         int64_t e[1];
         const ox_type *xt = a->x->type;
-        bool ok = ox__pass_const_ints(a->causal_len, e, 1) == 1
+        bool ok = a->causal_m ? xt && xt->has_shape && xt->rank == 3 &&
+                                    xt->dims[1].value == a->causal_m
+                  : ox__pass_const_ints(a->causal_len, e, 1) == 1
                       ? xt && xt->has_shape && xt->rank == 3 && xt->dims[1].value == e[0]
                       : dyn_dim(g, a->causal_len, 1, a) && same_dim(a->dyn[nd], 1, a->x, 1);
         if (!ok)
