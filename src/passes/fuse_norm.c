@@ -244,16 +244,40 @@ static bool emit_norm(ox_pass_ctx *c, ox_graph *g, norm_match *m, const char *op
            ox_node_set_attr_f(f, "epsilon", (float)m->eps);
 }
 
+static void find_roialign(ox_graph *g, void *ctx)
+{
+    for (int i = 0; i < g->n_nodes; i++)
+        if (ox_node_is(g->nodes[i], "RoiAlign") && ox_node_is_default_domain(g->nodes[i]))
+            *(bool *)ctx = true;
+}
+
+/* Whether the model means the same at opset 17 as at its opset 13..16:
+ * from 14 to 17 ONNX changed operators only by new types, new ops and new
+ * attributes whose defaults keep the old behaviour, except RoiAlign-16
+ * (coordinate_transformation_mode now defaults to half_pixel). */
+static bool liftable_to_17(ox_model *m)
+{
+    bool roi = false;
+    ox_graph_visit(m->graph, find_roialign, &roi);
+    return ox_model_opset(m, "") >= 13 && !roi;
+}
+
 static ox_status fuse_norms(ox_pass_ctx *c, ox_graph *g, ox_error *err, bool rms)
 {
     int64_t opset = ox_model_opset(c->m, "");
     int64_t need = rms ? 23 : 17;
     const char *op = rms ? "RMSNormalization" : "LayerNormalization";
+    bool lift = false;
     if (opset < need) {
-        /* ONNX Runtime takes LayerNormalization and its RMS form,
-         * SimplifiedLayerNormalization, in the ONNX domain at any opset. */
-        if (c->target == OX_TARGET_ORT)
-            op = rms ? "SimplifiedLayerNormalization" : "LayerNormalization";
+        /* Under --target ort: LayerNormalization by raising opset 13..16 to
+         * 17 (ONNX Runtime also takes it in the ONNX domain at any opset,
+         * but ONNX's checker does not); the RMS form as ONNX Runtime's
+         * SimplifiedLayerNormalization (ONNX domain; no standard op before
+         * 23, and 13 -> 23 is too far to raise safely). */
+        if (c->target == OX_TARGET_ORT && rms)
+            op = "SimplifiedLayerNormalization";
+        else if (c->target == OX_TARGET_ORT && liftable_to_17(c->m))
+            lift = true;
         else
             op = NULL;
     }
@@ -267,6 +291,11 @@ static ox_status fuse_norms(ox_pass_ctx *c, ox_graph *g, ox_error *err, bool rms
                           rms ? "fuse_rmsnorm" : "fuse_layernorm", (long long)need,
                           (long long)opset);
             return OX_OK;
+        }
+        if (lift && ox_model_opset(c->m, "") < 17) {
+            ox_model_set_opset(c->m, "", 17);
+            if (c->m->ir_version < 8)
+                c->m->ir_version = 8; /* what opset 17 needs */
         }
         if (!emit_norm(c, g, &m, op))
             return ox_errorf(err, OX_ENOMEM, "out of memory");

@@ -158,6 +158,41 @@ static void test_layernorm_fires(void **state)
     }
 }
 
+/* Under --target ort a model at opset 13..16 is raised to 17 for the
+ * standard op (ONNX's checker rejects LayerNormalization below 17), unless
+ * it holds an op whose meaning changed since (RoiAlign-16). */
+static void test_layernorm_ort_lift(void **state)
+{
+    (void)state;
+    ox_model *m = norm_model(13, 0, false, 1e-5f, NULL, 0);
+    fh_output(m, "y");
+    int rw;
+    ox_model *o = fh_opt(m, "fuse_layernorm", OX_TARGET_ORT, &rw);
+    assert_int_equal(fh_count(o, "LayerNormalization"), 1);
+    assert_int_equal(ox_model_opset(o, ""), 17);
+    assert_true(o->ir_version >= 8);
+    ox_model_free(o);
+    ox_model_free(m);
+    /* A RoiAlign elsewhere: not raised, not fused, a note. */
+    m = norm_model(13, 0, false, 1e-5f, NULL, 0);
+    fh_output(m, "y");
+    static const int64_t F[4] = {1, 1, 4, 4}, R[2] = {1, 4}, I[1] = {1};
+    fh_input(m, "feat", 4, F);
+    fh_init(m, "rois", 2, R, (const float[]){0, 0, 2, 2}, 0, 0);
+    ox_tensor *bi = ox_tensor_new(OX_DT_INT64, 1, I);
+    ox_tensor_set_i64(bi, 0, 0);
+    ox_graph_set_initializer(m->graph, ox_graph_value(m->graph, "bidx"), bi);
+    fh_node(m, "RoiAlign", "roi", "feat", "rois", "bidx", NULL);
+    fh_output(m, "roi");
+    ox_error err = {0};
+    assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
+    ox_model *c = ox_model_clone(m);
+    assert_int_equal(fh_run(c, "fuse_layernorm", OX_TARGET_ORT), 0);
+    assert_int_equal(ox_model_opset(c, ""), 13);
+    ox_model_free(c);
+    ox_model_free(m);
+}
+
 static void test_layernorm_must_not(void **state)
 {
     (void)state;
@@ -400,6 +435,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layernorm_fires),
+        cmocka_unit_test(test_layernorm_ort_lift),
         cmocka_unit_test(test_layernorm_must_not),
         cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_skip_layernorm),
