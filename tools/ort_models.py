@@ -7,7 +7,7 @@
 #                               [--time N [--versus OTHER_MODEL [--versus-level L]]]
 # CASE_DIR holds test_data_set_*/input_K.pb, output_K.pb. Prints one line
 # per data set: max abs/rel error and pass/fail at rtol 1e-3, atol 1e-4;
-# with --time, the median latency of N runs on data set 0; with --versus,
+# with --time, the median (and min) latency of N runs on data set 0; with --versus,
 # OTHER_MODEL (the original, say) is timed in the same process, runs
 # alternating, so both see the same machine load.
 import glob, json, os, subprocess, sys, tempfile
@@ -37,7 +37,9 @@ const ort = require(process.argv[2] + '/node_modules/onnxruntime-node'); const f
       for (let k = 0; k < 5; k++) { await s.run(feeds); if (o) await o.run(feeds); }
       for (let k = 0; k < Number(nt); k++) { await time(s, ts); if (o) await time(o, to); }
       const med = (a) => a.sort((x, y) => x - y)[Math.floor(a.length / 2)].toFixed(3);
-      console.log('latency_ms ' + med(ts) + (o ? ' versus_ms ' + med(to) : ''));
+      const min = (a) => Math.min(...a).toFixed(3);
+      console.log('latency_ms ' + med(ts) + (o ? ' versus_ms ' + med(to) : '') +
+                  ' min_ms ' + min(ts) + (o ? ' versus_min_ms ' + min(to) : ''));
     }
   }
 })().catch((e) => { console.error(String(e)); process.exit(1); });
