@@ -29,8 +29,7 @@ static ox_node *replace(ox_pass_ctx *c, ox_graph *g, ox_node **nodes, int nn, co
                 consts[nc++] = n->inputs[q];
     }
     for (int k = 0; k < nn; k++)
-        ox__pass_drop(c, nodes[k]);
-    ox__pass_drop_value(c, NULL);
+        ox__pass_drop(c, nodes[k]);   /* their outputs but y are pruned */
     ox_node *n = ox__fuse_node(c, g, op, domain, n_in, in, y);
     for (int k = 0; k < nc; k++) {
         bool seen = false; /* the same constant may be read twice */

@@ -91,8 +91,11 @@ void ox__pass_drop(ox_pass_ctx *c, ox_node *n)
     if (!n || ox__pass_gone(n))
         return;
     if (!push_ptr((void ***)&c->dropped, &c->n_dropped, &c->cap_dropped, n)) {
-        ox_node_remove(n);  /* out of memory: slow but still right */
-        return;
+        /* Out of memory: n is detached below but stays in the array, so
+         * the model is marked like any failed edit (the pass stops, the
+         * manager and ox_save refuse it). Freeing n here instead could
+         * leave deferred use records (ox__pass_set_input) pointing at it. */
+        c->m->oom = true;
     }
     /* Subgraphs first, while n still anchors their outer-scope reads. */
     while (n->n_attrs)
