@@ -1385,6 +1385,29 @@ typedef struct collect_ctx {
     wlist *l;
 } collect_ctx;
 
+int64_t ox_node_weight_bytes(const ox_node *n)
+{
+    if (!n || n->n_outputs < 1 || !n->outputs[0] || !n->op_type || n->op_type[0] != 'C')
+        return 0;
+    const ox_value *o = n->outputs[0];
+    /* The same cases as collect_graph below. */
+    if (ox_node_is(n, "Constant")) {
+        if (!ox_value_is_weight(o))
+            return 0;
+        const ox_attr *a = ox_node_attr(n, "value");
+        if (a && a->type == OX_ATTR_TENSOR && a->t)
+            return a->t->nbytes > (size_t)INT64_MAX ? INT64_MAX : (int64_t)a->t->nbytes;
+        if ((a = ox_node_attr(n, "value_float")) || (a = ox_node_attr(n, "value_floats")))
+            return (a->type == OX_ATTR_FLOAT ? 1 : (int64_t)a->n) * 4;
+        return 0;
+    }
+    int64_t b;
+    if (ox_node_is(n, "ConstantOfShape") && ox_value_is_weight(o) &&
+        ox_value_static_bytes(o, &b))
+        return b;
+    return 0;
+}
+
 static void collect_graph(ox_graph *g, void *vctx)
 {
     collect_ctx *ctx = vctx;

@@ -63,6 +63,7 @@
     X(RESET, 'r', 0, "r", "Passes", "reset to the original model")                   \
     X(APPLY_ALL, 'a', 0, "a", "Passes", "apply all enabled passes")                  \
     X(LEVEL, 'L', 0, "L", "Passes", "cycle level preset: basic, extended, all")      \
+    X(BISECT, 'B', 0, "B", "Passes", "bisect: first pass and rewrite changing the outputs") \
     X(BENCH, 'b', 0, "b", "global", "run the benchmark (Bench panel)")               \
     X(CANCEL, 27, 0, "Esc", "Bench", "cancel the benchmark / close a prompt")        \
     X(EXPORT, 'x', 0, "x", "global", "export DOT/SVG/PNG (graph, neighbourhood, diff)") \

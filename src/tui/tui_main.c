@@ -561,7 +561,7 @@ static int global_key(tui *t, tui_action a, int ch)
         return TUI_REDRAW;
     case TUI_A_NEIGH: tui_switch(t, TUI_P_NEIGH); return TUI_REDRAW;
     case TUI_A_TOGGLE: case TUI_A_STEP: case TUI_A_RESET: case TUI_A_APPLY_ALL:
-    case TUI_A_LEVEL:
+    case TUI_A_LEVEL: case TUI_A_BISECT:
         tui_set_status(t, OX_SLOT_UI_DIM, "pass keys work in panels 8 (Passes) and 9 (Diff)");
         return TUI_REDRAW;
     case TUI_A_REDRAW: clearok(curscr, TRUE); return TUI_REDRAW;

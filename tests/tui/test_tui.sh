@@ -189,6 +189,9 @@ run_cnn() {
     keys b
     wait_for "p50 ms" 20 || return
     assert_screen "original"
+    # Bisect: the basic passes keep the outputs, so nothing diverges.
+    keys 8 B
+    wait_for "bisect: every pass's result agrees" 30 || return
     # Export the neighbourhood as DOT, the whole graph as SVG.
     keys 6 x C-u
     typed "$TMP/n-$tag.dot"
