@@ -84,8 +84,8 @@ const char *ox_cost_rule_at(int i);
 bool ox_value_is_weight(const ox_value *v);
 
 /* Bytes of the weights node n itself holds, as ox_model_cost's
- * weights_bytes counts them: a Constant's tensor (value, value_float,
- * value_floats) when its output is a weight, a ConstantOfShape of static
+ * weights_bytes counts them: a Constant's tensor (value, value_float(s),
+ * value_int(s); any element type, like initializers), a ConstantOfShape of static
  * size whose output is a weight; 0 for any other node. Initializers are
  * counted by their values, not here. */
 int64_t ox_node_weight_bytes(const ox_node *n);

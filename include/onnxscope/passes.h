@@ -78,6 +78,23 @@ int ox_pass_count(void);
 const ox_pass *ox_pass_at(int i);
 const ox_pass *ox_pass_find(const char *name);
 
+/* What a preset adds, so that front ends can say it (issue 10): the
+ * passes enabled at (level, target) but not at the level below with the
+ * same target (level_adds), and those enabled at (level, ort) but not at
+ * (level, onnx) (target_adds; none for OX_TARGET_ONNX). Fills out with at
+ * most max passes (out may be NULL) and returns how many there are. */
+int ox_pass_level_adds(ox_pass_level level, ox_pass_target target, const ox_pass **out,
+                       int max);
+int ox_pass_target_adds(ox_pass_level level, ox_pass_target target, const ox_pass **out,
+                        int max);
+/* What level/target enable beyond basic/onnx, for front ends to say:
+ * adds gets e.g. "--level extended adds 10 passes (fuse_matmul_bn, ...)",
+ * none the part of the choice that adds nothing in this combination, and
+ * why ("--target ort adds no passes at --level basic (...)"). Each empty
+ * when there is nothing to say. */
+void ox_pass_preset_note(ox_pass_level level, ox_pass_target target, char *adds, size_t alen,
+                         char *none, size_t nlen);
+
 /* ---- reports ---------------------------------------------------------- */
 
 /* Per op type: how many nodes of it a pass removed and added. */
@@ -95,7 +112,8 @@ typedef struct ox_pass_stat {
     int nodes_removed, nodes_added;
     int nodes_replaced;       /* existing nodes edited in place (inputs/attrs) */
     int inits_removed, inits_added;
-    int64_t bytes_saved;      /* initializer bytes before - after (may be < 0) */
+    int64_t bytes_saved;      /* weight bytes (initializers and Constant
+                               * nodes) before - after (may be < 0) */
     ox_pass_op_delta *ops;    /* n_ops entries, owned */
     int n_ops;
     /* What the pass's rewrites did to the cost model (docs/COST.md), after
@@ -131,6 +149,8 @@ typedef struct ox_pass_report {
     int n_passes;
     int iterations;           /* fixed-point rounds run */
     int nodes_before, nodes_after;      /* recursive node counts */
+    /* Bytes of weights: initializers and Constant nodes' values (a move
+     * between the two changes nothing; bytes_saved likewise). */
     int64_t init_bytes_before, init_bytes_after;
     /* Ids of nodes added or edited (they exist in the result) and of nodes
      * removed (they existed in the input): the TUI marks them. Sorted,

@@ -276,6 +276,7 @@ int ox_cmd_optimize(int argc, char **argv)
     const char *out_path = NULL, *only = NULL, *skip = NULL;
     ox_pass_level level = OX_LEVEL_BASIC;
     ox_pass_target target = OX_TARGET_ONNX;
+    bool level_given = false;
     int n_check = 0, rc = 0;
     int64_t max_memory = 0;
     bool json = false, force = false, bisect = false;
@@ -285,6 +286,7 @@ int ox_cmd_optimize(int argc, char **argv)
         switch (c) {
         case 'o': out_path = optarg; break;
         case 'l':
+            level_given = true;
             if (!ox_pass_level_parse(optarg, &level)) {
                 ox_cli_error(NULL, "--level: expected basic, extended or all");
                 rc = 2;
@@ -358,6 +360,17 @@ int ox_cmd_optimize(int argc, char **argv)
         ox_input_opts_free(&inputs);
         return rc;
     }
+    /* Say what the preset adds (issue 10): a level or target that adds
+     * nothing here must not look like it ran something more. */
+    char note[512] = "", none[512] = "";
+    if (only && level_given && level != OX_LEVEL_BASIC)
+        ox_cli_error(NULL, "--level %s has no effect with --passes (it runs exactly the passes "
+                     "named)", ox_pass_level_name(level));
+    if (!only) {
+        ox_pass_preset_note(level, target, note, sizeof note, none, sizeof none);
+        if (none[0])
+            ox_cli_error(NULL, "%s", none);
+    }
     const char *path = argv[optind];
     ox_model *m = ox_cli_load(path, &rc), *opt = NULL;
     ox_pass_manager *pm = NULL;
@@ -397,6 +410,13 @@ int ox_cmd_optimize(int argc, char **argv)
     ox_pm_set_infer_opts(pm, &io);
     if (ox_pm_run(pm, opt, &rep, &err) != OX_OK) {
         ox_cli_error(path, "optimize: %s", err.msg);
+        rc = 1;
+        goto out;
+    }
+    /* The passes may have specialized the graph to --shape/--dim: the
+     * saved model declares those dims (symbols nobody fixed stay). */
+    if (ox_infer_fix_declared(opt, &io, &err) != OX_OK) {
+        ox_cli_error(NULL, "%s", err.msg);
         rc = 1;
         goto out;
     }
@@ -454,6 +474,18 @@ int ox_cmd_optimize(int argc, char **argv)
         json_object_set_new(o, "output", write ? json_string(out_path) : json_null());
         json_object_set_new(o, "level", json_string(ox_pass_level_name(level)));
         json_object_set_new(o, "target", json_string(ox_pass_target_name(target)));
+        if (!only) {
+            const ox_pass *v[64];
+            json_t *la = json_array(), *ta = json_array();
+            int nl = ox_pass_level_adds(level, target, v, 64);
+            for (int i = 0; i < nl && i < 64; i++)
+                json_array_append_new(la, json_string(v[i]->name));
+            int nt = ox_pass_target_adds(level, target, v, 64);
+            for (int i = 0; i < nt && i < 64; i++)
+                json_array_append_new(ta, json_string(v[i]->name));
+            json_object_set_new(o, "level_adds", la);
+            json_object_set_new(o, "target_adds", ta);
+        }
         json_object_set_new(o, "before", ox_cli_info_json(m, &cb));
         json_object_set_new(o, "after", ox_cli_info_json(opt, &ca));
         json_object_set_new(o, "iterations", json_integer(rep.iterations));
@@ -483,6 +515,8 @@ int ox_cmd_optimize(int argc, char **argv)
         printf("%s: nodes %d -> %d, weights %s -> %s, %d round(s)\n", path, rep.nodes_before,
                rep.nodes_after, ox_cli_bytes((double)rep.init_bytes_before, b1, sizeof b1),
                ox_cli_bytes((double)rep.init_bytes_after, b2, sizeof b2), rep.iterations);
+        if (note[0])
+            printf("  %s\n", note);
         for (int i = 0; i < rep.n_passes; i++) {
             char line[512];
             if (rep.passes[i].rewrites)

@@ -296,7 +296,6 @@ typedef struct snap {
     snap_node *nodes;
     int n, cap;
     int inits;
-    int64_t init_bytes;
     int64_t weight_bytes;  /* initializers + weights held by nodes (Constant) */
     int64_t peak;          /* arena of the main graph's memory plan */
     uint8_t peak_state;    /* COST_* */
@@ -398,7 +397,6 @@ static void snap_graph(ox_graph *g, void *ctx)
     for (int i = 0; i < g->n_values; i++)
         if (g->values[i]->init) {
             s->inits++;
-            s->init_bytes += (int64_t)g->values[i]->init->nbytes;
             s->weight_bytes += (int64_t)g->values[i]->init->nbytes;
         }
 }
@@ -413,7 +411,6 @@ static void take_snap(ox_model *m, snap *s)
 {
     s->n = 0;
     s->inits = 0;
-    s->init_bytes = 0;
     s->weight_bytes = 0;
     s->peak_state = COST_NONE;
     s->op_constant = intern("Constant");
@@ -617,7 +614,9 @@ static void diff_into(ox_pass_report *r, ox_pass_stat *st, const snap *a, snap *
         st->inits_removed += a->inits - b->inits;
     else
         st->inits_added += b->inits - a->inits;
-    st->bytes_saved += a->init_bytes - b->init_bytes;
+    /* Weights as the cost model counts them (Constant nodes included), so
+     * that moving data between Constant nodes and initializers saves 0. */
+    st->bytes_saved += a->weight_bytes - b->weight_bytes;
 }
 
 static ox_pass_stat *stat_for(ox_pass_report *r, const ox_pass *p)
@@ -772,6 +771,22 @@ static void reset_fold_room(ox_pass_manager *pm, ox_model *m)
     pm->fold_room = w > lim ? w : lim;
 }
 
+static void fill_declared(ox_graph *g, void *ctx)
+{
+    (void)ctx;
+    for (int i = 0; i < g->n_values; i++) {
+        ox_value *v = g->values[i];
+        if ((v->is_output || v->is_input) && v->decl && v->decl->kind != OX_TYPE_NONE &&
+            (!v->type || v->type->kind == OX_TYPE_NONE)) {
+            ox_type *t = ox_type_clone(v->decl);
+            if (t) {
+                ox_type_free(v->type);
+                v->type = t;
+            }
+        }
+    }
+}
+
 static ox_status infer(ox_pass_manager *pm, ox_model *m, ox_error *err)
 {
     ox_infer_opts o = {0};
@@ -781,13 +796,16 @@ static ox_status infer(ox_pass_manager *pm, ox_model *m, ox_error *err)
     o.strict = false;
     o.stats = NULL;
     ox_error ierr = {0};
-    /* Reset forgets the declared types of graph outputs too; an op that
-     * inference does not know would then leave them untyped, and ONNX
-     * requires them typed: put back what the file said. */
+    /* Reset forgets the types of node outputs, graph outputs included; an
+     * op that inference does not know would leave them untyped, and later
+     * inference and passes read them: put back what the file declared, or
+     * for outputs of a model built in memory (no declaration), what they
+     * had before. */
     ox_graph *g = m->graph;
     ox_type **keep = calloc((size_t)g->n_outputs + 1, sizeof *keep);
     for (int i = 0; keep && i < g->n_outputs; i++)
-        keep[i] = g->outputs[i]->type ? ox_type_clone(g->outputs[i]->type) : NULL;
+        keep[i] = g->outputs[i]->type && !g->outputs[i]->decl
+                      ? ox_type_clone(g->outputs[i]->type) : NULL;
     ox_status st = ox_infer_model(m, &o, &ierr);
     for (int i = 0; keep && i < g->n_outputs; i++) {
         ox_value *v = g->outputs[i];
@@ -799,6 +817,7 @@ static ox_status infer(ox_pass_manager *pm, ox_model *m, ox_error *err)
         ox_type_free(keep[i]);
     }
     free(keep);
+    ox_graph_visit(m->graph, fill_declared, NULL);
     /* An override naming no input is the caller's mistake; other trouble
      * only makes the passes that need types do less. */
     if (st == OX_EINVAL)
@@ -837,7 +856,7 @@ static void finish(ox_pass_report *rep, snap *b)
     if (!rep)
         return;
     rep->nodes_after = b->n;
-    rep->init_bytes_after = b->init_bytes;
+    rep->init_bytes_after = b->weight_bytes;
     /* A node added then removed in the same run is neither. */
     uniq(rep->touched, &rep->n_touched);
     uniq(rep->removed_ids, &rep->n_removed_ids);
@@ -851,13 +870,15 @@ static void finish(ox_pass_report *rep, snap *b)
 }
 
 /* A value_info entry needs a type: drop the listing of values that the
- * final inference left untyped (their producer may have changed). */
+ * final inference left untyped (their producer may have changed) and that
+ * the file did not type either. */
 static void drop_untyped_info(ox_graph *g, void *ctx)
 {
     (void)ctx;
     for (int i = 0; i < g->n_values; i++) {
         ox_value *v = g->values[i];
-        if (v->has_value_info && (!v->type || v->type->kind == OX_TYPE_NONE))
+        if (v->has_value_info && (!v->type || v->type->kind == OX_TYPE_NONE) &&
+            (!v->decl || v->decl->kind == OX_TYPE_NONE))
             v->has_value_info = false;
     }
 }
@@ -879,7 +900,7 @@ ox_status ox__pm_drive(ox_pass_manager *pm, ox_model *m, ox_pass_report *rep,
     if (rep) {
         take_snap(m, &a);
         rep->nodes_before = a.n;
-        rep->init_bytes_before = a.init_bytes;
+        rep->init_bytes_before = a.weight_bytes;
     }
     for (int it = 0; it < pm->max_iter && !st && !stop; it++) {
         st = infer(pm, m, err);
@@ -936,7 +957,7 @@ ox_status ox__pm_invoke(ox_pass_manager *pm, ox_model *m, int i, int max_rewrite
         take_snap(m, &a);
         refresh_costs(m, &a);
         rep->nodes_before = a.n;
-        rep->init_bytes_before = a.init_bytes;
+        rep->init_bytes_before = a.weight_bytes;
     }
     int budget = max_rewrites > 0 && p->single_rewrite ? max_rewrites : -1;
     ox_status st = invoke(pm, m, p, budget, rep, &a, &b, rewrites, err);
@@ -965,7 +986,7 @@ ox_status ox_pm_step(ox_pass_manager *pm, ox_model *m, int i, int max_rewrites,
     if (!st) {
         if (rep) {
             rep->nodes_before = a.n;
-            rep->init_bytes_before = a.init_bytes;
+            rep->init_bytes_before = a.weight_bytes;
             rep->iterations = 1;
         }
         int budget = max_rewrites > 0 && p->single_rewrite ? max_rewrites : -1;

@@ -257,7 +257,17 @@ int tui_passes_key(tui *t, tui_action a)
         t->step_next = 0;
         if (t->live)
             apply_all(t);
-        tui_set_status(t, OX_SLOT_UI_OK, "level preset: %s", ox_pass_level_name(t->level));
+        /* Say what the preset adds; the TUI's target is onnx, so `all`
+         * adds nothing over `extended` here, and it says so. */
+        char adds[256], none[256];
+        ox_pass_preset_note(t->level, OX_TARGET_ONNX, adds, sizeof adds, none, sizeof none);
+        if (none[0])
+            tui_set_status(t, OX_SLOT_UI_WARNING,
+                           "level preset: %s: adds nothing here (its passes emit com.microsoft "
+                           "ops; the TUI keeps standard ONNX)", ox_pass_level_name(t->level));
+        else
+            tui_set_status(t, OX_SLOT_UI_OK, "level preset: %s%s%s", ox_pass_level_name(t->level),
+                           adds[0] ? ": " : "", adds);
         return TUI_REDRAW;
     }
     default: return TUI_UNHANDLED;
@@ -469,11 +479,12 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
         if (!ps->nodes_removed && !ps->nodes_added && !ps->nodes_replaced && !ps->bytes_saved &&
             !ps->inits_removed && !ps->inits_added)
             continue;
-        /* The deltas print '?' when unknown (docs/PASSES.md, "Report fields"). */
-        char macs[32], peak[32];
-        tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_NORMAL, t, "%-26.26s %5d %5d %5d %10lld %9s %10s",
+        /* The deltas print '?' when unknown (docs/PASSES.md, "Report fields");
+         * bytes in B/KiB/MiB, signed. */
+        char macs[32], peak[32], sb[32];
+        tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_NORMAL, t, "%-26.26s %5d %5d %5d %10s %9s %10s",
                  ps->name, ps->nodes_removed, ps->nodes_added, ps->nodes_replaced,
-                 (long long)ps->bytes_saved,
+                 ox_fmt_bytes(ps->bytes_saved, true, sb, sizeof sb),
                  ox_fmt_delta(ps->macs_delta, ps->cost_known, false, macs, sizeof macs),
                  ox_fmt_delta(ps->peak_delta, ps->peak_known, true, peak, sizeof peak));
     }

@@ -550,6 +550,80 @@ static void test_cli_nits(void **state)
     free(help);
 }
 
+/* --level and --target say what they add; a choice that adds nothing in
+ * its combination says so in one stderr line and still exits 0 (issue 10
+ * item 6). The extended and ort passes named here are registered at those
+ * levels (docs/PASSES.md). */
+static void test_preset_notes(void **state)
+{
+    (void)state;
+    setup_models();
+    char args[1024], cnn[512], *out = NULL;
+    model_path("cnn", cnn, sizeof cnn);
+    static const struct {
+        const char *opts;
+        const char *stderr_has;  /* NULL: stderr empty */
+        const char *stdout_has;  /* NULL: no note on stdout */
+    } c[] = {
+        {"", NULL, NULL},
+        {"--level extended", NULL, "--level extended adds "},
+        {"--level all", "--level all adds no passes under --target onnx", NULL},
+        {"--target ort", "--target ort adds no passes at --level basic", NULL},
+        {"--level extended --target ort", "--target ort adds no passes at --level extended",
+         "--level extended adds "},
+        {"--level all --target ort", NULL, "--level all with --target ort adds "},
+        {"--level all --passes dce", "--level all has no effect with --passes", NULL},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        snprintf(args, sizeof args, "optimize '%s' -o '%s/p.onnx' %s", cnn, tmpdir, c[i].opts);
+        assert_int_equal(run_stderr(args, &out), 0);
+        if (c[i].stderr_has) {
+            if (!strstr(out, c[i].stderr_has) || count_lines(out) != 1 ||
+                strncmp(out, "onnxscope: ", 11))
+                fail_msg("%s: expected one stderr line with '%s', got:\n%s", c[i].opts,
+                         c[i].stderr_has, out);
+        } else if (out[0]) {
+            fail_msg("%s: unexpected stderr:\n%s", c[i].opts, out);
+        }
+        free(out);
+        assert_int_equal(run(args, &out), 0);
+        if (c[i].stdout_has && !strstr(out, c[i].stdout_has))
+            fail_msg("%s: expected '%s' in:\n%s", c[i].opts, c[i].stdout_has, out);
+        if (!c[i].stdout_has && strstr(out, " adds ") && !c[i].stderr_has)
+            fail_msg("%s: unexpected note in:\n%s", c[i].opts, out);
+        free(out);
+    }
+    /* The names: an extended fusion, a com.microsoft one. */
+    static const struct {
+        const char *opts, *key, *has, *lacks;
+    } j[] = {
+        {"--level extended", "level_adds", "fuse_bn_conv", "fuse_conv_act"},
+        {"--level all --target ort", "target_adds", "fuse_conv_act", "fuse_bn_conv"},
+        {"--target ort", "target_adds", NULL, "fuse_conv_act"},
+    };
+    for (size_t i = 0; i < sizeof j / sizeof *j; i++) {
+        /* stdout only: the notes on stderr are not JSON. */
+        snprintf(args, sizeof args, "optimize '%s' -o '%s/p.onnx' %s --json 2>/dev/null | cat",
+                 cnn, tmpdir, j[i].opts);
+        assert_int_equal(run(args, &out), 0);
+        json_t *o = json_loads(out, 0, NULL);
+        assert_non_null(o);
+        json_t *a = json_object_get(o, j[i].key);
+        assert_true(json_is_array(a));
+        bool has = false, lacks = true;
+        for (size_t k = 0; k < json_array_size(a); k++) {
+            const char *nm = json_string_value(json_array_get(a, k));
+            has |= j[i].has && nm && !strcmp(nm, j[i].has);
+            lacks &= !(nm && !strcmp(nm, j[i].lacks));
+        }
+        assert_true(has || !j[i].has);
+        assert_true(lacks);
+        assert_true(j[i].has || json_array_size(a) == 0);
+        json_decref(o);
+        free(out);
+    }
+}
+
 /* The pass lines of `optimize` and their JSON: fuse_conv_bn on the sample
  * CNN lowers MACs by the BatchNormalizations' cost (2 per element of their
  * input, docs/COST.md), worked out here from the model's shapes; unknown
@@ -677,6 +751,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_fill_selects_branch),
         cmocka_unit_test(test_default_dim),
         cmocka_unit_test(test_cli_nits),
+        cmocka_unit_test(test_preset_notes),
         cmocka_unit_test(test_optimize_report),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
