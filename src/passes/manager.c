@@ -748,8 +748,7 @@ static ox_status run_pass(ox_pass_manager *pm, ox_model *m, const ox_pass *p, in
         st = p->run(&c, l.v[i], err);
         ox__pass_flush(&c, l.v[i]);
     }
-    free(c.dropped);
-    free(c.stale);
+    ox__pass_ctx_free(&c);
     free(l.v);
     *note = c.note;
     if (!st)
