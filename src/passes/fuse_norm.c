@@ -314,6 +314,147 @@ static ox_status pass_rmsnorm(ox_pass_ctx *c, ox_graph *g, ox_error *err)
     return fuse_norms(c, g, err, true);
 }
 
+/* ---- fp16 Casts around a normalization --------------------------------- */
+
+/* Mixed-precision exports (torch autocast, fp16 conversion tools that keep
+ * normalizations in float32) write Cast(x16 -> float) -> LayerNorm ->
+ * Cast(-> float16). Once fuse_layernorm / fuse_rmsnorm made that middle
+ * one node, the whole is one normalization in float16: LayerNormalization
+ * (17), RMSNormalization (23) and SimplifiedLayerNormalization compute the
+ * statistics in stash_type (float32 by default) whatever T is, so the only
+ * change is that scale and bias are held and applied in float16 (at most
+ * one float16 ulp per output; docs/PASSES.md). A float16 Mul [+ Add] by
+ * constants of the normalized shape right after the Cast back (exporters
+ * that keep only the statistics in float32) becomes the scale [and bias]
+ * when the float32 node had none of its own. */
+
+static bool half_dt(ox_dtype dt)
+{
+    return dt == OX_DT_FLOAT16 || dt == OX_DT_BFLOAT16;
+}
+
+/* A constant float32 parameter whose values fit in float16. */
+static bool fits_half(const ox_value *v)
+{
+    const ox_tensor *t = v ? ox__fuse_const(v) : NULL;
+    if (!t || t->dtype != OX_DT_FLOAT || !ox_tensor_data(t))
+        return false;
+    for (int64_t i = 0; i < t->numel; i++)
+        if (!(fabs(ox_tensor_get_f64(t, i)) <= 65504.0))
+            return false;
+    return true;
+}
+
+/* A constant all ones (or absent: the default scale). */
+static bool all_ones(const ox_value *v)
+{
+    const ox_tensor *t = v ? ox__fuse_const(v) : NULL;
+    if (!v)
+        return true;
+    if (!t || !ox_tensor_data(t))
+        return false;
+    for (int64_t i = 0; i < t->numel; i++)
+        if (ox_tensor_get_f64(t, i) != 1.0)
+            return false;
+    return true;
+}
+
+/* Constant v converted to dtype dt as a new initializer. */
+static ox_value *to_dtype(ox_graph *g, const ox_value *v, ox_dtype dt, const char *hint)
+{
+    const ox_tensor *t = ox__fuse_const(v);
+    double *buf = ox__fuse_f64(t);
+    if (!buf)
+        return NULL;
+    ox_value *r = ox__fuse_new_init(g, hint, dt, t->rank, t->dims, buf);
+    free(buf);
+    return r;
+}
+
+static bool is_norm_op(const ox_node *n)
+{
+    return ox_node_is(n, "LayerNormalization") || ox_node_is(n, "RMSNormalization") ||
+           ox_node_is(n, "SimplifiedLayerNormalization");
+}
+
+static ox_status pass_norm_cast(ox_pass_ctx *c, ox_graph *g, ox_error *err)
+{
+    for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
+        ox_node *back = g->nodes[i];
+        if (ox__pass_gone(back) || !ox_node_is(back, "Cast") ||
+            !ox_node_is_default_domain(back) || back->n_inputs != 1 || back->n_outputs != 1)
+            continue;
+        ox_dtype dt = (ox_dtype)ox_node_attr_i(back, "to", 0);
+        ox_value *v = back->inputs[0];
+        ox_node *ln = half_dt(dt) ? ox__fuse_prod(g, v, NULL) : NULL;
+        if (!ln || !is_norm_op(ln) || ln->n_inputs < 1 || !ox__fuse_only_out0(ln) ||
+            !ox__fuse_single(v) || ox_node_attr_i(ln, "stash_type", 1) != 1 ||
+            ox__pass_elem(v) != OX_DT_FLOAT)
+            continue;
+        bool rms = !ox_node_is(ln, "LayerNormalization");
+        ox_value *x32 = ln->inputs[0];
+        ox_node *fwd = ox__fuse_prod(g, x32, "Cast");
+        ox_value *scale = ox__fuse_in(ln, 1), *bias = rms ? NULL : ox__fuse_in(ln, 2);
+        if (!fwd || fwd->n_inputs != 1 || !fwd->inputs[0] || ox__pass_elem(fwd->inputs[0]) != dt ||
+            ox_node_attr_i(fwd, "to", 0) != OX_DT_FLOAT || !scale || !fits_half(scale) ||
+            (bias && !fits_half(bias)))
+            continue;
+        norm_match m;
+        memset(&m, 0, sizeof m);
+        m.x = fwd->inputs[0];
+        int r = ox__fuse_rank(m.x);
+        int64_t axis = ox_node_attr_i(ln, "axis", -1);
+        m.k = r > 0 ? (int)(axis < 0 ? -axis : r - axis) : 0;
+        m.nodes[m.nn++] = ln;
+        m.nodes[m.nn++] = back;
+        m.y = back->outputs[0];
+        const ox_tensor *pt[2] = {NULL, NULL};
+        ox_value *pv[2] = {NULL, NULL};
+        /* A float16 scale [and bias] after the Cast back. */
+        ox_node *rd = r > 0 && m.k >= 1 && m.k <= r && all_ones(scale) && !bias
+                          ? sole_reader(g, m.y)
+                          : NULL;
+        for (int step = 0; step < 2 && rd; step++) {
+            bool mul = ox_node_is(rd, "Mul");
+            if (!(step == 0 && mul) && !(step == 1 && !rms && ox_node_is(rd, "Add")))
+                break;
+            int o = ox__fuse_other(rd, m.y);
+            const ox_tensor *t = o >= 0 ? ox__fuse_const(rd->inputs[o]) : NULL;
+            if (!t || !param_ok(t, m.x, m.k))
+                break;
+            pt[step] = t;
+            pv[step] = rd->inputs[o];
+            m.nodes[m.nn++] = rd;
+            m.y = rd->outputs[0];
+            rd = mul ? sole_reader(g, m.y) : NULL;
+        }
+        /* The Cast in stays when something else reads the float32 x. */
+        if (ox__fuse_single(x32))
+            m.nodes[m.nn++] = fwd;
+        if (!ox__fuse_internal(m.nodes, m.nn, m.y))
+            continue;
+        ox_value *s16 = pt[0] ? param_value(g, &m, pt[0], pv[0], 1.0, "ln_scale")
+                              : to_dtype(g, scale, dt, "ln_scale");
+        ox_value *b16 = pt[1]  ? param_value(g, &m, pt[1], pv[1], 0.0, "ln_bias")
+                        : bias ? to_dtype(g, bias, dt, "ln_bias")
+                               : NULL;
+        if (!s16 || ((pt[1] || bias) && !b16))
+            return ox_errorf(err, OX_ENOMEM, "out of memory");
+        ox_value *in[3] = {m.x, s16, b16};
+        char site[256], op[64];
+        ox__fuse_site_name(ln, ln->op_type, site, sizeof site);
+        snprintf(op, sizeof op, "%s", ln->op_type);
+        float eps = ox_node_attr_f(ln, "epsilon", 1e-5f);
+        ox__fuse_drop_all(c, m.nodes, m.nn);
+        ox_node *f = ox__fuse_node_named(c, g, site, op, "", b16 ? 3 : 2, in, m.y);
+        if (!f || !ox_node_set_attr_i(f, "axis", axis) || !ox_node_set_attr_f(f, "epsilon", eps))
+            return ox_errorf(err, OX_ENOMEM, "out of memory");
+        ox_infer_forget_value(m.y);
+        ox__pass_did(c);
+    }
+    return OX_OK;
+}
+
 /* ---- SkipLayerNormalization (com.microsoft) ---------------------------- */
 
 /* a and b have the same known shape (equal types, or equal static dims). */
@@ -416,6 +557,11 @@ const ox_pass ox__passes_fuse_norm[] = {
      "x / Sqrt(ReduceMean(x^2) + eps) [*scale] (T5/Llama) -> RMSNormalization (opset 23), "
      "SimplifiedLayerNormalization under --target ort",
      OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_EXTENDED, true, pass_rmsnorm},
+    {"fuse_norm_cast",
+     "Cast(x16 -> float) + LayerNormalization | RMSNormalization | "
+     "SimplifiedLayerNormalization + Cast(-> float16) [*scale16] [+bias16] -> the same "
+     "normalization in float16",
+     OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_EXTENDED, true, pass_norm_cast},
     /* Opt-in: ONNX Runtime 1.30's CPU SkipLayerNormalization kernel
      * measures about 3x slower than LayerNormalization + Add on the same
      * data (docs/PASSES.md), so by default the pair stays as it is. */

@@ -431,6 +431,180 @@ static void test_opt_in(void **state)
     ox_pm_free(pm);
 }
 
+/* ---- fuse_norm_cast: float16 Casts around the normalization ----------- */
+
+enum {
+    C_TAIL16 = 1,   /* scale and bias in float16 after the Cast back */
+    C_XSHARED = 2,  /* the float32 x is read again (a residual in float32) */
+    C_BACK32 = 4,   /* the Cast back goes to double: not a float16 island */
+    C_BIGSCALE = 8, /* a scale beyond float16's range */
+};
+
+static ox_node *cast_to(ox_model *m, const char *out, const char *in, ox_dtype to)
+{
+    ox_node *n = fh_node(m, "Cast", out, in, NULL);
+    ox_node_set_attr_i(n, "to", to);
+    return n;
+}
+
+/* A constant of dtype dt with values on a 1/64 grid (exact in float16, so
+ * holding the parameters in float16 loses nothing and the outputs compare
+ * tightly). */
+static void grid_init(ox_model *m, const char *name, ox_dtype dt, int64_t n, double lo,
+                      double big)
+{
+    ox_tensor *t = ox_tensor_new(dt, 1, &n);
+    for (int64_t i = 0; i < n; i++)
+        ox_tensor_set_f64(t, i, big ? big : lo + floor((fh_rand() + 1) * 32) / 64);
+    assert_int_equal(ox_graph_set_initializer(m->graph, ox_graph_value(m->graph, name), t), OX_OK);
+}
+
+/* h (float16) -> Cast float -> decomposed LayerNorm/RMSNorm -> Cast float16
+ * -> y, the parameters on the float32 side unless C_TAIL16. */
+static ox_model *cast_model(int64_t opset, bool rms, int v)
+{
+    ox_model *m = fh_model(opset);
+    ox_value *h = ox_graph_value(m->graph, "h");
+    h->type = ox_type_new_tensor(OX_DT_FLOAT16, 3, X3);
+    ox_graph_add_input(m->graph, h);
+    cast_to(m, "x", "h", OX_DT_FLOAT);
+    const char *d = "x";
+    if (!rms) {
+        mean(m, opset, "mu", "x", 0, NULL, 0);
+        fh_node(m, "Sub", "d", "x", "mu", NULL);
+        d = "d";
+    }
+    fh_scalar(m, "two", 2);
+    fh_scalar(m, "eps", 1e-5f);
+    fh_node(m, "Pow", "sq", d, "two", NULL);
+    mean(m, opset, "var", "sq", 0, NULL, 0);
+    fh_node(m, "Add", "ve", "var", "eps", NULL);
+    fh_node(m, "Sqrt", "sd", "ve", NULL);
+    fh_node(m, "Div", "n", d, "sd", NULL);
+    ox_dtype back = v & C_BACK32 ? OX_DT_DOUBLE : OX_DT_FLOAT16;
+    if (v & C_TAIL16) {
+        cast_to(m, "n16", "n", back);
+        grid_init(m, "gamma", back, 8, 0.5, 0);
+        fh_node(m, "Mul", rms ? "y" : "s", "n16", "gamma", NULL);
+        if (!rms) {
+            grid_init(m, "beta", back, 8, -0.5, 0);
+            fh_node(m, "Add", "y", "s", "beta", NULL);
+        }
+    } else {
+        grid_init(m, "gamma", OX_DT_FLOAT, 8, 0.5, v & C_BIGSCALE ? 1e6 : 0);
+        fh_node(m, "Mul", rms ? "b" : "s", "n", "gamma", NULL);
+        if (!rms) {
+            grid_init(m, "beta", OX_DT_FLOAT, 8, -0.5, 0);
+            fh_node(m, "Add", "b", "s", "beta", NULL);
+        }
+        cast_to(m, "y", "b", back);
+    }
+    fh_output(m, "y");
+    if (v & C_XSHARED) {
+        fh_node(m, "Relu", "x2", "x", NULL);
+        fh_output(m, "x2");
+    }
+    return m;
+}
+
+/* Optimizes a clone with `passes`, checks idempotence and that the outputs
+ * match the original's on random inputs within float16 rounding (one ulp:
+ * the decomposed float32 statistics and the fused kernel's round apart). */
+static ox_model *opt_half(ox_model *m, const char *passes, ox_pass_target t)
+{
+    ox_error err = {0};
+    assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
+    ox_model *o = ox_model_clone(m);
+    assert_true(fh_run(o, passes, t) >= 2);
+    assert_int_equal(fh_run(o, passes, t), 0);
+    ox_exec *ea, *eb;
+    ox_exec_opts eo = {.threads = 1};
+    assert_int_equal(ox_exec_new(m, &eo, &ea, &err), OX_OK);
+    if (ox_exec_new(o, &eo, &eb, &err))
+        fail_msg("exec: %s", err.msg);
+    int ni = m->graph->n_inputs, no = m->graph->n_outputs;
+    for (uint32_t seed = 1; seed <= 2; seed++) {
+        ox_rval *in[2] = {0}, *ra[2] = {0}, *rb[2] = {0};
+        assert_int_equal(ox_random_inputs(m, NULL, seed, 10, in, &err), OX_OK);
+        assert_int_equal(ox_exec_run(ea, ni, in, no, ra, &err), OX_OK);
+        assert_int_equal(ox_exec_run(eb, ni, in, no, rb, &err), OX_OK);
+        for (int k = 0; k < no; k++) {
+            char why[256];
+            if (!ox_rval_allclose(rb[k], ra[k], 2e-3, 2e-3, why, sizeof why))
+                fail_msg("output %d differs: %s", k, why);
+            ox_rval_free(ra[k]);
+            ox_rval_free(rb[k]);
+        }
+        for (int k = 0; k < ni; k++)
+            ox_rval_free(in[k]);
+    }
+    ox_exec_free(ea);
+    ox_exec_free(eb);
+    return o;
+}
+
+static ox_dtype elem_of(const ox_value *v)
+{
+    return v->init ? v->init->dtype : v->type ? v->type->elem : OX_DT_UNDEFINED;
+}
+
+static void expect_half(int64_t opset, bool rms, int v, ox_pass_target t, const char *op,
+                        int n_nodes)
+{
+    ox_model *m = cast_model(opset, rms, v);
+    ox_model *o = opt_half(m, rms ? "fuse_rmsnorm,fuse_norm_cast" : "fuse_layernorm,fuse_norm_cast", t);
+    assert_int_equal(fh_count(o, op), 1);
+    assert_int_equal(o->graph->n_nodes, n_nodes);
+    for (int i = 0; i < o->graph->n_nodes; i++) {
+        ox_node *n = o->graph->nodes[i];
+        if (!strcmp(n->op_type, op)) {
+            assert_int_equal(elem_of(n->inputs[0]), OX_DT_FLOAT16);
+            for (int k = 1; k < n->n_inputs; k++)
+                assert_int_equal(elem_of(n->inputs[k]), OX_DT_FLOAT16);
+            assert_int_equal(n->n_inputs, rms ? 2 : 3);
+        }
+    }
+    ox_model_free(o);
+    ox_model_free(m);
+}
+
+static void test_norm_cast(void **state)
+{
+    (void)state;
+    for (int v = 0; v <= C_TAIL16; v++) {
+        expect_half(17, false, v, OX_TARGET_ONNX, "LayerNormalization", 1);
+        expect_half(13, false, v, OX_TARGET_ORT, "LayerNormalization", 1);
+        expect_half(23, true, v, OX_TARGET_ONNX, "RMSNormalization", 1);
+        expect_half(13, true, v, OX_TARGET_ORT, "SimplifiedLayerNormalization", 1);
+    }
+    /* The float32 x read elsewhere: its Cast stays (Cast, Relu, LN). */
+    expect_half(17, false, C_XSHARED, OX_TARGET_ONNX, "LayerNormalization", 3);
+}
+
+static void test_norm_cast_must_not(void **state)
+{
+    (void)state;
+    /* Casting back to double: the middle is not a float16 island. The
+     * float32 fusion happens, the Casts stay. */
+    ox_model *m = cast_model(17, false, C_BACK32);
+    ox_error err = {0};
+    assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
+    assert_int_equal(fh_run(m, "fuse_layernorm", OX_TARGET_ONNX), 1);
+    fh_nofire(m, "fuse_norm_cast", OX_TARGET_ONNX);
+    ox_model_free(m);
+    /* A scale float16 cannot hold. */
+    m = cast_model(17, false, C_BIGSCALE);
+    assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
+    assert_int_equal(fh_run(m, "fuse_layernorm", OX_TARGET_ONNX), 1);
+    fh_nofire(m, "fuse_norm_cast", OX_TARGET_ONNX);
+    ox_model_free(m);
+    /* Opset 16 under --target onnx: no LayerNormalization to start from,
+     * so the Casts and the decomposed pattern stay as they are. */
+    m = cast_model(16, false, 0);
+    fh_nofire(m, "fuse_layernorm,fuse_norm_cast", OX_TARGET_ONNX);
+    ox_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -441,9 +615,11 @@ int main(void)
         cmocka_unit_test(test_skip_layernorm),
         cmocka_unit_test(test_single_step),
         cmocka_unit_test(test_opt_in),
+        cmocka_unit_test(test_norm_cast),
+        cmocka_unit_test(test_norm_cast_must_not),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     if (!r)
-        fh_all_fired("fuse_layernorm,fuse_rmsnorm,fuse_skip_layernorm");
+        fh_all_fired("fuse_layernorm,fuse_rmsnorm,fuse_skip_layernorm,fuse_norm_cast");
     return r;
 }
