@@ -287,6 +287,7 @@ static const rule rules[] = {
     {"DynamicQuantizeLinear", K_IN, 5},
     {"Einsum", K_EINSUM, 0},
     {"Elu", K_ELEM, OX_COST_EXP + 2},
+    {"EmbedLayerNormalization", K_ELEM, 9},
     {"Equal", K_ELEM, OX_COST_CMP},
     {"Erf", K_ELEM, OX_COST_ERF},
     {"Exp", K_ELEM, OX_COST_EXP},

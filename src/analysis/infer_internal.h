@@ -169,7 +169,7 @@ ox_dtype ox__attr_dtype(const ox_node *n, const char *name, ox_dtype dflt);
     X(string_concat) X(string_split) X(regex_full_match) X(dft) X(stft) \
     X(window) X(mel) X(max_unpool) X(random_like) X(bernoulli) \
     X(random) X(image_decoder) X(attention) X(rotary) X(mha_ms) \
-    X(attention_ms) X(skip_ln_ms) X(label_encoder) X(tree_ensemble) \
+    X(attention_ms) X(skip_ln_ms) X(embed_ln_ms) X(label_encoder) X(tree_ensemble) \
     X(array_feature_extractor) X(binarizer) X(training_opt) \
     X(tensor_scatter) X(causal_conv) X(linear_attention) X(swiglu) \
     X(flex_attention) X(gelu_bias) X(fused_matmul) X(scatter) \

@@ -611,6 +611,31 @@ ox_status ox__infer_skip_ln_ms(ox_infer_node_ctx *c)
     return OX_OK;
 }
 
+/* EmbedLayerNormalization: output and embedding_sum [B, S, H] (ids'
+ * shape, the embeddings' width), mask_index int32 [B]. */
+ox_status ox__infer_embed_ln_ms(ox_infer_node_ctx *c)
+{
+    const ox_type *ids = ox__in_shape(c, 0), *w = ox__in_shape(c, 2);
+    ox_dtype e = ox__in_elem(c, 2);
+    if (!ids || ids->rank != 2) {
+        ox__set_out(c, 1, ox__tt(OX_DT_INT32, 1));
+        ox__set_out(c, 2, ox__tt(e, 3));
+        return ox__set_out(c, 0, ox__tt(e, 3));
+    }
+    ox_type *y = ox__tt(e, 3);
+    ox__dim_copy(y, 0, &ids->dims[0]);
+    ox__dim_copy(y, 1, &ids->dims[1]);
+    if (w && w->rank == 2)
+        ox__dim_copy(y, 2, &w->dims[1]);
+    else
+        ox__dim_set(y, 2, -1);
+    ox_type *mi = ox__tt(OX_DT_INT32, 1);
+    ox__dim_copy(mi, 0, &ids->dims[0]);
+    ox__set_out(c, 1, mi);
+    ox__set_out(c, 2, ox_type_clone(y));
+    return ox__set_out(c, 0, y);
+}
+
 ox_status ox__infer_batch_norm(ox_infer_node_ctx *c)
 {
     const ox_type *x = ox__in_shape(c, 0);

@@ -726,6 +726,12 @@ static const ox_op_schema ops_table[] = {
     { "com.microsoft", "LayerNormalization", 1, "X:T, Scale:T, B:T?",
       "Y:T, Mean:U?, InvStdDev:U?", "axis:i=-1, epsilon:f=1e-05, stash_type:i=1", TF,
       "Layer normalization (contrib form)", ox__infer_layer_norm },
+    { "com.microsoft", "EmbedLayerNormalization", 1,
+      "input_ids:M, segment_ids:M?, word_embedding:T, position_embedding:T, "
+      "segment_embedding:T?, gamma:T, beta:T, mask:M?, position_ids:M?",
+      "output:T, mask_index:M?, embedding_sum:T?", "epsilon:f=1e-12, mask_index_type:i=1", TF,
+      "LayerNorm(word[ids] + position[pos] + segment[seg]); mask_index = mask row sums",
+      ox__infer_embed_ln_ms },
     { "com.microsoft", "SkipLayerNormalization", 1, "input:T, skip:T, gamma:T, beta:T?, bias:T?",
       "output:T, mean:U?, inv_std_var:U?, input_skip_bias_sum:T?", "epsilon:f=1e-12", TF,
       "LayerNorm(input + skip + bias)", ox__infer_skip_ln_ms },

@@ -41,6 +41,7 @@
     X("com.microsoft", "LayerNormalization", 1, layer_norm) \
     X("com.microsoft", "SimplifiedLayerNormalization", 1, rms_norm) \
     X("com.microsoft", "SkipLayerNormalization", 1, skip_layer_norm) \
+    X("com.microsoft", "EmbedLayerNormalization", 1, embed_layer_norm) \
     X("com.microsoft", "SkipSimplifiedLayerNormalization", 1, skip_simplified_layer_norm) \
     X("com.microsoft", "Gelu", 1, ms_gelu)                  \
     X("com.microsoft", "BiasGelu", 1, bias_gelu)            \

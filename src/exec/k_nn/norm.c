@@ -243,6 +243,73 @@ done:
 NN_KERNEL(skip_layer_norm) { return skip_norm(c, false); }
 NN_KERNEL(skip_simplified_layer_norm) { return skip_norm(c, true); }
 
+/* com.microsoft EmbedLayerNormalization: per token, word[id] + position[pos]
+ * (+ segment[seg]) then LayerNorm over the hidden axis; pos is position_ids
+ * when given (a [1, S] row broadcasts), else 0..S-1. mask_index is the
+ * count of ones per mask row (0 without a mask); embedding_sum the sum. */
+NN_KERNEL(embed_layer_norm)
+{
+    const ox_tensor *ids = ox_kernel_in(c, 0), *seg = ox_kernel_in(c, 1);
+    const ox_tensor *W = ox_kernel_in(c, 2), *P = ox_kernel_in(c, 3), *T = ox_kernel_in(c, 4);
+    const ox_tensor *gamma = ox_kernel_in(c, 5), *beta = ox_kernel_in(c, 6);
+    const ox_tensor *mask = ox_kernel_in(c, 7), *pid = ox_kernel_in(c, 8);
+    if (!ids || !W || !P || !gamma || !beta || ids->rank != 2 || W->rank != 2 || P->rank != 2)
+        return NN_FAIL(c, "needs 2-D input_ids, word and position embeddings, gamma, beta");
+    if (!nn_is_float_dt(W->dtype)) return NN_FAIL(c, "needs float embeddings");
+    int64_t B = ids->dims[0], S = ids->dims[1], H = W->dims[1];
+    if (P->dims[1] != H || (T && (T->rank != 2 || T->dims[1] != H)) || (seg && !T) ||
+        (seg && seg->numel != ids->numel) || (mask && mask->numel != ids->numel))
+        return NN_FAIL(c, "embedding widths or input shapes do not match");
+    if (pid && pid->numel != ids->numel && pid->numel != S)
+        return NN_FAIL(c, "position_ids must be [B, S] or [1, S]");
+    float *tw = NULL, *tp = NULL, *tt = NULL, *sum = NULL;
+    ox_status st = OX_OK;
+    const float *Wf = nn_load_f32(c, W, &tw);
+    const float *Pf = Wf ? nn_load_f32(c, P, &tp) : NULL;
+    const float *Tf = (Pf && T) ? nn_load_f32(c, T, &tt) : NULL;
+    if (!Pf || (T && !Tf)) { st = NN_ST(c); goto done; }
+    if (!(sum = malloc((size_t)(B * S * H + 1) * sizeof *sum))) { st = NN_NOMEM(c); goto done; }
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t s = 0; s < S; s++) {
+            int64_t k = b * S + s;
+            int64_t w = nn_get_i(ids, k);
+            int64_t p = pid ? nn_get_i(pid, pid->numel == S ? s : k) : s;
+            int64_t g = seg ? nn_get_i(seg, k) : 0;
+            if (w < 0 || w >= W->dims[0] || p < 0 || p >= P->dims[0] ||
+                (seg && (g < 0 || g >= T->dims[0]))) {
+                st = NN_FAIL(c, "index out of range at token %lld", (long long)k);
+                goto done;
+            }
+            float *o = sum + k * H;
+            for (int64_t j = 0; j < H; j++)
+                o[j] = Wf[w * H + j] + Pf[p * H + j] + (seg ? Tf[g * H + j] : 0.0f);
+        }
+    int64_t yd[3] = {B, S, H};
+    ox_tensor xs = {.dtype = W->dtype, .rank = 3, .dims = {B, S, H}, .numel = B * S * H};
+    st = layer_norm_core(c, &xs, sum, 2, false, gamma, beta, nn_attr_f(c, "epsilon", 1e-12f), -1,
+                         -1);
+    if (!st && c->n_out > 1 && (!c->node || (c->node->n_outputs > 1 && c->node->outputs[1]))) {
+        ox_tensor *mi = nn_out(c, 1, OX_DT_INT32, 1, &B);
+        if (!mi) { st = NN_ST(c); goto done; }
+        for (int64_t b = 0; b < B; b++) {
+            int64_t n = 0;
+            for (int64_t s = 0; mask && s < S; s++)
+                n += nn_get_i(mask, b * S + s) != 0;
+            nn_set_i(mi, b, n);
+        }
+    }
+    if (!st && c->n_out > 2 && (!c->node || (c->node->n_outputs > 2 && c->node->outputs[2]))) {
+        nn_fout o;
+        if (!(st = nn_fout_new(c, 2, W->dtype, 3, yd, &o))) {
+            memcpy(o.f, sum, (size_t)(B * S * H) * sizeof(float));
+            nn_fout_done(&o);
+        }
+    }
+done:
+    free(tw); free(tp); free(tt); free(sum);
+    return st;
+}
+
 NN_KERNEL(group_norm)
 {
     const ox_tensor *x = ox_kernel_in(c, 0), *sc = ox_kernel_in(c, 1), *bi = ox_kernel_in(c, 2);
