@@ -562,6 +562,10 @@ const ox_pass ox__passes_fuse_norm[] = {
      "SimplifiedLayerNormalization + Cast(-> float16) [*scale16] [+bias16] -> the same "
      "normalization in float16",
      OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_EXTENDED, true, pass_norm_cast},
+    {"fuse_embed_layernorm",
+     "Gather(word, ids) + Gather(position, 0..S-1) [+ Gather(segment, seg)] + "
+     "LayerNormalization -> com.microsoft EmbedLayerNormalization",
+     OX_PASS_FUSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, ox__fuse_embed_layernorm},
     /* Opt-in: ONNX Runtime 1.30's CPU SkipLayerNormalization kernel
      * measures about 3x slower than LayerNormalization + Add on the same
      * data (docs/PASSES.md), so by default the pair stays as it is. */

@@ -87,6 +87,9 @@ extern const ox_pass ox__passes_fuse_gemm[];
 extern const ox_pass ox__passes_fuse_conv[];
 extern const ox_pass ox__passes_fuse_act[];
 extern const ox_pass ox__passes_fuse_norm[];
+/* fuse_embed.c; listed in fuse_norm.c's table, before fuse_skip_layernorm
+ * (which would otherwise take the embedding's LayerNorm). */
+ox_status ox__fuse_embed_layernorm(ox_pass_ctx *c, ox_graph *g, ox_error *err);
 extern const ox_pass ox__passes_fuse_gelu[];
 extern const ox_pass ox__passes_fuse_attn[];
 

@@ -208,7 +208,9 @@ static void test_transformer_levels(void **state)
         {OX_LEVEL_ALL, OX_TARGET_ORT, false},
         {OX_LEVEL_ALL, OX_TARGET_ORT, true},
     };
-    static const char *const ln_ops[] = {"LayerNormalization", "SkipLayerNormalization", NULL};
+    static const char *const ln_ops[] = {"LayerNormalization", "SkipLayerNormalization",
+                                         "EmbedLayerNormalization", NULL};
+    static const char *const embed_ops[] = {"EmbedLayerNormalization", NULL};
     static const char *const gelu_ops[] = {"Gelu", "FastGelu", "BiasGelu", NULL};
     static const char *const attn_ops[] = {"Attention", "MultiHeadAttention", NULL};
     static const char *const left_ops[] = {"ReduceMean", "Erf", "Sqrt", "Pow", NULL};
@@ -257,6 +259,12 @@ static void test_transformer_levels(void **state)
                     attn != tmodels[i].attention || left) {
                     print_message("  %d layers: %d LayerNorms, %d GELUs, %d attention, %d "
                                   "decomposed ops left\n", L, ln, gelu, attn, left);
+                    ok = false;
+                }
+                /* BERT's embeddings (word + position + segment, LayerNorm)
+                 * are one EmbedLayerNormalization. */
+                if (strstr(tmodels[i].dir, "bert") && count_ops(m, embed_ops) != 1) {
+                    print_message("  %d EmbedLayerNormalization\n", count_ops(m, embed_ops));
                     ok = false;
                 }
                 /* Per layer: two LayerNorms, one GELU, one attention block. */
