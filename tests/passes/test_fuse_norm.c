@@ -605,6 +605,122 @@ static void test_norm_cast_must_not(void **state)
     ox_model_free(m);
 }
 
+/* ---- fuse_embed_layernorm ---------------------------------------------- */
+
+enum {
+    E_SEG = 1,       /* a segment (token type) Gather */
+    E_CONSTPOS = 2,  /* positions as a constant [1, S] row (shapes folded) */
+    E_BADPOS = 4,    /* positions 1..S: not what the op computes */
+    E_AXIS1 = 8,     /* the LayerNorm over axes 1..2 */
+    E_SWAP = 16,     /* Add operands the other way round */
+};
+
+static const int64_t IDS[2] = {2, 5};
+
+static ox_value *int_input(ox_model *m, const char *name)
+{
+    ox_value *v = ox_graph_value(m->graph, name);
+    v->type = ox_type_new_tensor(OX_DT_INT64, 2, IDS);
+    ox_graph_add_input(m->graph, v);
+    return v;
+}
+
+static ox_model *embed_model(int v)
+{
+    ox_model *m = fh_model(17);
+    int_input(m, "ids");
+    int64_t wd[2] = {50, 8}, pd[2] = {16, 8}, td[2] = {3, 8}, h = 8;
+    fh_init(m, "W", 2, wd, NULL, -1, 1);
+    fh_init(m, "P", 2, pd, NULL, -1, 1);
+    if (v & E_CONSTPOS) {
+        int64_t pos[5] = {0, 1, 2, 3, 4}, d2[2] = {1, 5};
+        ox_tensor *t = ox_tensor_new(OX_DT_INT64, 2, d2);
+        for (int i = 0; i < 5; i++)
+            ox_tensor_set_i64(t, i, pos[i] + (v & E_BADPOS ? 1 : 0));
+        assert_int_equal(ox_graph_set_initializer(m->graph, ox_graph_value(m->graph, "pos"), t),
+                         OX_OK);
+    } else {
+        int64_t one = 1, zero = 0, st = v & E_BADPOS ? 1 : 0;
+        ox_tensor *k = ox_tensor_new(OX_DT_INT64, 0, NULL);
+        ox_tensor_set_i64(k, 0, 1);
+        assert_int_equal(ox_graph_set_initializer(m->graph, ox_graph_value(m->graph, "k1"), k),
+                         OX_OK);
+        fh_node(m, "Shape", "shape", "ids", NULL);
+        fh_node(m, "Gather", "slen", "shape", "k1", NULL);
+        ox_tensor *a = ox_tensor_new(OX_DT_INT64, 0, NULL), *b = ox_tensor_new(OX_DT_INT64, 0, NULL);
+        ox_tensor_set_i64(a, 0, st);
+        ox_tensor_set_i64(b, 0, one);
+        ox_graph_set_initializer(m->graph, ox_graph_value(m->graph, "r0"), a);
+        ox_graph_set_initializer(m->graph, ox_graph_value(m->graph, "r1"), b);
+        if (v & E_BADPOS) {
+            fh_node(m, "Add", "slen1", "slen", "r0", NULL);
+            fh_node(m, "Range", "rng", "r0", "slen1", "r1", NULL);
+        } else {
+            fh_node(m, "Range", "rng", "r0", "slen", "r1", NULL);
+        }
+        fh_ints(m, "ax0", 1, &zero);
+        fh_node(m, "Unsqueeze", "pos", "rng", "ax0", NULL);
+    }
+    fh_node(m, "Gather", "we", "W", "ids", NULL);
+    fh_node(m, "Gather", "pe", "P", "pos", NULL);
+    if (v & E_SWAP)
+        fh_node(m, "Add", "e1", "pe", "we", NULL);
+    else
+        fh_node(m, "Add", "e1", "we", "pe", NULL);
+    const char *sum = "e1";
+    if (v & E_SEG) {
+        int_input(m, "seg");
+        fh_init(m, "T", 2, td, NULL, -1, 1);
+        fh_node(m, "Gather", "te", "T", "seg", NULL);
+        fh_node(m, "Add", "e2", v & E_SWAP ? "te" : "e1", v & E_SWAP ? "e1" : "te", NULL);
+        sum = "e2";
+    }
+    if (v & E_AXIS1) {
+        int64_t d2[2] = {5, 8};
+        fh_init(m, "gamma", 2, d2, NULL, 0.5, 1.5);
+        fh_init(m, "beta", 2, d2, NULL, -0.5, 0.5);
+    } else {
+        fh_init(m, "gamma", 1, &h, NULL, 0.5, 1.5);
+        fh_init(m, "beta", 1, &h, NULL, -0.5, 0.5);
+    }
+    ox_node *ln = fh_node(m, "LayerNormalization", "y", sum, "gamma", "beta", NULL);
+    ox_node_set_attr_i(ln, "axis", v & E_AXIS1 ? 1 : -1);
+    ox_node_set_attr_f(ln, "epsilon", 1e-12f);
+    fh_output(m, "y");
+    return m;
+}
+
+static void test_embed_layernorm(void **state)
+{
+    (void)state;
+    static const int fire[] = {0, E_SEG, E_CONSTPOS, E_SEG | E_CONSTPOS, E_SEG | E_SWAP};
+    for (size_t k = 0; k < sizeof fire / sizeof *fire; k++) {
+        ox_model *m = embed_model(fire[k]);
+        int rw;
+        ox_model *o = fh_opt(m, "fuse_embed_layernorm", OX_TARGET_ORT, &rw);
+        assert_int_equal(rw, 1);
+        assert_int_equal(fh_count(o, "EmbedLayerNormalization"), 1);
+        assert_int_equal(fh_count(o, "LayerNormalization"), 0);
+        /* The Range chain's Gather(Shape) is left dead for the cleanup. */
+        assert_int_equal(fh_count(o, "Add"), 0);
+        assert_int_equal(fh_count(o, "Gather"), fire[k] & E_CONSTPOS ? 0 : 1);
+        /* int64 ids and segment ids become int32, one Cast each. */
+        assert_int_equal(fh_count(o, "Cast"), fire[k] & E_SEG ? 2 : 1);
+        ox_model_free(o);
+        ox_model_free(m);
+    }
+    /* Positions that are not 0..S-1, a LayerNorm over more than the hidden
+     * axis. */
+    static const int nofire[] = {E_BADPOS, E_BADPOS | E_CONSTPOS, E_AXIS1};
+    for (size_t k = 0; k < sizeof nofire / sizeof *nofire; k++) {
+        ox_model *m = embed_model(nofire[k]);
+        fh_nofire(m, "fuse_embed_layernorm", OX_TARGET_ORT);
+        ox_model_free(m);
+    }
+    /* A contrib op: only under --target ort. */
+    assert_int_equal(ox_pass_find("fuse_embed_layernorm")->target, OX_TARGET_ORT);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -617,9 +733,10 @@ int main(void)
         cmocka_unit_test(test_opt_in),
         cmocka_unit_test(test_norm_cast),
         cmocka_unit_test(test_norm_cast_must_not),
+        cmocka_unit_test(test_embed_layernorm),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     if (!r)
-        fh_all_fired("fuse_layernorm,fuse_rmsnorm,fuse_skip_layernorm,fuse_norm_cast");
+        fh_all_fired("fuse_layernorm,fuse_rmsnorm,fuse_skip_layernorm,fuse_norm_cast,fuse_embed_layernorm");
     return r;
 }
