@@ -63,6 +63,10 @@ typedef struct attn_match {
     ox_value *qkv_in[3], *mask_add;
     ox_node *keep[8];
     int n_keep;
+    /* fuse_multihead_attention: K and V may project another input (kv_x)
+     * than Q (cross-attention). */
+    bool allow_cross;
+    ox_value *kv_x;
 } attn_match;
 
 static bool push(attn_match *a, ox_node *n)
@@ -183,12 +187,13 @@ static bool projection(const ox_graph *g, ox_value *v, int which, attn_match *a)
         mm = ox__fuse_prod(g, v, "MatMul");
     }
     const ox_tensor *w = mm && mm->n_inputs == 2 ? ox__fuse_const(mm->inputs[1]) : NULL;
+    ox_value **src = a->allow_cross && which > 0 ? &a->kv_x : &a->x;
     if (!w || w->rank != 2 || w->dtype != OX_DT_FLOAT || !mm->inputs[0] ||
-        (a->x && mm->inputs[0] != a->x) || (ad && !push(a, ad)) || !push(a, mm))
+        (*src && mm->inputs[0] != *src) || (ad && !push(a, ad)) || !push(a, mm))
         return false;
     if (b && (ox__fuse_const(b)->dims[0] != w->dims[1] || ox__fuse_const(b)->dtype != w->dtype))
         return false;
-    a->x = mm->inputs[0];
+    *src = mm->inputs[0];
     a->w[which] = mm->inputs[1];
     a->b[which] = b;
     if (ad)
@@ -411,10 +416,12 @@ static bool mask_fits(const ox_value *M, const ox_value *s)
     return m->rank >= 2 && same_dim(M, m->rank - 2, s, 2);
 }
 
-static bool match_attn(const ox_graph *g, ox_node *sm, attn_match *a, int64_t opset, bool onnx)
+static bool match_attn(const ox_graph *g, ox_node *sm, attn_match *a, int64_t opset, bool onnx,
+                       bool cross)
 {
     memset(a, 0, sizeof *a);
     a->onnx = onnx;
+    a->allow_cross = cross;
     int64_t axis = ox_node_attr_i(sm, "axis", opset >= 13 ? -1 : 1);
     if (!ox_node_is(sm, "Softmax") || !ox_node_is_default_domain(sm) || sm->n_inputs != 1 ||
         sm->n_outputs != 1 || (axis != -1 && axis != 3) || !push(a, sm))
@@ -504,12 +511,21 @@ static bool match_attn(const ox_graph *g, ox_node *sm, attn_match *a, int64_t op
     }
     /* Runtime shapes read batch and sequence from a tensor whose first
      * two dims are X's; the causal mask ends at X's sequence length. */
+    /* Cross-attention: K and V from kv_x of the same batch; no packed
+     * Split, no causal mask (both need one sequence). A runtime shape may
+     * read its sequence from either input: a Reshape the original runs
+     * without error has the right one (B and N h fix the rest). */
+    ox_value *kv = a->kv_x ? a->kv_x : a->x;
+    if (a->kv_x && (a->split || a->causal || ox__fuse_rank(kv) != 3 ||
+                    ox__pass_elem(kv) != OX_DT_FLOAT || !same_dim(kv, 0, a->x, 0)))
+        return false;
     for (int i = 0; i < a->n_dyn; i++)
-        if (!same_dim(a->dyn[i], 0, a->x, 0) || !same_dim(a->dyn[i], 1, a->x, 1))
+        if (!same_dim(a->dyn[i], 0, a->x, 0) ||
+            !(same_dim(a->dyn[i], 1, a->x, 1) || same_dim(a->dyn[i], 1, kv, 1)))
             return false;
-    /* mask_index is [batch, sequence]: a mask that broadcasts instead
+    /* mask_index is [batch, key sequence]: a mask that broadcasts instead
      * ([B, 1]) has no Attention form. */
-    if (a->mask && (!same_dim(a->mask, 0, a->x, 0) || !same_dim(a->mask, 1, a->x, 1)))
+    if (a->mask && (!same_dim(a->mask, 0, a->x, 0) || !same_dim(a->mask, 1, kv, 1)))
         return false;
     if (a->causal) {
         int nd = a->n_dyn;
@@ -845,7 +861,7 @@ static ox_status pass_attention(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         ox_node *n = g->nodes[i];
         attn_match a;
         if (ox__pass_gone(n) ||
-            (!match_attn(g, n, &a, opset, false) && !match_seq_first(g, n, &a, opset)))
+            (!match_attn(g, n, &a, opset, false, false) && !match_seq_first(g, n, &a, opset)))
             continue;
         if (!emit(c, g, &a))
             return ox_errorf(err, OX_ENOMEM, "out of memory");
@@ -884,7 +900,7 @@ static ox_status pass_attention_onnx(ox_pass_ctx *c, ox_graph *g, ox_error *err)
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n = g->nodes[i];
         attn_match a;
-        if (ox__pass_gone(n) || !match_attn(g, n, &a, opset, true))
+        if (ox__pass_gone(n) || !match_attn(g, n, &a, opset, true, false))
             continue;
         if (opset < 23) {
             ox__pass_note(c, "fuse_attention_onnx not applied: needs opset 23 (model has %lld)",
@@ -898,11 +914,64 @@ static ox_status pass_attention_onnx(ox_pass_ctx *c, ox_graph *g, ox_error *err)
     return OX_OK;
 }
 
+/* Cross-attention (Q from one input, K and V from another), which the
+ * packed Attention cannot express: com.microsoft MultiHeadAttention on the
+ * projections' outputs, which stay; the 0/1 mask over the keys becomes
+ * key_padding_mask (int32) with mask_filter_value, exact for 0/1 masks as
+ * for Attention. Self-attention is left to fuse_attention (one packed
+ * MatMul instead of three). */
+static bool emit_mha(ox_pass_ctx *c, ox_graph *g, attn_match *a)
+{
+    ox_node *drop[24];
+    int nd = 0;
+    for (int i = 0; i < a->nn; i++) {
+        bool keep = false;
+        for (int k = 0; k < a->n_keep && !keep; k++)
+            keep = a->keep[k] == a->nodes[i];
+        if (!keep)
+            drop[nd++] = a->nodes[i];
+    }
+    ox_value *mi = a->mask ? mask_index(c, g, a->mask) : NULL;
+    if (a->mask && !mi)
+        return false;
+    ox_value *in[5] = {a->qkv_in[0], a->qkv_in[1], a->qkv_in[2], NULL, mi}, *y = a->y;
+    char site[256];
+    ox__fuse_site_name(y->producer, "MultiHeadAttention", site, sizeof site);
+    ox__fuse_drop_all(c, drop, nd);
+    ox_node *f = ox__fuse_node_named(c, g, site, "MultiHeadAttention", "com.microsoft",
+                                     mi ? 5 : 3, in, y);
+    if (ox_model_opset(c->m, "com.microsoft") < 1)
+        ox_model_set_opset(c->m, "com.microsoft", 1);
+    return f && ox_node_set_attr_i(f, "num_heads", a->heads) &&
+           ox_node_set_attr_f(f, "scale", (float)a->scale) &&
+           (!a->mask || ox_node_set_attr_f(f, "mask_filter_value", (float)a->filter));
+}
+
+static ox_status pass_multihead_attention(ox_pass_ctx *c, ox_graph *g, ox_error *err)
+{
+    int64_t opset = ox_model_opset(c->m, "");
+    for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
+        ox_node *n = g->nodes[i];
+        attn_match a;
+        if (ox__pass_gone(n) || !match_attn(g, n, &a, opset, false, true) || !a.kv_x ||
+            a.kv_x == a.x)
+            continue;
+        if (!emit_mha(c, g, &a))
+            return ox_errorf(err, OX_ENOMEM, "out of memory");
+        ox__pass_did(c);
+    }
+    return OX_OK;
+}
+
 const ox_pass ox__passes_fuse_attn[] = {
     {"fuse_attention",
      "Q/K/V MatMul+Add (or one cut in three), head split (batch- or sequence-first), scaled QK^T "
      "[+ 0/1 mask | causal Where], Softmax, V, head merge -> com.microsoft Attention, packed QKV",
      OX_PASS_FUSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, pass_attention},
+    {"fuse_multihead_attention",
+     "cross-attention (Q from one input, K/V from another), the BERT-form block otherwise -> "
+     "com.microsoft MultiHeadAttention on the projections, 0/1 mask as key_padding_mask",
+     OX_PASS_FUSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, pass_multihead_attention},
     /* After the ort form: under --target ort a block it fused is gone. */
     {"fuse_attention_onnx",
      "the same blocks (batch-first, any additive mask that broadcasts) -> Attention (opset 23) "

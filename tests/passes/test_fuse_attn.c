@@ -18,6 +18,7 @@ enum {
     A_FLOATMASK = 128, /* an additive float mask input [B, 1, S, S] */
     A_KNOTRANS = 256,  /* Q K instead of Q K^T (S = head size here) */
     A_SHORTMASK = 512, /* a [B, 1] mask that broadcasts over the keys */
+    A_CROSS = 1024,    /* K and V project xkv [B, SKV, H] (cross-attention) */
 };
 
 static const int64_t B = 2, S = 4, H = 8, NH = 2;
@@ -44,7 +45,7 @@ static void head(ox_model *m, int v, const char *p, const int64_t *perm, int64_t
     snprintf(sh, sizeof sh, "sh%s", p);
     snprintf(tr, sizeof tr, "%s", p);
     fh_init(m, w, 2, WD, NULL, -0.6, 0.6);
-    fh_node(m, "MatMul", mm, "x", w, NULL);
+    fh_node(m, "MatMul", mm, (v & A_CROSS) && strcmp(p, "Q") ? "xkv" : "x", w, NULL);
     if (!(v & A_NOBIAS)) {
         fh_init(m, b, 1, BD, NULL, -0.5, 0.5);
         fh_node(m, "Add", ad, b, mm, NULL);
@@ -59,8 +60,11 @@ static void head(ox_model *m, int v, const char *p, const int64_t *perm, int64_t
 static ox_model *attn_model(int v)
 {
     ox_model *m = fh_model(opset);
-    int64_t xd[3] = {B, S, H}, md[2] = {B, v & A_SHORTMASK ? 1 : S}, fd[4] = {B, 1, S, S};
+    int64_t xd[3] = {B, S, H}, fd[4] = {B, 1, S, S}, kd[3] = {B, 6, H};
+    int64_t md[2] = {B, v & A_SHORTMASK ? 1 : v & A_CROSS ? 6 : S};
     fh_input(m, "x", 3, xd);
+    if (v & A_CROSS)
+        fh_input(m, "xkv", 3, kd);
     if (v & A_FLOATMASK) {
         fh_input(m, "M", 4, fd);
     } else if (!(v & A_NOMASK)) {
@@ -441,6 +445,45 @@ static void test_attention_onnx(void **state)
     ox_model_free(m);
 }
 
+/* Cross-attention: com.microsoft MultiHeadAttention on the projections;
+ * neither pass takes the other's blocks. */
+static void test_multihead_attention(void **state)
+{
+    (void)state;
+    static const int variants[] = {A_CROSS, A_CROSS | A_NOMASK, A_CROSS | A_QSCALE | A_MULSCALE,
+                                   A_CROSS | A_MASKNEG | A_TWOUNSQ, A_CROSS | A_NOBIAS};
+    for (size_t k = 0; k < sizeof variants / sizeof *variants; k++) {
+        int v = variants[k];
+        ox_model *m = attn_model(v);
+        int rw;
+        ox_model *o = fh_opt(m, "fuse_multihead_attention", OX_TARGET_ORT, &rw);
+        assert_int_equal(rw, 1);
+        assert_int_equal(fh_count(o, "MultiHeadAttention"), 1);
+        assert_int_equal(fh_count(o, "Softmax"), 0);
+        assert_int_equal(fh_count(o, "MatMul"), 3); /* the projections stay */
+        for (int i = 0; i < o->graph->n_nodes; i++) {
+            ox_node *n = o->graph->nodes[i];
+            if (!ox_node_is(n, "MultiHeadAttention"))
+                continue;
+            assert_string_equal(n->domain, "com.microsoft");
+            assert_int_equal(ox_node_attr_i(n, "num_heads", 0), NH);
+            assert_true(fabs(ox_node_attr_f(n, "scale", 0) - 0.5) < 1e-7);
+            assert_int_equal(n->n_inputs, v & A_NOMASK ? 3 : 5);
+        }
+        ox_model_free(o);
+        fh_nofire(m, "fuse_attention", OX_TARGET_ORT);
+        ox_model_free(m);
+    }
+    /* Self-attention is fuse_attention's (packed); a [B, 1] mask has no
+     * key_padding_mask form. */
+    ox_model *m = attn_model(0);
+    fh_nofire(m, "fuse_multihead_attention", OX_TARGET_ORT);
+    ox_model_free(m);
+    m = attn_model(A_CROSS | A_SHORTMASK);
+    fh_nofire(m, "fuse_multihead_attention", OX_TARGET_ORT);
+    ox_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -449,9 +492,10 @@ int main(void)
         cmocka_unit_test(test_attention_gpt2),
         cmocka_unit_test(test_attention_seq_first),
         cmocka_unit_test(test_attention_onnx),
+        cmocka_unit_test(test_multihead_attention),
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     if (!r)
-        fh_all_fired("fuse_attention,fuse_attention_onnx");
+        fh_all_fired("fuse_attention,fuse_attention_onnx,fuse_multihead_attention");
     return r;
 }
