@@ -53,15 +53,24 @@ else
 fi
 echo "seeds: $(ls "$models" | wc -l) models, $(ls "$themes" | wc -l) themes"
 
+# Dictionaries: operator names (from docs/OPERATORS.md, the registry's
+# listing) let mutations turn one op into another of the same length;
+# theme keys and words let the theme harness reach every slot.
+awk -F'|' '/^\| [A-Z]/ { gsub(/ /, "", $2); print "\"" $2 "\"" }' docs/OPERATORS.md |
+    sort -u >"$BUILD/seeds/models.dict"
+{ sed -n 's/^\([a-z0-9_.]*\) *=.*/"\1"/p' themes/*.theme
+  for w in on bold dim underline reverse italic default bright- grey '#' '/'; do echo "\"$w\""; done
+} | sort -u >"$BUILD/seeds/theme.dict"
+
 secs=$(awk -v m="$MINUTES" 'BEGIN { printf "%d", m * 60 }')
 run_one() {
-    local h=$1 seeds=$models
-    [ "$h" = theme ] && seeds=$themes
+    local h=$1 seeds=$models dict=$BUILD/seeds/models.dict
+    [ "$h" = theme ] && seeds=$themes dict=$BUILD/seeds/theme.dict
     mkdir -p "$BUILD/corpus/$h" "$BUILD/crashes/$h"
     # -timeout: a unit slower than 10 s is a finding (bounded time);
     # -rss_limit_mb: so is one that needs 2 GiB.
     nice -n "$NICE" "$BUILD/tests/fuzz/fuzz_$h" -max_total_time="$secs" -timeout=10 \
-        -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$BUILD/crashes/$h/" \
+        -rss_limit_mb=2048 -dict="$dict" -print_final_stats=1 -artifact_prefix="$BUILD/crashes/$h/" \
         "$BUILD/corpus/$h" "$seeds" >"$BUILD/fuzz_$h.log" 2>&1 || true
 }
 export -f run_one
