@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Long-chain benchmark of `onnxscope optimize` (issue 11): x -> Relu -> N
 # eliminable nodes -> y (tools/gen_samples --chain, not committed) for N =
-# 10k, 100k and 1M, Identity and no-op Cast. Each line gives wall, user and
+# 10k, 100k and 1M, Identity, no-op Cast and Mixed (Identity/Dropout/no-op Cast
+# removed, Neg/Abs/Sigmoid kept: three rewriting passes on a long graph). Each line gives wall, user and
 # system seconds, peak RSS and the node counts; the time per node should stay
 # flat as N grows (the passes were quadratic: 23 s at 100k Identity nodes).
 #   bench/chain_bench.sh [N ...]      default: 10000 100000 1000000
@@ -12,7 +13,7 @@ OUT=bench/out
 mkdir -p "$OUT"
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(10000 100000 1000000)
-for op in Identity Cast; do
+for op in ${OPS:-Identity Cast Mixed}; do
     for n in "${sizes[@]}"; do
         model=$OUT/chain_${op}_$n.onnx
         [ -f "$model" ] || "$BUILD/tools/gen_samples" --chain "$op" "$n" "$model" >/dev/null

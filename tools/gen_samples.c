@@ -8,7 +8,8 @@
  *   gen_samples --large FILE.onnx  -> the benchmark model
  *   gen_samples --wide N FILE.onnx -> a chain of N cheap nodes (TUI scrolling bench)
  *   gen_samples --chain OP N FILE.onnx -> Relu then N eliminable OP nodes (Identity,
- *                                     Dropout or Cast to float): the optimize bench
+ *                                     Dropout or Cast to float), or Mixed (those and
+ *                                     Neg/Abs/Sigmoid that stay): the optimize bench
  *   gen_samples --transformer LAYERS HIDDEN FILE.onnx -> the same block, any size
  *   gen_samples --if-branch FILE.onnx -> a VAD-style model whose int64 `sr`
  *                                        input picks an If branch (CLI tests) */
@@ -435,7 +436,8 @@ static void gen_wide(const char *path, int n)
 }
 
 /* x -> Relu -> N x OP -> y, where every OP computes its input unchanged:
- * `optimize` should leave the Relu alone (bench/chain_bench.sh). */
+ * `optimize` should leave the Relu alone (bench/chain_bench.sh). Mixed
+ * keeps half the chain, so every rewriting pass sees a long graph. */
 static void gen_chain(const char *path, const char *op, int n)
 {
     builder b;
@@ -443,10 +445,14 @@ static void gen_chain(const char *path, const char *op, int n)
     int64_t dims[2] = {1, 16};
     ox_value *x = input(&b, "x", OX_DT_FLOAT, 2, dims, NULL);
     x = un(&b, "Relu", x);
+    /* Mixed: Identity, Neg, Dropout, Abs, no-op Cast, Sigmoid in turn, so
+     * that three passes rewrite and half the nodes stay. */
+    static const char *mixed[6] = {"Identity", "Neg", "Dropout", "Abs", "Cast", "Sigmoid"};
     for (int i = 0; i < n; i++) {
         ox_node *nd;
-        x = op1(&b, op, 1, &x, &nd);
-        if (!strcmp(op, "Cast"))
+        const char *o = strcmp(op, "Mixed") ? op : mixed[i % 6];
+        x = op1(&b, o, 1, &x, &nd);
+        if (!strcmp(o, "Cast"))
             ox_node_set_attr_i(nd, "to", OX_DT_FLOAT);
     }
     output(&b, x, "y", OX_DT_FLOAT);
@@ -538,8 +544,9 @@ int main(int argc, char **argv)
     if (argc == 5 && !strcmp(argv[1], "--chain")) {
         const char *op = argv[2];
         int n = atoi(argv[3]);
-        if (n < 0 || (strcmp(op, "Identity") && strcmp(op, "Dropout") && strcmp(op, "Cast"))) {
-            fprintf(stderr, "gen_samples: --chain Identity|Dropout|Cast N FILE\n");
+        if (n < 0 || (strcmp(op, "Identity") && strcmp(op, "Dropout") && strcmp(op, "Cast") &&
+                      strcmp(op, "Mixed"))) {
+            fprintf(stderr, "gen_samples: --chain Identity|Dropout|Cast|Mixed N FILE\n");
             return 2;
         }
         gen_chain(argv[4], op, n);
@@ -552,7 +559,7 @@ int main(int argc, char **argv)
     if (argc != 2) {
         fprintf(stderr, "usage: gen_samples OUTDIR | --large FILE | --wide N FILE |\n"
                         "                   --transformer LAYERS HIDDEN FILE | --if-branch FILE |\n"
-                        "                   --chain Identity|Dropout|Cast N FILE\n");
+                        "                   --chain Identity|Dropout|Cast|Mixed N FILE\n");
         return 2;
     }
     char path[4096];

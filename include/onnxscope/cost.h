@@ -76,6 +76,13 @@ const char *ox_cost_note(const ox_cost *c, char *buf, size_t len);
  * Identity/Cast/Transpose/... of a weight). */
 bool ox_value_is_weight(const ox_value *v);
 
+/* Bytes of the weights node n itself holds, as ox_model_cost's
+ * weights_bytes counts them: a Constant's tensor (value, value_float(s),
+ * value_int(s); any element type, like initializers), a ConstantOfShape of static
+ * size whose output is a weight; 0 for any other node. Initializers are
+ * counted by their values, not here. */
+int64_t ox_node_weight_bytes(const ox_node *n);
+
 typedef struct ox_model_cost {
     int64_t params;            /* elements of every weight tensor */
     int64_t params_dedup;      /* counting byte-identical weights once */

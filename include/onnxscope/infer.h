@@ -107,6 +107,16 @@ void ox_infer_opts_free(ox_infer_opts *opts);
 /* The value a --dim override gives `symbol`, or -1 (opts or symbol may be NULL). */
 int64_t ox_infer_opts_dim(const ox_infer_opts *opts, const char *symbol);
 
+/* Makes the user's --shape/--dim choices part of m's declared types
+ * (ox_value.decl), so that a saved model declares the fixed dims: each
+ * --shape replaces the declared shape of its graph input (the element
+ * type stays), and every symbol fixed by --dim, or by a --shape value at
+ * a dim the input declared with that symbol, becomes its value in every
+ * declared type of the model (outputs, subgraphs, value_info). Symbols
+ * nobody fixed stay. Without this call a saved model keeps the file's
+ * symbolic dims. */
+ox_status ox_infer_fix_declared(ox_model *m, const ox_infer_opts *opts, ox_error *err);
+
 /* Infers value->type for every value of m (graph inputs keep the model's
  * types, changed by opts overrides). Intermediate values get
  * has_value_info so that a saved model carries the result. Values of ops

@@ -38,6 +38,9 @@ ox_status ox_load(const char *path, const ox_load_opts *opts, ox_model **out,
  * blocking (opening a FIFO for reading waits for a writer). Returns the
  * descriptor, or -1 with err set. Every reader of user-named files uses it. */
 int ox_open_regular(const char *path, ox_error *err);
+/* Bytes of the external data files m was loaded with (0 when none): the
+ * model's size beyond the .onnx file (`info`: "+2.5 GiB external"). */
+uint64_t ox_model_external_bytes(const ox_model *m);
 /* Loads from memory (copied); external data relative to base_dir (may be NULL). */
 ox_status ox_load_buffer(const void *data, size_t len, const char *base_dir,
                          ox_model **out, ox_error *err);

@@ -54,6 +54,24 @@ bool ox_type_is_static(const ox_type *t);
 /* Formats "float32[1,3,N,?]" into buf. */
 const char *ox_type_str(const ox_type *t, char *buf, size_t len);
 bool ox_type_equal(const ox_type *a, const ox_type *b);
+/* Declared types (ox_value.decl) against inferred ones.
+ * compatible: nothing contradicts (same kind, element type and rank where
+ * both know them, no known dim that differs); a NULL or untyped side is
+ * compatible with anything.
+ * refine: a copy of decl with only its gaps filled from inf (an unset
+ * element type, a missing shape, an anonymous dim); a known dim or a
+ * symbol of decl is never replaced, an unknown of inf never replaces a
+ * known of decl. decl NULL/untyped gives a copy of inf. The caller frees.
+ * Symbols become values only when the user fixes them, which edits decl
+ * itself (ox_infer_fix_declared). */
+bool ox_type_compatible(const ox_type *decl, const ox_type *inf);
+ox_type *ox_type_refine(const ox_type *decl, const ox_type *inf);
+/* The type a saved file gives v: for a graph or subgraph input/output the
+ * refined declared type; for an intermediate value the refined declared
+ * type when compatible with the inferred one, else the inferred one (a
+ * pass changed what the value holds); the inferred type when nothing was
+ * declared. NULL when neither is known. The caller frees. */
+ox_type *ox_value_saved_type(const ox_value *v);
 
 /* ---- attributes ------------------------------------------------------- */
 
@@ -121,6 +139,11 @@ struct ox_value {
     char *name;
     ox_graph *graph;      /* graph whose namespace defines it */
     ox_type *type;        /* may be NULL when unknown */
+    /* The type the file declared for it (graph input or output, subgraph
+     * input or output, value_info), set by the loader and never touched by
+     * inference: type is what inference knows now, decl is the contract
+     * the saver keeps (ox_value_saved_type). NULL when none was declared. */
+    ox_type *decl;
     ox_node *producer;    /* NULL for graph inputs and initializers */
     int producer_output;
     ox_tensor *init;      /* initializer data, or NULL */

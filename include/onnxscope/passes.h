@@ -16,6 +16,7 @@
 #define ONNXSCOPE_PASSES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "onnxscope/infer.h"
@@ -49,9 +50,14 @@ const char *ox_pass_level_name(ox_pass_level l);
 bool ox_pass_level_parse(const char *s, ox_pass_level *out);
 bool ox_pass_target_parse(const char *s, ox_pass_target *out);
 
-/* What a pass sees while it runs (opaque; see the ox_pass_ctx_* calls in
+/* What a pass sees while it runs (opaque; the library's passes use
  * src/passes/pass_internal.h). */
 typedef struct ox_pass_ctx ox_pass_ctx;
+/* For passes outside the library (ox_pm_add_pass): true while the pass may
+ * make another rewrite (the step budget is not spent), and recording one
+ * rewrite. */
+bool ox_pass_ctx_may_rewrite(const ox_pass_ctx *c);
+void ox_pass_ctx_rewrote(ox_pass_ctx *c);
 
 /* Runs the pass on ONE graph (the manager visits subgraphs, innermost
  * first); rewrites are counted through the context. */
@@ -72,6 +78,23 @@ int ox_pass_count(void);
 const ox_pass *ox_pass_at(int i);
 const ox_pass *ox_pass_find(const char *name);
 
+/* What a preset adds, so that front ends can say it (issue 10): the
+ * passes enabled at (level, target) but not at the level below with the
+ * same target (level_adds), and those enabled at (level, ort) but not at
+ * (level, onnx) (target_adds; none for OX_TARGET_ONNX). Fills out with at
+ * most max passes (out may be NULL) and returns how many there are. */
+int ox_pass_level_adds(ox_pass_level level, ox_pass_target target, const ox_pass **out,
+                       int max);
+int ox_pass_target_adds(ox_pass_level level, ox_pass_target target, const ox_pass **out,
+                        int max);
+/* What level/target enable beyond basic/onnx, for front ends to say:
+ * adds gets e.g. "--level extended adds 10 passes (fuse_matmul_bn, ...)",
+ * none the part of the choice that adds nothing in this combination, and
+ * why ("--target ort adds no passes at --level basic (...)"). Each empty
+ * when there is nothing to say. */
+void ox_pass_preset_note(ox_pass_level level, ox_pass_target target, char *adds, size_t alen,
+                         char *none, size_t nlen);
+
 /* ---- reports ---------------------------------------------------------- */
 
 /* Per op type: how many nodes of it a pass removed and added. */
@@ -83,21 +106,51 @@ typedef struct ox_pass_op_delta {
 /* The change made by one pass (summed over every time it ran). */
 typedef struct ox_pass_stat {
     const char *name;         /* the pass's static name */
+    ox_pass_category category;
     int runs;                 /* times the pass was invoked on the model */
     int rewrites;             /* rewrites it reported */
     int nodes_removed, nodes_added;
     int nodes_replaced;       /* existing nodes edited in place (inputs/attrs) */
     int inits_removed, inits_added;
-    int64_t bytes_saved;      /* initializer bytes before - after (may be < 0) */
+    int64_t bytes_saved;      /* weight bytes (initializers and Constant
+                               * nodes) before - after (may be < 0) */
     ox_pass_op_delta *ops;    /* n_ops entries, owned */
     int n_ops;
+    /* What the pass's rewrites did to the cost model (docs/COST.md), after
+     * minus before (< 0: a saving), summed over its invocations. Measured
+     * only for invocations that rewrote something: the main-graph nodes
+     * it removed, added or edited (a node owning an edited subgraph
+     * counts as edited) are costed before and after. Unknown is never 0:
+     * cost_known is false as soon as one of those nodes has an unknown
+     * cost (unknown dims, no cost rule, an If counted by its larger
+     * branch), and then macs_delta/flops_delta mean nothing; likewise
+     * peak_known for the peak activation memory (the main graph's memory
+     * plan, ox_memplan_build, before or after has a value of unknown
+     * size). Weights are what ox_model_cost counts as weights_bytes. */
+    int64_t macs_delta, flops_delta;
+    bool cost_known;
+    int64_t weight_bytes_delta;
+    int64_t peak_delta;
+    bool peak_known;
 } ox_pass_stat;
+
+/* One line a user reads, for a pass that rewrote something:
+ *   "fuse_conv_bn: 53 fused, -53 nodes, MACs -1.20M, FLOPs -1.20M,
+ *    weights -13.00 KiB, peak -256 B"
+ * ("folded", "eliminated" or "rewrites" by category; "?" for an unknown
+ * figure). Returns buf. */
+const char *ox_pass_stat_line(const ox_pass_stat *s, char *buf, size_t len);
+/* A signed delta as that line prints it: "-1.20M", "+640", "0", "?"
+ * (bytes: "-13.00 KiB", "+48 B"). */
+const char *ox_fmt_delta(int64_t v, bool known, bool bytes, char *buf, size_t len);
 
 typedef struct ox_pass_report {
     ox_pass_stat *passes;     /* one entry per pass that ran, pipeline order */
     int n_passes;
     int iterations;           /* fixed-point rounds run */
     int nodes_before, nodes_after;      /* recursive node counts */
+    /* Bytes of weights: initializers and Constant nodes' values (a move
+     * between the two changes nothing; bytes_saved likewise). */
     int64_t init_bytes_before, init_bytes_after;
     /* Ids of nodes added or edited (they exist in the result) and of nodes
      * removed (they existed in the input): the TUI marks them. Sorted,
@@ -126,6 +179,12 @@ int ox_pm_count(const ox_pass_manager *pm);
 const ox_pass *ox_pm_pass(const ox_pass_manager *pm, int i);
 bool ox_pm_enabled(const ox_pass_manager *pm, int i);
 void ox_pm_enable(ox_pass_manager *pm, int i, bool on);
+/* Adds pass p (borrowed: it must outlive pm) to this manager only, at
+ * position pos (< 0 or past the end: last), enabled. For tests (a pass
+ * with a deliberate bug for ox_pm_bisect) and embedders; the registry is
+ * unchanged. Returns the pass's index, or -1 (no name or run function, a
+ * name already in pm, out of memory). */
+int ox_pm_add_pass(ox_pass_manager *pm, const ox_pass *p, int pos);
 /* Enables exactly the comma-separated passes in list (--passes) or
  * disables them (--skip). OX_EINVAL names an unknown pass. */
 ox_status ox_pm_only(ox_pass_manager *pm, const char *list, ox_error *err);

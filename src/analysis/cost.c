@@ -1121,6 +1121,30 @@ typedef struct collect_ctx {
     wlist *l;
 } collect_ctx;
 
+int64_t ox_node_weight_bytes(const ox_node *n)
+{
+    if (!n || n->n_outputs < 1 || !n->outputs[0] || !n->op_type || n->op_type[0] != 'C')
+        return 0;
+    const ox_value *o = n->outputs[0];
+    /* The same cases as collect_graph below. */
+    if (ox_node_is(n, "Constant")) {
+        /* Any element type, like initializers (moving one saves 0). */
+        const ox_attr *a = ox_node_attr(n, "value");
+        if (a && a->type == OX_ATTR_TENSOR && a->t)
+            return a->t->nbytes > (size_t)INT64_MAX ? INT64_MAX : (int64_t)a->t->nbytes;
+        if ((a = ox_node_attr(n, "value_float")) || (a = ox_node_attr(n, "value_floats")))
+            return (a->type == OX_ATTR_FLOAT ? 1 : (int64_t)a->n) * 4;
+        if ((a = ox_node_attr(n, "value_int")) || (a = ox_node_attr(n, "value_ints")))
+            return (a->type == OX_ATTR_INT ? 1 : (int64_t)a->n) * 8;
+        return 0;
+    }
+    int64_t b;
+    if (ox_node_is(n, "ConstantOfShape") && ox_value_is_weight(o) &&
+        ox_value_static_bytes(o, &b))
+        return b;
+    return 0;
+}
+
 static void collect_graph(ox_graph *g, void *vctx)
 {
     collect_ctx *ctx = vctx;
@@ -1135,8 +1159,8 @@ static void collect_graph(ox_graph *g, void *vctx)
             continue;
         const ox_value *o = n->outputs[0];
         if (ox_node_is(n, "Constant")) {
-            if (!ox_value_is_weight(o))
-                continue;
+            /* Any Constant counts, integer ones too, as initializers do:
+             * moving a value between the two changes no figure. */
             const ox_attr *a = ox_node_attr(n, "value");
             if (a && a->type == OX_ATTR_TENSOR && a->t) {
                 add_tensor_item(ctx->l, a->t);
@@ -1154,6 +1178,20 @@ static void collect_graph(ox_graph *g, void *vctx)
                 w->nbytes = w->numel * 4;
                 w->data = scalar ? (const void *)&a->f : (const void *)a->floats;
                 w->len = w->data ? (size_t)w->numel * sizeof(float) : 0;
+            } else if ((a = ox_node_attr(n, "value_int")) ||
+                       (a = ox_node_attr(n, "value_ints"))) {
+                witem *w = wlist_push(ctx->l);
+                if (!w)
+                    return;
+                w->dt = OX_DT_INT64;
+                bool scalar = a->type == OX_ATTR_INT;
+                w->rank = scalar ? 0 : 1;
+                w->dims_buf[0] = scalar ? 1 : a->n;
+                w->dims = w->dims_buf;
+                w->numel = scalar ? 1 : a->n;
+                w->nbytes = w->numel * 8;
+                w->data = scalar ? (const void *)&a->i : (const void *)a->ints;
+                w->len = w->data ? (size_t)w->numel * sizeof(int64_t) : 0;
             }
         } else if (ox_node_is(n, "ConstantOfShape") && ox_value_is_weight(o)) {
             int64_t e, b;

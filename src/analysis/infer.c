@@ -1008,6 +1008,101 @@ static ox_status apply_shape_override(ox__state *st, const ox_shape_override *o)
     return OX_OK;
 }
 
+/* ---- fixing declared types ---------------------------------------------------- */
+
+typedef struct fix_binding {
+    char *symbol;   /* owned: a declaration it came from may be replaced */
+    int64_t value;
+} fix_binding;
+
+typedef struct fix_ctx {
+    fix_binding *b;
+    int n;
+} fix_ctx;
+
+static int64_t fix_lookup(const fix_ctx *f, const char *sym)
+{
+    for (int i = 0; sym && i < f->n; i++)
+        if (f->b[i].symbol && !strcmp(f->b[i].symbol, sym))
+            return f->b[i].value;
+    return -1;
+}
+
+static void fix_type(const fix_ctx *f, ox_type *t, int depth)
+{
+    if (!t || depth > 64)
+        return;
+    if ((t->kind == OX_TYPE_TENSOR || t->kind == OX_TYPE_SPARSE_TENSOR) && t->has_shape) {
+        for (int k = 0; t->dims && k < t->rank; k++) {
+            int64_t v = t->dims[k].value < 0 ? fix_lookup(f, t->dims[k].param) : -1;
+            if (v >= 0)
+                ox__dim_set(t, k, v);
+        }
+    }
+    fix_type(f, t->inner, depth + 1);
+}
+
+static void visit_fix(ox_graph *g, void *ctx)
+{
+    for (int i = 0; i < g->n_values; i++)
+        fix_type(ctx, g->values[i]->decl, 0);
+}
+
+ox_status ox_infer_fix_declared(ox_model *m, const ox_infer_opts *opts, ox_error *err)
+{
+    if (!m || !m->graph || !opts || (!opts->n_shapes && !opts->n_dims))
+        return OX_OK;
+    ox_graph *g = m->graph;
+    fix_ctx f = {0};
+    size_t cap = (size_t)opts->n_dims + (size_t)opts->n_shapes * OX_MAX_RANK + 1;
+    f.b = calloc(cap, sizeof *f.b);
+    if (!f.b)
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    for (int i = 0; i < opts->n_dims; i++)
+        f.b[f.n++] = (fix_binding){ox_strdup(opts->dims[i].symbol), opts->dims[i].value};
+    ox_status rc = OX_OK;
+    for (int i = 0; i < opts->n_shapes && rc == OX_OK; i++) {
+        const ox_shape_override *o = &opts->shapes[i];
+        ox_value *v = NULL;
+        for (int j = 0; j < g->n_inputs; j++)
+            if (g->inputs[j]->name && !strcmp(g->inputs[j]->name, o->name))
+                v = g->inputs[j];
+        if (!v)
+            continue;
+        const ox_type *d = v->decl ? v->decl : v->type;
+        /* A symbol the input declared and the override gives a value. */
+        if (d && d->kind == OX_TYPE_TENSOR && d->has_shape && d->rank == o->rank && d->dims)
+            for (int k = 0; k < o->rank; k++)
+                if (d->dims[k].value < 0 && d->dims[k].param && o->dims[k] >= 0 &&
+                    fix_lookup(&f, d->dims[k].param) < 0)
+                    f.b[f.n++] = (fix_binding){ox_strdup(d->dims[k].param), o->dims[k]};
+        ox_dtype elem = d && d->kind == OX_TYPE_TENSOR ? d->elem : OX_DT_UNDEFINED;
+        ox_type *t = ox__tt(elem, o->rank);
+        if (!t) {
+            rc = ox_errorf(err, OX_ENOMEM, "out of memory");
+            break;
+        }
+        for (int k = 0; k < o->rank; k++) {
+            if (o->dims[k] >= 0)
+                ox__dim_set(t, k, o->dims[k]);
+            else if (o->params[k])
+                ox__dim_sym(t, k, o->params[k]);
+            else if (d && d->has_shape && d->rank == o->rank && d->dims)
+                ox__dim_copy(t, k, &d->dims[k]);  /* "?" keeps what was declared */
+        }
+        if (d && d->denotation && !t->denotation)
+            t->denotation = strdup(d->denotation);
+        ox_type_free(v->decl);
+        v->decl = t;
+    }
+    if (rc == OX_OK)
+        ox_graph_visit(g, visit_fix, &f);
+    for (int i = 0; i < f.n; i++)
+        free(f.b[i].symbol);
+    free(f.b);
+    return rc;
+}
+
 static void visit_dim_overrides(ox_graph *g, void *ctx)
 {
     ox__state *st = ctx;

@@ -287,16 +287,18 @@ const char *ox_fmt_bytes(int64_t n, bool known, char *buf, size_t len)
         return buf;
     }
     static const char *const suf[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    double v = (double)n;
+    /* Signed: a pass may add bytes (a negative saving). */
+    const char *sign = n < 0 ? "-" : "";
+    double v = n < 0 ? -(double)n : (double)n;
     int k = 0;
     while (v >= 1024.0 && k < 6) {
         v /= 1024.0;
         k++;
     }
     if (k == 0)
-        snprintf(buf, len, "%" PRId64 " B", n);
+        snprintf(buf, len, "%s%.0f B", sign, v);
     else
-        snprintf(buf, len, "%.2f %s", v, suf[k]);
+        snprintf(buf, len, "%s%.2f %s", sign, v, suf[k]);
     return buf;
 }
 

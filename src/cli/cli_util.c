@@ -173,14 +173,17 @@ const char *ox_cli_si(double v, char *buf, size_t len)
 const char *ox_cli_bytes(double v, char *buf, size_t len)
 {
     static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    const char *sign = v < 0 ? "-" : "";
+    if (v < 0)
+        v = -v;
     int u = 0;
     while (v >= 1024.0 && u < 4) {
         v /= 1024.0;
         u++;
     }
     if (u == 0)
-        snprintf(buf, len, "%.0f B", v);
+        snprintf(buf, len, "%s%.0f B", sign, v);
     else
-        snprintf(buf, len, "%.1f %s", v, units[u]);
+        snprintf(buf, len, "%s%.1f %s", sign, v, units[u]);
     return buf;
 }

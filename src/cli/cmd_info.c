@@ -95,6 +95,8 @@ json_t *ox_cli_info_json(const ox_model *m, const ox_model_cost *c)
     json_t *o = json_object();
     json_object_set_new(o, "file", m->path ? json_string(m->path) : json_null());
     json_object_set_new(o, "file_bytes", json_integer((json_int_t)m->file_size));
+    json_object_set_new(o, "external_bytes",
+                        json_integer((json_int_t)ox_model_external_bytes(m)));
     json_object_set_new(o, "ir_version", json_integer(m->ir_version));
     json_object_set_new(o, "producer", json_string(m->producer_name ? m->producer_name : ""));
     json_object_set_new(o, "producer_version",
@@ -151,8 +153,12 @@ static void print_text(const ox_model *m, const ox_model_cost *c)
 {
     const ox_graph *g = m->graph;
     char a[64], b[64];
-    printf("file:        %s (%s)\n", m->path ? m->path : "-",
+    uint64_t ext = ox_model_external_bytes(m);
+    printf("file:        %s (%s", m->path ? m->path : "-",
            ox_cli_bytes((double)m->file_size, a, sizeof a));
+    if (ext)
+        printf(" +%s external", ox_cli_bytes((double)ext, b, sizeof b));
+    printf(")\n");
     printf("ir_version:  %lld\n", (long long)m->ir_version);
     printf("producer:    %s %s\n", m->producer_name ? m->producer_name : "",
            m->producer_version ? m->producer_version : "");

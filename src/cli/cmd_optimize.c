@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "onnxscope/bisect.h"
 #include "onnxscope/check.h"
 #include "onnxscope/cost.h"
 #include "onnxscope/exec.h"
@@ -26,13 +27,15 @@ static void usage(FILE *f)
             "          [--passes a,b] [--skip a,b] [--target onnx|ort]\n"
             "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE] [--json] [--force]\n"
             "          [--max-memory SIZE]\n"
-            "          [--check N [--input NAME=FILE.pb] [--fill NAME=VALUE] [--int-max M]\n"
-            "                     [--default-dim D]]\n"
+            "          [--check N [--bisect] [--input NAME=FILE.pb] [--fill NAME=VALUE]\n"
+            "                     [--int-max M] [--default-dim D]]\n"
             "--check N runs the original and the optimized model on N input sets: the\n"
             "--input/--fill values, the other inputs seeded random; unknown dims are an\n"
             "error unless --default-dim. Outside rtol 1e-4 / atol 1e-5 the output is not\n"
             "written (exit 1) unless --force. --max-memory caps the tensor memory of those\n"
-            "runs (default 3/4 of RAM; K/M/G suffixes). `onnxscope passes` lists the passes.\n");
+            "runs (default 3/4 of RAM; K/M/G suffixes). --bisect: when the check fails, find\n"
+            "the first pass, and in it the first rewrite, whose result diverges, and name\n"
+            "the nodes it touched. `onnxscope passes` lists the passes.\n");
 }
 
 typedef struct check_res {
@@ -182,7 +185,71 @@ static json_t *stat_json(const ox_pass_stat *s)
         json_object_set_new(ops, s->ops[k].op_type, d);
     }
     json_object_set_new(o, "ops", ops);
+    json_object_set_new(o, "category", json_string(ox_pass_category_name(s->category)));
+    /* Unknown is null, never 0. */
+    json_object_set_new(o, "macs_delta", s->cost_known ? json_integer(s->macs_delta) : json_null());
+    json_object_set_new(o, "flops_delta",
+                        s->cost_known ? json_integer(s->flops_delta) : json_null());
+    json_object_set_new(o, "weight_bytes_delta", json_integer(s->weight_bytes_delta));
+    json_object_set_new(o, "peak_activation_delta",
+                        s->peak_known ? json_integer(s->peak_delta) : json_null());
     return o;
+}
+
+static json_t *bisect_json(const ox_bisect_result *b, bool ran)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "found", json_boolean(b->found));
+    if (!ran) {
+        json_object_set_new(o, "reason", json_string("outputs agree: nothing to bisect"));
+        return o;
+    }
+    if (b->found) {
+        json_object_set_new(o, "pass", json_string(b->pass));
+        json_object_set_new(o, "round", json_integer(b->round));
+        json_object_set_new(o, "pass_rewrites", json_integer(b->pass_rewrites));
+        json_object_set_new(o, "rewrite", b->rewrite ? json_integer(b->rewrite) : json_null());
+        json_object_set_new(o, "max_abs_err", json_real(b->max_abs_err));
+        json_object_set_new(o, "max_rel_err", json_real(b->max_rel_err));
+        json_t *arr = json_array();
+        for (int i = 0; i < b->n_nodes; i++) {
+            json_t *n = json_object();
+            json_object_set_new(n, "id", json_integer(b->nodes[i].id));
+            json_object_set_new(n, "name", json_string(b->nodes[i].name));
+            json_object_set_new(n, "op_type", json_string(b->nodes[i].op_type));
+            json_object_set_new(n, "change",
+                                json_string(ox_bisect_change_name(b->nodes[i].change)));
+            json_array_append_new(arr, n);
+        }
+        json_object_set_new(o, "nodes", arr);
+    }
+    json_object_set_new(o, "reason", json_string(b->why));
+    json_object_set_new(o, "models_checked", json_integer(b->models_checked));
+    return o;
+}
+
+/* The bisect result as text: where, then one line per node. */
+static void bisect_print(const ox_bisect_result *b, bool ran)
+{
+    if (!ran) {
+        printf("bisect: outputs agree: nothing to bisect\n");
+        return;
+    }
+    if (!b->found) {
+        printf("bisect: no pass found: %s (%d model(s) checked)\n", b->why,
+               b->models_checked);
+        return;
+    }
+    if (b->rewrite)
+        printf("bisect: first diverging pass %s (round %d), rewrite %d of %d: %s\n", b->pass,
+               b->round, b->rewrite, b->pass_rewrites, b->why);
+    else
+        printf("bisect: first diverging pass %s (round %d, %d rewrite(s)): %s\n", b->pass,
+               b->round, b->pass_rewrites, b->why);
+    for (int i = 0; i < b->n_nodes; i++)
+        printf("  %-7s node '%s' (%s)%s\n", ox_bisect_change_name(b->nodes[i].change),
+               b->nodes[i].name, b->nodes[i].op_type,
+               b->nodes[i].in_subgraph ? " in a subgraph" : "");
 }
 
 int ox_cmd_optimize(int argc, char **argv)
@@ -199,6 +266,7 @@ int ox_cmd_optimize(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},
         {"force", no_argument, NULL, 'f'},
         {"max-memory", required_argument, NULL, 'M'},
+        {"bisect", no_argument, NULL, 'B'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -208,15 +276,17 @@ int ox_cmd_optimize(int argc, char **argv)
     const char *out_path = NULL, *only = NULL, *skip = NULL;
     ox_pass_level level = OX_LEVEL_BASIC;
     ox_pass_target target = OX_TARGET_ONNX;
+    bool level_given = false;
     int n_check = 0, rc = 0;
     int64_t max_memory = 0;
-    bool json = false, force = false;
+    bool json = false, force = false, bisect = false;
     optind = 1;
     int c;
     while ((c = ox_cli_getopt(argc, argv, "optimize", "o:h", longopts)) != -1) {
         switch (c) {
         case 'o': out_path = optarg; break;
         case 'l':
+            level_given = true;
             if (!ox_pass_level_parse(optarg, &level)) {
                 ox_cli_error(NULL, "--level: expected basic, extended or all");
                 rc = 2;
@@ -242,6 +312,7 @@ int ox_cmd_optimize(int argc, char **argv)
         }
         case 'j': json = true; break;
         case 'f': force = true; break;
+        case 'B': bisect = true; break;
         case 'M':
             if (!ox_cli_parse_size("--max-memory", optarg, &max_memory))
                 rc = 2;
@@ -275,6 +346,10 @@ int ox_cmd_optimize(int argc, char **argv)
                      "overwritten)");
         rc = 2;
     }
+    if (!rc && bisect && n_check == 0) {
+        ox_cli_error(NULL, "optimize: --bisect compares outputs: it needs --check N");
+        rc = 2;
+    }
     if (!rc && inputs_given && n_check == 0) {
         ox_cli_error(NULL, "optimize: --input/--fill/--int-max/--default-dim only feed --check N; "
                      "add --check");
@@ -285,11 +360,24 @@ int ox_cmd_optimize(int argc, char **argv)
         ox_input_opts_free(&inputs);
         return rc;
     }
+    /* Say what the preset adds (issue 10): a level or target that adds
+     * nothing here must not look like it ran something more. */
+    char note[512] = "", none[512] = "";
+    if (only && level_given && level != OX_LEVEL_BASIC)
+        ox_cli_error(NULL, "--level %s has no effect with --passes (it runs exactly the passes "
+                     "named)", ox_pass_level_name(level));
+    if (!only) {
+        ox_pass_preset_note(level, target, note, sizeof note, none, sizeof none);
+        if (none[0])
+            ox_cli_error(NULL, "%s", none);
+    }
     const char *path = argv[optind];
     ox_model *m = ox_cli_load(path, &rc), *opt = NULL;
     ox_pass_manager *pm = NULL;
     ox_pass_report rep = {0};
     check_res chk = {0};
+    ox_bisect_result bis = {0};
+    bool bisected = false;
     ox_error err = {0};
     ox_model_cost cb = {0}, ca = {0};
     if (!m) {
@@ -325,6 +413,13 @@ int ox_cmd_optimize(int argc, char **argv)
         rc = 1;
         goto out;
     }
+    /* The passes may have specialized the graph to --shape/--dim: the
+     * saved model declares those dims (symbols nobody fixed stay). */
+    if (ox_infer_fix_declared(opt, &io, &err) != OX_OK) {
+        ox_cli_error(NULL, "%s", err.msg);
+        rc = 1;
+        goto out;
+    }
     ox_check_report cr = {0};
     if (ox_check_model(opt, &cr) != OX_OK) {
         ox_cli_error(path, "optimized model fails the checker: %s",
@@ -352,6 +447,16 @@ int ox_cmd_optimize(int argc, char **argv)
             rc = 1;
             write = force;
         }
+        if (!chk.ok && bisect) {
+            ox_bisect_opts bo = {.inputs = &inputs, .n_sets = n_check, .rtol = CHECK_RTOL,
+                                 .atol = CHECK_ATOL, .max_memory = max_memory};
+            ox_error berr = {0};
+            if (ox_pm_bisect(pm, m, &bo, &bis, &berr) != OX_OK) {
+                ox_cli_error(path, "--bisect: %s", berr.msg);
+                snprintf(bis.why, sizeof bis.why, "%.200s", berr.msg);
+            }
+            bisected = true;
+        }
     }
     if (write) {
         ox_save_opts so = {0};
@@ -369,6 +474,18 @@ int ox_cmd_optimize(int argc, char **argv)
         json_object_set_new(o, "output", write ? json_string(out_path) : json_null());
         json_object_set_new(o, "level", json_string(ox_pass_level_name(level)));
         json_object_set_new(o, "target", json_string(ox_pass_target_name(target)));
+        if (!only) {
+            const ox_pass *v[64];
+            json_t *la = json_array(), *ta = json_array();
+            int nl = ox_pass_level_adds(level, target, v, 64);
+            for (int i = 0; i < nl && i < 64; i++)
+                json_array_append_new(la, json_string(v[i]->name));
+            int nt = ox_pass_target_adds(level, target, v, 64);
+            for (int i = 0; i < nt && i < 64; i++)
+                json_array_append_new(ta, json_string(v[i]->name));
+            json_object_set_new(o, "level_adds", la);
+            json_object_set_new(o, "target_adds", ta);
+        }
         json_object_set_new(o, "before", ox_cli_info_json(m, &cb));
         json_object_set_new(o, "after", ox_cli_info_json(opt, &ca));
         json_object_set_new(o, "iterations", json_integer(rep.iterations));
@@ -386,6 +503,8 @@ int ox_cmd_optimize(int argc, char **argv)
                 json_object_set_new(k, "reason", json_string(chk.why));
             json_object_set_new(o, "check", k);
         }
+        if (bisect)
+            json_object_set_new(o, "bisect", bisect_json(&bis, bisected));
         char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         if (s)
             puts(s);
@@ -396,24 +515,26 @@ int ox_cmd_optimize(int argc, char **argv)
         printf("%s: nodes %d -> %d, weights %s -> %s, %d round(s)\n", path, rep.nodes_before,
                rep.nodes_after, ox_cli_bytes((double)rep.init_bytes_before, b1, sizeof b1),
                ox_cli_bytes((double)rep.init_bytes_after, b2, sizeof b2), rep.iterations);
+        if (note[0])
+            printf("  %s\n", note);
         for (int i = 0; i < rep.n_passes; i++) {
-            const ox_pass_stat *s = &rep.passes[i];
-            if (!s->rewrites)
-                continue;
-            printf("  %-28s %4d rewrite(s)  -%d +%d nodes  ~%d  inits -%d +%d\n", s->name,
-                   s->rewrites, s->nodes_removed, s->nodes_added, s->nodes_replaced,
-                   s->inits_removed, s->inits_added);
+            char line[512];
+            if (rep.passes[i].rewrites)
+                printf("  %s\n", ox_pass_stat_line(&rep.passes[i], line, sizeof line));
         }
         if (n_check > 0)
             printf("check: %d run(s), max abs err %.3g, max rel err %.3g: %s%s%s\n", chk.runs,
                    chk.max_abs, chk.max_rel, chk.ok ? "ok" : "FAILED",
                    chk.ok || !chk.why[0] ? "" : " - ", chk.ok ? "" : chk.why);
+        if (bisect)
+            bisect_print(&bis, bisected);
         if (write)
             printf("wrote %s\n", out_path);
         else
             printf("not written (use --force)\n");
     }
 out:
+    ox_bisect_result_free(&bis);
     ox_pass_report_free(&rep);
     ox_pm_free(pm);
     ox_model_free(opt);

@@ -594,9 +594,11 @@ ox_tensor *ox_kernel_output(ox_kernel_ctx *c, int i, ox_dtype dt, int rank,
         bytes = (size_t)numel * sizeof(ox_bytes);
     if (bytes > max_tensor_bytes() ||
         (c->max_output_bytes > 0 && bytes > (size_t)c->max_output_bytes)) {
-        char buf[128];
-        ox_errorf(c->err, OX_ERANGE, "output %d: %s tensor of %zu bytes exceeds the limit",
-                  i, ox_shape_str(rank, dims, buf, sizeof buf), bytes);
+        char buf[128], bb[32];
+        ox_errorf(c->err, OX_ERANGE, "output %d: %s tensor of %s exceeds the limit",
+                  i, ox_shape_str(rank, dims, buf, sizeof buf),
+                  ox_fmt_bytes(bytes > (size_t)INT64_MAX ? INT64_MAX : (int64_t)bytes, true, bb,
+                               sizeof bb));
         return NULL;
     }
     /* Refused before allocating, so a bomb never touches the memory. */

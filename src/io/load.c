@@ -373,9 +373,14 @@ static ox_status convert_value_info(loader *L, ox_graph *g, const Onnx__ValueInf
         return ox_errorf(L->err, OX_ENOMEM, "out of memory");
     if (vi->type) {
         ox_type *t = ox_type_from_proto(vi->type, 0);
-        if (t) {
+        ox_type *d = t ? ox_type_clone(t) : NULL;
+        if (t && d) {
             ox_type_free(v->type);
             v->type = t;
+            ox_type_free(v->decl);
+            v->decl = d;
+        } else {
+            ox_type_free(t);
         }
     }
     if (vi->doc_string && *vi->doc_string && !v->doc_string)
@@ -947,4 +952,13 @@ ox_status ox_tensor_load_pb(const char *path, ox_tensor **out, ox_error *err)
     free(dir);
     onnx__tensor_proto__free_unpacked(tp, NULL);
     return st;
+}
+
+uint64_t ox_model_external_bytes(const ox_model *m)
+{
+    uint64_t n = 0;
+    for (int i = 0; m && i < m->n_ext_files; i++)
+        if (m->ext_files[i])
+            n += m->ext_files[i]->size;
+    return n;
 }

@@ -376,8 +376,11 @@ static Onnx__ValueInfoProto *vi_msg(saver *S, const ox_value *v)
     Onnx__ValueInfoProto *vi = ox_pool_alloc(S->p, sizeof *vi);
     onnx__value_info_proto__init(vi);
     vi->name = ox_pool_strdup(S->p, v->name);
-    if (v->type && v->type->kind != OX_TYPE_NONE)
-        vi->type = ox_type_to_proto(S->p, v->type);
+    /* What the file declared, refined by inference (ir.h). */
+    ox_type *t = ox_value_saved_type(v);
+    if (t && t->kind != OX_TYPE_NONE)
+        vi->type = ox_type_to_proto(S->p, t);
+    ox_type_free(t);
     if (v->doc_string)
         vi->doc_string = ox_pool_strdup(S->p, v->doc_string);
     return vi;
@@ -452,7 +455,7 @@ static Onnx__GraphProto *graph_to_proto(saver *S, const ox_graph *g)
         const ox_value *v = g->values[i];
         if (v->init)
             n_init++;
-        if (v->has_value_info && !v->is_input && !v->is_output && v->type)
+        if (v->has_value_info && !v->is_input && !v->is_output && (v->type || v->decl))
             n_vi++;
     }
     gp->initializer = ox_pool_alloc(p, sizeof(void *) * (n_init ? n_init : 1));
@@ -465,7 +468,7 @@ static Onnx__GraphProto *graph_to_proto(saver *S, const ox_graph *g)
             tp->name = ox_pool_strdup(p, v->name); /* the value's name is authoritative */
             gp->initializer[gp->n_initializer++] = tp;
         }
-        if (v->has_value_info && !v->is_input && !v->is_output && v->type)
+        if (v->has_value_info && !v->is_input && !v->is_output && (v->type || v->decl))
             gp->value_info[gp->n_value_info++] = vi_msg(S, v);
     }
     gp->n_sparse_initializer = (size_t)g->n_sparse;
@@ -513,11 +516,11 @@ static Onnx__FunctionProto *function_msg(saver *S, const ox_function *f)
         fp->node[i] = node_msg(S, b->nodes[i]);
     size_t n_vi = 0;
     for (int i = 0; i < b->n_values; i++)
-        if (b->values[i]->has_value_info && b->values[i]->type)
+        if (b->values[i]->has_value_info && (b->values[i]->type || b->values[i]->decl))
             n_vi++;
     fp->value_info = ox_pool_alloc(p, sizeof(void *) * (n_vi + 1));
     for (int i = 0; i < b->n_values; i++)
-        if (b->values[i]->has_value_info && b->values[i]->type)
+        if (b->values[i]->has_value_info && (b->values[i]->type || b->values[i]->decl))
             fp->value_info[fp->n_value_info++] = vi_msg(S, b->values[i]);
     fp->n_opset_import = (size_t)f->n_opsets;
     fp->opset_import = ox_pool_alloc(p, sizeof(void *) * (fp->n_opset_import + 1));

@@ -351,6 +351,7 @@ static void value_destroy(ox_value *v)
     free(v->name);
     free(v->doc_string);
     ox_type_free(v->type);
+    ox_type_free(v->decl);
     ox_tensor_free(v->init);
     ox_tensor_free(v->known);
     free(v->uses);

@@ -30,6 +30,10 @@ static void set_graph_output(ox_graph *g, int k, ox_value *to)
         }
     }
     g->outputs[k] = to;
+    /* The output keeps the type its file declared: a pass that makes
+     * another value the output carries the declaration over. */
+    if (to && from && from->decl && !to->decl)
+        to->decl = ox_type_clone(from->decl);
     if (to) {
         if (to->graph == g)
             to->is_output = true;

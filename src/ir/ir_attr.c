@@ -620,6 +620,8 @@ ox_graph *ox__graph_clone(const ox_graph *src, ox_model *m, ox_graph *parent,
         v->doc_string = ox__ir_strdup(sv->doc_string);
         if (sv->type && !(v->type = ox_type_clone(sv->type)))
             goto fail;
+        if (sv->decl && !(v->decl = ox_type_clone(sv->decl)))
+            goto fail;
         if (sv->init && !(v->init = ox_tensor_share(sv->init)))
             goto fail;
         if (sv->known)

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "onnxscope/cost.h"
 #include "onnxscope/infer.h"
+#include "onnxscope/memplan.h"
 #include "passes/pass_internal.h"
 
 /* ---- registry ------------------------------------------------------------ */
@@ -170,6 +172,42 @@ void ox_pm_enable(ox_pass_manager *pm, int i, bool on)
         pm->on[i] = on;
 }
 
+int ox_pm_add_pass(ox_pass_manager *pm, const ox_pass *p, int pos)
+{
+    if (!pm || !p || !p->name || !p->run)
+        return -1;
+    for (int i = 0; i < pm->n; i++)
+        if (!strcmp(pm->passes[i]->name, p->name))
+            return -1;
+    const ox_pass **np = realloc(pm->passes, ((size_t)pm->n + 2) * sizeof *np);
+    if (!np)
+        return -1;
+    pm->passes = np;
+    bool *no = realloc(pm->on, ((size_t)pm->n + 2) * sizeof *no);
+    if (!no)
+        return -1;
+    pm->on = no;
+    if (pos < 0 || pos > pm->n)
+        pos = pm->n;
+    memmove(&pm->passes[pos + 1], &pm->passes[pos], (size_t)(pm->n - pos) * sizeof *np);
+    memmove(&pm->on[pos + 1], &pm->on[pos], (size_t)(pm->n - pos) * sizeof *no);
+    pm->passes[pos] = p;
+    pm->on[pos] = true;
+    pm->n++;
+    return pos;
+}
+
+bool ox_pass_ctx_may_rewrite(const ox_pass_ctx *c)
+{
+    return c && ox__pass_may(c);
+}
+
+void ox_pass_ctx_rewrote(ox_pass_ctx *c)
+{
+    if (c)
+        ox__pass_did(c);
+}
+
 /* Applies fn to each pass named in the comma-separated list. */
 static ox_status for_list(ox_pass_manager *pm, const char *list, bool on, ox_error *err)
 {
@@ -239,20 +277,31 @@ void ox_pm_set_max_iterations(ox_pass_manager *pm, int n)
 
 /* ---- snapshots for the report ------------------------------------------- */
 
+enum { COST_NONE = 0, COST_KNOWN, COST_UNKNOWN };
+
 typedef struct snap_node {
     int id;
+    int top;            /* id of the main-graph node holding it (its own id
+                         * for a main-graph node) */
     const char *op;     /* interned (see intern) */
     uint64_t sig;       /* inputs, outputs and attributes */
+    const ox_node *node;  /* valid while this is the model's current snapshot */
+    /* Main-graph nodes: ox_node_cost (bodies included), filled lazily: the
+     * unchanged nodes of a new snapshot copy it from the previous one. */
+    int64_t macs, flops;
+    uint8_t cost;       /* COST_* */
 } snap_node;
 
 typedef struct snap {
     snap_node *nodes;
     int n, cap;
     int inits;
-    int64_t init_bytes;
+    int64_t weight_bytes;  /* initializers + weights held by nodes (Constant) */
+    int64_t peak;          /* arena of the main graph's memory plan */
+    uint8_t peak_state;    /* COST_* */
+    const char *op_constant, *op_cos;  /* interned "Constant", "ConstantOfShape" */
     bool oom;
 } snap;
-
 static const char *intern_locked(const char *s)
 {
     static char **tab;
@@ -310,9 +359,22 @@ static uint64_t node_sig(const ox_node *n)
     return h;
 }
 
+/* Id of the main-graph node whose subgraphs (at any depth) hold g, or -1
+ * when g is the main graph. */
+static int top_id(const ox_graph *g)
+{
+    const ox_node *o = NULL;
+    for (int guard = 0; g && g->owner && guard < 256; guard++) {
+        o = g->owner;
+        g = o->graph;
+    }
+    return o ? o->id : -1;
+}
+
 static void snap_graph(ox_graph *g, void *ctx)
 {
     snap *s = ctx;
+    int top = top_id(g);
     for (int i = 0; i < g->n_nodes; i++) {
         if (s->n == s->cap) {
             int nc = s->cap ? s->cap * 2 : 256;
@@ -325,12 +387,17 @@ static void snap_graph(ox_graph *g, void *ctx)
             s->cap = nc;
         }
         const ox_node *n = g->nodes[i];
-        s->nodes[s->n++] = (snap_node){n->id, intern(n->op_type ? n->op_type : ""), node_sig(n)};
+        const char *op = intern(n->op_type ? n->op_type : "");
+        s->nodes[s->n++] = (snap_node){.id = n->id, .top = top < 0 ? n->id : top, .op = op,
+                                       .sig = node_sig(n), .node = n};
+        /* Interned: a pointer compare picks the nodes that can hold weights. */
+        if (op == s->op_constant || op == s->op_cos)
+            s->weight_bytes += ox_node_weight_bytes(n);
     }
     for (int i = 0; i < g->n_values; i++)
         if (g->values[i]->init) {
             s->inits++;
-            s->init_bytes += (int64_t)g->values[i]->init->nbytes;
+            s->weight_bytes += (int64_t)g->values[i]->init->nbytes;
         }
 }
 
@@ -344,7 +411,10 @@ static void take_snap(ox_model *m, snap *s)
 {
     s->n = 0;
     s->inits = 0;
-    s->init_bytes = 0;
+    s->weight_bytes = 0;
+    s->peak_state = COST_NONE;
+    s->op_constant = intern("Constant");
+    s->op_cos = intern("ConstantOfShape");
     ox_graph_visit(m->graph, snap_graph, s);
     if (s->n > 1)
         qsort(s->nodes, (size_t)s->n, sizeof *s->nodes, cmp_snap);
@@ -381,51 +451,6 @@ static void op_delta(ox_pass_stat *st, const char *op, int removed, int added)
     st->ops[st->n_ops++] = (ox_pass_op_delta){ox_strdup(op), removed, added};
 }
 
-/* Adds the difference between snapshots a (before) and b (after). */
-static void diff_into(ox_pass_report *r, ox_pass_stat *st, const snap *a, const snap *b)
-{
-    int i = 0, j = 0;
-    while (i < a->n || j < b->n) {
-        if (j >= b->n || (i < a->n && a->nodes[i].id < b->nodes[j].id)) {
-            st->nodes_removed++;
-            op_delta(st, a->nodes[i].op, 1, 0);
-            push_id(&r->removed_ids, &r->n_removed_ids, a->nodes[i].id);
-            i++;
-        } else if (i >= a->n || b->nodes[j].id < a->nodes[i].id) {
-            st->nodes_added++;
-            op_delta(st, b->nodes[j].op, 0, 1);
-            push_id(&r->touched, &r->n_touched, b->nodes[j].id);
-            j++;
-        } else {
-            if (a->nodes[i].sig != b->nodes[j].sig) {
-                st->nodes_replaced++;
-                push_id(&r->touched, &r->n_touched, b->nodes[j].id);
-            }
-            i++;
-            j++;
-        }
-    }
-    if (b->inits < a->inits)
-        st->inits_removed += a->inits - b->inits;
-    else
-        st->inits_added += b->inits - a->inits;
-    st->bytes_saved += a->init_bytes - b->init_bytes;
-}
-
-static ox_pass_stat *stat_for(ox_pass_report *r, const ox_pass *p)
-{
-    for (int i = 0; i < r->n_passes; i++)
-        if (r->passes[i].name == p->name)
-            return &r->passes[i];
-    ox_pass_stat *t = realloc(r->passes, ((size_t)r->n_passes + 1) * sizeof *t);
-    if (!t)
-        return NULL;
-    r->passes = t;
-    memset(&t[r->n_passes], 0, sizeof *t);
-    t[r->n_passes].name = p->name;
-    return &t[r->n_passes++];
-}
-
 static int cmp_int(const void *a, const void *b)
 {
     int x = *(const int *)a, y = *(const int *)b;
@@ -442,6 +467,173 @@ static void uniq(int *v, int *n)
         if (v[i] != v[k - 1])
             v[k++] = v[i];
     *n = k;
+}
+
+/* ---- cost deltas --------------------------------------------------------- */
+
+static void cost_of(snap_node *e)
+{
+    ox_cost c;
+    ox_node_cost(e->node, &c);
+    e->macs = c.macs;
+    e->flops = c.flops;
+    /* A larger-branch bound is not a figure a difference can be taken of. */
+    e->cost = c.known && !c.upper ? COST_KNOWN : COST_UNKNOWN;
+}
+
+static void peak_of(ox_model *m, snap *s)
+{
+    ox_memplan *p = NULL;
+    ox_error e = {0};
+    s->peak_state = COST_UNKNOWN;
+    if (ox_memplan_build(m->graph, NULL, &p, &e) == OX_OK && p) {
+        s->peak = p->arena_bytes;
+        s->peak_state = p->complete ? COST_KNOWN : COST_UNKNOWN;
+    }
+    ox_memplan_free(p);
+}
+
+/* Costs what s (the model's current snapshot) does not know yet: every
+ * main-graph node the first time, later only those still unknown (a fresh
+ * inference may have typed them). */
+static void refresh_costs(ox_model *m, snap *s)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->nodes[i].top == s->nodes[i].id && s->nodes[i].cost != COST_KNOWN)
+            cost_of(&s->nodes[i]);
+    if (s->peak_state != COST_KNOWN)
+        peak_of(m, s);
+}
+
+typedef struct delta {
+    int64_t macs, flops;
+    bool known;
+    int *dirty;         /* main-graph nodes whose bodies changed */
+    int n_dirty;
+} delta;
+
+static int64_t sat(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r))
+        return b > 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
+static void delta_add(delta *d, const snap_node *e, int sign)
+{
+    if (e->cost != COST_KNOWN) {
+        d->known = false;
+        return;
+    }
+    d->macs = sat(d->macs, sign * e->macs);
+    d->flops = sat(d->flops, sign * e->flops);
+}
+
+static const snap_node *snap_find(const snap *s, int id)
+{
+    snap_node key = {.id = id};
+    return s->n ? bsearch(&key, s->nodes, (size_t)s->n, sizeof key, cmp_snap) : NULL;
+}
+
+/* The cost change of one invocation: b's main-graph nodes that are new or
+ * edited get costed (the others copy a's figure), removed ones subtract
+ * a's, and a main-graph node whose subgraph changed is costed again. */
+static void cost_change(snap_node *ea, snap_node *eb, delta *d)
+{
+    const snap_node *e = ea ? ea : eb;
+    if (e->top != e->id) {
+        push_id(&d->dirty, &d->n_dirty, e->top);
+        if (eb && ea && eb->top != ea->top)
+            push_id(&d->dirty, &d->n_dirty, eb->top);
+        return;
+    }
+    if (eb) {
+        cost_of(eb);
+        delta_add(d, eb, 1);
+    }
+    if (ea)
+        delta_add(d, ea, -1);
+}
+
+/* Adds the difference between snapshots a (before) and b (after) of m. */
+static void diff_into(ox_pass_report *r, ox_pass_stat *st, const snap *a, snap *b,
+                      ox_model *m)
+{
+    delta d = {.known = true};
+    int i = 0, j = 0;
+    while (i < a->n || j < b->n) {
+        if (j >= b->n || (i < a->n && a->nodes[i].id < b->nodes[j].id)) {
+            st->nodes_removed++;
+            op_delta(st, a->nodes[i].op, 1, 0);
+            push_id(&r->removed_ids, &r->n_removed_ids, a->nodes[i].id);
+            cost_change(&a->nodes[i], NULL, &d);
+            i++;
+        } else if (i >= a->n || b->nodes[j].id < a->nodes[i].id) {
+            st->nodes_added++;
+            op_delta(st, b->nodes[j].op, 0, 1);
+            push_id(&r->touched, &r->n_touched, b->nodes[j].id);
+            cost_change(NULL, &b->nodes[j], &d);
+            j++;
+        } else {
+            if (a->nodes[i].sig != b->nodes[j].sig) {
+                st->nodes_replaced++;
+                push_id(&r->touched, &r->n_touched, b->nodes[j].id);
+                cost_change(&a->nodes[i], &b->nodes[j], &d);
+            } else {
+                b->nodes[j].macs = a->nodes[i].macs;
+                b->nodes[j].flops = a->nodes[i].flops;
+                b->nodes[j].cost = a->nodes[i].cost;
+            }
+            i++;
+            j++;
+        }
+    }
+    uniq(d.dirty, &d.n_dirty);
+    for (int k = 0; k < d.n_dirty; k++) {
+        const snap_node *ea = snap_find(a, d.dirty[k]);
+        snap_node *eb = (snap_node *)snap_find(b, d.dirty[k]);
+        /* New, removed or edited itself: already counted above. */
+        if (ea && eb && ea->sig == eb->sig) {
+            cost_of(eb);
+            delta_add(&d, eb, 1);
+            delta_add(&d, ea, -1);
+        }
+    }
+    free(d.dirty);
+    st->macs_delta = sat(st->macs_delta, d.macs);
+    st->flops_delta = sat(st->flops_delta, d.flops);
+    st->cost_known = st->cost_known && d.known;
+    st->weight_bytes_delta += b->weight_bytes - a->weight_bytes;
+    peak_of(m, b);
+    if (a->peak_state == COST_KNOWN && b->peak_state == COST_KNOWN)
+        st->peak_delta += b->peak - a->peak;
+    else
+        st->peak_known = false;
+    if (b->inits < a->inits)
+        st->inits_removed += a->inits - b->inits;
+    else
+        st->inits_added += b->inits - a->inits;
+    /* Weights as the cost model counts them (Constant nodes included), so
+     * that moving data between Constant nodes and initializers saves 0. */
+    st->bytes_saved += a->weight_bytes - b->weight_bytes;
+}
+
+static ox_pass_stat *stat_for(ox_pass_report *r, const ox_pass *p)
+{
+    for (int i = 0; i < r->n_passes; i++)
+        if (r->passes[i].name == p->name)
+            return &r->passes[i];
+    ox_pass_stat *t = realloc(r->passes, ((size_t)r->n_passes + 1) * sizeof *t);
+    if (!t)
+        return NULL;
+    r->passes = t;
+    memset(&t[r->n_passes], 0, sizeof *t);
+    t[r->n_passes].name = p->name;
+    t[r->n_passes].category = p->category;
+    t[r->n_passes].cost_known = true;
+    t[r->n_passes].peak_known = true;
+    return &t[r->n_passes++];
 }
 
 void ox_pass_report_free(ox_pass_report *r)
@@ -505,9 +697,33 @@ static ox_status sort_all(ox_model *m, ox_error *err)
     return st;
 }
 
+/* Types the outputs of the nodes a pass created (ids from `from` on) that
+ * it left untyped, from their inputs (ox_infer_node), parents first: the
+ * later passes of the round and the report's costs then see them without
+ * a whole inference per pass (the next round still starts with one). */
+static void infer_new_graph(ox_graph *g, void *ctx)
+{
+    int from = *(const int *)ctx;
+    for (int i = 0; i < g->n_nodes; i++) {
+        ox_node *n = g->nodes[i];
+        if (n->id < from)
+            continue;
+        bool untyped = false;
+        for (int k = 0; k < n->n_outputs; k++) {
+            const ox_value *v = n->outputs[k];
+            untyped |= v && (!v->type || v->type->kind == OX_TYPE_NONE);
+        }
+        if (untyped) {
+            ox_error e = {0};
+            ox_infer_node(n, &e);   /* what it cannot type stays untyped */
+        }
+    }
+}
+
 static ox_status run_pass(ox_pass_manager *pm, ox_model *m, const ox_pass *p, int budget,
                           int *rewrites, ox_error *err)
 {
+    int first_new = m->next_node_id;
     ox_pass_ctx c = {.m = m, .io = pm->io, .fold_limit = pm->fold_limit,
                      .fold_room = &pm->fold_room, .budget = budget};
     glist l = {0};
@@ -532,6 +748,8 @@ static ox_status run_pass(ox_pass_manager *pm, ox_model *m, const ox_pass *p, in
         ox_graph_relink(m->graph);
         st = sort_all(m, err);
     }
+    if (!st && c.rewrites)
+        ox_graph_visit(m->graph, infer_new_graph, &first_new);
     *rewrites = c.rewrites;
     return st;
 }
@@ -554,6 +772,22 @@ static void reset_fold_room(ox_pass_manager *pm, ox_model *m)
     pm->fold_room = w > lim ? w : lim;
 }
 
+static void fill_declared(ox_graph *g, void *ctx)
+{
+    (void)ctx;
+    for (int i = 0; i < g->n_values; i++) {
+        ox_value *v = g->values[i];
+        if ((v->is_output || v->is_input) && v->decl && v->decl->kind != OX_TYPE_NONE &&
+            (!v->type || v->type->kind == OX_TYPE_NONE)) {
+            ox_type *t = ox_type_clone(v->decl);
+            if (t) {
+                ox_type_free(v->type);
+                v->type = t;
+            }
+        }
+    }
+}
+
 static ox_status infer(ox_pass_manager *pm, ox_model *m, ox_error *err)
 {
     ox_infer_opts o = {0};
@@ -563,13 +797,16 @@ static ox_status infer(ox_pass_manager *pm, ox_model *m, ox_error *err)
     o.strict = false;
     o.stats = NULL;
     ox_error ierr = {0};
-    /* Reset forgets the declared types of graph outputs too; an op that
-     * inference does not know would then leave them untyped, and ONNX
-     * requires them typed: put back what the file said. */
+    /* Reset forgets the types of node outputs, graph outputs included; an
+     * op that inference does not know would leave them untyped, and later
+     * inference and passes read them: put back what the file declared, or
+     * for outputs of a model built in memory (no declaration), what they
+     * had before. */
     ox_graph *g = m->graph;
     ox_type **keep = calloc((size_t)g->n_outputs + 1, sizeof *keep);
     for (int i = 0; keep && i < g->n_outputs; i++)
-        keep[i] = g->outputs[i]->type ? ox_type_clone(g->outputs[i]->type) : NULL;
+        keep[i] = g->outputs[i]->type && !g->outputs[i]->decl
+                      ? ox_type_clone(g->outputs[i]->type) : NULL;
     ox_status st = ox_infer_model(m, &o, &ierr);
     for (int i = 0; keep && i < g->n_outputs; i++) {
         ox_value *v = g->outputs[i];
@@ -581,6 +818,7 @@ static ox_status infer(ox_pass_manager *pm, ox_model *m, ox_error *err)
         ox_type_free(keep[i]);
     }
     free(keep);
+    ox_graph_visit(m->graph, fill_declared, NULL);
     /* An override naming no input is the caller's mistake; other trouble
      * only makes the passes that need types do less. */
     if (st == OX_EINVAL)
@@ -604,7 +842,7 @@ static ox_status invoke(ox_pass_manager *pm, ox_model *m, const ox_pass *p, int 
         if (*rewrites) {
             take_snap(m, b);
             if (s)
-                diff_into(rep, s, a, b);
+                diff_into(rep, s, a, b, m);
             snap t = *a;
             *a = *b;
             *b = t;
@@ -619,7 +857,7 @@ static void finish(ox_pass_report *rep, snap *b)
     if (!rep)
         return;
     rep->nodes_after = b->n;
-    rep->init_bytes_after = b->init_bytes;
+    rep->init_bytes_after = b->weight_bytes;
     /* A node added then removed in the same run is neither. */
     uniq(rep->touched, &rep->n_touched);
     uniq(rep->removed_ids, &rep->n_removed_ids);
@@ -633,51 +871,97 @@ static void finish(ox_pass_report *rep, snap *b)
 }
 
 /* A value_info entry needs a type: drop the listing of values that the
- * final inference left untyped (their producer may have changed). */
+ * final inference left untyped (their producer may have changed) and that
+ * the file did not type either. */
 static void drop_untyped_info(ox_graph *g, void *ctx)
 {
     (void)ctx;
     for (int i = 0; i < g->n_values; i++) {
         ox_value *v = g->values[i];
-        if (v->has_value_info && (!v->type || v->type->kind == OX_TYPE_NONE))
+        if (v->has_value_info && (!v->type || v->type->kind == OX_TYPE_NONE) &&
+            (!v->decl || v->decl->kind == OX_TYPE_NONE))
             v->has_value_info = false;
     }
 }
 
-ox_status ox_pm_run(ox_pass_manager *pm, ox_model *m, ox_pass_report *rep, ox_error *err)
+ox_status ox__pm_drive(ox_pass_manager *pm, ox_model *m, ox_pass_report *rep,
+                       const ox__pm_hook *h, bool *stopped, ox_error *err)
 {
+    if (stopped)
+        *stopped = false;
     if (!pm || !m || !m->graph)
         return ox_errorf(err, OX_EINVAL, "no model");
     if (m->oom)
         return ox_model_check_oom(m, "optimize", err);
     snap a = {0}, b = {0};
     ox_status st = OX_OK;
+    bool stop = false;
+    int inv = 0;
     reset_fold_room(pm, m);
     if (rep) {
         take_snap(m, &a);
         rep->nodes_before = a.n;
-        rep->init_bytes_before = a.init_bytes;
+        rep->init_bytes_before = a.weight_bytes;
     }
-    for (int it = 0; it < pm->max_iter && !st; it++) {
+    for (int it = 0; it < pm->max_iter && !st && !stop; it++) {
         st = infer(pm, m, err);
         if (st)
             break;
-        if (rep)
+        if (rep) {
             rep->iterations++;
+            refresh_costs(m, &a);
+        }
         int total = 0;
-        for (int i = 0; i < pm->n && !st; i++) {
+        for (int i = 0; i < pm->n && !st && !stop; i++) {
             if (!pm->on[i])
                 continue;
+            if (h && h->stop_before >= 0 && inv >= h->stop_before) {
+                stop = true;
+                break;
+            }
             int rw = 0;
             st = invoke(pm, m, pm->passes[i], -1, rep, &a, &b, &rw, err);
             total += rw;
+            if (!st && h && h->after && h->after(h->ctx, m, i, it, inv, rw))
+                stop = true;
+            inv++;
         }
         if (!total)
             break;
     }
-    if (!st)
+    if (!st && !stop)
         st = infer(pm, m, err);
-    ox_graph_visit(m->graph, drop_untyped_info, NULL);
+    if (!stop)
+        ox_graph_visit(m->graph, drop_untyped_info, NULL);
+    if (stopped)
+        *stopped = stop;
+    finish(rep, &a);
+    free(a.nodes);
+    free(b.nodes);
+    return st;
+}
+
+ox_status ox_pm_run(ox_pass_manager *pm, ox_model *m, ox_pass_report *rep, ox_error *err)
+{
+    return ox__pm_drive(pm, m, rep, NULL, NULL, err);
+}
+
+ox_status ox__pm_invoke(ox_pass_manager *pm, ox_model *m, int i, int max_rewrites,
+                        ox_pass_report *rep, int *rewrites, ox_error *err)
+{
+    *rewrites = 0;
+    if (!pm || !m || !m->graph || i < 0 || i >= pm->n)
+        return ox_errorf(err, OX_EINVAL, "no such pass");
+    const ox_pass *p = pm->passes[i];
+    snap a = {0}, b = {0};
+    if (rep) {
+        take_snap(m, &a);
+        refresh_costs(m, &a);
+        rep->nodes_before = a.n;
+        rep->init_bytes_before = a.weight_bytes;
+    }
+    int budget = max_rewrites > 0 && p->single_rewrite ? max_rewrites : -1;
+    ox_status st = invoke(pm, m, p, budget, rep, &a, &b, rewrites, err);
     finish(rep, &a);
     free(a.nodes);
     free(b.nodes);
@@ -696,12 +980,14 @@ ox_status ox_pm_step(ox_pass_manager *pm, ox_model *m, int i, int max_rewrites,
     int rw = 0;
     reset_fold_room(pm, m);
     ox_status st = infer(pm, m, err);
-    if (rep)
+    if (rep) {
         take_snap(m, &a);
+        refresh_costs(m, &a);
+    }
     if (!st) {
         if (rep) {
             rep->nodes_before = a.n;
-            rep->init_bytes_before = a.init_bytes;
+            rep->init_bytes_before = a.weight_bytes;
             rep->iterations = 1;
         }
         int budget = max_rewrites > 0 && p->single_rewrite ? max_rewrites : -1;

@@ -42,6 +42,25 @@ static inline void ox__pass_did(ox_pass_ctx *c)
         c->budget--;
 }
 
+/* The manager's pipeline with hooks, for ox_pm_bisect (src/passes/bisect.c):
+ * ox__pm_drive runs exactly what ox_pm_run runs, calling after() once per
+ * pass invocation (invocations are numbered from 0 over the whole run,
+ * rewriting or not); after() returning true, or reaching invocation
+ * stop_before (>= 0), stops the run there, with *stopped set (then the
+ * model is left as the pipeline had it at that point: no final inference). */
+typedef struct ox__pm_hook {
+    bool (*after)(void *ctx, ox_model *m, int pass, int round, int invocation, int rewrites);
+    int stop_before;    /* < 0: never */
+    void *ctx;
+} ox__pm_hook;
+ox_status ox__pm_drive(ox_pass_manager *pm, ox_model *m, ox_pass_report *rep,
+                       const ox__pm_hook *h, bool *stopped, ox_error *err);
+/* One invocation of pass i in the middle of a pipeline (no inference
+ * before or after, the fold room left as it is), max_rewrites as in
+ * ox_pm_step; rep (may be NULL) gets its diff. */
+ox_status ox__pm_invoke(ox_pass_manager *pm, ox_model *m, int i, int max_rewrites,
+                        ox_pass_report *rep, int *rewrites, ox_error *err);
+
 /* Pass tables of each family, terminated by a zero entry. */
 extern const ox_pass ox__passes_cleanup[];
 extern const ox_pass ox__passes_fold[];

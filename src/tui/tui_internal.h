@@ -63,6 +63,7 @@
     X(RESET, 'r', 0, "r", "Passes", "reset to the original model")                   \
     X(APPLY_ALL, 'a', 0, "a", "Passes", "apply all enabled passes")                  \
     X(LEVEL, 'L', 0, "L", "Passes", "cycle level preset: basic, extended, all")      \
+    X(BISECT, 'B', 0, "B", "Passes", "bisect: first pass and rewrite changing the outputs") \
     X(BENCH, 'b', 0, "b", "global", "run the benchmark (Bench panel)")               \
     X(CANCEL, 27, 0, "Esc", "Bench", "cancel the benchmark / close a prompt")        \
     X(EXPORT, 'x', 0, "x", "global", "export DOT/SVG/PNG (graph, neighbourhood, diff)") \
@@ -138,7 +139,8 @@ typedef struct tui_line {
 } tui_line;
 
 typedef enum { TUI_PROMPT_NONE = 0, TUI_PROMPT_SEARCH, TUI_PROMPT_FILTER, TUI_PROMPT_SHAPE,
-               TUI_PROMPT_EXPORT, TUI_PROMPT_SAVE, TUI_PROMPT_CONFIRM } tui_prompt_kind;
+               TUI_PROMPT_EXPORT, TUI_PROMPT_SAVE, TUI_PROMPT_CONFIRM,
+               TUI_PROMPT_DIMS } tui_prompt_kind;
 
 typedef struct tui_bench_result {
     bool done, ok, cancelled;
@@ -225,6 +227,7 @@ struct tui {
     int plen;
     char pending_path[512];
     char confirm_msg[160];
+    char dims_msg[200];    /* the keep/fix question of a save with shape overrides */
     int export_scope;      /* 0 graph, 1 neighbourhood, 2 diff */
 
     /* passes: the manager, the last report and the before/after numbers */

@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "onnxscope/export.h"
+#include "onnxscope/infer.h"
 #include "onnxscope/io.h"
 #include "tui/tui.h"
 #include "tui/tui_internal.h"
@@ -101,6 +102,7 @@ static const char *prompt_label(const tui *t)
     case TUI_PROMPT_EXPORT: return "export to (.dot .svg .png): ";
     case TUI_PROMPT_SAVE: return "save model to: ";
     case TUI_PROMPT_CONFIRM: return t->confirm_msg;
+    case TUI_PROMPT_DIMS: return t->dims_msg;
     default: return "";
     }
 }
@@ -366,6 +368,54 @@ static bool same_file(const char *a, const char *b)
     return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+static bool has_overrides(const tui *t)
+{
+    return t->iopts.n_shapes > 0 || t->iopts.n_dims > 0;
+}
+
+/* Writes the model. With shape overrides in effect, fix=true makes them
+ * the saved input dims (and every symbol they fix); fix=false keeps the
+ * file's symbolic dims, and the inferred value_info is recomputed without
+ * the overrides so that it does not claim the looked-at sizes. */
+static void save_write(tui *t, const char *path, bool fix)
+{
+    struct stat sb;
+    bool is_input = stat(path, &sb) == 0 && same_file(path, t->path);
+    ox_save_opts so = {.overwrite_input = is_input};
+    ox_error err = {0};
+    ox_model *m = t->cur, *copy = NULL;
+    if (has_overrides(t)) {
+        copy = ox_model_clone(t->cur);
+        if (!copy) {
+            tui_set_status(t, OX_SLOT_UI_ERROR, "save failed: out of memory");
+            return;
+        }
+        if (fix) {
+            ox_infer_fix_declared(copy, &t->iopts, &err);
+        } else {
+            ox_graph *g = copy->graph;
+            for (int i = 0; i < g->n_inputs; i++) {
+                ox_value *v = g->inputs[i];
+                if (v->decl) {
+                    ox_type_free(v->type);
+                    v->type = ox_type_clone(v->decl);
+                }
+            }
+            ox_infer_opts io = {.reset = true};
+            ox_infer_model(copy, &io, NULL);
+        }
+        m = copy;
+    }
+    ox_status s = err.status ? err.status : ox_save(m, path, &so, &err);
+    if (s != OX_OK)
+        tui_set_status(t, OX_SLOT_UI_ERROR, "save failed: %s", err.msg[0] ? err.msg : ox_strerror(s));
+    else
+        tui_set_status(t, OX_SLOT_UI_OK, "saved %s model (%d nodes%s) to %s",
+                       t->cur == t->orig ? "the" : "the optimized", m->graph->n_nodes,
+                       !copy ? "" : fix ? ", dims fixed" : ", symbolic dims kept", path);
+    ox_model_free(copy);
+}
+
 static void save_do(tui *t, const char *path, bool confirmed)
 {
     struct stat sb;
@@ -386,12 +436,18 @@ static void save_do(tui *t, const char *path, bool confirmed)
         tui_prompt_open(t, TUI_PROMPT_CONFIRM, "");
         return;
     }
-    ox_status s = ox_save(t->cur, path, &so, &err);
-    if (s != OX_OK)
-        tui_set_status(t, OX_SLOT_UI_ERROR, "save failed: %s", err.msg[0] ? err.msg : ox_strerror(s));
-    else
-        tui_set_status(t, OX_SLOT_UI_OK, "saved %s model (%d nodes) to %s",
-                       t->cur == t->orig ? "the" : "the optimized", t->cur->graph->n_nodes, path);
+    if (has_overrides(t)) {
+        /* Shapes changed to look at costs are not a decision about the
+         * file: ask, keeping the symbols by default. */
+        snprintf(t->pending_path, sizeof t->pending_path, "%s", path);
+        /* At most 78 columns: the whole question fits an 80-column bar. */
+        snprintf(t->dims_msg, sizeof t->dims_msg,
+                 "shapes changed%s: Enter/k keep symbolic dims, f fix them ",
+                 t->cur != t->orig ? " (passes ran with them)" : "");
+        tui_prompt_open(t, TUI_PROMPT_DIMS, "");
+        return;
+    }
+    save_write(t, path, false);
 }
 
 /* ---- prompt input ----------------------------------------------------------------------- */
@@ -443,6 +499,17 @@ static int prompt_submit(tui *t)
             tui_set_status(t, OX_SLOT_UI_DIM, "not saved");
         }
         break;
+    case TUI_PROMPT_DIMS: {
+        char path[512];
+        snprintf(path, sizeof path, "%s", t->pending_path);
+        if (!s[0] || s[0] == 'k' || s[0] == 'K')
+            save_write(t, path, false);
+        else if (s[0] == 'f' || s[0] == 'F')
+            save_write(t, path, true);
+        else
+            tui_set_status(t, OX_SLOT_UI_DIM, "not saved (k keeps, f fixes the dims)");
+        break;
+    }
     default: break;
     }
     return TUI_REDRAW;
@@ -457,7 +524,8 @@ static int prompt_key(tui *t, int ch)
     }
     if (ch == '\n' || ch == '\r' || ch == KEY_ENTER)
         return prompt_submit(t);
-    if (t->prompt == TUI_PROMPT_CONFIRM && (ch == 'y' || ch == 'n' || ch == 'Y' || ch == 'N')) {
+    if ((t->prompt == TUI_PROMPT_CONFIRM && (ch == 'y' || ch == 'n' || ch == 'Y' || ch == 'N')) ||
+        (t->prompt == TUI_PROMPT_DIMS && (ch == 'k' || ch == 'f' || ch == 'K' || ch == 'F'))) {
         t->pbuf[0] = (char)ch;
         t->pbuf[1] = 0;
         return prompt_submit(t);
@@ -561,7 +629,7 @@ static int global_key(tui *t, tui_action a, int ch)
         return TUI_REDRAW;
     case TUI_A_NEIGH: tui_switch(t, TUI_P_NEIGH); return TUI_REDRAW;
     case TUI_A_TOGGLE: case TUI_A_STEP: case TUI_A_RESET: case TUI_A_APPLY_ALL:
-    case TUI_A_LEVEL:
+    case TUI_A_LEVEL: case TUI_A_BISECT:
         tui_set_status(t, OX_SLOT_UI_DIM, "pass keys work in panels 8 (Passes) and 9 (Diff)");
         return TUI_REDRAW;
     case TUI_A_REDRAW: clearok(curscr, TRUE); return TUI_REDRAW;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "onnxscope/io.h"
 #include "onnxscope/profile.h"
 #include "tui/tui_internal.h"
 
@@ -38,7 +39,16 @@ static void overview_draw(tui *t, int y0, int h, int w)
         }                                                              \
         y++;                                                           \
     } while (0)
-    ROW("File", "%s  (%s)", t->path, ox_fmt_bytes((int64_t)m->file_size, true, a, sizeof a));
+    {
+        uint64_t ext = ox_model_external_bytes(m);
+        char xb[48] = "";
+        if (ext) {
+            char e[32];
+            snprintf(xb, sizeof xb, " +%s external", ox_fmt_bytes((int64_t)ext, true, e, sizeof e));
+        }
+        ROW("File", "%s  (%s%s)", t->path, ox_fmt_bytes((int64_t)m->file_size, true, a, sizeof a),
+            xb);
+    }
     ROW("Producer", "%s %s   IR version %lld   model version %lld",
         m->producer_name && m->producer_name[0] ? m->producer_name : "(none)",
         m->producer_version ? m->producer_version : "", (long long)m->ir_version,

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "onnxscope/bisect.h"
 #include "onnxscope/io.h"
 #include "onnxscope/profile.h"
 #include "tui/tui_internal.h"
@@ -152,6 +153,50 @@ static void step(tui *t)
                        ps ? ps->nodes_replaced : 0);
 }
 
+/* Input sets the bisect key runs the model on (seeds 0..N-1, as
+ * `optimize --check 2 --bisect`). */
+#define BISECT_SETS 2
+
+/* B: replays the enabled passes on the original and names the first pass,
+ * and the rewrite in it, whose result computes differently (ox_pm_bisect);
+ * selects that pass. Runs the model a few times per rewriting pass. */
+static void bisect(tui *t)
+{
+    busy(t, "bisecting: running the model after each pass");
+    /* The benchmark's --input/--fill/--default-dim, the viewer's shapes. */
+    ox_input_opts in = t->bench_inputs;
+    in.shapes = &t->iopts;
+    ox_bisect_opts o = {.inputs = &in, .n_sets = BISECT_SETS};
+    ox_bisect_result r;
+    ox_error err = {0};
+    if (ox_pm_bisect(t->pm, t->orig, &o, &r, &err) != OX_OK) {
+        tui_set_status(t, OX_SLOT_UI_ERROR, "bisect: %s", err.msg);
+        return;
+    }
+    if (!r.found) {
+        tui_set_status(t, OX_SLOT_UI_OK, "bisect: %s (%d input sets)", r.why, BISECT_SETS);
+        ox_bisect_result_free(&r);
+        return;
+    }
+    char nodes[512] = "";
+    size_t k = 0;
+    for (int i = 0; i < r.n_nodes && k + 1 < sizeof nodes; i++) {
+        int w = snprintf(nodes + k, sizeof nodes - k, "%s%s '%s' (%s)", i ? ", " : "",
+                         ox_bisect_change_name(r.nodes[i].change), r.nodes[i].name,
+                         r.nodes[i].op_type);
+        if (w < 0)
+            break;
+        k += (size_t)w;
+    }
+    char step[48] = "";
+    if (r.rewrite)
+        snprintf(step, sizeof step, ", rewrite %d of %d", r.rewrite, r.pass_rewrites);
+    tui_set_status(t, OX_SLOT_UI_ERROR, "bisect: %s (round %d%s) diverges: %s", r.pass,
+                   r.round, step, nodes);
+    t->panels[TUI_P_PASSES].sel = r.pass_index;
+    ox_bisect_result_free(&r);
+}
+
 static void reset(tui *t)
 {
     if (t->cur != t->orig)
@@ -169,14 +214,14 @@ int tui_passes_key(tui *t, tui_action a)
 {
     if (!t->pm) {
         if (a == TUI_A_TOGGLE || a == TUI_A_STEP || a == TUI_A_RESET || a == TUI_A_APPLY_ALL ||
-            a == TUI_A_LEVEL) {
+            a == TUI_A_LEVEL || a == TUI_A_BISECT) {
             tui_set_status(t, OX_SLOT_UI_ERROR, "the pass manager could not start");
             return TUI_REDRAW;
         }
         return TUI_UNHANDLED;
     }
     if (t->bench_running && (a == TUI_A_TOGGLE || a == TUI_A_STEP || a == TUI_A_RESET ||
-                             a == TUI_A_APPLY_ALL || a == TUI_A_LEVEL)) {
+                             a == TUI_A_APPLY_ALL || a == TUI_A_LEVEL || a == TUI_A_BISECT)) {
         tui_set_status(t, OX_SLOT_UI_WARNING, "wait for the benchmark to finish");
         return TUI_REDRAW;
     }
@@ -199,6 +244,7 @@ int tui_passes_key(tui *t, tui_action a)
     }
     case TUI_A_STEP: step(t); return TUI_REDRAW;
     case TUI_A_APPLY_ALL: apply_all(t); return TUI_REDRAW;
+    case TUI_A_BISECT: bisect(t); return TUI_REDRAW;
     case TUI_A_RESET: reset(t); return TUI_REDRAW;
     case TUI_A_LEVEL: {
         t->level = (ox_pass_level)((t->level + 1) % 3);
@@ -211,7 +257,17 @@ int tui_passes_key(tui *t, tui_action a)
         t->step_next = 0;
         if (t->live)
             apply_all(t);
-        tui_set_status(t, OX_SLOT_UI_OK, "level preset: %s", ox_pass_level_name(t->level));
+        /* Say what the preset adds; the TUI's target is onnx, so `all`
+         * adds nothing over `extended` here, and it says so. */
+        char adds[256], none[256];
+        ox_pass_preset_note(t->level, OX_TARGET_ONNX, adds, sizeof adds, none, sizeof none);
+        if (none[0])
+            tui_set_status(t, OX_SLOT_UI_WARNING,
+                           "level preset: %s: adds nothing here (its passes emit com.microsoft "
+                           "ops; the TUI keeps standard ONNX)", ox_pass_level_name(t->level));
+        else
+            tui_set_status(t, OX_SLOT_UI_OK, "level preset: %s%s%s", ox_pass_level_name(t->level),
+                           adds[0] ? ": " : "", adds);
         return TUI_REDRAW;
     }
     default: return TUI_UNHANDLED;
@@ -279,7 +335,7 @@ void tui_passes_footer(tui *t, int y0, int h, int w)
                  ox_fmt_model_macs(&t->cost_orig, a, sizeof a),
                  ox_fmt_model_macs(&t->cost, b, sizeof b));
     tui_put(y0 + 2, 1, w - 2, OX_SLOT_UI_DIM, t,
-            "Space toggle  s step  a apply all  r reset  L level  9 diff  w save");
+            "Space toggle  s step  a apply all  r reset  L level  B bisect  9 diff  w save");
 }
 
 /* ---- Diff ------------------------------------------------------------------ */
@@ -416,15 +472,20 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
     }
     if (!t->have_rep || yr >= end)
         return;
-    tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_HEADER, t, "%-26s %5s %5s %5s %10s", "pass",
-             "-nodes", "+nodes", "edits", "bytes saved");
+    tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_HEADER, t, "%-26s %5s %5s %5s %10s %9s %10s",
+             "pass", "-nodes", "+nodes", "edits", "bytes saved", "MACs", "peak");
     for (int i = 0; i < t->rep.n_passes && yr < end; i++) {
         const ox_pass_stat *ps = &t->rep.passes[i];
         if (!ps->nodes_removed && !ps->nodes_added && !ps->nodes_replaced && !ps->bytes_saved &&
             !ps->inits_removed && !ps->inits_added)
             continue;
-        tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_NORMAL, t, "%-26.26s %5d %5d %5d %10lld",
+        /* The deltas print '?' when unknown (docs/PASSES.md, "Report fields");
+         * bytes in B/KiB/MiB, signed. */
+        char macs[32], peak[32], sb[32];
+        tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_NORMAL, t, "%-26.26s %5d %5d %5d %10s %9s %10s",
                  ps->name, ps->nodes_removed, ps->nodes_added, ps->nodes_replaced,
-                 (long long)ps->bytes_saved);
+                 ox_fmt_bytes(ps->bytes_saved, true, sb, sizeof sb),
+                 ox_fmt_delta(ps->macs_delta, ps->cost_known, false, macs, sizeof macs),
+                 ox_fmt_delta(ps->peak_delta, ps->peak_known, true, peak, sizeof peak));
     }
 }

@@ -20,6 +20,7 @@
 #include "onnx.pb-c.h"
 #include "onnxscope/io.h"
 #include "extmodel.h"
+#include "testutil.h"
 
 static char dir[64];
 
@@ -171,7 +172,22 @@ static void test_above_2gib(void **state)
     ox_value *v = ox_graph_find(m->graph, "w");
     assert_int_equal(v->init->nbytes, 64);
     assert_int_equal(((const float *)ox_tensor_data(v->init))[15], 0.0f);
+    /* The size beyond the .onnx file is the data file's. */
+    assert_true(ox_model_external_bytes(m) == (uint64_t)3 << 30);
     ox_model_free(m);
+    const char *bin = ox_test_bin();
+    if (bin) {
+        char cmd[600], *out = NULL;
+        snprintf(cmd, sizeof cmd, "%s info %s/big.onnx", bin, dir);
+        assert_int_equal(ox_test_run(cmd, &out), 0);
+        if (!strstr(out, " +3.0 GiB external)"))
+            fail_msg("info: no '+3.0 GiB external' in:\n%s", out);
+        free(out);
+        snprintf(cmd, sizeof cmd, "%s info --json %s/big.onnx", bin, dir);
+        assert_int_equal(ox_test_run(cmd, &out), 0);
+        assert_non_null(strstr(out, "\"external_bytes\": 3221225472"));
+        free(out);
+    }
     unlink(p);
 }
 

@@ -731,6 +731,26 @@ static void test_constant_to_initializer(void **state)
     assert_non_null(o->graph->outputs[1]->producer);
     assert_string_equal(o->graph->outputs[1]->producer->op_type, "Constant");
     ox_model_free(o);
+    /* Moving bytes from a Constant node to an initializer saves nothing:
+     * the report counts Constant nodes' values as weights (12 bytes of
+     * floats and the 8-byte value_int before and after). */
+    {
+        ox_model *o2 = ox_model_clone(m);
+        ox_pass_manager *pm = ox_pm_new(OX_LEVEL_BASIC, OX_TARGET_ONNX);
+        ox_pass_report rep = {0};
+        ox_error err = {0};
+        assert_int_equal(ox_pm_only(pm, "constant_to_initializer", &err), OX_OK);
+        assert_int_equal(ox_pm_run(pm, o2, &rep, &err), OX_OK);
+        assert_int_equal(rep.init_bytes_before, 12 + 8);
+        assert_int_equal(rep.init_bytes_after, 12 + 8);
+        const ox_pass_stat *ps = ox_pass_report_find(&rep, "constant_to_initializer");
+        assert_non_null(ps);
+        assert_int_equal(ps->rewrites, 1);
+        assert_int_equal(ps->bytes_saved, 0);
+        ox_pass_report_free(&rep);
+        ox_pm_free(pm);
+        ox_model_free(o2);
+    }
     ox_model_free(m);
 
     /* A Constant read only inside a subgraph keeps its name: the branch

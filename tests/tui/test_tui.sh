@@ -189,6 +189,9 @@ run_cnn() {
     keys b
     wait_for "p50 ms" 20 || return
     assert_screen "original"
+    # Bisect: the basic passes keep the outputs, so nothing diverges.
+    keys 8 B
+    wait_for "bisect: every pass's result agrees" 30 || return
     # Export the neighbourhood as DOT, the whole graph as SVG.
     keys 6 x C-u
     typed "$TMP/n-$tag.dot"
@@ -513,6 +516,41 @@ run_fill() {
     quit_clean
 }
 
+# Saving after changing an input shape to look at costs asks whether to keep
+# the file's symbolic dims (the default, Enter) or fix them (f).
+run_save_dims() {
+    SCEN="save: keep or fix the symbolic dims"
+    echo "== $SCEN"
+    start 80 24 TERM=xterm-256color -- "$TRF"
+    wait_for "Overview" || return
+    keys 5
+    wait_for "int64[batch,sequence]" || return
+    keys e C-u
+    typed "2x8"
+    keys Enter
+    wait_for "float32[2,8,64]" || return
+    keys w C-u
+    typed "$TMP/keep.onnx"
+    keys Enter
+    wait_for "shapes changed: Enter/k keep symbolic dims, f fix them" || return
+    keys Enter
+    wait_for "nodes, symbolic dims kept) to" || return
+    check "kept: the input is still int64[batch,sequence]" \
+        sh -c "'$BIN' info '$TMP/keep.onnx' | grep -qF 'int64[batch,sequence]'"
+    keys w C-u
+    typed "$TMP/fixed.onnx"
+    keys Enter
+    wait_for "shapes changed: Enter/k keep symbolic dims, f fix them" || return
+    keys f
+    wait_for "nodes, dims fixed) to" || return
+    check "fixed: the input is int64[2,8]" \
+        sh -c "'$BIN' info '$TMP/fixed.onnx' | grep -qF 'int64[2,8]'"
+    check "fixed: the output's batch is 2" \
+        sh -c "'$BIN' info '$TMP/fixed.onnx' | grep -qE 'last_hidden_state +float32\[2,'"
+    check "both saved models pass our checker" sh -c "'$BIN' check '$TMP/keep.onnx' && '$BIN' check '$TMP/fixed.onnx'"
+    quit_clean
+}
+
 run_keymap_docs() {
     SCEN="key map in docs/TUI.md"
     echo "== $SCEN"
@@ -541,6 +579,7 @@ run_subgraphs
 run_unknown_macs
 run_load_progress
 run_fill
+run_save_dims
 run_keymap_docs
 
 echo "$CHECKS checks, $FAILS failures"
