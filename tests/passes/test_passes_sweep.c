@@ -22,14 +22,14 @@
 
 /* The quoted op names in the .c files of src/passes, plus two reductions. */
 static const char *const ops[] = {
-    "Add", "And", "ArgMax", "ArgMin", "AveragePool", "BatchNormalization", "Bernoulli",
-    "Cast", "Clip", "Concat", "Constant", "Conv", "ConvTranspose", "Div", "Dropout",
+    "Add", "And", "ArgMax", "ArgMin", "AveragePool", "BatchNormalization", "Bernoulli", "Cast",
+    "Clip", "Concat", "Constant", "ConstantOfShape", "Conv", "ConvTranspose", "Div", "Dropout",
     "Equal", "Exp", "Expand", "Flatten", "Gather", "Gemm", "HardSigmoid", "HardSwish",
     "Identity", "If", "LeakyRelu", "Log", "LogSoftmax", "MatMul", "Max", "MaxPool", "Mean",
     "Min", "Mul", "Multinomial", "Or", "Pad", "RandomNormal", "RandomNormalLike",
-    "RandomUniform", "RandomUniformLike", "ReduceSum", "ReduceMean", "Relu", "Reshape",
-    "Shape", "Sigmoid", "Slice", "Softmax", "Split", "Sqrt", "Squeeze", "Sum", "Tanh",
-    "Tile", "Transpose", "Unsqueeze", "Xor",
+    "RandomUniform", "RandomUniformLike", "ReduceSum", "ReduceMean", "Relu", "Reshape", "Shape",
+    "Sigmoid", "Slice", "Softmax", "Split", "Sqrt", "Squeeze", "Sum", "Swish", "Tanh", "Tile",
+    "Transpose", "Unsqueeze", "Xor",
     /* com.microsoft */
     "FusedConv", "FusedGemm", "FusedMatMul", "QuickGelu",
 };
