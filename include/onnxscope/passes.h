@@ -209,5 +209,9 @@ ox_status ox_pm_run(ox_pass_manager *pm, ox_model *m, ox_pass_report *rep,
  * it (ox_pass.single_rewrite), else the pass runs to completion once. */
 ox_status ox_pm_step(ox_pass_manager *pm, ox_model *m, int i, int max_rewrites,
                      ox_pass_report *rep, ox_error *err);
+/* Rewrites made by the last ox_pm_step, also when it had no report (a
+ * report costs the model's snapshots and costs: the TUI's stepper finds
+ * passes with no match without one). */
+int ox_pm_last_rewrites(const ox_pass_manager *pm);
 
 #endif

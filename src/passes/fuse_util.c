@@ -95,31 +95,19 @@ double *ox__fuse_f64(const ox_tensor *t)
     return d;
 }
 
-void ox__fuse_drop_dead(ox_value *v)
+void ox__fuse_drop_dead(ox_pass_ctx *c, ox_value *v)
 {
-    if (!v || v->n_uses || v->is_output || v->is_input)
-        return;
-    ox_graph *g = v->graph;
-    if (v->init) {
-        ox_graph_remove_value(g, v);
-        return;
-    }
-    ox_node *p = v->producer;
-    if (p && ox_node_is(p, "Constant") && p->n_outputs == 1) {
-        ox_node_remove(p);
-        ox_graph_remove_value(g, v);
-    }
+    ox__pass_drop_const(c, v);
 }
 
-void ox__fuse_retarget(ox_node *keep, ox_node *last)
+void ox__fuse_retarget(ox_pass_ctx *c, ox_node *keep, ox_node *last)
 {
-    ox_graph *g = keep->graph;
     ox_value *y = last->outputs[0], *mid = keep->outputs[0];
-    ox_node_remove(last);
+    ox__pass_drop(c, last);
     ox_node_set_output(keep, 0, y);
     ox_infer_forget_value(y);
     if (mid && !mid->n_uses && !mid->is_output)
-        ox_graph_remove_value(g, mid);
+        ox__pass_drop_value(c, mid);
 }
 
 /* Reads an inference-mode BatchNormalization with constant parameters of

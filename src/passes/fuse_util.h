@@ -31,13 +31,15 @@ ox_value *ox__fuse_new_init(ox_graph *g, const char *hint, ox_dtype dt, int rank
                             const int64_t *dims, const double *v);
 /* A whole tensor as doubles (malloc'd; NULL on OOM). */
 double *ox__fuse_f64(const ox_tensor *t);
-/* Removes v when nothing reads it any more: an initializer (not a graph
- * input/output) or the output of a Constant node (the node goes too). */
-void ox__fuse_drop_dead(ox_value *v);
-/* Removes node last (a single-output node whose output y survives) and
+/* Drops v when nothing reads it any more: an initializer (not a graph
+ * input/output) or the output of a Constant node (the node goes too); see
+ * ox__pass_drop_const. Nodes and values go in the flush after the pass
+ * (docs/PASSES.md "Cost on long graphs"), never one by one. */
+void ox__fuse_drop_dead(ox_pass_ctx *c, ox_value *v);
+/* Drops node last (a single-output node whose output y survives) and
  * makes output 0 of keep produce y instead of keep's old output, which must
- * be read by last only; the old output is removed. */
-void ox__fuse_retarget(ox_node *keep, ox_node *last);
+ * be read by last only; the old output is pruned at the flush. */
+void ox__fuse_retarget(ox_pass_ctx *c, ox_node *keep, ox_node *last);
 /* Input k of n, or NULL. */
 static inline ox_value *ox__fuse_in(const ox_node *n, int k)
 {

@@ -115,6 +115,7 @@ struct ox_pass_manager {
     int64_t fold_room;    /* left of this run's total folding growth */
     int max_iter;
     ox_pass_target target;
+    int last_rewrites;    /* of the last ox_pm_step, report or not */
 };
 
 ox_pass_manager *ox_pm_new(ox_pass_level level, ox_pass_target target)
@@ -739,8 +740,7 @@ static ox_status run_pass(ox_pass_manager *pm, ox_model *m, const ox_pass *p, in
         st = p->run(&c, l.v[i], err);
         ox__pass_flush(&c, l.v[i]);
     }
-    free(c.dropped);
-    free(c.stale);
+    ox__pass_ctx_free(&c);
     free(l.v);
     if (!st)
         st = ox_model_check_oom(m, p->name, err);
@@ -971,6 +971,8 @@ ox_status ox__pm_invoke(ox_pass_manager *pm, ox_model *m, int i, int max_rewrite
 ox_status ox_pm_step(ox_pass_manager *pm, ox_model *m, int i, int max_rewrites,
                      ox_pass_report *rep, ox_error *err)
 {
+    if (pm)
+        pm->last_rewrites = 0;
     if (!pm || !m || !m->graph || i < 0 || i >= pm->n)
         return ox_errorf(err, OX_EINVAL, "no such pass");
     if (m->oom)
@@ -995,9 +997,15 @@ ox_status ox_pm_step(ox_pass_manager *pm, ox_model *m, int i, int max_rewrites,
     }
     if (!st && rw)
         st = infer(pm, m, err);
+    pm->last_rewrites = rw;
     ox_graph_visit(m->graph, drop_untyped_info, NULL);
     finish(rep, &a);
     free(a.nodes);
     free(b.nodes);
     return st;
+}
+
+int ox_pm_last_rewrites(const ox_pass_manager *pm)
+{
+    return pm ? pm->last_rewrites : 0;
 }

@@ -24,6 +24,11 @@ struct ox_pass_ctx {
     int n_dropped, cap_dropped;
     ox_value **stale;  /* values keeping use records of dropped nodes */
     int n_stale, cap_stale;
+    /* Constants that lost a reader while their use list still held
+     * records of dropped nodes: ox__pass_flush drops those that turn out
+     * unread once the records are filtered (ox__pass_drop_const). */
+    ox_value **maybe_dead;
+    int n_maybe_dead, cap_maybe_dead;
     bool prune;     /* values became garbage: prune them at the flush */
 };
 
@@ -97,11 +102,23 @@ bool ox__pass_read_by_subgraph(const ox_value *v);
  * each pass on each graph: one sweep removes the nodes and prunes values. */
 void ox__pass_drop(ox_pass_ctx *c, ox_node *n);
 void ox__pass_drop_value(ox_pass_ctx *c, ox_value *v);
+/* ox_node_set_input for passes: when the old input is read by many nodes
+ * (a shared weight or constant), its use record of n stays until the flush
+ * instead of being searched for in a long use list. */
+void ox__pass_set_input(ox_pass_ctx *c, ox_node *n, int i, ox_value *v);
 static inline bool ox__pass_gone(const ox_node *n)
 {
     return n->n_inputs == 0 && n->n_outputs == 0 && n->n_attrs == 0;
 }
 void ox__pass_flush(ox_pass_ctx *c, ox_graph *g);
+/* v (a constant some dropped or rewired node read) goes when nothing reads
+ * it any more and it is neither a graph input nor output: an initializer
+ * loses its tensor and is pruned at the flush, the output of a Constant
+ * node drops that node. Decided at once when v's use count is exact, else
+ * (stale records of dropped readers) at the flush. O(1). */
+void ox__pass_drop_const(ox_pass_ctx *c, ox_value *v);
+/* Frees the context's lists (after the last flush). */
+void ox__pass_ctx_free(ox_pass_ctx *c);
 
 /* Drops node n, whose output `out` is computed equal to `in` (a value
  * visible from n's graph), making every reader of out read in. When out is

@@ -19,6 +19,8 @@
 #include "onnxscope/passes.h"
 #include "onnxscope/randinput.h"
 #include "onnxscope/theme.h"
+#include "tui/tui_filter.h"
+#include "tui/tui_stepper.h"
 
 /* ---- the key table ------------------------------------------------------
  * X(action, key1, key2, keys shown in help, where, help text)
@@ -50,16 +52,23 @@
     X(END, KEY_END, 'G', "End G", "global", "last row")                              \
     X(ENTER, '\n', KEY_ENTER, "Enter", "global", "open / follow the edge / enter")   \
     X(BACK, KEY_BACKSPACE, 127, "Backspace", "global", "go back")                    \
-    X(SEARCH, '/', 0, "/", "global", "search by name or op type")                    \
+    X(SEARCH, '/', 0, "/", "global", "search node names, op types and tensor names") \
     X(NEXT_MATCH, 'n', 0, "n", "global", "next match")                               \
     X(PREV_MATCH, 'N', 0, "N", "global", "previous match")                           \
     X(SORT, 'o', 0, "o", "Nodes", "cycle sort: order, MACs, op, name")               \
-    X(FILTER, 'f', 0, "f", "Nodes", "filter by op type (empty clears)")              \
+    X(FILTER, 'f', 0, "f", "Nodes", "filter by op type: Conv,Add or !Constant (empty clears)") \
+    X(HIDE_CONST, 'H', 0, "H", "Nodes", "hide / show Constant nodes")                \
+    X(GOTO, ':', 0, ":", "global", "go to node by index (:644)")                     \
     X(NEIGH, 'v', 0, "v", "Nodes", "neighbourhood of the selected node")             \
     X(EDIT, 'e', 0, "e", "Inputs/Outputs", "edit an input shape (re-infers)")        \
     X(CLEAR, 'c', 0, "c", "Inputs/Outputs", "clear shape overrides")                 \
     X(TOGGLE, ' ', 0, "Space", "Passes", "toggle the selected pass")                 \
-    X(STEP, 's', 0, "s", "Passes", "apply the next enabled pass (one step)")         \
+    X(STEP, 's', 0, "s", "global", "step: apply the next single rewrite (passes with no match are skipped)") \
+    X(STEP_REST, 'S', 0, "S", "global", "apply the rest of the current pass")        \
+    X(UNDO, 'u', 0, "u", "global", "undo the last step, apply-all or reset")         \
+    X(NEXT_CHANGED, ']', 0, "]", "global", "next node the last step changed")        \
+    X(PREV_CHANGED, '[', 0, "[", "global", "previous node the last step changed")    \
+    X(CHANGED_ONLY, 'C', 0, "C", "Nodes", "list only the nodes the last step changed (toggle)") \
     X(RESET, 'r', 0, "r", "Passes", "reset to the original model")                   \
     X(APPLY_ALL, 'a', 0, "a", "Passes", "apply all enabled passes")                  \
     X(LEVEL, 'L', 0, "L", "Passes", "cycle level preset: basic, extended, all")      \
@@ -140,7 +149,7 @@ typedef struct tui_line {
 
 typedef enum { TUI_PROMPT_NONE = 0, TUI_PROMPT_SEARCH, TUI_PROMPT_FILTER, TUI_PROMPT_SHAPE,
                TUI_PROMPT_EXPORT, TUI_PROMPT_SAVE, TUI_PROMPT_CONFIRM,
-               TUI_PROMPT_DIMS } tui_prompt_kind;
+               TUI_PROMPT_GOTO, TUI_PROMPT_DIMS } tui_prompt_kind;
 
 typedef struct tui_bench_result {
     bool done, ok, cancelled;
@@ -166,6 +175,7 @@ struct tui {
     ox_type **in_types;    /* the file's graph input types (overrides rewrite them) */
     int n_in_types;
     ox_infer_stats istats;
+    bool shapes_edited;    /* an input shape was edited this session (undo re-infers) */
 
     /* node list of the current graph */
     tui_row_cache *rc;
@@ -180,7 +190,11 @@ struct tui {
     int n_order;
     tui_sort sort;
     int *perm[TUI_SORT_COUNT];   /* row order per sort key, computed on refresh */
-    char filter[64];
+    bool lazy_sorts;       /* refresh leaves the sort orders to their first use (a step) */
+    char filter[128];      /* the op filter as typed (tui_filter.h syntax) */
+    tui_filter filt;       /* ... parsed */
+    bool hide_const;       /* H: Constant nodes hidden */
+    char consumers[256];   /* Enter on an initializer: list the nodes reading it */
     char **ophist;         /* "Conv 12" items, most frequent first (cached) */
     int n_ophist;
     int n_nodes_rec;       /* nodes of the model, subgraphs included */
@@ -230,16 +244,18 @@ struct tui {
     char dims_msg[200];    /* the keep/fix question of a save with shape overrides */
     int export_scope;      /* 0 graph, 1 neighbourhood, 2 diff */
 
-    /* passes: the manager, the last report and the before/after numbers */
+    /* passes: the manager, the stepper (owns cur when it is not orig, the
+     * last report, the undo history) and the before/after numbers */
     ox_pass_manager *pm;
     ox_pass_level level;
     bool live;             /* cur = all enabled passes: toggles re-run them */
-    int step_next;         /* pass index where `s` looks for the next enabled one */
-    ox_pass_report rep;    /* of the last action (apply all or one step) */
-    bool have_rep;
-    char last_action[128];
+    tui_stepper st;
+    char step_msg[4][160]; /* the last step's removed/added/edited nodes (Diff) */
+    int n_step_msg;
+    bool changed_only;     /* Nodes lists only the nodes the last action changed */
     ox_model_cost cost_orig;
     int64_t size_cur;      /* serialized size of cur (orig: the file size) */
+    bool size_valid;       /* size_cur is computed lazily: serializing 100k nodes takes long */
     struct tui_op_delta *dtab;   /* Diff op table, computed once per change */
     int n_dtab;
     bool dtab_valid;
@@ -279,6 +295,7 @@ void tui_model_resort(tui *t);
 void tui_model_free_views(tui *t);
 ox_status tui_apply_shape(tui *t, const char *input, const char *shape, ox_error *err);
 void tui_clear_shapes(tui *t, ox_error *err);
+void tui_reinfer_cur(tui *t);   /* after an undo, with today's shape overrides */
 void tui_save_input_types(tui *t);
 void tui_free_input_types(tui *t);
 const char *tui_node_label(const ox_node *n, char *buf, size_t len);
@@ -287,12 +304,21 @@ const char *tui_value_type(const ox_value *v, char *buf, size_t len);
 void tui_detail_build(tui *t);
 void tui_goto_node(tui *t, ox_node *n, bool push);
 int tui_node_row(tui *t, const ox_node *n); /* position in the order, or -1 */
+bool tui_node_visible(tui *t, const ox_node *n); /* passes the filters of the Nodes list */
+bool tui_nodes_filtered(const tui *t);        /* any filter of the Nodes list is on */
+/* Node n matches search q by op type, name, an output tensor's name or the
+ * name of an input no node of its graph produces (then *tensor names it). */
+bool tui_node_match(const ox_node *n, const char *q, const char **tensor);
+void tui_nodes_clear_filters(tui *t);
 void tui_compute_stats(tui *t, const ox_value *v);
 
 /* tui_passes.c */
 void tui_passes_init(tui *t);
 void tui_passes_free(tui *t);
 bool tui_node_touched(const tui *t, const ox_node *n);
+int tui_node_mark(const tui *t, const ox_node *n);   /* '+' added, '*' edited, 0 */
+bool tui_passes_idle_pending(tui *t);
+bool tui_passes_idle(tui *t);                          /* one probe; true: redraw */
 int tui_passes_key(tui *t, tui_action a);
 int tui_passes_rows(tui *t);
 void tui_passes_draw_row(tui *t, int row, int y, int w, bool sel);

@@ -97,7 +97,8 @@ static const char *prompt_label(const tui *t)
 {
     switch (t->prompt) {
     case TUI_PROMPT_SEARCH: return "search: ";
-    case TUI_PROMPT_FILTER: return "filter op: ";
+    case TUI_PROMPT_FILTER: return "filter ops (Conv,Add  !Constant): ";
+    case TUI_PROMPT_GOTO: return "go to node #: ";
     case TUI_PROMPT_SHAPE: return "shape: ";
     case TUI_PROMPT_EXPORT: return "export to (.dot .svg .png): ";
     case TUI_PROMPT_SAVE: return "save model to: ";
@@ -276,6 +277,8 @@ static int search_panel(tui *t)
     return t->panels[t->cur_panel].match ? t->cur_panel : TUI_P_NODES;
 }
 
+static int hidden_matches(tui *t, const char *q);
+
 static void search_step(tui *t, int dir, bool include_current)
 {
     if (!t->search[0]) {
@@ -288,16 +291,87 @@ static void search_step(tui *t, int dir, bool include_current)
     if (rows <= 0)
         return;
     int start = p->sel;
+    int hidden = pi == TUI_P_NODES ? hidden_matches(t, t->search) : 0;
+    char hnote[96] = "";
+    if (hidden)
+        snprintf(hnote, sizeof hnote, " (%d more hidden by the filter: f or H)", hidden);
     for (int k = include_current ? 0 : 1; k <= rows; k++) {
         int r = ((start + dir * k) % rows + rows) % rows;
         if (p->match(t, r, t->search)) {
             p->sel = r;
             tui_switch(t, pi);
-            tui_set_status(t, OX_SLOT_UI_OK, "/%s: row %d of %d", t->search, r + 1, rows);
+            const char *tensor = NULL;
+            if (pi == TUI_P_NODES) {
+                ox_node *n = t->rc[t->order[r]].node;
+                tui_node_match(n, t->search, &tensor);
+                tui_goto_node(t, n, false);
+            }
+            tui_set_status(t, OX_SLOT_UI_OK, "/%s: row %d of %d%s%s%s", t->search, r + 1, rows,
+                           tensor ? " (tensor " : "", tensor ? tensor : "", tensor ? ")" : "");
+            if (hidden) {
+                size_t l = strlen(t->status);
+                snprintf(t->status + l, sizeof t->status - l, "%s", hnote);
+            }
             return;
         }
     }
-    tui_set_status(t, OX_SLOT_UI_WARNING, "no match for '%s' in %s", t->search, p->title);
+    if (hidden)
+        tui_set_status(t, OX_SLOT_UI_WARNING, "no match for '%s' in the listed nodes: %d hidden by the filter (f or H)",
+                       t->search, hidden);
+    else
+        tui_set_status(t, OX_SLOT_UI_WARNING, "no match for '%s' in %s", t->search, p->title);
+}
+
+/* `:644`: the node at that index of the browsed graph. Filters that hide
+ * it are cleared (and the status says so). */
+static void goto_index(tui *t, const char *s)
+{
+    while (*s == ' ' || *s == ':' || *s == '#')
+        s++;
+    char *end = NULL;
+    long i = strtol(s, &end, 10);
+    while (end && *end == ' ')
+        end++;
+    if (t->graph->n_nodes == 0) {
+        tui_set_status(t, OX_SLOT_UI_WARNING, "this graph has no nodes");
+        return;
+    }
+    if (!*s || !end || *end || i < 0) {
+        tui_set_status(t, OX_SLOT_UI_ERROR, "'%s' is not a node index (0..%d)", s,
+                       t->graph->n_nodes - 1);
+        return;
+    }
+    if (i >= t->graph->n_nodes) {
+        tui_set_status(t, OX_SLOT_UI_ERROR, "no node %ld: this graph has %d nodes (0..%d)", i,
+                       t->graph->n_nodes, t->graph->n_nodes - 1);
+        return;
+    }
+    ox_node *n = t->graph->nodes[i];
+    bool cleared = false;
+    if (!tui_node_visible(t, n)) {
+        tui_nodes_clear_filters(t);
+        tui_model_resort(t);
+        cleared = true;
+    }
+    tui_goto_node(t, n, t->cur_panel == TUI_P_DETAIL);
+    if (t->cur_panel != TUI_P_DETAIL && t->cur_panel != TUI_P_NEIGH)
+        tui_switch(t, TUI_P_NODES);
+    char lb[256];
+    tui_set_status(t, OX_SLOT_UI_OK, "#%ld %s %s%s", i, n->op_type, tui_node_label(n, lb, sizeof lb),
+                   cleared ? " (the filters hid it: cleared)" : "");
+}
+
+/* Matches of q among the nodes a filter of the Nodes list hides. */
+static int hidden_matches(tui *t, const char *q)
+{
+    if (!tui_nodes_filtered(t))
+        return 0;
+    int n = 0;
+    const char *tensor;
+    for (int i = 0; i < t->n_rc; i++)
+        if (!tui_node_visible(t, t->rc[i].node) && tui_node_match(t->rc[i].node, q, &tensor))
+            n++;
+    return n;
 }
 
 /* ---- export and save ------------------------------------------------------------------ */
@@ -464,11 +538,25 @@ static int prompt_submit(tui *t)
         snprintf(t->search, sizeof t->search, "%.63s", s);
         search_step(t, 1, true);
         break;
-    case TUI_PROMPT_FILTER:
-        snprintf(t->filter, sizeof t->filter, "%.63s", s);
+    case TUI_PROMPT_FILTER: {
+        char why[160];
+        if (!tui_filter_parse(&t->filt, s, why, sizeof why)) {
+            tui_set_status(t, OX_SLOT_UI_ERROR, "%s", why);
+            break;
+        }
+        snprintf(t->filter, sizeof t->filter, "%.127s", tui_filter_active(&t->filt) ? s : "");
+        if (!t->filter[0])
+            t->consumers[0] = 0;   /* an empty filter clears the consumer list too */
         tui_model_resort(t);
-        tui_set_status(t, OX_SLOT_UI_OK, t->filter[0] ? "filter: op = %s (%d nodes)" : "%sfilter cleared",
-                       t->filter, t->n_order);
+        if (t->filter[0])
+            tui_set_status(t, OX_SLOT_UI_OK, "filter: %s (%d of %d nodes)", t->filter, t->n_order,
+                           t->n_rc);
+        else
+            tui_set_status(t, OX_SLOT_UI_OK, "filter cleared (%d nodes)", t->n_order);
+        break;
+    }
+    case TUI_PROMPT_GOTO:
+        goto_index(t, s);
         break;
     case TUI_PROMPT_SHAPE: {
         if (t->bench_running) {
@@ -598,6 +686,7 @@ static int global_key(tui *t, tui_action a, int ch)
         tui_switch(t, TUI_P_NODES);
         tui_prompt_open(t, TUI_PROMPT_FILTER, t->filter);
         return TUI_REDRAW;
+    case TUI_A_GOTO: tui_prompt_open(t, TUI_PROMPT_GOTO, ""); return TUI_REDRAW;
     case TUI_A_BENCH:
         tui_switch(t, TUI_P_BENCH);
         tui_bench_start(t);
@@ -628,7 +717,12 @@ static int global_key(tui *t, tui_action a, int ch)
         }
         return TUI_REDRAW;
     case TUI_A_NEIGH: tui_switch(t, TUI_P_NEIGH); return TUI_REDRAW;
-    case TUI_A_TOGGLE: case TUI_A_STEP: case TUI_A_RESET: case TUI_A_APPLY_ALL:
+    /* Stepping works from every panel: the Nodes cursor and the
+     * neighbourhood follow the rewritten nodes wherever one looks. */
+    case TUI_A_STEP: case TUI_A_STEP_REST: case TUI_A_UNDO:
+    case TUI_A_NEXT_CHANGED: case TUI_A_PREV_CHANGED:
+        return tui_passes_key(t, a);
+    case TUI_A_TOGGLE: case TUI_A_RESET: case TUI_A_APPLY_ALL:
     case TUI_A_LEVEL: case TUI_A_BISECT:
         tui_set_status(t, OX_SLOT_UI_DIM, "pass keys work in panels 8 (Passes) and 9 (Diff)");
         return TUI_REDRAW;
@@ -1072,15 +1166,22 @@ int ox_tui_main(int argc, char **argv)
         fflush(t->timing);
     }
     while (!quit_after) {
-        timeout(t->bench_running ? 100 : -1);
+        /* Idle time finds out which passes have no match (one pass per
+         * turn, small models only): a key is never kept waiting longer. */
+        bool idle = tui_passes_idle_pending(t);
+        timeout(idle ? 0 : t->bench_running ? 100 : -1);
         int ch = getch();
         double k0 = mono_ms();
         int flags = TUI_REDRAW;
         if (ch != ERR)
             flags = handle_key(t, ch);
+        else if (idle)
+            flags = tui_passes_idle(t) ? TUI_REDRAW : 0;
         tui_bench_poll(t);
         if (flags & TUI_QUIT)
             break;
+        if (!(flags & TUI_REDRAW) && ch == ERR && !t->bench_running)
+            continue;
         draw(t);
         refresh();
         if (t->timing && ch != ERR) {

@@ -171,22 +171,25 @@ static int cmp_rows(const void *a, const void *b)
     return *(const int *)a - *(const int *)b;
 }
 
-/* The sorted orders are computed once per refresh so that changing the sort
- * key or the filter is a linear pass over 100k rows, not a sort. */
-static void build_perms(tui *t)
+/* A sorted order is computed the first time its sort key is used after a
+ * model change and kept until the next one, so that cycling the sort or
+ * changing the filter is a linear pass over 100k rows, not a sort; and a
+ * step of the stepper (a model change) sorts nothing while the list is in
+ * graph order. */
+static void build_perm(tui *t, tui_sort k)
 {
-    for (int k = TUI_SORT_MACS; k < TUI_SORT_COUNT; k++) {
-        t->perm[k] = malloc(((size_t)t->n_rc + 1) * sizeof *t->perm[k]);
-        if (!t->perm[k])
-            continue;
-        for (int i = 0; i < t->n_rc; i++)
-            t->perm[k][i] = i;
-        sort_ctx = t;
-        tui_sort keep = t->sort;
-        t->sort = (tui_sort)k;
-        qsort(t->perm[k], (size_t)t->n_rc, sizeof *t->perm[k], cmp_rows);
-        t->sort = keep;
-    }
+    if (k == TUI_SORT_ORDER || t->perm[k])
+        return;
+    t->perm[k] = malloc(((size_t)t->n_rc + 1) * sizeof *t->perm[k]);
+    if (!t->perm[k])
+        return;
+    for (int i = 0; i < t->n_rc; i++)
+        t->perm[k][i] = i;
+    sort_ctx = t;
+    tui_sort keep = t->sort;
+    t->sort = k;
+    qsort(t->perm[k], (size_t)t->n_rc, sizeof *t->perm[k], cmp_rows);
+    t->sort = keep;
 }
 
 void tui_model_resort(tui *t)
@@ -196,10 +199,12 @@ void tui_model_resort(tui *t)
     if (t->n_order && p->sel >= 0 && p->sel < t->n_order)
         keep = t->rc[t->order[p->sel]].node;
     t->n_order = 0;
+    build_perm(t, t->sort);
     const int *perm = t->sort != TUI_SORT_ORDER ? t->perm[t->sort] : NULL;
+    bool any = tui_nodes_filtered(t);
     for (int j = 0; j < t->n_rc; j++) {
         int i = perm ? perm[j] : j;
-        if (t->filter[0] && strcasecmp(t->rc[i].node->op_type, t->filter) != 0)
+        if (any && !tui_node_visible(t, t->rc[i].node))
             continue;
         t->order[t->n_order++] = i;
     }
@@ -210,6 +215,64 @@ void tui_model_resort(tui *t)
         if (r >= 0)
             p->sel = r;
     }
+}
+
+bool tui_nodes_filtered(const tui *t)
+{
+    return tui_filter_active(&t->filt) || t->hide_const || t->changed_only || t->consumers[0];
+}
+
+static bool reads(const ox_node *n, const char *value)
+{
+    for (int i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i] && n->inputs[i]->name && !strcmp(n->inputs[i]->name, value))
+            return true;
+    return false;
+}
+
+bool tui_node_visible(tui *t, const ox_node *n)
+{
+    if (!tui_filter_match(&t->filt, n->op_type))
+        return false;
+    if (t->hide_const && n->op_type && !strcmp(n->op_type, "Constant"))
+        return false;
+    if (t->changed_only && !tui_node_touched(t, n))
+        return false;
+    if (t->consumers[0] && !reads(n, t->consumers))
+        return false;
+    return true;
+}
+
+void tui_nodes_clear_filters(tui *t)
+{
+    t->filter[0] = 0;
+    tui_filter_parse(&t->filt, "", NULL, 0);
+    t->hide_const = t->changed_only = false;
+    t->consumers[0] = 0;
+}
+
+bool tui_node_match(const ox_node *n, const char *q, const char **tensor)
+{
+    *tensor = NULL;
+    if ((n->op_type && strcasestr(n->op_type, q)) || (n->name && strcasestr(n->name, q)))
+        return true;
+    for (int i = 0; i < n->n_outputs; i++)
+        if (n->outputs[i] && n->outputs[i]->name && strcasestr(n->outputs[i]->name, q)) {
+            *tensor = n->outputs[i]->name;
+            return true;
+        }
+    /* An input matches only when no node of this graph produces it (graph
+     * inputs, initializers, outer scope): else its producer is the match,
+     * and every reader of a "Relu" output would match "Relu". */
+    for (int i = 0; i < n->n_inputs; i++) {
+        const ox_value *v = n->inputs[i];
+        if (v && v->name && (!v->producer || v->producer->graph != n->graph) &&
+            strcasestr(v->name, q)) {
+            *tensor = v->name;
+            return true;
+        }
+    }
+    return false;
 }
 
 int tui_node_row(tui *t, const ox_node *n)
@@ -288,7 +351,9 @@ ox_status tui_model_refresh(tui *t, ox_error *err)
         }
     }
     t->n_rc = g->n_nodes;
-    build_perms(t);
+    if (!t->lazy_sorts)   /* opening (off the UI thread), a shape edit: sort now */
+        for (int k = TUI_SORT_MACS; k < TUI_SORT_COUNT; k++)
+            build_perm(t, (tui_sort)k);
     tui_model_resort(t);
     build_histogram(t);
     t->n_nodes_rec = ox_graph_count_nodes(t->cur->graph, true);
@@ -377,6 +442,8 @@ ox_status tui_apply_shape(tui *t, const char *input, const char *shape, ox_error
         restore_input_types(t, t->cur);
     ox_error e2 = {0};
     reinfer(t, &e2);
+    t->shapes_edited = true;
+    tui_stepper_touch(&t->st);   /* types changed: pass matches may have too */
     ox_status st = e2.status;
     if (st != OX_OK && err)
         *err = e2;
@@ -418,6 +485,19 @@ static void restore_input_types(tui *t, ox_model *m)
     }
 }
 
+/* After an undo: the restored copy was inferred with the shape overrides of
+ * its time; put the file's input types back and infer with today's. */
+void tui_reinfer_cur(tui *t)
+{
+    if (!t->shapes_edited || t->cur == t->orig)
+        return;
+    restore_input_types(t, t->cur);
+    t->iopts.reset = true;
+    t->iopts.stats = NULL;
+    ox_infer_model(t->cur, &t->iopts, NULL);
+    t->iopts.stats = &t->istats;
+}
+
 void tui_clear_shapes(tui *t, ox_error *err)
 {
     ox_infer_opts_free(&t->iopts);
@@ -426,6 +506,8 @@ void tui_clear_shapes(tui *t, ox_error *err)
     if (t->cur != t->orig)
         restore_input_types(t, t->cur);
     reinfer(t, err);
+    t->shapes_edited = true;
+    tui_stepper_touch(&t->st);
     tui_model_refresh(t, err);
 }
 

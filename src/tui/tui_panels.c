@@ -168,12 +168,13 @@ static void nodes_draw_row(tui *t, int row, int y, int w, bool sel)
         snprintf(pct, sizeof pct, "%5.1f", 100.0 * (double)r->macs / (double)t->sum_macs);
     else
         snprintf(pct, sizeof pct, "-");
-    bool touched = tui_node_touched(t, n);
+    int mark = tui_node_mark(t, n);
+    bool touched = mark != 0;
     int base = sel ? OX_SLOT_UI_SELECTED : touched ? OX_SLOT_UI_CHANGED : OX_SLOT_UI_NORMAL;
     if (sel)
         tui_fill(y, 0, w, base, t);
     int opslot = sel ? base : (int)ox_theme_opcat_slot(ox_op_category(n->op_type));
-    tui_putf(y, 0, 7, base, t, "%c%5d ", touched ? '*' : ' ', n->index);
+    tui_putf(y, 0, 7, base, t, "%c%5d ", touched ? mark : ' ', n->index);
     tui_put(y, 7, 16, opslot, t, n->op_type);
     tui_put(y, 24, nw, base, t, lb);
     int x = 24 + nw + 1;
@@ -184,8 +185,8 @@ static void nodes_draw_row(tui *t, int row, int y, int w, bool sel)
 
 static bool nodes_match(tui *t, int row, const char *q)
 {
-    const ox_node *n = t->rc[t->order[row]].node;
-    return strcasestr(n->op_type, q) || (n->name && strcasestr(n->name, q));
+    const char *tensor;
+    return tui_node_match(t->rc[t->order[row]].node, q, &tensor);
 }
 
 static int nodes_key(tui *t, tui_action a)
@@ -205,9 +206,25 @@ static int nodes_key(tui *t, tui_action a)
             tui_switch(t, TUI_P_NEIGH);
         }
         return TUI_REDRAW;
+    case TUI_A_CHANGED_ONLY:
+        t->changed_only = !t->changed_only;
+        tui_model_resort(t);
+        if (t->changed_only)
+            tui_set_status(t, OX_SLOT_UI_OK, "only the %d nodes the last action changed (C shows all)",
+                           t->n_order);
+        else
+            tui_set_status(t, OX_SLOT_UI_OK, "all nodes");
+        return TUI_REDRAW;
+    case TUI_A_HIDE_CONST:
+        t->hide_const = !t->hide_const;
+        tui_model_resort(t);
+        tui_set_status(t, OX_SLOT_UI_OK, "Constant nodes %s (%d of %d nodes listed)",
+                       t->hide_const ? "hidden" : "shown", t->n_order, t->n_rc);
+        return TUI_REDRAW;
     case TUI_A_SORT:
         t->sort = (tui_sort)((t->sort + 1) % TUI_SORT_COUNT);
         tui_model_resort(t);
+        p->sel = p->top = 0;   /* a new order starts at its top, not where the node went */
         {
             static const char *const names[] = {"topological order", "MACs (largest first)",
                                                 "op type", "name"};
@@ -230,8 +247,17 @@ static void nodes_footer(tui *t, int y0, int h, int w)
     (void)h;
     static const char *const names[] = {"order", "MACs", "op", "name"};
     char mb[64];
+    char fb[400];
+    size_t off = (size_t)snprintf(fb, sizeof fb, "%s", t->filter[0] ? t->filter : "");
+    if (t->consumers[0] && off < sizeof fb)
+        off += (size_t)snprintf(fb + off, sizeof fb - off, "%sreaders of %s", off ? " " : "",
+                                t->consumers);
+    if (t->hide_const && off < sizeof fb)
+        off += (size_t)snprintf(fb + off, sizeof fb - off, "%s!Constant (H)", off ? " " : "");
+    if (t->changed_only && off < sizeof fb)
+        off += (size_t)snprintf(fb + off, sizeof fb - off, "%schanged (C)", off ? " " : "");
     tui_putf(y0, 0, w, OX_SLOT_UI_DIM, t, "%d of %d nodes   sort: %s (o)   filter: %s (f)   total MACs %s",
-             t->n_order, t->n_rc, names[t->sort], t->filter[0] ? t->filter : "none",
+             t->n_order, t->n_rc, names[t->sort], off ? fb : "none",
              ox_fmt_cost(t->sum_macs, t->sum_lower, t->sum_known, t->sum_upper,
                          t->sum_unknown, mb, sizeof mb));
 }
@@ -329,6 +355,33 @@ static void inits_draw_row(tui *t, int row, int y, int w, bool sel)
 static bool inits_match(tui *t, int row, const char *q)
 {
     return strcasestr(t->inits[row]->name, q) != NULL;
+}
+
+/* Enter on an initializer: the Nodes list shows the nodes that read it,
+ * the cursor on the first (Enter there opens it; f with nothing clears). */
+static int inits_key(tui *t, tui_action a)
+{
+    tui_panel *p = &t->panels[TUI_P_INITS];
+    if (a != TUI_A_ENTER || p->sel < 0 || p->sel >= t->n_inits)
+        return TUI_UNHANDLED;
+    const ox_value *v = t->inits[p->sel];
+    int uses = 0;
+    for (int u = 0; u < v->n_uses; u++)
+        uses += v->uses[u].node && v->uses[u].node->graph == t->graph;
+    if (!uses) {
+        tui_set_status(t, OX_SLOT_UI_WARNING, "%s: no node of this graph reads it", v->name);
+        return TUI_REDRAW;
+    }
+    tui_nodes_clear_filters(t);
+    snprintf(t->consumers, sizeof t->consumers, "%s", v->name);
+    tui_model_resort(t);
+    t->panels[TUI_P_NODES].sel = t->panels[TUI_P_NODES].top = 0;
+    if (t->n_order)
+        tui_goto_node(t, t->rc[t->order[0]].node, false);
+    tui_switch(t, TUI_P_NODES);
+    tui_set_status(t, OX_SLOT_UI_OK, "%s: read by %d node%s (Enter opens one; f + Enter lists all)",
+                   v->name, t->n_order, t->n_order == 1 ? "" : "s");
+    return TUI_REDRAW;
 }
 
 static int inits_footer_lines(tui *t)
@@ -561,8 +614,10 @@ static void draw_box(tui *t, int y, int x, int bw, const ox_node *n, int slot, i
     tui_put(y, x, bw, OX_SLOT_UI_BORDER, t, line);
     tui_put(y + 1, x, 1, OX_SLOT_UI_BORDER, t, tui_vline(t));
     tui_fill(y + 1, x + 1, bw - 2, slot, t);
-    tui_putf(y + 1, x + 1, bw - 2, slot == OX_SLOT_UI_SELECTED ? slot : opslot, t, "%s",
-             n->op_type);
+    /* The last step's marks, as in the Nodes list: + added, * edited. */
+    int mark = tui_node_mark(t, n);
+    tui_putf(y + 1, x + 1, bw - 2, slot == OX_SLOT_UI_SELECTED ? slot : opslot, t, "%s%s%s",
+             mark == '+' ? "+ " : mark ? "* " : "", n->op_type, mark == '+' ? "  (new)" : mark ? "  (edited)" : "");
     tui_put(y + 1, x + bw - 1, 1, OX_SLOT_UI_BORDER, t, tui_vline(t));
     tui_put(y + 2, x, 1, OX_SLOT_UI_BORDER, t, tui_vline(t));
     tui_fill(y + 2, x + 1, bw - 2, slot, t);
@@ -776,7 +831,8 @@ void tui_panels_init(tui *t)
                                   .key = detail_key};
     p[TUI_P_INITS] = (tui_panel){.title = "Inits", .rows = inits_rows,
                                  .draw_row = inits_draw_row, .header = inits_header,
-                                 .match = inits_match, .footer_lines = inits_footer_lines,
+                                 .match = inits_match, .key = inits_key,
+                                 .footer_lines = inits_footer_lines,
                                  .draw_footer = inits_footer};
     p[TUI_P_IO] = (tui_panel){.title = "I/O", .rows = io_rows, .draw_row = io_draw_row,
                               .header = io_header, .match = io_match, .key = io_key,

@@ -1,7 +1,8 @@
-/* The Passes and Diff panels: a checkbox list over the pass manager
- * (toggle, step one pass, apply all, reset, level presets) that keeps the
- * original model and an optimized clone, and the before/after table with
- * the per-pass report. Nodes the last action touched are marked in Nodes. */
+/* The Passes and Diff panels and the stepper's keys: a checkbox list over
+ * the pass manager (toggle, step one rewrite or the rest of a pass, undo,
+ * apply all, reset, level presets) on top of tui_stepper.c, which owns the
+ * optimized copy; the status line, cursor jumps and change marks after a
+ * step; the before/after table with the per-pass totals. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,49 +19,61 @@ void tui_passes_init(tui *t)
     t->pm = ox_pm_new(t->level, OX_TARGET_ONNX);
     if (t->pm)
         ox_pm_set_infer_opts(t->pm, &t->iopts);
+    tui_stepper_init(&t->st, t->orig);
     t->cost_orig = t->cost;
     t->size_cur = (int64_t)t->orig->file_size;
+    t->size_valid = true;
 }
 
 void tui_passes_free(tui *t)
 {
-    if (t->have_rep)
-        ox_pass_report_free(&t->rep);
-    t->have_rep = false;
+    tui_stepper_free(&t->st);
+    t->cur = t->orig;
     ox_pm_free(t->pm);
     t->pm = NULL;
 }
 
-static int cmp_int(const void *a, const void *b)
+int tui_node_mark(const tui *t, const ox_node *n)
 {
-    int x = *(const int *)a, y = *(const int *)b;
-    return x < y ? -1 : x > y;
+    return tui_stepper_mark(&t->st, n);
 }
 
 bool tui_node_touched(const tui *t, const ox_node *n)
 {
-    if (!t->have_rep || t->cur == t->orig || !t->rep.n_touched)
-        return false;
-    return bsearch(&n->id, t->rep.touched, (size_t)t->rep.n_touched, sizeof(int), cmp_int) != NULL;
+    return tui_stepper_mark(&t->st, n) != 0;
 }
 
-/* After cur changed: back to the main graph, recompute every view. */
+/* After cur changed: back to the main graph, recompute every view. The
+ * file size of cur is computed when the Diff panel needs it. */
 static void after_change(tui *t)
 {
+    t->cur = t->st.cur;
     t->gdepth = 0;
     t->graph = t->cur->graph;
     t->detail = t->neigh = NULL;
+    t->dtab_valid = false;
     ox_error err = {0};
+    /* A step must not pay for three sorts of 100k rows it may never show. */
+    t->lazy_sorts = true;
     tui_model_refresh(t, &err);
+    t->lazy_sorts = false;
+    if (t->cur == t->orig) {
+        t->size_cur = (int64_t)t->orig->file_size;
+        t->size_valid = true;
+    } else {
+        t->size_valid = false;
+    }
+}
+
+static void ensure_size(tui *t)
+{
+    if (t->size_valid)
+        return;
     void *buf = NULL;
     size_t len = 0;
-    if (t->cur == t->orig)
-        t->size_cur = (int64_t)t->orig->file_size;
-    else if (ox_save_buffer(t->cur, &buf, &len, NULL) == OX_OK)
-        t->size_cur = (int64_t)len;
-    else
-        t->size_cur = -1;
+    t->size_cur = ox_save_buffer(t->cur, &buf, &len, NULL) == OX_OK ? (int64_t)len : -1;
     free(buf);
+    t->size_valid = true;
 }
 
 /* Shown before a possibly long operation on a big model. */
@@ -72,12 +85,126 @@ static void busy(tui *t, const char *what)
     refresh();
 }
 
-static void reset_rep(tui *t)
+/* The Nodes cursor, the detail and the neighbourhood go to the first node
+ * the last action added (else the first it edited), in graph order. */
+static const ox_node *jump_to_changed(tui *t)
 {
-    if (t->have_rep)
-        ox_pass_report_free(&t->rep);
-    memset(&t->rep, 0, sizeof t->rep);
-    t->have_rep = false;
+    const ox_node *edited = NULL;
+    for (int i = 0; i < t->graph->n_nodes; i++) {
+        int m = tui_node_mark(t, t->graph->nodes[i]);
+        if (m == '+') {
+            tui_goto_node(t, t->graph->nodes[i], false);
+            return t->graph->nodes[i];
+        }
+        if (m == '*' && !edited)
+            edited = t->graph->nodes[i];
+    }
+    if (edited) {
+        tui_goto_node(t, (ox_node *)edited, false);
+        return edited;
+    }
+    /* Only removals (a Constant turned initializer, a folded Shape): go to
+     * where the removed node was, i.e. a reader of what it produced. */
+    if (!t->st.have_rep || !t->st.rep.n_removed_ids)
+        return NULL;
+    const ox_node *gone = tui_stepper_find_id(tui_stepper_before(&t->st), t->st.rep.removed_ids[0]);
+    for (int o = 0; gone && o < gone->n_outputs; o++) {
+        const ox_value *old = gone->outputs[o];
+        const ox_value *v = old && old->name ? ox_graph_find(t->graph, old->name) : NULL;
+        for (int u = 0; v && u < v->n_uses; u++)
+            if (v->uses[u].node && v->uses[u].node->graph == t->graph) {
+                tui_goto_node(t, v->uses[u].node, false);
+                return v->uses[u].node;
+            }
+    }
+    if (gone && t->graph->n_nodes) {
+        int i = gone->index < t->graph->n_nodes ? gone->index : t->graph->n_nodes - 1;
+        tui_goto_node(t, t->graph->nodes[i], false);
+        return t->graph->nodes[i];
+    }
+    return NULL;
+}
+
+/* "Conv /conv1" */
+static void node_desc(const ox_node *n, char *buf, size_t len)
+{
+    char lb[256];
+    snprintf(buf, len, "%s %s", n->op_type ? n->op_type : "?", tui_node_label(n, lb, sizeof lb));
+}
+
+/* The lists of what the last action removed, added and edited, for the
+ * Diff panel and the status line (names of removed nodes come from the
+ * model before the action). */
+static void describe_changes(tui *t, char *brief, size_t blen)
+{
+    t->n_step_msg = 0;
+    brief[0] = 0;
+    if (!t->st.have_rep)
+        return;
+    const ox_pass_report *r = &t->st.rep;
+    const ox_model *before = tui_stepper_before(&t->st);
+    static const char *const what[3] = {"removed", "added", "edited"};
+    char lists[3][160];
+    int counts[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++)
+        snprintf(lists[k], sizeof lists[k], "%s:", what[k]);
+    /* Few ids per step; capped so that an apply-all of 100k nodes stays cheap. */
+    for (int i = 0; i < r->n_removed_ids && i < 8; i++) {
+        const ox_node *n = tui_stepper_find_id(before, r->removed_ids[i]);
+        char d[200];
+        if (n)
+            node_desc(n, d, sizeof d);
+        else
+            snprintf(d, sizeof d, "node %d", r->removed_ids[i]);
+        size_t l = strlen(lists[0]);
+        snprintf(lists[0] + l, sizeof lists[0] - l, "%s %s", counts[0] ? "," : "", d);
+        counts[0]++;
+    }
+    for (int i = 0; i < r->n_touched && counts[1] + counts[2] < 16; i++) {
+        const ox_node *n = tui_stepper_find_id(t->cur, r->touched[i]);
+        if (!n)
+            continue;
+        int k = n->id >= t->st.before_next_id ? 1 : 2;
+        if (counts[k] >= 8)
+            continue;
+        char d[200];
+        node_desc(n, d, sizeof d);
+        size_t l = strlen(lists[k]);
+        snprintf(lists[k] + l, sizeof lists[k] - l, "%s %s", counts[k] ? "," : "", d);
+        counts[k]++;
+    }
+    size_t off = 0;
+    int totals[3] = {r->n_removed_ids, 0, 0};
+    for (int i = 0; i < r->n_touched; i++)
+        totals[r->touched[i] >= t->st.before_next_id ? 1 : 2]++;
+    for (int k = 0; k < 3; k++) {
+        if (!totals[k])
+            continue;
+        if (totals[k] > counts[k]) {
+            size_t l = strlen(lists[k]);
+            snprintf(lists[k] + l, sizeof lists[k] - l, " (+%d more)", totals[k] - counts[k]);
+        }
+        snprintf(t->step_msg[t->n_step_msg++], sizeof t->step_msg[0], "%s", lists[k]);
+        if (off < blen)
+            off += (size_t)snprintf(brief + off, blen - off, "; %s", lists[k]);
+    }
+}
+
+/* "MACs -16.38K (575.49K -> 559.10K)", "MACs unchanged", "MACs ? -> ?" */
+static void macs_change(const ox_model_cost *a, const ox_model_cost *b, char *buf, size_t len)
+{
+    char x[64], y[64], d[64];
+    ox_fmt_model_macs(a, x, sizeof x);
+    ox_fmt_model_macs(b, y, sizeof y);
+    if (a->known && b->known && a->macs == b->macs)
+        snprintf(buf, len, "MACs unchanged");
+    else if (a->known && b->known)
+        snprintf(buf, len, "MACs %c%s (%s -> %s)", b->macs < a->macs ? '-' : '+',
+                 ox_fmt_count(b->macs < a->macs ? a->macs - b->macs : b->macs - a->macs, true,
+                              d, sizeof d),
+                 x, y);
+    else
+        snprintf(buf, len, "MACs %s -> %s", x, y);
 }
 
 static void apply_all(tui *t)
@@ -85,72 +212,132 @@ static void apply_all(tui *t)
     if (!t->pm)
         return;
     busy(t, "running the enabled passes");
-    ox_model *m = ox_model_clone(t->orig);
-    if (!m) {
-        tui_set_status(t, OX_SLOT_UI_ERROR, "out of memory");
-        return;
-    }
-    reset_rep(t);
     ox_error err = {0};
-    ox_status st = ox_pm_run(t->pm, m, &t->rep, &err);
-    t->have_rep = true;
-    if (t->cur != t->orig)
-        ox_model_free(t->cur);
-    t->cur = m;
+    ox_status st = tui_stepper_apply_all(&t->st, t->pm, &err);
     t->live = true;
     after_change(t);
-    snprintf(t->last_action, sizeof t->last_action, "all enabled passes (%d rounds)",
-             t->rep.iterations);
+    char brief[8];
+    describe_changes(t, brief, sizeof brief);
     if (st != OX_OK)
         tui_set_status(t, OX_SLOT_UI_ERROR, "a pass failed: %s", err.msg);
     else
-        tui_set_status(t, OX_SLOT_UI_OK, "applied: %d -> %d nodes", t->rep.nodes_before,
-                       t->rep.nodes_after);
+        tui_set_status(t, OX_SLOT_UI_OK, "applied: %d -> %d nodes", t->st.rep.nodes_before,
+                       t->st.rep.nodes_after);
 }
 
-static void step(tui *t)
+static int skipped_names(const tui *t, const tui_step_info *in, char *buf, size_t len)
+{
+    size_t off = 0;
+    buf[0] = 0;
+    int shown = in->n_skipped < 3 ? in->n_skipped : 3;
+    for (int k = 0; k < shown && off < len; k++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s", k ? ", " : "",
+                                ox_pm_pass(t->pm, in->skipped[k])->name);
+    if (in->n_skipped > shown && off < len)
+        snprintf(buf + off, len - off, " +%d", in->n_skipped - shown);
+    return in->n_skipped;
+}
+
+/* Before each pass the stepper tries: on a large model (where a try takes
+ * a noticeable time) the status line says which, and Esc stops the search;
+ * other keys typed meanwhile are dropped, not replayed after it. */
+static bool on_try(void *ctx, int pass, int tried)
+{
+    tui *t = ctx;
+    if (t->st.cur_nodes <= t->st.probe_max_nodes)
+        return true;
+    bool stop = false;
+    nodelay(stdscr, TRUE);
+    for (int ch; (ch = getch()) != ERR;)
+        stop |= ch == 27;
+    nodelay(stdscr, FALSE);
+    if (stop)
+        return false;
+    char what[160];
+    snprintf(what, sizeof what, "trying %s (%d passes tried; Esc stops)",
+             ox_pm_pass(t->pm, pass)->name, tried);
+    busy(t, what);
+    return true;
+}
+
+static void step(tui *t, bool rest)
 {
     if (!t->pm)
         return;
-    int n = ox_pm_count(t->pm);
-    int pick = -1;
-    for (int k = 0; k < n; k++) {
-        int i = (t->step_next + k) % n;
-        if (ox_pm_enabled(t->pm, i)) {
-            pick = i;
-            break;
-        }
-    }
-    if (pick < 0) {
-        tui_set_status(t, OX_SLOT_UI_WARNING, "no pass is enabled");
+    int from = t->st.cur_pass;
+    if (from >= 0 && from < ox_pm_count(t->pm))
+        busy(t, ox_pm_pass(t->pm, from)->name);
+    ox_model_cost before = t->cost;
+    tui_step_info in;
+    ox_error err = {0};
+    ox_status st = tui_stepper_step_cb(&t->st, t->pm, rest, on_try, t, &in, &err);
+    char skipped[160];
+    skipped_names(t, &in, skipped, sizeof skipped);
+    if (in.none_enabled) {
+        tui_set_status(t, OX_SLOT_UI_WARNING, "no pass is enabled (Space in panel 8)");
         return;
     }
-    if (t->cur == t->orig) {
-        ox_model *m = ox_model_clone(t->orig);
-        if (!m) {
-            tui_set_status(t, OX_SLOT_UI_ERROR, "out of memory");
-            return;
-        }
-        t->cur = m;
+    if (st != OX_OK) {
+        tui_set_status(t, OX_SLOT_UI_ERROR,
+                       "%s failed: %s (the model is unchanged; Space in panel 8 disables the pass)",
+                       in.pass >= 0 ? ox_pm_pass(t->pm, in.pass)->name : "a pass", err.msg);
+        return;
     }
-    const ox_pass *p = ox_pm_pass(t->pm, pick);
-    busy(t, p->name);
-    reset_rep(t);
-    ox_error err = {0};
-    ox_status st = ox_pm_step(t->pm, t->cur, pick, 0, &t->rep, &err);
-    t->have_rep = true;
+    if (in.stopped) {
+        tui_set_status(t, OX_SLOT_UI_WARNING,
+                       "stopped (Esc) after trying %d passes: %d have no match, the next s skips them",
+                       in.tried, in.n_skipped);
+        return;
+    }
+    if (in.fixed_point) {
+        tui_set_status(t, OX_SLOT_UI_WARNING,
+                       "no enabled pass has a match: nothing left to rewrite (%d tried)",
+                       in.n_skipped);
+        return;
+    }
     t->live = false;
-    t->step_next = (pick + 1) % n;
     after_change(t);
-    t->panels[TUI_P_PASSES].sel = pick;
-    snprintf(t->last_action, sizeof t->last_action, "step: %s", p->name);
-    const ox_pass_stat *ps = ox_pass_report_find(&t->rep, p->name);
-    if (st != OX_OK)
-        tui_set_status(t, OX_SLOT_UI_ERROR, "%s failed: %s", p->name, err.msg);
+    t->panels[TUI_P_PASSES].sel = in.pass;
+    const ox_pass *p = ox_pm_pass(t->pm, in.pass);
+    jump_to_changed(t);
+    const ox_pass_stat *ps = ox_pass_report_find(&t->st.rep, p->name);
+    char mc[160], brief[400], rw[48];
+    macs_change(&before, &t->cost, mc, sizeof mc);
+    describe_changes(t, brief, sizeof brief);
+    if (in.first == in.last)
+        snprintf(rw, sizeof rw, "#%d", in.first);
     else
-        tui_set_status(t, OX_SLOT_UI_OK, "step %s: -%d +%d nodes, %d edited", p->name,
-                       ps ? ps->nodes_removed : 0, ps ? ps->nodes_added : 0,
-                       ps ? ps->nodes_replaced : 0);
+        snprintf(rw, sizeof rw, "#%d-%d", in.first, in.last);
+    char skip_note[200] = "";
+    if (in.n_skipped)
+        snprintf(skip_note, sizeof skip_note, "; skipped %d (no match): %s", in.n_skipped,
+                 skipped);
+    tui_set_status(t, OX_SLOT_UI_OK, "%s %s%s: -%d +%d ~%d nodes, %s%s%s", p->name, rw,
+                   in.no_single ? " (whole pass: it cannot stop after one rewrite)"
+                   : in.whole   ? " (rest of the pass)"
+                                : "",
+                   ps ? ps->nodes_removed : 0, ps ? ps->nodes_added : 0,
+                   ps ? ps->nodes_replaced : 0, mc, skip_note, brief);
+}
+
+static void undo(tui *t)
+{
+    char label[128];
+    snprintf(label, sizeof label, "%s", t->st.label[0] ? t->st.label : "reset");
+    if (!tui_stepper_undo(&t->st)) {
+        tui_set_status(t, OX_SLOT_UI_WARNING, "nothing to undo%s",
+                       t->st.undo_dropped ? " (older steps were dropped to bound memory)" : "");
+        return;
+    }
+    t->live = false;
+    t->cur = t->st.cur;
+    tui_reinfer_cur(t);
+    after_change(t);
+    char brief[8];
+    describe_changes(t, brief, sizeof brief);
+    jump_to_changed(t);
+    tui_set_status(t, OX_SLOT_UI_OK, "undid %s: nodes %d; %d more to undo", label,
+                   t->cur->graph->n_nodes, t->st.n_undo);
 }
 
 /* Input sets the bisect key runs the model on (seeds 0..N-1, as
@@ -199,29 +386,65 @@ static void bisect(tui *t)
 
 static void reset(tui *t)
 {
-    if (t->cur != t->orig)
-        ox_model_free(t->cur);
-    t->cur = t->orig;
     t->live = false;
-    t->step_next = 0;
-    reset_rep(t);
-    t->last_action[0] = 0;
-    after_change(t);
-    tui_set_status(t, OX_SLOT_UI_OK, "reset to the original model");
+    if (tui_stepper_reset(&t->st))
+        after_change(t);
+    t->n_step_msg = 0;
+    tui_set_status(t, OX_SLOT_UI_OK, "reset to the original model (u undoes)");
+}
+
+/* Changed nodes in the Nodes list order, from the cursor: dir +1 / -1. */
+static void goto_changed(tui *t, int dir)
+{
+    tui_panel *p = &t->panels[TUI_P_NODES];
+    int n = t->n_order;
+    for (int k = 1; k <= n; k++) {
+        int r = ((p->sel + dir * k) % n + n) % n;
+        ox_node *nd = t->rc[t->order[r]].node;
+        if (tui_node_touched(t, nd)) {
+            tui_goto_node(t, nd, false);
+            p->sel = r;
+            if (t->cur_panel != TUI_P_DETAIL && t->cur_panel != TUI_P_NEIGH)
+                tui_switch(t, TUI_P_NODES);
+            char lb[256];
+            tui_set_status(t, OX_SLOT_UI_OK, "%c %s %s (row %d of %d)", tui_node_mark(t, nd),
+                           nd->op_type, tui_node_label(nd, lb, sizeof lb), r + 1, n);
+            return;
+        }
+    }
+    tui_set_status(t, OX_SLOT_UI_WARNING, "no changed node in this list%s",
+                   t->st.have_rep ? "" : " (no step yet: s in any panel)");
+}
+
+bool tui_passes_idle_pending(tui *t)
+{
+    return t->pm && !t->bench_running && tui_stepper_probe_pending(&t->st, t->pm);
+}
+
+bool tui_passes_idle(tui *t)
+{
+    if (t->bench_running || !t->pm)
+        return false;
+    return tui_stepper_probe_one(&t->st, t->pm) && t->cur_panel == TUI_P_PASSES;
 }
 
 int tui_passes_key(tui *t, tui_action a)
 {
+    bool model_action = a == TUI_A_TOGGLE || a == TUI_A_STEP || a == TUI_A_STEP_REST ||
+                        a == TUI_A_UNDO || a == TUI_A_RESET || a == TUI_A_APPLY_ALL ||
+                        a == TUI_A_LEVEL || a == TUI_A_BISECT;
+    if (a == TUI_A_NEXT_CHANGED || a == TUI_A_PREV_CHANGED) {
+        goto_changed(t, a == TUI_A_NEXT_CHANGED ? 1 : -1);
+        return TUI_REDRAW;
+    }
     if (!t->pm) {
-        if (a == TUI_A_TOGGLE || a == TUI_A_STEP || a == TUI_A_RESET || a == TUI_A_APPLY_ALL ||
-            a == TUI_A_LEVEL || a == TUI_A_BISECT) {
+        if (model_action) {
             tui_set_status(t, OX_SLOT_UI_ERROR, "the pass manager could not start");
             return TUI_REDRAW;
         }
         return TUI_UNHANDLED;
     }
-    if (t->bench_running && (a == TUI_A_TOGGLE || a == TUI_A_STEP || a == TUI_A_RESET ||
-                             a == TUI_A_APPLY_ALL || a == TUI_A_LEVEL || a == TUI_A_BISECT)) {
+    if (t->bench_running && model_action) {
         tui_set_status(t, OX_SLOT_UI_WARNING, "wait for the benchmark to finish");
         return TUI_REDRAW;
     }
@@ -242,7 +465,9 @@ int tui_passes_key(tui *t, tui_action a)
                            ox_pm_enabled(t->pm, i) ? "enabled" : "disabled");
         return TUI_REDRAW;
     }
-    case TUI_A_STEP: step(t); return TUI_REDRAW;
+    case TUI_A_STEP: step(t, false); return TUI_REDRAW;
+    case TUI_A_STEP_REST: step(t, true); return TUI_REDRAW;
+    case TUI_A_UNDO: undo(t); return TUI_REDRAW;
     case TUI_A_APPLY_ALL: apply_all(t); return TUI_REDRAW;
     case TUI_A_BISECT: bisect(t); return TUI_REDRAW;
     case TUI_A_RESET: reset(t); return TUI_REDRAW;
@@ -254,7 +479,6 @@ int tui_passes_key(tui *t, tui_action a)
             t->pm = pm;
             ox_pm_set_infer_opts(t->pm, &t->iopts);
         }
-        t->step_next = 0;
         if (t->live)
             apply_all(t);
         /* Say what the preset adds; the TUI's target is onnx, so `all`
@@ -282,30 +506,46 @@ int tui_passes_rows(tui *t)
 const char *tui_passes_header(tui *t, char *buf, int w)
 {
     (void)w;
-    snprintf(buf, 512, "    %-28s %-12s %-6s  level %s%s", "pass", "category", "target",
+    snprintf(buf, 512, "     %-27s %-12s %-6s  level %s%s", "pass", "category", "target",
              ox_pass_level_name(t->level), t->live ? "  (live: Space re-runs)" : "");
     return buf;
 }
 
+/* "-3+1~2": what the pass did since the reset (steps and apply-all). */
+static bool total_str(const tui_pass_total *pt, char *buf, size_t len)
+{
+    buf[0] = 0;
+    if (!pt->nodes_removed && !pt->nodes_added && !pt->nodes_edited && !pt->inits_removed &&
+        !pt->inits_added && !pt->rewrites)
+        return false;
+    snprintf(buf, len, " -%d+%d~%d", pt->nodes_removed, pt->nodes_added, pt->nodes_edited);
+    return true;
+}
+
+/* '>' marks the pass `s` works on; passes known to have no match on the
+ * shown model are greyed with "no match" (the stepper skips them). */
 void tui_passes_draw_row(tui *t, int row, int y, int w, bool sel)
 {
     if (!t->pm || row < 0 || row >= ox_pm_count(t->pm))
         return;
     const ox_pass *p = ox_pm_pass(t->pm, row);
     bool on = ox_pm_enabled(t->pm, row);
-    int slot = sel ? OX_SLOT_UI_SELECTED : on ? OX_SLOT_UI_NORMAL : OX_SLOT_UI_DIM;
+    bool nomatch = tui_stepper_match(&t->st, row) == 0;
+    int slot = sel ? OX_SLOT_UI_SELECTED : on && !nomatch ? OX_SLOT_UI_NORMAL : OX_SLOT_UI_DIM;
     if (sel)
         tui_fill(y, 0, w, slot, t);
-    const ox_pass_stat *ps = t->have_rep ? ox_pass_report_find(&t->rep, p->name) : NULL;
     char res[48] = "";
-    if (ps && (ps->nodes_removed || ps->nodes_added || ps->nodes_replaced || ps->inits_removed))
-        snprintf(res, sizeof res, " -%d+%d~%d", ps->nodes_removed, ps->nodes_added,
-                 ps->nodes_replaced);
-    int x = tui_putf(y, 0, w, slot, t, "[%c] %-28s %-12s %-6s", on ? 'x' : ' ', p->name,
+    if (row < t->st.n_passes)
+        total_str(&t->st.totals[row], res, sizeof res);
+    int x = tui_putf(y, 0, w, slot, t, "%c[%c] %-27s %-12s %-6s",
+                     row == t->st.cur_pass ? '>' : ' ', on ? 'x' : ' ', p->name,
                      ox_pass_category_name(p->category), ox_pass_target_name(p->target));
     if (res[0])
         x += tui_put(y, x, w - x, sel ? slot : OX_SLOT_UI_CHANGED, t, res);
-    tui_putf(y, x, w - x, sel ? slot : OX_SLOT_UI_DIM, t, "  %s", p->summary);
+    if (nomatch)
+        x += tui_put(y, x, w - x, slot, t, " no match");
+    tui_putf(y, x, w - x, sel ? slot : OX_SLOT_UI_DIM, t, "  %s%s", p->summary,
+             p->single_rewrite ? "" : " (runs whole)");
 }
 
 bool tui_passes_match(tui *t, int row, const char *q)
@@ -327,15 +567,17 @@ void tui_passes_footer(tui *t, int y0, int h, int w)
         tui_put(y0, i, 1, OX_SLOT_UI_BORDER, t, tui_hline(t));
     char a[64], b[64];
     if (t->cur == t->orig)
-        tui_put(y0 + 1, 1, w - 2, OX_SLOT_UI_DIM, t, "showing the original model");
+        tui_putf(y0 + 1, 1, w - 2, OX_SLOT_UI_DIM, t, "showing the original model%s",
+                 t->st.n_undo ? "   (u undoes the reset)" : "   (s steps one rewrite)");
     else
         tui_putf(y0 + 1, 1, w - 2, OX_SLOT_UI_OK, t,
-                 "%s: nodes %d -> %d   MACs %s -> %s", t->last_action,
+                 "%s: nodes %d -> %d   MACs %s -> %s%s", t->st.label,
                  t->orig->graph->n_nodes, t->cur->graph->n_nodes,
                  ox_fmt_model_macs(&t->cost_orig, a, sizeof a),
-                 ox_fmt_model_macs(&t->cost, b, sizeof b));
+                 ox_fmt_model_macs(&t->cost, b, sizeof b),
+                 t->st.round ? "   (wrapped: a later round)" : "");
     tui_put(y0 + 2, 1, w - 2, OX_SLOT_UI_DIM, t,
-            "Space toggle  s step  a apply all  r reset  L level  B bisect  9 diff  w save");
+            "Space toggle  s step  S rest  u undo  a all  r reset  L level  B bisect");
 }
 
 /* ---- Diff ------------------------------------------------------------------ */
@@ -423,7 +665,7 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
     int y = y0, end = y0 + h;
     tui_putf(y++, 2, w - 4, OX_SLOT_UI_HEADER, t, "Diff: original -> %s",
              t->cur == t->orig ? "original (no pass applied yet: 8, then a or s)"
-                               : t->last_action);
+                               : t->st.label);
     tui_putf(y++, 2, w - 4, OX_SLOT_UI_HEADER, t, "%-20s %14s %14s", "", "before", "after");
     int nb = t->orig->graph->n_nodes, na = t->cur->graph->n_nodes;
     snprintf(a, sizeof a, "%d", nb);
@@ -442,6 +684,7 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
               ox_fmt_bytes(co->peak_activation_bytes, co->peak_known, a, sizeof a),
               ox_fmt_bytes(cn->peak_activation_bytes, cn->peak_known, b, sizeof b),
               co->peak_activation_bytes != cn->peak_activation_bytes);
+    ensure_size(t);
     diff_line(t, y++, w, "file size", ox_fmt_bytes((int64_t)t->orig->file_size, true, a, sizeof a),
               ox_fmt_bytes(t->size_cur, t->size_cur >= 0, b, sizeof b),
               (int64_t)t->orig->file_size != t->size_cur);
@@ -458,8 +701,19 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
     if (y < end)
         tui_putf(y++, 2, tw, OX_SLOT_UI_HEADER, t, "%-18s %6s %6s %6s", "op", "before",
                  "after", "delta");
-    for (int i = 0; i < n && y < end; i++) {
+    /* Narrow: the per-pass table goes below, so the op table leaves it
+     * room (the ops with the largest change come first anyway). */
+    int op_end = end;
+    if (w < 100 && t->st.have_totals) {
+        int room = (end - y) / 2;
+        op_end = y + (room < 3 ? 3 : room);
+    }
+    for (int i = 0; i < n && y < op_end; i++) {
         int d = tab[i].after - tab[i].before;
+        if (y == op_end - 1 && i < n - 1) {
+            tui_putf(y++, 2, tw, OX_SLOT_UI_DIM, t, "(+%d more op types)", n - i);
+            break;
+        }
         tui_putf(y++, 2, tw, d ? (d < 0 ? OX_SLOT_UI_REMOVED : OX_SLOT_UI_ADDED)
                                      : OX_SLOT_UI_DIM,
                  t, "%-18.18s %6d %6d %+6d", tab[i].op, tab[i].before, tab[i].after, d);
@@ -470,22 +724,35 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
         x = 2;
         yr = y + (y < end ? 1 : 0);
     }
-    if (!t->have_rep || yr >= end)
+    if (!t->st.have_totals || yr >= end)
         return;
-    tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_HEADER, t, "%-26s %5s %5s %5s %10s %9s %10s",
-             "pass", "-nodes", "+nodes", "edits", "bytes saved", "MACs", "peak");
-    for (int i = 0; i < t->rep.n_passes && yr < end; i++) {
-        const ox_pass_stat *ps = &t->rep.passes[i];
-        if (!ps->nodes_removed && !ps->nodes_added && !ps->nodes_replaced && !ps->bytes_saved &&
-            !ps->inits_removed && !ps->inits_added)
+    /* Per pass since the reset: it fills as you step. Bytes saved as the
+     * report counts them; MACs and peak are the report's deltas (after -
+     * before, < 0 a saving; '?' when unknown: docs/PASSES.md). */
+    tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_HEADER, t, "%-26s %3s %6s %6s %5s %10s %9s %10s",
+             "pass", "rw", "-nodes", "+nodes", "edits", "bytes saved", "MACs", "peak");
+    int np = t->pm ? ox_pm_count(t->pm) : 0;
+    for (int i = 0; i < np && i < t->st.n_passes && yr < end; i++) {
+        const tui_pass_total *pt = &t->st.totals[i];
+        if (!pt->rewrites && !pt->nodes_removed && !pt->nodes_added && !pt->nodes_edited &&
+            !pt->bytes_saved && !pt->inits_removed && !pt->inits_added)
             continue;
         /* The deltas print '?' when unknown (docs/PASSES.md, "Report fields");
          * bytes in B/KiB/MiB, signed. */
         char macs[32], peak[32], sb[32];
-        tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_NORMAL, t, "%-26.26s %5d %5d %5d %10s %9s %10s",
-                 ps->name, ps->nodes_removed, ps->nodes_added, ps->nodes_replaced,
-                 ox_fmt_bytes(ps->bytes_saved, true, sb, sizeof sb),
-                 ox_fmt_delta(ps->macs_delta, ps->cost_known, false, macs, sizeof macs),
-                 ox_fmt_delta(ps->peak_delta, ps->peak_known, true, peak, sizeof peak));
+        tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_NORMAL, t,
+                 "%-26.26s %3d %6d %6d %5d %10s %9s %10s", ox_pm_pass(t->pm, i)->name,
+                 pt->rewrites, pt->nodes_removed, pt->nodes_added, pt->nodes_edited,
+                 ox_fmt_bytes(pt->bytes_saved, true, sb, sizeof sb),
+                 ox_fmt_delta(pt->macs_delta, !pt->macs_unknown, false, macs, sizeof macs),
+                 ox_fmt_delta(pt->peak_delta, !pt->peak_unknown, true, peak, sizeof peak));
     }
+    /* What the last action removed, added and edited. */
+    if (t->n_step_msg && yr < end)
+        tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_HEADER, t, "last: %s", t->st.label);
+    for (int k = 0; k < t->n_step_msg && yr < end; k++)
+        tui_put(yr++, x, w - x - 1, t->step_msg[k][0] == 'r'   ? OX_SLOT_UI_REMOVED
+                                    : t->step_msg[k][0] == 'a' ? OX_SLOT_UI_ADDED
+                                                               : OX_SLOT_UI_CHANGED,
+                t, t->step_msg[k]);
 }
