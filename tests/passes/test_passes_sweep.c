@@ -29,16 +29,18 @@ static const char *const ops[] = {
     "Min", "Mul", "Multinomial", "Or", "Pad", "RandomNormal", "RandomNormalLike",
     "RandomUniform", "RandomUniformLike", "ReduceSum", "ReduceMean", "Relu", "Reshape", "Shape",
     "Sigmoid", "Slice", "Softmax", "Split", "Sqrt", "Squeeze", "Sum", "Swish", "Tanh", "Tile",
-    "Transpose", "Unsqueeze", "Xor",
-    /* com.microsoft */
-    "FusedConv", "FusedGemm", "FusedMatMul", "QuickGelu",
+    "Transpose", "Unsqueeze", "Xor", "Erf", "Gelu", "LayerNormalization", "Pow",
+    "RMSNormalization", "Reciprocal", "RoiAlign", "Sub", "Where",
+    /* com.microsoft (the last N_MS entries) */
+    "Attention", "BiasGelu", "FastGelu", "SimplifiedLayerNormalization",
+    "SkipLayerNormalization", "FusedConv", "FusedGemm", "FusedMatMul", "QuickGelu",
 };
-enum { N_OPS = sizeof ops / sizeof ops[0] };
+enum { N_OPS = sizeof ops / sizeof ops[0], N_MS = 9 };
 enum { V_NO_INPUTS, V_NO_OUTPUTS, V_EMPTY_OUTPUT, V_CHAIN, V_COUNT };
 
 static const char *domain_of(int k)
 {
-    return k >= N_OPS - 4 ? "com.microsoft" : "";
+    return k >= N_OPS - N_MS ? "com.microsoft" : "";
 }
 
 static ox_model *build(int a, int b, int variant)
