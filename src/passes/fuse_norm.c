@@ -322,8 +322,8 @@ static ox_status pass_rmsnorm(ox_pass_ctx *c, ox_graph *g, ox_error *err)
  * one node, the whole is one normalization in float16: LayerNormalization
  * (17), RMSNormalization (23) and SimplifiedLayerNormalization compute the
  * statistics in stash_type (float32 by default) whatever T is, so the only
- * change is that scale and bias are held and applied in float16 (at most
- * one float16 ulp per output; docs/PASSES.md). A float16 Mul [+ Add] by
+ * change is that scale and bias are held and applied in float16 (about
+ * one float16 ulp of the output's magnitude; docs/PASSES.md). A float16 Mul [+ Add] by
  * constants of the normalized shape right after the Cast back (exporters
  * that keep only the statistics in float32) becomes the scale [and bias]
  * when the float32 node had none of its own. */
