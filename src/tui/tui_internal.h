@@ -20,6 +20,7 @@
 #include "onnxscope/randinput.h"
 #include "onnxscope/theme.h"
 #include "tui/tui_filter.h"
+#include "tui/tui_job.h"
 #include "tui/tui_stepper.h"
 
 /* ---- the key table ------------------------------------------------------
@@ -74,7 +75,7 @@
     X(LEVEL, 'L', 0, "L", "Passes", "cycle level preset: basic, extended, all")      \
     X(BISECT, 'B', 0, "B", "Passes", "bisect: first pass and rewrite changing the outputs") \
     X(BENCH, 'b', 0, "b", "global", "run the benchmark (Bench panel)")               \
-    X(CANCEL, 27, 0, "Esc", "Bench", "cancel the benchmark / close a prompt")        \
+    X(CANCEL, 27, 0, "Esc", "global", "cancel the running job (export, passes, shapes, benchmark) / close a prompt") \
     X(EXPORT, 'x', 0, "x", "global", "export DOT/SVG/PNG (graph, neighbourhood, diff)") \
     X(WRITE, 'w', 0, "w", "global", "save the (optimized) model")                    \
     X(REDRAW, TUI_CTRL('l'), KEY_RESIZE, "C-l", "global", "redraw the screen")
@@ -209,6 +210,7 @@ struct tui {
     /* neighbourhood */
     ox_node *neigh;
     int neigh_sel;         /* index into producers then consumers */
+    int neigh_radius;      /* 1..3 (+/-); 0 reads as 1 */
 
     /* initializers of the current graph */
     ox_value **inits;
@@ -270,6 +272,10 @@ struct tui {
     tui_bench_result bench;
     int bench_iters;
     ox_input_opts bench_inputs;   /* --input/--fill/--int-max/--default-dim */
+
+    /* the worker-thread job (tui_job.h): NULL when none runs */
+    tui_job *job;
+    atomic_int job_bg;     /* abandoned model jobs still ending */
 
     /* timing log */
     FILE *timing;

@@ -557,7 +557,8 @@ static int io_key(tui *t, tui_action a)
     case TUI_A_CLEAR: {
         ox_error err = {0};
         tui_clear_shapes(t, &err);
-        tui_set_status(t, OX_SLOT_UI_OK, "shape overrides cleared");
+        if (!t->job)
+            tui_set_status(t, OX_SLOT_UI_OK, "shape overrides cleared");
         return TUI_REDRAW;
     }
     default:
