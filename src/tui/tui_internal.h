@@ -61,6 +61,8 @@
     X(HIDE_CONST, 'H', 0, "H", "Nodes", "hide / show Constant nodes")                \
     X(GOTO, ':', 0, ":", "global", "go to node by index (:644)")                     \
     X(NEIGH, 'v', 0, "v", "Nodes", "neighbourhood of the selected node")             \
+    X(RADIUS_UP, '+', '=', "+", "Neighbourhood", "radius +1 (up to 3 steps around the node)") \
+    X(RADIUS_DOWN, '-', 0, "-", "Neighbourhood", "radius -1")                        \
     X(EDIT, 'e', 0, "e", "Inputs/Outputs", "edit an input shape (re-infers)")        \
     X(CLEAR, 'c', 0, "c", "Inputs/Outputs", "clear shape overrides")                 \
     X(TOGGLE, ' ', 0, "Space", "Passes", "toggle the selected pass")                 \
