@@ -201,6 +201,9 @@ struct tui {
     char **ophist;         /* "Conv 12" items, most frequent first (cached) */
     int n_ophist;
     int n_nodes_rec;       /* nodes of the model, subgraphs included */
+    int op_w;              /* widest op type of the browsed graph (Nodes column) */
+    int name_w;            /* widest node label of the browsed graph */
+    int io_name_w;         /* widest graph input/output name (I/O column) */
 
     /* detail */
     ox_node *detail;
@@ -236,7 +239,7 @@ struct tui {
     bool ascii, color;
     ox_theme theme;
     int attr[OX_SLOT_COUNT];   /* curses attributes per slot */
-    char status[256];
+    char status[1024];     /* long errors wrap over up to 6 lines */
     int status_slot;
     char search[64];
     tui_prompt_kind prompt;

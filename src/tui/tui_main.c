@@ -188,9 +188,50 @@ static void draw_tabs(tui *t)
     }
     const char *base = strrchr(t->path, '/');
     base = base ? base + 1 : t->path;
-    int bl = tui_utf8_cols(base);
+    /* The panels show the optimized copy after a step or `a`: say so. */
+    bool opt = t->cur != t->orig;
+    char lbl[600];
+    snprintf(lbl, sizeof lbl, "%s%s", base, opt ? " (optimized)" : "");
+    int bl = tui_utf8_cols(lbl);
     if (x + bl + 2 < COLS)
-        tui_put(0, COLS - bl - 1, bl, OX_SLOT_UI_TITLE, t, base);
+        tui_put(0, COLS - bl - 1, bl, opt ? OX_SLOT_UI_CHANGED : OX_SLOT_UI_TITLE, t, lbl);
+    else if (opt && x + 6 < COLS)
+        tui_put(0, COLS - 6, 5, OX_SLOT_UI_CHANGED, t, "[opt]");
+}
+
+/* Greedy word wrap of s into at most max lines of w columns (a word
+ * longer than a line is cut); returns the lines used. */
+static int wrap_text(const char *s, int w, char lines[][1100], int max)
+{
+    int n = 0;
+    if (w < 10)
+        w = 10;
+    while (*s && n < max) {
+        while (*s == ' ')
+            s++;
+        size_t len = strlen(s), cut = 0, last_space = 0;
+        char tmp[1100];
+        /* the longest prefix of at most w columns */
+        while (cut < len && cut < sizeof tmp - 1) {
+            size_t next = cut + 1;
+            while (next < len && ((unsigned char)s[next] & 0xC0) == 0x80)
+                next++;
+            memcpy(tmp, s, next);
+            tmp[next] = 0;
+            if (tui_utf8_cols(tmp) > w)
+                break;
+            if (s[cut] == ' ')
+                last_space = cut;
+            cut = next;
+        }
+        if (cut < len && last_space > 0)
+            cut = last_space;
+        if (n == max - 1 && cut < len)
+            cut = len < sizeof tmp - 1 ? len : sizeof tmp - 1;   /* the last line takes the rest (clipped) */
+        snprintf(lines[n++], 1100, "%.*s", (int)cut, s);
+        s += cut;
+    }
+    return n;
 }
 
 static void draw_status(tui *t)
@@ -229,6 +270,17 @@ static void draw_status(tui *t)
         tui_put(y, 0, COLS - rw - (bw ? bw + 1 : 0), OX_SLOT_UI_WARNING, t, jb);
         if (bw)
             tui_progress(t, y, COLS - rw - bw, bw, frac);
+    } else if (t->status[0] && t->status_slot == OX_SLOT_UI_ERROR &&
+               tui_utf8_cols(t->status) > COLS - rw) {
+        /* A long error wraps upwards over the panel (up to 6 lines) until
+         * the next key, instead of being cut. */
+        char lines[6][1100];
+        int nl = wrap_text(t->status, COLS - rw - 1, lines, 6);
+        for (int i = 0; i < nl; i++) {
+            int ly = y - (nl - 1) + i;
+            tui_fill(ly, 0, COLS, OX_SLOT_UI_ERROR, t);
+            tui_put(ly, 0, i == nl - 1 ? COLS - rw : COLS, OX_SLOT_UI_ERROR, t, lines[i]);
+        }
     } else if (t->status[0])
         tui_put(y, 0, COLS - rw, t->status_slot == OX_SLOT_UI_ERROR ? OX_SLOT_UI_ERROR
                                                                     : OX_SLOT_UI_STATUS,

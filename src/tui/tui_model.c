@@ -335,9 +335,19 @@ ox_status tui_model_refresh(tui *t, ox_error *err)
     t->sum_known = true;
     t->sum_upper = false;
     t->sum_unknown = 0;
+    t->op_w = 2;
+    t->name_w = 4;
     for (int i = 0; i < g->n_nodes; i++) {
         ox_cost c;
         ox_node_cost(g->nodes[i], &c);
+        /* Column widths follow the content (BatchNormalization is 18). */
+        int ow = g->nodes[i]->op_type ? (int)strlen(g->nodes[i]->op_type) : 1;
+        if (ow > t->op_w)
+            t->op_w = ow;
+        const char *nm = g->nodes[i]->name;
+        int nw = nm && nm[0] ? (int)strlen(nm) : ow + 7;   /* "Op_1234" when unnamed */
+        if (nw > t->name_w)
+            t->name_w = nw;
         t->rc[i].node = g->nodes[i];
         t->rc[i].macs = c.macs;
         t->rc[i].known = c.known;
@@ -351,6 +361,13 @@ ox_status tui_model_refresh(tui *t, ox_error *err)
         }
     }
     t->n_rc = g->n_nodes;
+    t->io_name_w = 4;
+    for (int i = 0; i < g->n_inputs + g->n_outputs; i++) {
+        const ox_value *v = i < g->n_inputs ? g->inputs[i] : g->outputs[i - g->n_inputs];
+        int nw = v && v->name ? tui_utf8_cols(v->name) : 0;
+        if (nw > t->io_name_w)
+            t->io_name_w = nw;
+    }
     if (!t->lazy_sorts)   /* opening (off the UI thread), a shape edit: sort now */
         for (int k = TUI_SORT_MACS; k < TUI_SORT_COUNT; k++)
             build_perm(t, (tui_sort)k);

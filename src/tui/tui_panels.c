@@ -49,6 +49,15 @@ static void overview_draw(tui *t, int y0, int h, int w)
         ROW("File", "%s  (%s%s)", t->path, ox_fmt_bytes((int64_t)m->file_size, true, a, sizeof a),
             xb);
     }
+    /* Every figure below is of the shown model: say when that is the
+     * optimized copy rather than the file. */
+    if (t->cur != t->orig && y < end) {
+        tui_put(y, 1, lw, OX_SLOT_UI_HEADER, t, "Showing");
+        tui_putf(y, lw + 1, vw, OX_SLOT_UI_CHANGED, t,
+                 "the optimized copy (%s), not the file: nodes %d -> %d; w saves it",
+                 t->st.label, t->orig->graph->n_nodes, m->graph->n_nodes);
+        y++;
+    }
     ROW("Producer", "%s %s   IR version %lld   model version %lld",
         m->producer_name && m->producer_name[0] ? m->producer_name : "(none)",
         m->producer_version ? m->producer_version : "", (long long)m->ir_version,
@@ -128,26 +137,37 @@ static int nodes_rows(tui *t)
     return t->n_order;
 }
 
-static void nodes_cols(int w, int *name_w, int *shape_w)
+/* "index op name shapes MACs %": the op column as wide as the widest op
+ * of the graph (up to a quarter of the width), the name and the shapes
+ * share the rest (widths measured once per refresh). */
+static void nodes_cols(const tui *t, int w, int *op_w, int *name_w, int *shape_w)
 {
-    /* "index op name shapes MACs %" with the name taking what is left */
-    int fixed = 7 + 17 + 9 + 7;
+    int ow = t->op_w < 2 ? 2 : t->op_w;
+    if (ow > w / 4)
+        ow = w / 4 > 8 ? w / 4 : 8;
+    *op_w = ow;
+    int fixed = 7 + ow + 1 + 9 + 7;
     int rest = w - fixed;
-    *shape_w = rest > 60 ? rest / 3 : rest / 2;
-    if (*shape_w > 40)
-        *shape_w = 40;
-    *name_w = rest - *shape_w - 1;
+    /* The name gets what it needs, keeping 12 columns for the shapes;
+     * shapes take the rest up to 48 columns, then the name again. */
+    int nw = t->name_w < rest - 13 ? t->name_w : rest - 13;
+    if (nw < 8)
+        nw = 8;
+    int sw = rest - nw - 1;
+    if (sw > 48) {
+        nw += sw - 48;
+        sw = 48;
+    }
+    *name_w = nw;
+    *shape_w = sw;
 }
 
 static const char *nodes_header(tui *t, char *buf, int w)
 {
-    int nw, sw;
-    nodes_cols(w, &nw, &sw);
-    static const char *const sorts[] = {"order", "MACs", "op", "name"};
-    snprintf(buf, 512, "%6s %-16s %-*s %-*s %8s %6s", "#", "op", nw, "name", sw, "out shape",
+    int ow, nw, sw;
+    nodes_cols(t, w, &ow, &nw, &sw);
+    snprintf(buf, 512, "%6s %-*s %-*s %-*s %8s %6s", "#", ow, "op", nw, "name", sw, "out shape",
              "MACs", "%");
-    (void)sorts;
-    (void)t;
     return buf;
 }
 
@@ -157,8 +177,8 @@ static void nodes_draw_row(tui *t, int row, int y, int w, bool sel)
         return;
     const tui_row_cache *r = &t->rc[t->order[row]];
     const ox_node *n = r->node;
-    int nw, sw;
-    nodes_cols(w, &nw, &sw);
+    int ow, nw, sw;
+    nodes_cols(t, w, &ow, &nw, &sw);
     char lb[256], sb[512], mb[32], pct[16];
     tui_node_label(n, lb, sizeof lb);
     tui_out_shapes(n, sb, sizeof sb);
@@ -175,9 +195,9 @@ static void nodes_draw_row(tui *t, int row, int y, int w, bool sel)
         tui_fill(y, 0, w, base, t);
     int opslot = sel ? base : (int)ox_theme_opcat_slot(ox_op_category(n->op_type));
     tui_putf(y, 0, 7, base, t, "%c%5d ", touched ? mark : ' ', n->index);
-    tui_put(y, 7, 16, opslot, t, n->op_type);
-    tui_put(y, 24, nw, base, t, lb);
-    int x = 24 + nw + 1;
+    tui_put(y, 7, ow, opslot, t, n->op_type);
+    tui_put(y, 8 + ow, nw, base, t, lb);
+    int x = 8 + ow + nw + 1;
     tui_put(y, x, sw, sel ? base : OX_SLOT_UI_DIM, t, sb);
     x += sw + 1;
     tui_putf(y, x, w - x, base, t, "%8s %6s", mb, pct);
@@ -466,11 +486,17 @@ static int io_rows(tui *t)
     return io_count_inputs(t) + t->cur->graph->n_outputs;
 }
 
+/* The name column as wide as the widest name, up to a third of the width:
+ * the type gets the rest. */
+static int io_name_cols(const tui *t, int w)
+{
+    int nw = t->io_name_w;
+    return nw > w / 3 ? w / 3 : nw;
+}
+
 static const char *io_header(tui *t, char *buf, int w)
 {
-    (void)t;
-    (void)w;
-    snprintf(buf, 512, "%-4s %-28s %s", "", "name", "type");
+    snprintf(buf, 512, "%-4s %-*s %s", "", io_name_cols(t, w), "name", "type");
     return buf;
 }
 
@@ -488,12 +514,14 @@ static void io_draw_row(tui *t, int row, int y, int w, bool sel)
     ox_value *v = io_value(t, row, &in);
     if (!v)
         return;
-    char tb[256];
+    char tb[1024];
     int slot = sel ? OX_SLOT_UI_SELECTED : OX_SLOT_UI_NORMAL;
     if (sel)
         tui_fill(y, 0, w, slot, t);
-    tui_putf(y, 0, w, slot, t, "%-4s %-28s %s%s", in ? "in" : "out", v->name,
-             tui_value_type(v, tb, sizeof tb),
+    int nw = io_name_cols(t, w);
+    tui_putf(y, 0, 5, slot, t, "%-4s ", in ? "in" : "out");
+    tui_put(y, 5, nw, slot, t, v->name);
+    tui_putf(y, 6 + nw, w - 6 - nw, slot, t, "%s%s", tui_value_type(v, tb, sizeof tb),
              in && find_override(t, v->name) ? "   (override)" : "");
 }
 
