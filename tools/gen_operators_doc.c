@@ -92,7 +92,11 @@ int main(int argc, char **argv)
             "with the highest `since` not above its opset import for the domain. "
             "Inputs and outputs: `?` optional, `...` variadic. Every entry has a shape "
             "and type inference function (`src/analysis/infer_*.c`); operators not "
-            "listed (custom domains) are kept in the graph with untyped outputs.\n\n",
+            "listed (custom domains) are kept in the graph with untyped outputs. "
+            "Every operator also has a cost rule (`src/analysis/cost.c`, docs/COST.md) "
+            "and a CPU kernel (`src/exec`) except the exemptions listed at the end; "
+            "`tests/ops/test_ops_complete.c` checks it (docs/DESIGN.md, \"One op "
+            "list\").\n\n",
             ops, n);
     const char *dom = NULL;
     for (int i = 0; (s = ox_op_at(i)); i++) {
@@ -118,6 +122,19 @@ int main(int argc, char **argv)
         put_cell(f, s->types);
         fputs(" | ", f);
         put_cell(f, s->doc);
+        fputs(" |\n", f);
+    }
+    /* The exemptions of the one op list (src/ops/facts.c). */
+    fputs("\n## Exemptions\n\n"
+          "Operators allowed to lack a cost rule or a kernel, and why "
+          "(`src/ops/facts.c`):\n\n| Operator | lacks | why |\n|---|---|---|\n", f);
+    const ox_op_exemption *e;
+    for (int i = 0; (e = ox_op_exemption_at(i)); i++) {
+        fprintf(f, "| %s:%s | %s%s%s | ", *e->domain ? e->domain : "ai.onnx", e->op_type,
+                e->missing & OX_OP_INFER ? "inference " : "",
+                e->missing & OX_OP_COST ? "cost rule " : "",
+                e->missing & OX_OP_KERNEL ? "kernel" : "");
+        put_cell(f, e->why);
         fputs(" |\n", f);
     }
     if (f != stdout && fclose(f) != 0) {

@@ -10,6 +10,9 @@
  *   gen_samples --chain OP N FILE.onnx -> Relu then N eliminable OP nodes (Identity,
  *                                     Dropout or Cast to float), or Mixed (those and
  *                                     Neg/Abs/Sigmoid that stay): the optimize bench
+ *   gen_samples --fuse-chain KIND N FILE.onnx -> N nodes of one fusable pattern
+ *                                     repeated (gemm, convbn, silu, hardswish): the
+ *                                     fusion bench
  *   gen_samples --transformer LAYERS HIDDEN FILE.onnx -> the same block, any size
  *   gen_samples --if-branch FILE.onnx -> a VAD-style model whose int64 `sr`
  *                                        input picks an If branch (CLI tests) */
@@ -459,6 +462,80 @@ static void gen_chain(const char *path, const char *op, int n)
     finish(&b, path);
 }
 
+/* An initializer of dims filled by fill(i) (shared by every unit of a chain:
+ * a million private weights would weigh more than the graph). */
+static ox_value *const_fn(builder *b, const char *name, int rank, const int64_t *dims,
+                          float (*fill)(int64_t))
+{
+    ox_value *v = const_fill(b, name, rank, dims, 0.0f);
+    float *d = ox_tensor_mutable_data(v->init);
+    for (int64_t i = 0; i < v->init->numel; i++)
+        d[i] = fill(i);
+    return v;
+}
+
+static float fill_w(int64_t i) { return (float)((i * 7 % 13) - 6) / 16.0f; }
+static float fill_small(int64_t i) { return (float)(i % 5) / 10.0f - 0.2f; }
+static float fill_one(int64_t i) { return 1.0f + (float)(i % 3) / 8.0f; }
+
+/* N nodes of one fusable pattern repeated along a chain (the fusion bench,
+ * bench/chain_bench.sh): under `optimize --level all --target ort`
+ *   gemm      MatMul + Add(bias) + Relu   -> FusedGemm     (3 nodes a unit)
+ *   convbn    Conv + BatchNormalization + Relu -> FusedConv (3 nodes a unit)
+ *   silu      x * Sigmoid(x)              -> QuickGelu     (2 nodes a unit)
+ *   hardswish x * Clip(x + 3, 0, 6) / 6   -> HardSwish     (4 nodes a unit)
+ * Weights and constants are shared by every unit, so one constant is read
+ * by every unit (the use lists the passes must not scan per rewrite). */
+static int gen_fuse_chain(const char *path, const char *kind, int n)
+{
+    builder b;
+    rng_state = 5;
+    start(&b, "fuse_chain", 14);
+    int per = !strcmp(kind, "silu") ? 2 : !strcmp(kind, "hardswish") ? 4 : 3;
+    int units = n / per > 0 ? n / per : 1;
+    bool conv = !strcmp(kind, "convbn");
+    int64_t xd4[4] = {1, 4, 2, 2}, xd2[2] = {1, 16};
+    ox_value *x = input(&b, "x", OX_DT_FLOAT, conv ? 4 : 2, conv ? xd4 : xd2, NULL);
+    if (!strcmp(kind, "gemm")) {
+        int64_t wd[2] = {16, 16}, bd[1] = {16};
+        ox_value *w = const_fn(&b, "W", 2, wd, fill_w), *bias = const_fn(&b, "B", 1, bd, fill_small);
+        for (int i = 0; i < units; i++)
+            x = un(&b, "Relu", bin(&b, "Add", bin(&b, "MatMul", x, w), bias));
+    } else if (conv) {
+        int64_t wd[4] = {4, 4, 1, 1}, cd[1] = {4};
+        ox_value *w = const_fn(&b, "W", 4, wd, fill_w);
+        ox_value *bn[5] = {NULL, const_fn(&b, "bn_scale", 1, cd, fill_one),
+                           const_fn(&b, "bn_bias", 1, cd, fill_small),
+                           const_fn(&b, "bn_mean", 1, cd, fill_small),
+                           const_fn(&b, "bn_var", 1, cd, fill_one)};
+        int64_t k[2] = {1, 1};
+        for (int i = 0; i < units; i++) {
+            ox_value *in[2] = {x, w};
+            ox_node *cn;
+            bn[0] = op1(&b, "Conv", 2, in, &cn);
+            ox_node_set_attr_ints(cn, "kernel_shape", 2, k);
+            x = un(&b, "Relu", op1(&b, "BatchNormalization", 5, bn, NULL));
+        }
+    } else if (!strcmp(kind, "silu")) {
+        for (int i = 0; i < units; i++)
+            x = bin(&b, "Mul", x, un(&b, "Sigmoid", x));
+    } else if (!strcmp(kind, "hardswish")) {
+        int64_t none[1] = {0};
+        ox_value *three = const_fill(&b, "three", 0, none, 3.0f);
+        ox_value *zero = const_fill(&b, "zero", 0, none, 0.0f);
+        ox_value *six = const_fill(&b, "six", 0, none, 6.0f);
+        for (int i = 0; i < units; i++) {
+            ox_value *cin[3] = {bin(&b, "Add", x, three), zero, six};
+            x = bin(&b, "Div", bin(&b, "Mul", x, op1(&b, "Clip", 3, cin, NULL)), six);
+        }
+    } else {
+        return 2;
+    }
+    output(&b, x, "y", OX_DT_FLOAT);
+    finish(&b, path);
+    return 0;
+}
+
 /* A voice-activity-detector shape: audio x float32[1,512] and the sample
  * rate sr (int64 scalar). If(sr == 16000) frames x as [1,2,256] and
  * averages each frame; the else branch is the 8 kHz path, which frames
@@ -552,6 +629,14 @@ int main(int argc, char **argv)
         gen_chain(argv[4], op, n);
         return 0;
     }
+    if (argc == 5 && !strcmp(argv[1], "--fuse-chain")) {
+        int n = atoi(argv[3]);
+        if (n < 1 || gen_fuse_chain(argv[4], argv[2], n)) {
+            fprintf(stderr, "gen_samples: --fuse-chain gemm|convbn|silu|hardswish N FILE\n");
+            return 2;
+        }
+        return 0;
+    }
     if (argc == 4 && !strcmp(argv[1], "--wide")) {
         gen_wide(argv[3], atoi(argv[2]));
         return 0;
@@ -559,7 +644,8 @@ int main(int argc, char **argv)
     if (argc != 2) {
         fprintf(stderr, "usage: gen_samples OUTDIR | --large FILE | --wide N FILE |\n"
                         "                   --transformer LAYERS HIDDEN FILE | --if-branch FILE |\n"
-                        "                   --chain Identity|Dropout|Cast|Mixed N FILE\n");
+                        "                   --chain Identity|Dropout|Cast|Mixed N FILE |\n"
+                        "                   --fuse-chain gemm|convbn|silu|hardswish N FILE\n");
         return 2;
     }
     char path[4096];

@@ -71,6 +71,13 @@ void ox_node_cost(const ox_node *n, ox_cost *out);
  * unknown: 1.20M MACs per iteration"); "" for other nodes. */
 const char *ox_cost_note(const ox_cost *c, char *buf, size_t len);
 
+/* The cost rule table as the op list (src/ops, ox_op_facts) sees it: a
+ * rule is keyed by op_type and serves the default and com.microsoft
+ * domains (other domains have none). ox_cost_rule_at enumerates the rules'
+ * op types (NULL past the end). */
+bool ox_cost_rule_exists(const char *domain, const char *op_type);
+const char *ox_cost_rule_at(int i);
+
 /* True when v holds weights: an initializer, or a floating-point value
  * computed only from weights (Constant, ConstantOfShape of a constant shape,
  * Identity/Cast/Transpose/... of a weight). */

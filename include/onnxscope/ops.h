@@ -68,4 +68,30 @@ typedef struct ox_op_attr_info {
 /* Parses attribute k of s; returns false when k is past the end. */
 bool ox_op_schema_attr(const ox_op_schema *s, int k, ox_op_attr_info *out);
 
+/* ---- one op list: the facts other layers attach ---------------------------
+ * An op is complete when it has a schema, an inference function for every
+ * schema version, a cost rule (src/analysis/cost.c) and a CPU kernel serving
+ * every schema version (src/exec). ox_op_facts says which it has;
+ * tests/ops/test_ops_complete.c fails for every op (of the registry, of the
+ * kernel tables, of the cost rules) lacking one that its exemption does not
+ * name. How to add an op: docs/DESIGN.md, "One op list". */
+enum {
+    OX_OP_SCHEMA = 1,   /* listed in the registry */
+    OX_OP_INFER = 2,    /* every schema version has an inference function */
+    OX_OP_COST = 4,     /* a cost rule */
+    OX_OP_KERNEL = 8,   /* a kernel for the opset of every schema version */
+    OX_OP_ALL = 15,
+};
+unsigned ox_op_facts(const char *domain, const char *op_type);
+
+/* An op allowed to lack some facts (`missing`), and why. */
+typedef struct ox_op_exemption {
+    const char *domain, *op_type;
+    unsigned missing;
+    const char *why;
+} ox_op_exemption;
+/* The exemptions in table order (NULL past the end), and the one for an op. */
+const ox_op_exemption *ox_op_exemption_at(int i);
+const ox_op_exemption *ox_op_exemption_for(const char *domain, const char *op_type);
+
 #endif

@@ -3,6 +3,7 @@
  * The rule for each operator is one row of a table; docs/COST.md explains
  * the conventions and the weights of the non-trivial operations. */
 #include "onnxscope/cost.h"
+#include "onnxscope/ops.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -204,6 +205,16 @@ typedef enum {
     K_ATTENTION,
     K_MHA,
     K_CONTROL,   /* If/Loop/Scan: depends on runtime control flow */
+    K_DATA,      /* the work depends on tensor values, not shapes: unknown */
+    K_IN1,       /* w per element of input 1 */
+    K_ALLOUT,    /* w per element of every output (optimizer steps) */
+    K_FFT,       /* DFT/STFT: 5 log2(L) per complex output */
+    K_DET,       /* LU: n^3/3 per n x n matrix */
+    K_GRID,      /* GridSample: Resize's weights, bilinear by default */
+    K_DEFORM,    /* DeformConv: Conv + 4 per sampled input tap */
+    K_ROIALIGN,  /* RoiAlign: 5 per sample, sampling_ratio^2 samples a bin */
+    K_LINATT,    /* LinearAttention: 4 dk*dv per token and head */
+    K_GEMMGELU,  /* GemmFastGelu: MatMul + bias + FastGelu */
 } rule_kind;
 
 typedef struct rule {
@@ -221,11 +232,14 @@ static const rule rules[] = {
     {"Abs", K_ELEM, OX_COST_CMP},
     {"Acos", K_ELEM, OX_COST_EXP},
     {"Acosh", K_ELEM, OX_COST_EXP},
+    {"Adagrad", K_ALLOUT, 6},
+    {"Adam", K_ALLOUT, 5},
     {"Add", K_ELEM, OX_COST_ADD},
     {"AffineGrid", K_ZERO, 0},
     {"And", K_ELEM, OX_COST_CMP},
     {"ArgMax", K_IN, OX_COST_CMP},
     {"ArgMin", K_IN, OX_COST_CMP},
+    {"ArrayFeatureExtractor", K_ZERO, 0},
     {"Asin", K_ELEM, OX_COST_EXP},
     {"Asinh", K_ELEM, OX_COST_EXP},
     {"Atan", K_ELEM, OX_COST_EXP},
@@ -235,6 +249,8 @@ static const rule rules[] = {
     {"BatchNormalization", K_IN, 2},
     {"Bernoulli", K_ELEM, 1},
     {"BiasGelu", K_ELEM, OX_COST_ADD + OX_COST_ERF + 4},
+    {"Binarizer", K_ELEM, OX_COST_CMP},
+    {"BitCast", K_ZERO, 0},
     {"BitShift", K_ELEM, 1},
     {"BitwiseAnd", K_ELEM, 1},
     {"BitwiseNot", K_ELEM, 1},
@@ -243,6 +259,7 @@ static const rule rules[] = {
     {"BlackmanWindow", K_ELEM, OX_COST_TRIG * 2},
     {"Cast", K_ZERO, 0},
     {"CastLike", K_ZERO, 0},
+    {"CausalConvWithState", K_CONV, 1},
     {"Ceil", K_ELEM, 1},
     {"Celu", K_ELEM, OX_COST_EXP + 3},
     {"CenterCropPad", K_ZERO, 0},
@@ -258,9 +275,13 @@ static const rule rules[] = {
     {"ConvTranspose", K_CONVT, 1},
     {"Cos", K_ELEM, OX_COST_TRIG},
     {"Cosh", K_ELEM, OX_COST_EXP},
+    {"CumProd", K_IN, OX_COST_MUL},
     {"CumSum", K_IN, OX_COST_ADD},
+    {"DFT", K_FFT, 0},
+    {"DeformConv", K_DEFORM, 1},
     {"DepthToSpace", K_ZERO, 0},
     {"DequantizeLinear", K_ELEM, 2},
+    {"Det", K_DET, 0},
     {"Div", K_ELEM, OX_COST_DIV},
     {"Dropout", K_ZERO, 0},
     {"DynamicQuantizeLinear", K_IN, 5},
@@ -273,6 +294,7 @@ static const rule rules[] = {
     {"EyeLike", K_ZERO, 0},
     {"FastGelu", K_ELEM, TANH_W + 6},
     {"Flatten", K_ZERO, 0},
+    {"FlexAttention", K_DATA, 0},
     {"Floor", K_ELEM, 1},
     {"FusedConv", K_CONV, 1},
     {"FusedGemm", K_GEMM, 0},
@@ -283,11 +305,13 @@ static const rule rules[] = {
     {"GatherND", K_ZERO, 0},
     {"Gelu", K_ELEM, OX_COST_ERF + 4},
     {"Gemm", K_GEMM, 0},
+    {"GemmFastGelu", K_GEMMGELU, 0},
     {"GlobalAveragePool", K_GPOOL, OX_COST_ADD},
     {"GlobalLpPool", K_GPOOL, 2},
     {"GlobalMaxPool", K_GPOOL, OX_COST_CMP},
     {"Greater", K_ELEM, OX_COST_CMP},
     {"GreaterOrEqual", K_ELEM, OX_COST_CMP},
+    {"GridSample", K_GRID, 0},
     {"GroupNormalization", K_IN, 7},
     {"HammingWindow", K_ELEM, OX_COST_TRIG + 2},
     {"HannWindow", K_ELEM, OX_COST_TRIG + 2},
@@ -296,15 +320,18 @@ static const rule rules[] = {
     {"Hardmax", K_IN, OX_COST_CMP},
     {"Identity", K_ZERO, 0},
     {"If", K_CONTROL, 0},
+    {"ImageDecoder", K_DATA, 0},
     {"InstanceNormalization", K_IN, 7},
     {"IsInf", K_ELEM, OX_COST_CMP},
     {"IsNaN", K_ELEM, OX_COST_CMP},
     {"LRN", K_LRN, 0},
     {"LSTM", K_RNN, 4},
+    {"LabelEncoder", K_ZERO, 0},
     {"LayerNormalization", K_IN, 7},
     {"LeakyRelu", K_ELEM, OX_COST_CMP + OX_COST_MUL},
     {"Less", K_ELEM, OX_COST_CMP},
     {"LessOrEqual", K_ELEM, OX_COST_CMP},
+    {"LinearAttention", K_LINATT, 0},
     {"Log", K_ELEM, OX_COST_LOG},
     {"LogSoftmax", K_IN, 20},
     {"Loop", K_CONTROL, 0},
@@ -314,15 +341,21 @@ static const rule rules[] = {
     {"MatMulInteger", K_MATMUL, 0},
     {"Max", K_VARIADIC, OX_COST_CMP},
     {"MaxPool", K_POOL, OX_COST_CMP},
+    {"MaxRoiPool", K_DATA, 0},
     {"MaxUnpool", K_ZERO, 0},
     {"Mean", K_VARIADIC, OX_COST_ADD},
     {"MeanVarianceNormalization", K_IN, 5},
+    {"MelWeightMatrix", K_ELEM, OX_COST_CMP * 2 + OX_COST_DIV},
     {"Min", K_VARIADIC, OX_COST_CMP},
     {"Mish", K_ELEM, SOFTPLUS_W + TANH_W + OX_COST_MUL},
     {"Mod", K_ELEM, OX_COST_DIV},
+    {"Momentum", K_ALLOUT, 2},
     {"Mul", K_ELEM, OX_COST_MUL},
     {"MultiHeadAttention", K_MHA, 0},
+    {"Multinomial", K_ZERO, 0},
     {"Neg", K_ELEM, OX_COST_CMP},
+    {"NegativeLogLikelihoodLoss", K_IN1, 3},
+    {"NonMaxSuppression", K_DATA, 0},
     {"NonZero", K_ZERO, 0},
     {"Not", K_ELEM, OX_COST_CMP},
     {"OneHot", K_ZERO, 0},
@@ -337,6 +370,7 @@ static const rule rules[] = {
     {"QLinearMatMul", K_MATMUL, 0},
     {"QuantizeLinear", K_ELEM, 3},
     {"QuickGelu", K_ELEM, SIGMOID_W + 2},
+    {"RMSNormalization", K_IN, 4},
     {"RNN", K_RNN, 1},
     {"RandomNormal", K_ZERO, 0},
     {"RandomNormalLike", K_ZERO, 0},
@@ -354,11 +388,15 @@ static const rule rules[] = {
     {"ReduceProd", K_IN, OX_COST_MUL},
     {"ReduceSum", K_IN, OX_COST_ADD},
     {"ReduceSumSquare", K_IN, 2},
+    {"RegexFullMatch", K_ZERO, 0},
     {"Relu", K_ELEM, OX_COST_CMP},
     {"Reshape", K_ZERO, 0},
     {"Resize", K_RESIZE, 0},
     {"ReverseSequence", K_ZERO, 0},
+    {"RoiAlign", K_ROIALIGN, 0},
+    {"RotaryEmbedding", K_ELEM, 2 * OX_COST_MUL + OX_COST_ADD},
     {"Round", K_ELEM, 1},
+    {"STFT", K_FFT, 0},
     {"Scan", K_CONTROL, 0},
     {"Scatter", K_ZERO, 0},
     {"ScatterElements", K_ZERO, 0},
@@ -370,6 +408,7 @@ static const rule rules[] = {
     {"SequenceErase", K_ZERO, 0},
     {"SequenceInsert", K_ZERO, 0},
     {"SequenceLength", K_ZERO, 0},
+    {"SequenceMap", K_DATA, 0},
     {"Shape", K_ZERO, 0},
     {"Shrink", K_ELEM, 2 * OX_COST_CMP},
     {"Sigmoid", K_ELEM, SIGMOID_W},
@@ -379,8 +418,10 @@ static const rule rules[] = {
     {"Sinh", K_ELEM, OX_COST_EXP},
     {"Size", K_ZERO, 0},
     {"SkipLayerNormalization", K_IN, 9},
+    {"SkipSimplifiedLayerNormalization", K_IN, 6},
     {"Slice", K_ZERO, 0},
     {"Softmax", K_IN, 21},
+    {"SoftmaxCrossEntropyLoss", K_IN, 22},
     {"Softplus", K_ELEM, SOFTPLUS_W},
     {"Softsign", K_ELEM, OX_COST_CMP + OX_COST_ADD + OX_COST_DIV},
     {"SpaceToDepth", K_ZERO, 0},
@@ -388,14 +429,22 @@ static const rule rules[] = {
     {"SplitToSequence", K_ZERO, 0},
     {"Sqrt", K_ELEM, OX_COST_SQRT},
     {"Squeeze", K_ZERO, 0},
+    {"StringConcat", K_ZERO, 0},
+    {"StringNormalizer", K_ZERO, 0},
+    {"StringSplit", K_ZERO, 0},
     {"Sub", K_ELEM, OX_COST_ADD},
     {"Sum", K_VARIADIC, OX_COST_ADD},
+    {"SwiGLU", K_ELEM, SIGMOID_W + 3},
+    {"Swish", K_ELEM, SIGMOID_W + 2},
     {"Tan", K_ELEM, 2 * OX_COST_TRIG},
     {"Tanh", K_ELEM, TANH_W},
+    {"TensorScatter", K_ZERO, 0},
+    {"TfIdfVectorizer", K_DATA, 0},
     {"ThresholdedRelu", K_ELEM, OX_COST_CMP},
     {"Tile", K_ZERO, 0},
     {"TopK", K_IN, OX_COST_CMP},
     {"Transpose", K_ZERO, 0},
+    {"TreeEnsemble", K_DATA, 0},
     {"Trilu", K_ZERO, 0},
     {"Unique", K_IN, OX_COST_CMP},
     {"Unsqueeze", K_ZERO, 0},
@@ -409,17 +458,36 @@ static int rule_cmp(const void *key, const void *elem)
     return strcmp((const char *)key, ((const rule *)elem)->op);
 }
 
+#define N_RULES ((int)(sizeof rules / sizeof rules[0]))
+
+static const rule *rule_for(const char *domain, const char *op_type)
+{
+    if (!op_type)
+        return NULL;
+    /* Rules are keyed by op_type. They describe the default domain and the
+     * com.microsoft contrib ops; in another domain (ai.onnx.ml, the
+     * training and preview domains) a rule applies only to an op the
+     * registry lists there, so a custom domain's homonym gets none. */
+    const char *d = domain ? domain : "";
+    if (*d && strcmp(d, "ai.onnx") && strcmp(d, "com.microsoft") &&
+        !ox_op_find(d, op_type, INT64_MAX))
+        return NULL;
+    return bsearch(op_type, rules, N_RULES, sizeof rules[0], rule_cmp);
+}
+
 static const rule *find_rule(const ox_node *n)
 {
-    if (!n->op_type)
-        return NULL;
-    /* Our rules describe the default domain and the com.microsoft contrib
-     * ops our fusions emit; other domains (ai.onnx.ml, custom) have none. */
-    const char *d = n->domain ? n->domain : "";
-    if (*d && strcmp(d, "ai.onnx") && strcmp(d, "com.microsoft"))
-        return NULL;
-    return bsearch(n->op_type, rules, sizeof rules / sizeof rules[0],
-                   sizeof rules[0], rule_cmp);
+    return rule_for(n->domain, n->op_type);
+}
+
+bool ox_cost_rule_exists(const char *domain, const char *op_type)
+{
+    return rule_for(domain, op_type) != NULL;
+}
+
+const char *ox_cost_rule_at(int i)
+{
+    return i >= 0 && i < N_RULES ? rules[i].op : NULL;
 }
 
 /* ---- per-kind computations ----------------------------------------------------
@@ -524,6 +592,166 @@ static bool calc_pool(const ox_node *n, int w, calc *c)
     for (int i = 0; i < nk; i++)
         k = sat_mul(k, ks[i]);
     c->macs = sat_mul(sat_mul(nout, k), w);
+    return true;
+}
+
+/* ---- rules of the less common operators (docs/COST.md) ------------------ */
+
+/* Input i as a one-element integer constant (initializer or a value
+ * inference computed). */
+static bool const_int_in(const ox_node *n, int i, int64_t *out)
+{
+    const ox_value *v = in_at(n, i);
+    const ox_tensor *t = v ? (v->init ? v->init : v->known) : NULL;
+    if (!t || t->numel != 1 || !ox_dtype_is_int(t->dtype) || !ox_tensor_data(t))
+        return false;
+    *out = ox_tensor_get_i64(t, 0);
+    return true;
+}
+
+static int64_t ceil_log2(int64_t x)
+{
+    int64_t k = 0;
+    while (k < 62 && ((int64_t)1 << k) < x)
+        k++;
+    return k;
+}
+
+/* Radix-2 FFT count: 5 N log2 N real operations for N complex points, so
+ * 5 log2(L) per complex output (the trailing dim of 2). L: DFT's
+ * dft_length or the input's length on the axis; STFT's frame_length or
+ * the window's length. */
+static bool calc_fft(const ox_node *n, calc *c)
+{
+    int64_t nout, d[OX_MAX_RANK], L = -1;
+    int r;
+    if (!numel_of(out_at(n, 0), &nout))
+        return false;
+    if (!strcmp(n->op_type, "STFT")) {
+        if (!const_int_in(n, 3, &L) && value_shape(in_at(n, 2), &r, d) && r == 1)
+            L = d[0];
+    } else if (!const_int_in(n, 1, &L) && value_shape(in_at(n, 0), &r, d)) {
+        /* DFT-17: attribute axis (1); DFT-20: input 2 (-2 when absent). */
+        const ox_model *m = n->graph ? n->graph->model : NULL;
+        int64_t axis = ox_node_attr_i(n, "axis", 1);
+        if (m && ox_model_opset(m, "") >= 20) {
+            axis = -2;
+            if (in_at(n, 2) && !const_int_in(n, 2, &axis))
+                return false;
+        }
+        if (axis < 0)
+            axis += r;
+        if (axis >= 0 && axis < r)
+            L = d[axis];
+    }
+    if (L < 1)
+        return false;
+    c->macs = sat_mul(sat_mul(nout / 2, 5), ceil_log2(L));
+    return true;
+}
+
+/* LU factorization: n^3 / 3 multiply-adds per n x n matrix. */
+static bool calc_det(const ox_node *n, calc *c)
+{
+    int r;
+    int64_t d[OX_MAX_RANK];
+    if (!value_shape(in_at(n, 0), &r, d) || r < 2)
+        return false;
+    int64_t batch = 1, m = d[r - 1];
+    for (int i = 0; i < r - 2; i++)
+        batch = sat_mul(batch, d[i]);
+    c->macs = sat_mul(batch, sat_mul(m, m) * m / 3);
+    return true;
+}
+
+/* Resize's weights per output element: 4 (bi)linear, the default, 8
+ * (bi)cubic, 0 nearest. */
+static bool calc_grid(const ox_node *n, calc *c)
+{
+    int64_t nout;
+    if (!numel_of(out_at(n, 0), &nout))
+        return false;
+    const char *mode = ox_node_attr_s(n, "mode", "linear");
+    int w = 4;
+    if (!strcmp(mode, "cubic") || !strcmp(mode, "bicubic"))
+        w = 8;
+    else if (!strcmp(mode, "nearest"))
+        w = 0;
+    c->macs = sat_mul(nout, w);
+    return true;
+}
+
+/* Conv's count, plus the bilinear sampling of every input tap at its
+ * offset (4 multiply-adds; one tap per input channel, kernel element and
+ * output position, shared by the output channels of its group). */
+static bool calc_deform(const ox_node *n, int widx, calc *c)
+{
+    int wr;
+    int64_t wd[OX_MAX_RANK];
+    if (!calc_conv(n, widx, false, c) || !value_shape(in_at(n, widx), &wr, wd) || wd[0] < 1)
+        return false;
+    int64_t group = ox_node_attr_i(n, "group", 1);
+    int64_t per_group = wd[0] / (group > 0 ? group : 1);
+    if (per_group < 1)
+        per_group = 1;
+    c->extra_flops = sat_add(c->extra_flops, sat_mul(c->macs / per_group, 4));
+    return true;
+}
+
+/* Each output bin averages sampling_ratio^2 bilinear samples (4 weights
+ * and an add each). An adaptive ratio (0) depends on each RoI's size: a
+ * value known only at run time. */
+static bool calc_roialign(const ox_node *n, calc *c)
+{
+    int64_t nout, sr = ox_node_attr_i(n, "sampling_ratio", 0);
+    if (sr <= 0 || !numel_of(out_at(n, 0), &nout))
+        return false;
+    c->macs = sat_mul(nout, sat_mul(sat_mul(sr, sr), 5));
+    return true;
+}
+
+/* Per token and query head: decay the dk x dv state, read it with the key,
+ * write the update's outer product and read it with the query: 4 dk dv
+ * multiply-adds. query/key/value are (B, S, heads*d) or (B, heads, S, d). */
+static bool calc_linatt(const ox_node *n, calc *c)
+{
+    int qr, vr;
+    int64_t qd[OX_MAX_RANK], vd[OX_MAX_RANK];
+    if (!value_shape(in_at(n, 0), &qr, qd) || !value_shape(in_at(n, 2), &vr, vd) || qr != vr)
+        return false;
+    int64_t b, s, hq, dk, dv;
+    if (qr == 4) {
+        b = qd[0];
+        hq = qd[1];
+        s = qd[2];
+        dk = qd[3];
+        dv = vd[3];
+    } else if (qr == 3) {
+        hq = ox_node_attr_i(n, "q_num_heads", 0);
+        int64_t hkv = ox_node_attr_i(n, "kv_num_heads", hq);
+        if (hq < 1 || hkv < 1)
+            return false;
+        b = qd[0];
+        s = qd[1];
+        dk = qd[2] / hq;
+        dv = vd[2] / hkv;
+    } else {
+        return false;
+    }
+    c->macs = sat_mul(sat_mul(sat_mul(b, s), hq), sat_mul(4, sat_mul(dk, dv)));
+    c->contraction = true;
+    return true;
+}
+
+/* com.microsoft GemmFastGelu(X, W, bias?): a MatMul, the bias add and a
+ * FastGelu per output element. */
+static bool calc_gemm_gelu(const ox_node *n, calc *c)
+{
+    int64_t nout;
+    if (!calc_matmul(n, c) || !numel_of(out_at(n, 0), &nout))
+        return false;
+    c->extra_flops = sat_add(c->extra_flops,
+                             sat_mul(nout, TANH_W + 6 + (in_at(n, 2) ? OX_COST_ADD : 0)));
     return true;
 }
 
@@ -1035,6 +1263,42 @@ static void node_cost(const ox_node *n, ox_cost *out, int depth)
         break;
     case K_MHA:
         ok = calc_mha(n, &c);
+        break;
+    case K_DATA:
+        break;  /* unknown from shapes alone: known stays false */
+    case K_IN1:
+        ok = numel_of(in_at(n, 1), &e);
+        if (ok)
+            c.macs = sat_mul(e, r->w);
+        break;
+    case K_ALLOUT:
+        ok = true;
+        for (int i = 0; i < n->n_outputs && ok; i++)
+            if (out_at(n, i)) {
+                ok = numel_of(out_at(n, i), &e);
+                c.macs = sat_add(c.macs, sat_mul(e, r->w));
+            }
+        break;
+    case K_FFT:
+        ok = calc_fft(n, &c);
+        break;
+    case K_DET:
+        ok = calc_det(n, &c);
+        break;
+    case K_GRID:
+        ok = calc_grid(n, &c);
+        break;
+    case K_DEFORM:
+        ok = calc_deform(n, r->w, &c);
+        break;
+    case K_ROIALIGN:
+        ok = calc_roialign(n, &c);
+        break;
+    case K_LINATT:
+        ok = calc_linatt(n, &c);
+        break;
+    case K_GEMMGELU:
+        ok = calc_gemm_gelu(n, &c);
         break;
     case K_CONTROL:
         /* Costs (and bounds) come from the bodies, set on out directly. */

@@ -174,7 +174,7 @@ ox_dtype ox__attr_dtype(const ox_node *n, const char *name, ox_dtype dflt);
     X(tensor_scatter) X(causal_conv) X(linear_attention) X(swiglu) \
     X(flex_attention) X(gelu_bias) X(fused_matmul) X(scatter) \
     X(mean_var_norm) X(group_norm) X(lp_norm) X(reverse_sequence) \
-    X(cum) X(trilu) X(deform_conv)
+    X(cum) X(trilu) X(deform_conv) X(max_roi_pool) X(multinomial)
 
 #define X(name) ox_status ox__infer_##name(ox_infer_node_ctx *c);
 OX__INFER_FNS(X)

@@ -902,6 +902,24 @@ ox_status ox__infer_roi_align(ox_infer_node_ctx *c)
     return ox__set_out(c, 0, o);
 }
 
+/* MaxRoiPool: (num_rois, C, pooled_shape[0], pooled_shape[1]). */
+ox_status ox__infer_max_roi_pool(ox_infer_node_ctx *c)
+{
+    const ox_type *x = ox__in_shape(c, 0), *r = ox__in_shape(c, 1);
+    const int64_t *ps;
+    int np = ox_node_attr_ints(c->n, "pooled_shape", &ps);
+    if (np != 2)
+        return ox__fail(c, "pooled_shape must have 2 values");
+    ox_type *o = ox__tt(ox__in_elem(c, 0), 4);
+    if (r && r->rank == 2)
+        ox__dim_copy(o, 0, &r->dims[0]);
+    if (x && x->rank == 4)
+        ox__dim_copy(o, 1, &x->dims[1]);
+    ox__dim_set(o, 2, ps[0]);
+    ox__dim_set(o, 3, ps[1]);
+    return ox__set_out(c, 0, o);
+}
+
 ox_status ox__infer_grid_sample(ox_infer_node_ctx *c)
 {
     const ox_type *x = ox__in_shape(c, 0), *g = ox__in_shape(c, 1);

@@ -1193,6 +1193,21 @@ ox_status ox__infer_random_like(ox_infer_node_ctx *c)
     return ox__set_out(c, 0, ox__tt_copy(ox__in_shape(c, 0), e));
 }
 
+/* Multinomial: (batch, sample_size) draws of class indices, int32 by
+ * default (dtype). */
+ox_status ox__infer_multinomial(ox_infer_node_ctx *c)
+{
+    const ox_type *x = ox__in_shape(c, 0);
+    ox_dtype e = ox__attr_dtype(c->n, "dtype", OX_DT_INT32);
+    if (e != OX_DT_INT32 && e != OX_DT_INT64)
+        return ox__fail(c, "dtype must be int32 or int64");
+    ox_type *o = ox__tt(e, 2);
+    if (x && x->rank == 2)
+        ox__dim_copy(o, 0, &x->dims[0]);
+    ox__dim_set(o, 1, ox_node_attr_i(c->n, "sample_size", 1));
+    return ox__set_out(c, 0, o);
+}
+
 ox_status ox__infer_bernoulli(ox_infer_node_ctx *c)
 {
     return ox__infer_random_like(c);

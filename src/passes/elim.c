@@ -183,7 +183,7 @@ static ox_status pass_argmax_monotone(ox_pass_ctx *c, ox_graph *g, ox_error *err
         }
         if (!ok)
             continue;
-        ox_node_set_input(a, 0, p->inputs[0]);
+        ox__pass_set_input(c, a, 0, p->inputs[0]);
         ox__pass_drop(c, p);
         ox__pass_drop_value(c, v);
         ox__pass_did(c);

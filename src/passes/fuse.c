@@ -63,7 +63,7 @@ static ox_status pass_transposes(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         for (int k = 0; k < r2; k++)
             p[k] = p1[p2[k]];
         ox_node_set_attr_ints(t2, "perm", r2, p);
-        ox_node_set_input(t2, 0, t1->inputs[0]);
+        ox__pass_set_input(c, t2, 0, t1->inputs[0]);
         ox__pass_did(c);
     }
     return OX_OK;
@@ -91,7 +91,7 @@ static ox_status pass_reshapes(ox_pass_ctx *c, ox_graph *g, ox_error *err)
             zero |= s[j] == 0;
         if (k < 0 || zero)
             continue;
-        ox_node_set_input(r2, 0, r1->inputs[0]);
+        ox__pass_set_input(c, r2, 0, r1->inputs[0]);
         ox__pass_did(c);
     }
     return OX_OK;
@@ -176,7 +176,7 @@ static ox_status pass_concats(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         if (st || flat.n > (size_t)1 << 30)
             break;
         for (size_t j = 0; j < flat.n; j++)
-            ox_node_set_input(n, (int)j, flat.v[j]);
+            ox__pass_set_input(c, n, (int)j, flat.v[j]);
         for (size_t j = 0; j < gone.n; j++) {
             ox_node *p = gone.v[j];
             ox__pass_drop_value(c, p->outputs[0]);
@@ -227,7 +227,7 @@ static ox_status pass_casts(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         ox_dtype mid = (ox_dtype)ox_node_attr_i(c1, "to", 0);
         if (x == OX_DT_UNDEFINED || !lossless(x, mid))
             continue;
-        ox_node_set_input(c2, 0, c1->inputs[0]);
+        ox__pass_set_input(c, c2, 0, c1->inputs[0]);
         ox__pass_did(c);
     }
     return OX_OK;
@@ -354,7 +354,7 @@ static bool set_axes(ox_pass_ctx *c, ox_node *n, int k, const int64_t *a)
         ox_value *v = ox__pass_new_init(n->graph, "axes", ox__pass_i64_tensor(k, a));
         if (!v)
             return false;
-        ox_node_set_input(n, 1, v);
+        ox__pass_set_input(c, n, 1, v);
         return true;
     }
     return ox_node_set_attr_ints(n, "axes", k, a) != NULL;
@@ -431,7 +431,7 @@ static ox_status pass_squeezes(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         }
         if (!set_axes(c, n2, k, out))
             continue;
-        ox_node_set_input(n2, 0, x);
+        ox__pass_set_input(c, n2, 0, x);
         ox__pass_did(c);
     }
     return OX_OK;
@@ -512,12 +512,12 @@ static ox_status pass_slices(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         ox_value *va = ox__pass_new_init(g, "axes", ox__pass_i64_tensor(k, a1));
         if (!vs || !ve || !va)
             return ox_errorf(err, OX_ENOMEM, "out of memory");
-        ox_node_set_input(n2, 0, n1->inputs[0]);
-        ox_node_set_input(n2, 1, vs);
-        ox_node_set_input(n2, 2, ve);
-        ox_node_set_input(n2, 3, va);
+        ox__pass_set_input(c, n2, 0, n1->inputs[0]);
+        ox__pass_set_input(c, n2, 1, vs);
+        ox__pass_set_input(c, n2, 2, ve);
+        ox__pass_set_input(c, n2, 3, va);
         if (n2->n_inputs > 4)
-            ox_node_set_input(n2, 4, NULL);
+            ox__pass_set_input(c, n2, 4, NULL);
         ox__pass_did(c);
     }
     return OX_OK;

@@ -13,33 +13,30 @@ static bool near(double a, double b)
     return fabs(a - b) <= 1e-6 * (fabs(b) > 1 ? fabs(b) : 1);
 }
 
-/* Removes the matched nodes (all in g; each output but y read only inside
- * the pattern), then makes op(in...) produce y. Constants the removed nodes
- * read go when nothing else reads them. */
+/* Drops the matched nodes (all in g; each output but y read only inside
+ * the pattern), then makes op(in...) produce y. Constants the dropped nodes
+ * read go when nothing else reads them; the intermediate values are pruned
+ * at the flush. */
 static ox_node *replace(ox_pass_ctx *c, ox_graph *g, ox_node **nodes, int nn, const char *op,
                         const char *domain, int n_in, ox_value *const *in, ox_value *y)
 {
-    ox_value *consts[16], *mids[8];
-    int nc = 0, nm = 0;
+    ox_value *consts[16];
+    int nc = 0;
     for (int k = 0; k < nn; k++) {
         ox_node *n = nodes[k];
         for (int q = 0; q < n->n_inputs && nc < 16; q++)
             if (n->inputs[q] && ox__fuse_const(n->inputs[q]))
                 consts[nc++] = n->inputs[q];
-        if (n->outputs[0] != y && nm < 8)
-            mids[nm++] = n->outputs[0];
     }
     for (int k = 0; k < nn; k++)
-        ox_node_remove(nodes[k]);
-    for (int k = 0; k < nm; k++)
-        ox_graph_remove_value(g, mids[k]);
+        ox__pass_drop(c, nodes[k]);   /* their outputs but y are pruned */
     ox_node *n = ox__fuse_node(c, g, op, domain, n_in, in, y);
     for (int k = 0; k < nc; k++) {
         bool seen = false; /* the same constant may be read twice */
         for (int j = 0; j < k; j++)
             seen |= consts[j] == consts[k];
         if (!seen)
-            ox__fuse_drop_dead(consts[k]);
+            ox__fuse_drop_dead(c, consts[k]);
     }
     return n;
 }
@@ -109,8 +106,8 @@ static bool clip_set_min(ox_pass_ctx *c, ox_node *cl, double lo, ox_dtype dt)
     ox_value *v = scalar_init(cl->graph, "clip_min", dt, lo);
     if (!v)
         return false;
-    ox_node_set_input(cl, 1, v);
-    ox__fuse_drop_dead(old);
+    ox__pass_set_input(c, cl, 1, v);
+    ox__fuse_drop_dead(c, old);
     return true;
 }
 
@@ -118,6 +115,8 @@ static ox_status pass_relu_clip(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 {
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n = g->nodes[i];
+        if (ox__pass_gone(n))
+            continue;
         double lo, hi;
         ox_value *x;
         if (ox_node_is(n, "Clip") && n->n_inputs >= 1 && n->inputs[0] && n->n_outputs == 1) {
@@ -130,9 +129,9 @@ static ox_status pass_relu_clip(ox_pass_ctx *c, ox_graph *g, ox_error *err)
             ox_value *mid = n->inputs[0];
             if (lo < 0 && !clip_set_min(c, n, 0.0, dt))
                 return ox_errorf(err, OX_ENOMEM, "out of memory");
-            ox_node_set_input(n, 0, r->inputs[0]);
-            ox_node_remove(r);
-            ox_graph_remove_value(g, mid);
+            ox__pass_set_input(c, n, 0, r->inputs[0]);
+            ox__pass_drop(c, r);
+            ox__pass_drop_value(c, mid);
         } else if (ox_node_is(n, "Relu") && n->n_inputs == 1 && n->n_outputs == 1) {
             /* Relu(Clip(x, lo, hi)) = Clip(x, max(lo, 0), hi) when hi >= 0. */
             ox_node *cl = clip_of(g, n->inputs[0], &lo, &hi, &x);
@@ -141,12 +140,12 @@ static ox_status pass_relu_clip(ox_pass_ctx *c, ox_graph *g, ox_error *err)
                 continue;
             if (lo < 0 && !clip_set_min(c, cl, 0.0, dt))
                 return ox_errorf(err, OX_ENOMEM, "out of memory");
-            ox__fuse_retarget(cl, n);
+            ox__fuse_retarget(c, cl, n);
         } else {
             continue;
         }
         ox__pass_did(c);
-        i = i > 2 ? i - 2 : -1;
+        i--; /* look at node i again: indexes do not move */
     }
     return OX_OK;
 }
@@ -195,6 +194,8 @@ static ox_status pass_hardsigmoid(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         return OX_OK;
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n = g->nodes[i], *nodes[3];
+        if (ox__pass_gone(n))
+            continue;
         double alpha, beta;
         ox_value *x;
         if (n->n_outputs != 1 || !n->outputs[0] || !ox_node_is_default_domain(n))
@@ -207,7 +208,7 @@ static ox_status pass_hardsigmoid(ox_pass_ctx *c, ox_graph *g, ox_error *err)
             !ox_node_set_attr_f(h, "beta", (float)beta))
             return ox_errorf(err, OX_ENOMEM, "out of memory");
         ox__pass_did(c);
-        i = i > 4 ? i - 4 : -1;
+        i--; /* look at node i again: indexes do not move */
     }
     return OX_OK;
 }
@@ -253,6 +254,8 @@ static ox_status pass_hardswish(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         return OX_OK;
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n = g->nodes[i], *nodes[6];
+        if (ox__pass_gone(n))
+            continue;
         int nn = 0;
         ox_value *x = NULL;
         if (n->n_outputs != 1 || !n->outputs[0] || !ox_node_is_default_domain(n))
@@ -288,7 +291,7 @@ static ox_status pass_hardswish(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         if (!replace(c, g, nodes, nn, "HardSwish", "", 1, &x, n->outputs[0]))
             return ox_errorf(err, OX_ENOMEM, "out of memory");
         ox__pass_did(c);
-        i = i > 5 ? i - 5 : -1;
+        i--; /* look at node i again: indexes do not move */
     }
     return OX_OK;
 }
@@ -328,6 +331,8 @@ static ox_status silu(ox_pass_ctx *c, ox_graph *g, ox_error *err, bool ort)
 {
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n = g->nodes[i], *nodes[3];
+        if (ox__pass_gone(n))
+            continue;
         int nn = 0;
         double alpha;
         if (!ox_node_is_default_domain(n))
@@ -342,7 +347,7 @@ static ox_status silu(ox_pass_ctx *c, ox_graph *g, ox_error *err, bool ort)
         if (ort && ox_model_opset(c->m, "com.microsoft") < 1)
             ox_model_set_opset(c->m, "com.microsoft", 1);
         ox__pass_did(c);
-        i = i > 3 ? i - 3 : -1;
+        i--; /* look at node i again: indexes do not move */
     }
     return OX_OK;
 }
@@ -397,6 +402,8 @@ static ox_status pass_conv_act(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 {
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *a = g->nodes[i];
+        if (ox__pass_gone(a))
+            continue;
         float p[2];
         int np;
         const char *act = act_of(a, p, &np, false);
@@ -424,7 +431,7 @@ static ox_status pass_conv_act(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         if (ox_model_opset(c->m, "com.microsoft") < 1)
             ox_model_set_opset(c->m, "com.microsoft", 1);
         ox__pass_did(c);
-        i = i > 2 ? i - 2 : -1;
+        i--; /* look at node i again: indexes do not move */
     }
     return OX_OK;
 }
@@ -436,6 +443,8 @@ static ox_status pass_conv_add_act(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 {
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *a = g->nodes[i];
+        if (ox__pass_gone(a))
+            continue;
         float p[2];
         int np;
         const char *act = act_of(a, p, &np, false);
@@ -474,7 +483,7 @@ static ox_status pass_conv_add_act(ox_pass_ctx *c, ox_graph *g, ox_error *err)
             if (ox_model_opset(c->m, "com.microsoft") < 1)
                 ox_model_set_opset(c->m, "com.microsoft", 1);
             ox__pass_did(c);
-            i = i > 3 ? i - 3 : -1;
+            i--; /* look at node i again: indexes do not move */
             break;
         }
     }
@@ -485,6 +494,8 @@ static ox_status pass_gemm_act(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 {
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *a = g->nodes[i];
+        if (ox__pass_gone(a))
+            continue;
         float p[2];
         int np;
         const char *act = act_of(a, p, &np, true);
@@ -520,7 +531,7 @@ static ox_status pass_gemm_act(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         if (ox_model_opset(c->m, "com.microsoft") < 1)
             ox_model_set_opset(c->m, "com.microsoft", 1);
         ox__pass_did(c);
-        i = i > 2 ? i - 2 : -1;
+        i--; /* look at node i again: indexes do not move */
     }
     return OX_OK;
 }

@@ -37,7 +37,8 @@ static ox_node *conv_of(const ox_graph *g, const ox_value *v, int64_t *M)
 
 /* Gives cv the weights W * s[o] (per output channel o) and the bias
  * B * s + add (B absent: add). s or add may be NULL (1 and 0). */
-static bool conv_rescale(ox_node *cv, int64_t M, const double *s, const double *add)
+static bool conv_rescale(ox_pass_ctx *c, ox_node *cv, int64_t M, const double *s,
+                         const double *add)
 {
     ox_graph *g = cv->graph;
     ox_value *wv = cv->inputs[1], *bv = ox__fuse_in(cv, 2);
@@ -78,25 +79,27 @@ static bool conv_rescale(ox_node *cv, int64_t M, const double *s, const double *
     if (!nbv)
         return false;
     if (nw) {
-        ox_node_set_input(cv, 1, nw);
-        ox__fuse_drop_dead(wv);
+        ox__pass_set_input(c, cv, 1, nw);
+        ox__fuse_drop_dead(c, wv);
     }
-    ox_node_set_input(cv, 2, nbv);
-    ox__fuse_drop_dead(bv);
+    ox__pass_set_input(c, cv, 2, nbv);
+    ox__fuse_drop_dead(c, bv);
     return true;
 }
 
 /* Drops the parameters of a removed BatchNormalization that nothing else reads. */
-static void drop_params(ox_value **v, int n)
+static void drop_params(ox_pass_ctx *c, ox_value **v, int n)
 {
     for (int k = 0; k < n; k++)
-        ox__fuse_drop_dead(v[k]);
+        ox__fuse_drop_dead(c, v[k]);
 }
 
 static ox_status pass_conv_bn(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 {
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *bn = g->nodes[i];
+        if (ox__pass_gone(bn))
+            continue;
         int64_t M;
         if (!ox_node_is(bn, "BatchNormalization") || bn->n_inputs != 5)
             continue;
@@ -106,15 +109,15 @@ static ox_status pass_conv_bn(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         double *s = malloc((size_t)M * 2 * sizeof *s);
         if (!s)
             return ox_errorf(err, OX_ENOMEM, "out of memory");
-        bool ok = ox__fuse_bn(bn, M, s, s + M) && conv_rescale(cv, M, s, s + M);
+        bool ok = ox__fuse_bn(bn, M, s, s + M) && conv_rescale(c, cv, M, s, s + M);
         free(s);
         if (!ok)
             continue;
         ox_value *params[4] = {bn->inputs[1], bn->inputs[2], bn->inputs[3], bn->inputs[4]};
-        ox__fuse_retarget(cv, bn);
-        drop_params(params, 4);
+        ox__fuse_retarget(c, cv, bn);
+        drop_params(c, params, 4);
         ox__pass_did(c);
-        i = i > 4 ? i - 4 : -1;
+        i--; /* look at node i again: indexes do not move */
     }
     return OX_OK;
 }
@@ -125,6 +128,8 @@ static ox_status conv_binary(ox_pass_ctx *c, ox_graph *g, ox_error *err, const c
     bool mul = !strcmp(op, "Mul");
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n = g->nodes[i];
+        if (ox__pass_gone(n))
+            continue;
         if (!ox_node_is(n, op) || n->n_inputs != 2 || n->n_outputs != 1)
             continue;
         for (int k = 0; k < 2; k++) {
@@ -138,15 +143,15 @@ static ox_status conv_binary(ox_pass_ctx *c, ox_graph *g, ox_error *err, const c
             if (!v)
                 return ox_errorf(err, OX_ENOMEM, "out of memory");
             bool ok = ox__fuse_per_channel(ct, r, 1, M, v) &&
-                      conv_rescale(cv, M, mul ? v : NULL, mul ? NULL : v);
+                      conv_rescale(c, cv, M, mul ? v : NULL, mul ? NULL : v);
             free(v);
             if (!ok)
                 continue;
             ox_value *cval = n->inputs[1 - k];
-            ox__fuse_retarget(cv, n);
-            ox__fuse_drop_dead(cval);
+            ox__fuse_retarget(c, cv, n);
+            ox__fuse_drop_dead(c, cval);
             ox__pass_did(c);
-            i = i > 3 ? i - 3 : -1;
+            i--; /* look at node i again: indexes do not move */
             break;
         }
     }
@@ -214,6 +219,8 @@ static ox_status pass_pad_conv(ox_pass_ctx *c, ox_graph *g, ox_error *err)
     (void)err;
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n = g->nodes[i];
+        if (ox__pass_gone(n))
+            continue;
         bool conv = ox_node_is(n, "Conv"), avg = ox_node_is(n, "AveragePool"),
              mx = ox_node_is(n, "MaxPool");
         if (!(conv || avg || mx) || n->n_inputs < 1)
@@ -266,14 +273,14 @@ static ox_status pass_pad_conv(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         ox_value *mid = n->inputs[0], *pv = ox__fuse_in(p, 1), *vv = ox__fuse_in(p, 2),
                  *av = ox__fuse_in(p, 3);
         ox_node_set_attr_ints(n, "pads", 2 * ns, cur);
-        ox_node_set_input(n, 0, p->inputs[0]);
-        ox_node_remove(p);
-        ox_graph_remove_value(g, mid);
-        ox__fuse_drop_dead(pv);
-        ox__fuse_drop_dead(vv);
-        ox__fuse_drop_dead(av);
+        ox__pass_set_input(c, n, 0, p->inputs[0]);
+        ox__pass_drop(c, p);
+        ox__pass_drop_value(c, mid);
+        ox__fuse_drop_dead(c, pv);
+        ox__fuse_drop_dead(c, vv);
+        ox__fuse_drop_dead(c, av);
         ox__pass_did(c);
-        i = i > 3 ? i - 3 : -1;
+        i--; /* look at node i again: indexes do not move */
     }
     return OX_OK;
 }
@@ -299,6 +306,8 @@ static ox_status pass_bn_conv(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 {
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *cv = g->nodes[i];
+        if (ox__pass_gone(cv))
+            continue;
         if (!ox_node_is(cv, "Conv") || cv->n_inputs < 2 || cv->n_outputs != 1)
             continue;
         ox_node *bn = ox__fuse_prod(g, cv->inputs[0], "BatchNormalization");
@@ -350,16 +359,16 @@ static ox_status pass_bn_conv(ox_pass_ctx *c, ox_graph *g, ox_error *err)
             return ox_errorf(err, OX_ENOMEM, "out of memory");
         ox_value *params[4] = {bn->inputs[1], bn->inputs[2], bn->inputs[3], bn->inputs[4]};
         ox_value *mid = cv->inputs[0];
-        ox_node_set_input(cv, 0, bn->inputs[0]);
-        ox_node_set_input(cv, 1, nw);
-        ox_node_set_input(cv, 2, nbv);
-        ox__fuse_drop_dead(wv);
-        ox__fuse_drop_dead(bv);
-        ox_node_remove(bn);
-        ox_graph_remove_value(g, mid);
-        drop_params(params, 4);
+        ox__pass_set_input(c, cv, 0, bn->inputs[0]);
+        ox__pass_set_input(c, cv, 1, nw);
+        ox__pass_set_input(c, cv, 2, nbv);
+        ox__fuse_drop_dead(c, wv);
+        ox__fuse_drop_dead(c, bv);
+        ox__pass_drop(c, bn);
+        ox__pass_drop_value(c, mid);
+        drop_params(c, params, 4);
         ox__pass_did(c);
-        i = i > 3 ? i - 3 : -1;
+        i--; /* look at node i again: indexes do not move */
     }
     return OX_OK;
 }
@@ -372,6 +381,8 @@ static ox_status pass_bn_mul_add(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         return OX_OK;
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *bn = g->nodes[i];
+        if (ox__pass_gone(bn))
+            continue;
         if (!ox_node_is(bn, "BatchNormalization") || bn->n_inputs != 5 || !bn->inputs[0])
             continue;
         ox_value *x = bn->inputs[0];
@@ -402,13 +413,13 @@ static ox_status pass_bn_mul_add(ox_pass_ctx *c, ox_graph *g, ox_error *err)
             return ox_errorf(err, OX_ENOMEM, "out of memory");
         ox_value *y = bn->outputs[0];
         ox_value *params[4] = {bn->inputs[1], bn->inputs[2], bn->inputs[3], bn->inputs[4]};
-        ox_node_remove(bn);
-        drop_params(params, 4);
+        ox__pass_drop(c, bn);
+        drop_params(c, params, 4);
         ox_value *mi[2] = {x, sv}, *ai[2] = {mid, tv};
         if (!ox__fuse_node(c, g, "Mul", "", 2, mi, mid) || !ox__fuse_node(c, g, "Add", "", 2, ai, y))
             return ox_errorf(err, OX_ENOMEM, "out of memory");
         ox__pass_did(c);
-        i = i > 2 ? i - 2 : -1;
+        i--; /* look at node i again: indexes do not move */
     }
     return OX_OK;
 }

@@ -43,6 +43,8 @@ static ox_status pass_matmul_add(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         return OX_OK;
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *add = g->nodes[i];
+        if (ox__pass_gone(add))
+            continue;
         if (!ox_node_is(add, "Add") || add->n_inputs != 2 || add->n_outputs != 1)
             continue;
         for (int k = 0; k < 2; k++) {
@@ -55,13 +57,13 @@ static ox_status pass_matmul_add(ox_pass_ctx *c, ox_graph *g, ox_error *err)
                 ox__fuse_rank(a) != 2 || ox__fuse_rank(b) != 2 || !gemm_bias_ok(cv, dim_of(a, 0), dim_of(b, 1)))
                 continue;
             ox_value *in[3] = {a, b, cv}, *y = add->outputs[0], *mid = add->inputs[k];
-            ox_node_remove(add);
-            ox_node_remove(mm);
-            ox_graph_remove_value(g, mid);
+            ox__pass_drop(c, add);
+            ox__pass_drop(c, mm);
+            ox__pass_drop_value(c, mid);
             if (!ox__fuse_node(c, g, "Gemm", "", 3, in, y))
                 return ox_errorf(err, OX_ENOMEM, "out of memory");
             ox__pass_did(c);
-            i = i > 2 ? i - 2 : -1;
+            i--; /* look at node i again: indexes do not move */
             break;
         }
     }
@@ -76,6 +78,8 @@ static ox_status pass_matmul_bn(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         return OX_OK;
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *bn = g->nodes[i];
+        if (ox__pass_gone(bn))
+            continue;
         if (!ox_node_is(bn, "BatchNormalization") || bn->n_inputs != 5 || !bn->inputs[0] ||
             !ox__fuse_only_out0(bn) || ox_node_attr_i(bn, "training_mode", 0) ||
             ox_node_attr_i(bn, "spatial", 1) != 1)
@@ -130,24 +134,24 @@ static ox_status pass_matmul_bn(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         ox_value *params[4] = {bn->inputs[1], bn->inputs[2], bn->inputs[3], bn->inputs[4]};
         ox_value *y = bn->outputs[0], *mid = bn->inputs[0];
         if (gemm) {
-            ox_node_set_input(mm, 1, nw);
-            ox_node_set_input(mm, 2, ncv);
+            ox__pass_set_input(c, mm, 1, nw);
+            ox__pass_set_input(c, mm, 2, ncv);
             ox_node_set_attr_f(mm, "beta", 1.0f);
-            ox__fuse_retarget(mm, bn);
+            ox__fuse_retarget(c, mm, bn);
         } else {
             ox_value *in[3] = {mm->inputs[0], nw, ncv};
-            ox_node_remove(bn);
-            ox_node_remove(mm);
-            ox_graph_remove_value(g, mid);
+            ox__pass_drop(c, bn);
+            ox__pass_drop(c, mm);
+            ox__pass_drop_value(c, mid);
             if (!ox__fuse_node(c, g, "Gemm", "", 3, in, y))
                 return ox_errorf(err, OX_ENOMEM, "out of memory");
         }
-        ox__fuse_drop_dead(wv);
-        ox__fuse_drop_dead(cv);
+        ox__fuse_drop_dead(c, wv);
+        ox__fuse_drop_dead(c, cv);
         for (int k = 0; k < 4; k++)
-            ox__fuse_drop_dead(params[k]);
+            ox__fuse_drop_dead(c, params[k]);
         ox__pass_did(c);
-        i = i > 3 ? i - 3 : -1;
+        i--; /* look at node i again: indexes do not move */
     }
     return OX_OK;
 }
@@ -161,6 +165,8 @@ static ox_status pass_bn_matmul(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         return OX_OK;
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *mm = g->nodes[i];
+        if (ox__pass_gone(mm))
+            continue;
         bool gemm = ox_node_is(mm, "Gemm");
         if (!(gemm || ox_node_is(mm, "MatMul")) || mm->n_inputs < 2 || mm->n_outputs != 1 ||
             (gemm && ox_node_attr_i(mm, "transA", 0)))
@@ -209,25 +215,25 @@ static ox_status pass_bn_matmul(ox_pass_ctx *c, ox_graph *g, ox_error *err)
             return ox_errorf(err, OX_ENOMEM, "out of memory");
         ox_value *params[4] = {bn->inputs[1], bn->inputs[2], bn->inputs[3], bn->inputs[4]};
         ox_value *x = bn->inputs[0], *mid = mm->inputs[0], *y = mm->outputs[0];
-        ox_node_remove(bn);
-        ox_graph_remove_value(g, mid);
+        ox__pass_drop(c, bn);
+        ox__pass_drop_value(c, mid);
         if (gemm) {
-            ox_node_set_input(mm, 0, x);
-            ox_node_set_input(mm, 1, nw);
-            ox_node_set_input(mm, 2, ncv);
+            ox__pass_set_input(c, mm, 0, x);
+            ox__pass_set_input(c, mm, 1, nw);
+            ox__pass_set_input(c, mm, 2, ncv);
             ox_node_set_attr_f(mm, "beta", 1.0f);
         } else {
             ox_value *in[3] = {x, nw, ncv};
-            ox_node_remove(mm);
+            ox__pass_drop(c, mm);
             if (!ox__fuse_node(c, g, "Gemm", "", 3, in, y))
                 return ox_errorf(err, OX_ENOMEM, "out of memory");
         }
-        ox__fuse_drop_dead(wv);
-        ox__fuse_drop_dead(cv);
+        ox__fuse_drop_dead(c, wv);
+        ox__fuse_drop_dead(c, cv);
         for (int k = 0; k < 4; k++)
-            ox__fuse_drop_dead(params[k]);
+            ox__fuse_drop_dead(c, params[k]);
         ox__pass_did(c);
-        i = i > 3 ? i - 3 : -1;
+        i--; /* look at node i again: indexes do not move */
     }
     return OX_OK;
 }
@@ -255,7 +261,7 @@ static ox_node *swap_last2(const ox_graph *g, const ox_value *v, int r)
 
 /* Moves a swapping Transpose feeding input k (0 or 1) of n into n's
  * transA/transB attribute. */
-static bool absorb_transpose(ox_node *n, int k, int r)
+static bool absorb_transpose(ox_pass_ctx *c, ox_node *n, int k, int r)
 {
     ox_value *v = n->inputs[k];
     ox_node *t = swap_last2(n->graph, v, r);
@@ -263,10 +269,10 @@ static bool absorb_transpose(ox_node *n, int k, int r)
         return false;
     const char *attr = k == 0 ? "transA" : "transB";
     ox_node_set_attr_i(n, attr, !ox_node_attr_i(n, attr, 0));
-    ox_node_set_input(n, k, t->inputs[0]);
+    ox__pass_set_input(c, n, k, t->inputs[0]);
     if (!v->n_uses && !v->is_output) {
-        ox_node_remove(t);
-        ox_graph_remove_value(n->graph, v);
+        ox__pass_drop(c, t);
+        ox__pass_drop_value(c, v);
     }
     return true;
 }
@@ -276,6 +282,8 @@ static ox_status pass_transpose_gemm(ox_pass_ctx *c, ox_graph *g, ox_error *err)
     int64_t opset = ox_model_opset(c->m, "");
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n = g->nodes[i];
+        if (ox__pass_gone(n))
+            continue;
         bool gemm = ox_node_is(n, "Gemm"), mm = ox_node_is(n, "MatMul");
         if (!(gemm || mm) || n->n_inputs < 2 || n->n_outputs != 1 || !n->outputs[0])
             continue;
@@ -290,16 +298,16 @@ static ox_status pass_transpose_gemm(ox_pass_ctx *c, ox_graph *g, ox_error *err)
                 if (opset < 11 || ox__fuse_rank(o) != 2 || !ox__fuse_float(ox__pass_elem(v)))
                     break;
                 ox_value *in[2] = {n->inputs[0], n->inputs[1]}, *y = n->outputs[0];
-                ox_node_remove(n);
+                ox__pass_drop(c, n);
                 n = ox__fuse_node(c, g, "Gemm", "", 2, in, y);
                 if (!n)
                     return ox_errorf(err, OX_ENOMEM, "out of memory");
             }
-            fired = absorb_transpose(n, k, 2);
+            fired = absorb_transpose(c, n, k, 2);
         }
         if (fired) {
             ox__pass_did(c);
-            i = i > 2 ? i - 2 : -1;
+            i--; /* look at node i again: indexes do not move */
         }
     }
     return OX_OK;
@@ -315,6 +323,8 @@ static ox_status pass_transpose_matmul_ort(ox_pass_ctx *c, ox_graph *g, ox_error
 {
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n = g->nodes[i];
+        if (ox__pass_gone(n))
+            continue;
         bool mm = ox_node_is(n, "MatMul");
         bool fm = n->domain && !strcmp(n->domain, "com.microsoft") &&
                   !strcmp(n->op_type, "FusedMatMul");
@@ -328,16 +338,16 @@ static ox_status pass_transpose_matmul_ort(ox_pass_ctx *c, ox_graph *g, ox_error
             continue;
         if (mm) {
             ox_value *in[2] = {n->inputs[0], n->inputs[1]}, *y = n->outputs[0];
-            ox_node_remove(n);
+            ox__pass_drop(c, n);
             n = ox__fuse_node(c, g, "FusedMatMul", "com.microsoft", 2, in, y);
             if (!n)
                 return ox_errorf(err, OX_ENOMEM, "out of memory");
             ox_node_set_attr_f(n, "alpha", 1.0f);
             ms_opset(c->m);
         }
-        absorb_transpose(n, k, k ? rb : ra);
+        absorb_transpose(c, n, k, k ? rb : ra);
         ox__pass_did(c);
-        i = i > 2 ? i - 2 : -1;
+        i--; /* look at node i again: indexes do not move */
     }
     return OX_OK;
 }
@@ -346,7 +356,7 @@ static ox_status pass_transpose_matmul_ort(ox_pass_ctx *c, ox_graph *g, ox_error
 
 /* Scales the constant operand k of MatMul n by f, or its columns (last
  * axis, N values) by col when given. */
-static bool scale_operand(ox_node *n, int k, double f, const double *col)
+static bool scale_operand(ox_pass_ctx *c, ox_node *n, int k, double f, const double *col)
 {
     ox_value *wv = n->inputs[k];
     const ox_tensor *w = ox__fuse_const(wv);
@@ -360,8 +370,8 @@ static bool scale_operand(ox_node *n, int k, double f, const double *col)
     free(d);
     if (!nw)
         return false;
-    ox_node_set_input(n, k, nw);
-    ox__fuse_drop_dead(wv);
+    ox__pass_set_input(c, n, k, nw);
+    ox__fuse_drop_dead(c, wv);
     return true;
 }
 
@@ -404,7 +414,7 @@ static int scaled(const ox_node *n, double *f)
 /* MatMul(A, W) -> Mul/Div by a constant that varies along the last axis
  * only (a per-column scale, e.g. what fuse_bn_mul_add leaves): scales W's
  * columns when W is a 2-D constant. */
-static bool per_column(ox_node *n, ox_node *s)
+static bool per_column(ox_pass_ctx *c, ox_node *n, ox_node *s)
 {
     ox_value *y = n->outputs[0];
     bool div = ox_node_is(s, "Div");
@@ -423,12 +433,12 @@ static bool per_column(ox_node *n, ox_node *s)
         ok = col[j] != 0;
         col[j] = ok ? 1.0 / col[j] : 0;
     }
-    ok = ok && scale_operand(n, 1, 1.0, col);
+    ok = ok && scale_operand(c, n, 1, 1.0, col);
     free(col);
     if (ok) {
         ox_value *cval = s->inputs[1 - yi];
-        ox__fuse_retarget(n, s);
-        ox__fuse_drop_dead(cval);
+        ox__fuse_retarget(c, n, s);
+        ox__fuse_drop_dead(c, cval);
     }
     return ok;
 }
@@ -438,6 +448,8 @@ static ox_status pass_matmul_scale(ox_pass_ctx *c, ox_graph *g, ox_error *err)
     (void)err;
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n = g->nodes[i];
+        if (ox__pass_gone(n))
+            continue;
         bool gemm = ox_node_is(n, "Gemm"), mm = ox_node_is(n, "MatMul");
         if (!(gemm || mm) || n->n_inputs < 2 || n->n_outputs != 1 || !n->outputs[0])
             continue;
@@ -458,14 +470,14 @@ static ox_status pass_matmul_scale(ox_pass_ctx *c, ox_graph *g, ox_error *err)
                     done = true;
                 } else {
                     int w = const_operand(n);
-                    done = w >= 0 && scale_operand(n, w, f, NULL);
+                    done = w >= 0 && scale_operand(c, n, w, f, NULL);
                 }
                 if (done) {
-                    ox__fuse_retarget(n, s);
-                    ox__fuse_drop_dead(cval);
+                    ox__fuse_retarget(c, n, s);
+                    ox__fuse_drop_dead(c, cval);
                 }
             } else if (mm && k < 0) {
-                done = per_column(n, s);
+                done = per_column(c, n, s);
             }
         }
         /* Input side: Mul/Div(x, k) -> MatMul/Gemm. */
@@ -479,19 +491,19 @@ static ox_status pass_matmul_scale(ox_pass_ctx *c, ox_graph *g, ox_error *err)
                 ox_node_set_attr_f(n, "alpha", (float)(ox_node_attr_f(n, "alpha", 1.0f) * f));
             } else {
                 int w = const_operand(n);
-                if (w < 0 || w == q || !scale_operand(n, w, f, NULL))
+                if (w < 0 || w == q || !scale_operand(c, n, w, f, NULL))
                     continue;
             }
             ox_value *cval = s->inputs[1 - k];
-            ox_node_set_input(n, q, s->inputs[k]);
-            ox_node_remove(s);
-            ox_graph_remove_value(g, v);
-            ox__fuse_drop_dead(cval);
+            ox__pass_set_input(c, n, q, s->inputs[k]);
+            ox__pass_drop(c, s);
+            ox__pass_drop_value(c, v);
+            ox__fuse_drop_dead(c, cval);
             done = true;
         }
         if (done) {
             ox__pass_did(c);
-            i = i > 2 ? i - 2 : -1;
+            i--; /* look at node i again: indexes do not move */
         }
     }
     return OX_OK;

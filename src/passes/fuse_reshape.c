@@ -72,7 +72,7 @@ static ox_status pass_reshape_shape(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         ox_value *sv = ox__pass_new_init(g, "shape", ox__pass_i64_tensor(pos, shape));
         if (!sv)
             return ox_errorf(err, OX_ENOMEM, "out of memory");
-        ox_node_set_input(r, 1, sv);
+        ox__pass_set_input(c, r, 1, sv);
         ox__pass_did(c);
     }
     return OX_OK;

@@ -10,6 +10,9 @@
 struct ox_pass_ctx {
     ox_model *m;
     const ox_infer_opts *io;
+    /* The run's target: a fusion whose standard form needs a newer opset
+     * than the model's may emit ONNX Runtime's form under ort. */
+    ox_pass_target target;
     int64_t fold_limit;
     /* What folding may still add to the model in this manager run, in
      * total (each fold also stays under fold_limit): many small folds
@@ -24,7 +27,13 @@ struct ox_pass_ctx {
     int n_dropped, cap_dropped;
     ox_value **stale;  /* values keeping use records of dropped nodes */
     int n_stale, cap_stale;
+    /* Constants that lost a reader while their use list still held
+     * records of dropped nodes: ox__pass_flush drops those that turn out
+     * unread once the records are filtered (ox__pass_drop_const). */
+    ox_value **maybe_dead;
+    int n_maybe_dead, cap_maybe_dead;
     bool prune;     /* values became garbage: prune them at the flush */
+    char *note;     /* ox__pass_note: why a found match was left alone */
 };
 
 /* True while the pass may make another rewrite: budget left, and no edit
@@ -42,6 +51,13 @@ static inline void ox__pass_did(ox_pass_ctx *c)
         c->budget--;
 }
 
+/* Sets the pass's note for the report (printf-style; the first note of
+ * an invocation wins: one line per pass is enough). */
+void ox__pass_note(ox_pass_ctx *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 /* The manager's pipeline with hooks, for ox_pm_bisect (src/passes/bisect.c):
  * ox__pm_drive runs exactly what ox_pm_run runs, calling after() once per
  * pass invocation (invocations are numbered from 0 over the whole run,
@@ -70,6 +86,9 @@ extern const ox_pass ox__passes_fuse_reshape[];
 extern const ox_pass ox__passes_fuse_gemm[];
 extern const ox_pass ox__passes_fuse_conv[];
 extern const ox_pass ox__passes_fuse_act[];
+extern const ox_pass ox__passes_fuse_norm[];
+extern const ox_pass ox__passes_fuse_gelu[];
+extern const ox_pass ox__passes_fuse_attn[];
 
 /* The constant tensor of v when it is a real constant: an initializer that
  * is not also a graph input (those can be overridden at run time). */
@@ -97,11 +116,23 @@ bool ox__pass_read_by_subgraph(const ox_value *v);
  * each pass on each graph: one sweep removes the nodes and prunes values. */
 void ox__pass_drop(ox_pass_ctx *c, ox_node *n);
 void ox__pass_drop_value(ox_pass_ctx *c, ox_value *v);
+/* ox_node_set_input for passes: when the old input is read by many nodes
+ * (a shared weight or constant), its use record of n stays until the flush
+ * instead of being searched for in a long use list. */
+void ox__pass_set_input(ox_pass_ctx *c, ox_node *n, int i, ox_value *v);
 static inline bool ox__pass_gone(const ox_node *n)
 {
     return n->n_inputs == 0 && n->n_outputs == 0 && n->n_attrs == 0;
 }
 void ox__pass_flush(ox_pass_ctx *c, ox_graph *g);
+/* v (a constant some dropped or rewired node read) goes when nothing reads
+ * it any more and it is neither a graph input nor output: an initializer
+ * loses its tensor and is pruned at the flush, the output of a Constant
+ * node drops that node. Decided at once when v's use count is exact, else
+ * (stale records of dropped readers) at the flush. O(1). */
+void ox__pass_drop_const(ox_pass_ctx *c, ox_value *v);
+/* Frees the context's lists (after the last flush). */
+void ox__pass_ctx_free(ox_pass_ctx *c);
 
 /* Drops node n, whose output `out` is computed equal to `in` (a value
  * visible from n's graph), making every reader of out read in. When out is

@@ -1,5 +1,7 @@
 /* Helpers the passes share: reading constants and static shapes, making
  * initializers, and bypassing a node without renaming a graph output. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,8 +93,11 @@ void ox__pass_drop(ox_pass_ctx *c, ox_node *n)
     if (!n || ox__pass_gone(n))
         return;
     if (!push_ptr((void ***)&c->dropped, &c->n_dropped, &c->cap_dropped, n)) {
-        ox_node_remove(n);  /* out of memory: slow but still right */
-        return;
+        /* Out of memory: n is detached below but stays in the array, so
+         * the model is marked like any failed edit (the pass stops, the
+         * manager and ox_save refuse it). Freeing n here instead could
+         * leave deferred use records (ox__pass_set_input) pointing at it. */
+        c->m->oom = true;
     }
     /* Subgraphs first, while n still anchors their outer-scope reads. */
     while (n->n_attrs)
@@ -112,10 +117,59 @@ void ox__pass_drop(ox_pass_ctx *c, ox_node *n)
     c->prune = true;
 }
 
+void ox__pass_set_input(ox_pass_ctx *c, ox_node *n, int i, ox_value *v)
+{
+    ox_value *old = n && i >= 0 && i < n->n_inputs ? n->inputs[i] : NULL;
+    if (old && old != v && old->graph == n->graph && old->n_uses > DEFER_USES &&
+        push_ptr((void ***)&c->stale, &c->n_stale, &c->cap_stale, old))
+        n->inputs[i] = NULL;   /* its record goes at the flush */
+    ox_node_set_input(n, i, v);
+}
+
 void ox__pass_drop_value(ox_pass_ctx *c, ox_value *v)
 {
     (void)v;
     c->prune = true;
+}
+
+/* Drops v now: it is unread, no graph input or output. */
+static void drop_unread_const(ox_pass_ctx *c, ox_value *v)
+{
+    ox_node *p = v->producer;
+    if (v->init) {
+        /* Without its tensor it is garbage for the pruning sweep. */
+        ox_graph_set_initializer(v->graph, v, NULL);
+        ox__pass_drop_value(c, v);
+    } else if (p && p->graph == v->graph && ox_node_is(p, "Constant") && p->n_outputs == 1) {
+        ox__pass_drop(c, p);
+        ox__pass_drop_value(c, v);
+    }
+}
+
+void ox__pass_drop_const(ox_pass_ctx *c, ox_value *v)
+{
+    if (!v || v->is_output || v->is_input)
+        return;
+    if (v->n_uses > DEFER_USES) {
+        /* The count may include records of dropped readers: decide at the
+         * flush, once they are filtered. */
+        push_ptr((void ***)&c->maybe_dead, &c->n_maybe_dead, &c->cap_maybe_dead, v);
+        return;
+    }
+    if (!v->n_uses)
+        drop_unread_const(c, v);
+}
+
+void ox__pass_ctx_free(ox_pass_ctx *c)
+{
+    free(c->dropped);
+    free(c->stale);
+    free(c->maybe_dead);
+    c->dropped = NULL;
+    c->stale = NULL;
+    c->maybe_dead = NULL;
+    c->n_dropped = c->n_stale = c->n_maybe_dead = 0;
+    c->cap_dropped = c->cap_stale = c->cap_maybe_dead = 0;
 }
 
 static int cmp_ptr(const void *a, const void *b)
@@ -127,7 +181,11 @@ static int cmp_ptr(const void *a, const void *b)
 void ox__pass_flush(ox_pass_ctx *c, ox_graph *g)
 {
     /* Stale records first, while the dropped nodes still exist: a record
-     * of a node input by a node with no inputs left is a dropped reader. */
+     * {node, k} of a node input is right only while node->inputs[k] is v
+     * (a dropped node has no inputs left, a rewired one reads another
+     * value). Each kept record blanks its slot for the rest of the sweep, so
+     * that a reader rewired away and back again keeps one record, not two;
+     * the slots get v back afterwards. */
     if (c->n_stale > 1)
         qsort(c->stale, (size_t)c->n_stale, sizeof *c->stale, cmp_ptr);
     for (int i = 0; i < c->n_stale; i++) {
@@ -135,12 +193,32 @@ void ox__pass_flush(ox_pass_ctx *c, ox_graph *g)
         if (i && v == c->stale[i - 1])
             continue;
         int k = 0;
-        for (int u = 0; u < v->n_uses; u++)
-            if (!(v->uses[u].input >= 0 && ox__pass_gone(v->uses[u].node)))
-                v->uses[k++] = v->uses[u];
+        for (int u = 0; u < v->n_uses; u++) {
+            ox_node *n = v->uses[u].node;
+            int in = v->uses[u].input;
+            if (in >= 0 && !(in < n->n_inputs && n->inputs[in] == v))
+                continue;
+            if (in >= 0)
+                n->inputs[in] = NULL;
+            v->uses[k++] = v->uses[u];
+        }
+        for (int u = 0; u < k; u++)
+            if (v->uses[u].input >= 0)
+                v->uses[u].node->inputs[v->uses[u].input] = v;
         v->n_uses = k;
     }
     c->n_stale = 0;
+    /* Constants whose count was inexact: decide now, before the node sweep
+     * (a dead Constant node joins the dropped list). */
+    if (c->n_maybe_dead > 1)
+        qsort(c->maybe_dead, (size_t)c->n_maybe_dead, sizeof *c->maybe_dead, cmp_ptr);
+    for (int i = 0; i < c->n_maybe_dead; i++) {
+        ox_value *v = c->maybe_dead[i];
+        if ((i && v == c->maybe_dead[i - 1]) || v->n_uses || v->is_output || v->is_input)
+            continue;
+        drop_unread_const(c, v);
+    }
+    c->n_maybe_dead = 0;
     int k = 0;
     for (int i = 0; i < c->n_dropped; i++) {
         ox_node *n = c->dropped[i];
@@ -231,4 +309,16 @@ bool ox__pass_op_random(const ox_node *n)
         if (!strcmp(n->op_type, ops[i]))
             return true;
     return false;
+}
+
+void ox__pass_note(ox_pass_ctx *c, const char *fmt, ...)
+{
+    if (c->note)
+        return;
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    c->note = ox_strdup(buf);
 }

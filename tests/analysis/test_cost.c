@@ -395,6 +395,76 @@ static void test_more_ops(void **state)
     ox_model_free(m);
 }
 
+/* Rules added so that every registered op has one (issue 12, docs/COST.md);
+ * figures computed by hand from the documented weights. */
+static void test_rules_of_every_op(void **state)
+{
+    (void)state;
+    ox_model *m = new_model();
+    ox_graph *g = m->graph;
+    ox_cost c;
+    ox_value *x = IN(g, "x", 4, 8);
+    ox_node *sw = node(g, "Swish", 1, &x, ACT(g, "sw", 4, 8));
+    ox_node_cost(sw, &c);
+    assert_true(c.known);
+    assert_int_equal(c.macs, 32 * 21);
+    ox_value *ab[2] = {x, IN(g, "b", 4, 8)};
+    ox_node_cost(node(g, "SwiGLU", 2, ab, ACT(g, "sg", 4, 8)), &c);
+    assert_int_equal(c.macs, 32 * 22);
+    ox_value *rin[3] = {IN(g, "rx", 1, 2, 4, 8), IN(g, "cos", 4, 4), IN(g, "sin", 4, 4)};
+    ox_node_cost(node(g, "RotaryEmbedding", 3, rin, ACT(g, "ry", 1, 2, 4, 8)), &c);
+    assert_int_equal(c.macs, 64 * 3);
+    ox_value *nin[2] = {x, W(g, "gamma", 8)};
+    ox_node_cost(node(g, "RMSNormalization", 2, nin, ACT(g, "rms", 4, 8)), &c);
+    assert_int_equal(c.macs, 32 * 4);
+    /* Det: three 4 x 4 matrices, 64 / 3 = 21 multiply-adds each. */
+    ox_value *dx = IN(g, "dx", 3, 4, 4);
+    ox_node_cost(node(g, "Det", 1, &dx, ACT(g, "det", 3)), &c);
+    assert_true(c.known);
+    assert_int_equal(c.macs, 3 * 21);
+    /* DFT-17 over axis 1 of length 16: 16 complex outputs x 5 x log2(16). */
+    ox_value *fx = IN(g, "fx", 1, 16, 1);
+    ox_node_cost(node(g, "DFT", 1, &fx, ACT(g, "fy", 1, 16, 2)), &c);
+    assert_true(c.known);
+    assert_int_equal(c.macs, 16 * 5 * 4);
+    /* GemmFastGelu: a 4x8 by 8x16 MatMul, then FastGelu (38) per output. */
+    ox_value *gin[2] = {x, W(g, "gw", 8, 16)}, *gy = ACT(g, "gy", 4, 16);
+    ox_node *gg = ox_node_new(g, "GemmFastGelu", "com.microsoft", NULL, 2, gin, 1, &gy);
+    ox_node_cost(gg, &c);
+    assert_true(c.known);
+    assert_int_equal(c.macs, 4 * 16 * 8);
+    assert_int_equal(c.flops, 2 * 4 * 16 * 8 + 64 * 38);
+    /* LinearAttention (B, heads, S, d): 4 dk dv per token and head. */
+    ox_value *lin[3] = {IN(g, "q", 1, 2, 3, 4), IN(g, "k", 1, 2, 3, 4), IN(g, "v", 1, 2, 3, 5)};
+    ox_value *lo[2] = {ACT(g, "lo", 1, 2, 3, 5), ACT(g, "ls", 1, 2, 4, 5)};
+    ox_node *la = ox_node_new(g, "LinearAttention", "", NULL, 3, lin, 2, lo);
+    ox_node_cost(la, &c);
+    assert_true(c.known);
+    assert_int_equal(c.macs, 1 * 3 * 2 * 4 * 4 * 5);
+    assert_int_equal(c.flops, 2 * c.macs);
+    /* GridSample defaults to bilinear: 4 per output element. */
+    ox_value *gsin[2] = {IN(g, "gx", 1, 1, 4, 4), IN(g, "grid", 1, 2, 2, 2)};
+    ox_node_cost(node(g, "GridSample", 2, gsin, ACT(g, "gs", 1, 1, 2, 2)), &c);
+    assert_int_equal(c.macs, 4 * 4);
+    /* A rule that says the data decides: a rule, but never a number. */
+    ox_value *nms_in[2] = {IN(g, "boxes", 1, 10, 4), IN(g, "scores", 1, 1, 10)};
+    ox_value *sel = ox_graph_value(g, "sel");
+    sel->type = ox_type_new_tensor(OX_DT_INT64, 2, DIMS(-1, 3));
+    ox_node *nms = node(g, "NonMaxSuppression", 2, nms_in, sel);
+    ox_node_cost(nms, &c);
+    assert_true(c.has_rule);
+    assert_false(c.known);
+    /* ai.onnx.ml ops the registry lists have rules; a custom homonym none. */
+    ox_value *bo = ACT(g, "bo", 4, 8);
+    ox_node_cost(ox_node_new(g, "Binarizer", "ai.onnx.ml", NULL, 1, &x, 1, &bo), &c);
+    assert_true(c.known);
+    assert_int_equal(c.macs, 32);
+    ox_value *co = ACT(g, "co", 4, 8);
+    ox_node_cost(ox_node_new(g, "Binarizer", "my.custom", NULL, 1, &x, 1, &co), &c);
+    assert_false(c.has_rule);
+    ox_model_free(m);
+}
+
 /* Malformed nodes report unknown costs instead of crashing. */
 static void test_bad_nodes(void **state)
 {
@@ -1312,6 +1382,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_params_dedup),
         cmocka_unit_test(test_weight_through_identity),
         cmocka_unit_test(test_more_ops),
+        cmocka_unit_test(test_rules_of_every_op),
         cmocka_unit_test(test_bad_nodes),
         cmocka_unit_test(test_plan_chain),
         cmocka_unit_test(test_plan_outputs_and_skips),

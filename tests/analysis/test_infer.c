@@ -276,6 +276,46 @@ static void test_conv_pool(void **state)
     ox_model_free(m);
 }
 
+/* The schemas added for ops that had a kernel but no schema (issue 12). */
+static void test_kernel_only_ops(void **state)
+{
+    (void)state;
+    ox_error err = { 0 };
+    ox_model *m = new_model(13);
+    ox_model_set_opset(m, "com.microsoft", 1);
+    ox_graph *g = m->graph;
+    const int64_t dx[] = { 2, 3, 8, 8 }, dr[] = { 5, 5 }, dp[] = { 4, 6 };
+    const int64_t dl[] = { 2, 10 }, dh[] = { 2, 7, 16 }, dw[] = { 16, 32 }, dg[] = { 16 };
+    ox_value *ri[] = { input(g, "x", OX_DT_FLOAT, 4, dx, NULL),
+                       input(g, "rois", OX_DT_FLOAT, 2, dr, NULL) };
+    ox_node *mp = node1(g, "MaxRoiPool", 2, ri, "pooled");
+    ox_node_set_attr_ints(mp, "pooled_shape", 2, dp);
+    ox_value *li[] = { input(g, "logits", OX_DT_FLOAT, 2, dl, NULL) };
+    ox_node *mn = node1(g, "Multinomial", 1, li, "draws");
+    ox_node_set_attr_i(mn, "sample_size", 3);
+    ox_value *h = input(g, "h", OX_DT_FLOAT, 3, dh, NULL), *w = ox_graph_value(g, "w");
+    ox_graph_set_initializer(g, w, ox_tensor_new(OX_DT_FLOAT, 2, dw));
+    ox_value *gamma = ox_graph_value(g, "gamma");
+    ox_graph_set_initializer(g, gamma, ox_tensor_new(OX_DT_FLOAT, 1, dg));
+    ox_value *gi[] = { h, w }, *ni[] = { h, gamma }, *si[] = { h, h, gamma };
+    ox_value *go = ox_graph_value(g, "gelu"), *no[2] = { ox_graph_value(g, "rms"),
+                                                         ox_graph_value(g, "inv") };
+    ox_value *so = ox_graph_value(g, "skip");
+    assert_non_null(ox_node_new(g, "GemmFastGelu", "com.microsoft", "gfg", 2, gi, 1, &go));
+    assert_non_null(ox_node_new(g, "SimplifiedLayerNormalization", "com.microsoft", "sln", 2,
+                                ni, 2, no));
+    assert_non_null(ox_node_new(g, "SkipSimplifiedLayerNormalization", "com.microsoft", "ssln",
+                                3, si, 1, &so));
+    assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
+    assert_type(g, "pooled", "float32[5,3,4,6]");
+    assert_type(g, "draws", "int32[2,3]");
+    assert_type(g, "gelu", "float32[2,7,32]");
+    assert_type(g, "rms", "float32[2,7,16]");
+    assert_type(g, "inv", "float32[2,7,1]");
+    assert_type(g, "skip", "float32[2,7,16]");
+    ox_model_free(m);
+}
+
 static void test_unknown_op(void **state)
 {
     (void)state;
@@ -645,6 +685,7 @@ int main(void)
         cmocka_unit_test(test_shape_chain),
         cmocka_unit_test(test_reshape_allowzero),
         cmocka_unit_test(test_conv_pool),
+        cmocka_unit_test(test_kernel_only_ops),
         cmocka_unit_test(test_unknown_op),
         cmocka_unit_test(test_if_outer_scope),
         cmocka_unit_test(test_infer_node),
