@@ -386,14 +386,16 @@ static void profile_model(const job *j, ox_model *m, ox_rval *const *in, ox_benc
         ox_error_clear(&err);
         return;
     }
-    double wall = 0;
-    int done = 0;
+    /* Per profiled run: its wall time and its per-type times (row width
+     * fixed by the warm-up run, which meets every main-graph node). */
+    int runs = cfg->profile_runs, done = 0, width = 0;
+    double *wall = calloc((size_t)runs + 1, sizeof *wall), *rows = NULL;
+    if (!wall)
+        p.oom = true;
     /* One untimed run first: the new executor's first run allocates. */
-    for (int it = -1; it < cfg->profile_runs && !cancelled(cfg); it++) {
-        if (it == 0) {
-            for (int i = 0; i < p.n; i++)
-                p.ops[i].ms = 0;
-        }
+    for (int it = -1; it < runs && !cancelled(cfg) && !p.oom; it++) {
+        for (int i = 0; i < p.n; i++)
+            p.ops[i].ms = 0;
         p.counting_nodes = it == -1;
         double t0 = now_ms();
         ox_status st = ox_exec_run(e, ni, in, no, out, &err);
@@ -404,25 +406,51 @@ static void profile_model(const job *j, ox_model *m, ox_rval *const *in, ox_benc
         }
         if (st || p.oom)
             break;
-        if (it >= 0) {
-            wall += t1 - t0;
-            done++;
+        if (it == -1) {
+            width = p.n;
+            rows = calloc((size_t)runs * (size_t)(width > 0 ? width : 1), sizeof *rows);
+            if (!rows)
+                p.oom = true;
+            continue;
         }
+        if (p.n != width)
+            break;   /* a type seen only now: keep the runs so far */
+        wall[done] = t1 - t0;
+        for (int i = 0; i < width; i++)
+            rows[(size_t)done * (size_t)width + (size_t)i] = p.ops[i].ms;
+        done++;
     }
     ox_error_clear(&err);
     ox_exec_free(e);
     free(out);
     if (done == 0 || p.oom) {
         free(p.ops);
+        free(wall);
+        free(rows);
         return;
     }
-    for (int i = 0; i < p.n; i++)
-        p.ops[i].ms /= done;
+    /* The run of median wall time, whole: on a shared machine one preempted
+     * node would dominate a mean, and per-type medians need not add up to
+     * any run. Its per-type times sum to at most its wall time. */
+    int med = 0;
+    for (int i = 0; i < done; i++) {
+        int below = 0, same_before = 0;
+        for (int k = 0; k < done; k++) {
+            below += wall[k] < wall[i];
+            same_before += k < i && wall[k] == wall[i];
+        }
+        if (below + same_before == (done - 1) / 2)
+            med = i;
+    }
+    for (int i = 0; i < width; i++)
+        p.ops[i].ms = rows[(size_t)med * (size_t)width + (size_t)i];
     qsort(p.ops, (size_t)p.n, sizeof *p.ops, cmp_op);
     s->ops = p.ops;
     s->n_ops = p.n;
     s->profile_runs = done;
-    s->profile_ms = wall / done;
+    s->profile_ms = wall[med];
+    free(wall);
+    free(rows);
 }
 
 /* The cost model's FLOPs of m (shapes as inferred for this benchmark) and
