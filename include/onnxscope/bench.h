@@ -66,7 +66,7 @@ typedef struct ox_bench_op {
     const char *op_type;      /* borrowed from the model */
     const char *domain;       /* "" for the default domain (borrowed) */
     int nodes;                /* main-graph nodes of this type */
-    double ms;                /* time in the profiled run of median wall time */
+    double ms;                /* its fastest time over the profiled runs */
 } ox_bench_op;
 
 typedef struct ox_bench_stats {
@@ -80,14 +80,14 @@ typedef struct ox_bench_stats {
      * both < 0 when the cost model does not know every node's FLOPs (or only
      * an upper bound, an If counted by its larger branch). */
     double flops, gflops;
-    /* With cfg->profile_runs: time per operator type in the profiled run of
-     * median wall time, largest first (owned;
+    /* With cfg->profile_runs: time per operator type (its minimum over the
+     * profiled runs), largest first (owned;
      * the sum of ms is at most profile_ms, the rest being the executor's
      * own time between nodes). */
     ox_bench_op *ops;
     int n_ops;
     int profile_runs;         /* profiled runs done */
-    double profile_ms;        /* the median run's wall time (the ops' run) */
+    double profile_ms;        /* the fastest profiled run's wall time */
 } ox_bench_stats;
 
 typedef struct ox_bench_check {

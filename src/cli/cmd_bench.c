@@ -149,7 +149,7 @@ static void print_ops(const char *label, const ox_bench_stats *s, int top)
 {
     if (s->profile_runs <= 0)
         return;
-    printf("top operator types of %s (the median of %d profiled run%s, %.3f ms):\n", label,
+    printf("top operator types of %s (fastest of %d profiled run%s each; run %.3f ms):\n", label,
            s->profile_runs, s->profile_runs == 1 ? "" : "s", s->profile_ms);
     printf("  %-28s %6s %10s %7s\n", "op type", "nodes", "ms", "share");
     for (int i = 0; i < s->n_ops && i < top; i++) {

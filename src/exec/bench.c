@@ -429,26 +429,26 @@ static void profile_model(const job *j, ox_model *m, ox_rval *const *in, ox_benc
         free(rows);
         return;
     }
-    /* The run of median wall time, whole: on a shared machine one preempted
-     * node would dominate a mean, and per-type medians need not add up to
-     * any run. Its per-type times sum to at most its wall time. */
-    int med = 0;
-    for (int i = 0; i < done; i++) {
-        int below = 0, same_before = 0;
-        for (int k = 0; k < done; k++) {
-            below += wall[k] < wall[i];
-            same_before += k < i && wall[k] == wall[i];
+    /* Each type's fastest time over the runs, and the fastest run: on a
+     * shared machine one preempted node would dominate a mean or even a
+     * median run. The minima still add up to at most the fastest run (each
+     * is at most that run's time for its type). */
+    double best = wall[0];
+    for (int r = 1; r < done; r++)
+        best = wall[r] < best ? wall[r] : best;
+    for (int i = 0; i < width; i++) {
+        double m = rows[i];
+        for (int r = 1; r < done; r++) {
+            double v = rows[(size_t)r * (size_t)width + (size_t)i];
+            m = v < m ? v : m;
         }
-        if (below + same_before == (done - 1) / 2)
-            med = i;
+        p.ops[i].ms = m;
     }
-    for (int i = 0; i < width; i++)
-        p.ops[i].ms = rows[(size_t)med * (size_t)width + (size_t)i];
     qsort(p.ops, (size_t)p.n, sizeof *p.ops, cmp_op);
     s->ops = p.ops;
     s->n_ops = p.n;
     s->profile_runs = done;
-    s->profile_ms = wall[med];
+    s->profile_ms = best;
     free(wall);
     free(rows);
 }
