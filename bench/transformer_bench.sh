@@ -15,7 +15,7 @@ HERE=$(dirname "$0")
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 [ -d "$SHARED" ] || { echo "skip: $SHARED absent"; exit 0; }
-printf '| model | threads | ours min / p50 ms | ORT min / p50 ms | p50 ratio | load |\n|---|---|---|---|---|---|\n'
+printf '| model | threads | ours min / p50 ms | ours after optimize, min / p50 ms | ORT min / p50 ms | ratio p50 (min) | optimized ratio p50 (min) | load |\n|---|---|---|---|---|---|---|---|\n'
 for m in bert_l2_h128_nofold_op13 gpt2_like_l2_h128_nofold_op13 torch_transformer_encoder_l4_h256_op17; do
   d=$SHARED/$m
   # Inputs: the .pb files for us, the same values as JSON for ONNX Runtime.
@@ -34,15 +34,21 @@ for f in sorted(glob.glob(d + "/test_data_set_0/input_*.pb")):
 json.dump(spec, open(out, "w"))
 print(" ".join(args))
 PY
+  # Our default optimization pipeline, as ONNX Runtime applies its own.
+  "$BIN" optimize "$d/model.onnx" -o "$TMP/$m.opt.onnx" > /dev/null
   for th in 1 2; do
     load=$(uptime | sed 's/.*load average: //; s/,.*//')
     ours=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$BIN" bench "$d/model.onnx" \
            $(cat "$TMP/$m.args") --threads $th --warmup 3 --iters "$ITERS" --no-profile --json |
            /usr/bin/python3 -c 'import json,sys; o=json.load(sys.stdin)["latency_ms"]; print("%.3f %.3f" % (o["min"], o["p50"]))')
+    opt=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$BIN" bench "$TMP/$m.opt.onnx" \
+           $(cat "$TMP/$m.args") --threads $th --warmup 3 --iters "$ITERS" --no-profile --json |
+           /usr/bin/python3 -c 'import json,sys; o=json.load(sys.stdin)["latency_ms"]; print("%.3f %.3f" % (o["min"], o["p50"]))')
     ort=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE NODE_PATH="$ORT" node "$HERE/ort_latency.js" \
           "$d/model.onnx" "$TMP/$m.json" $th 3 "$ITERS")
-    set -- $ours $ort
-    printf '| %s | %s | %s / %s | %s / %s | %.2f | %s |\n' "$m" "$th" "$1" "$2" "$3" "$4" \
-      "$(echo "$2 / $4" | bc -l)" "$load"
+    set -- $ours $opt $ort
+    printf '| %s | %s | %s / %s | %s / %s | %s / %s | %.2f (%.2f) | %.2f (%.2f) | %s |\n' "$m" "$th" \
+      "$1" "$2" "$3" "$4" "$5" "$6" "$(echo "$2 / $6" | bc -l)" "$(echo "$1 / $5" | bc -l)" \
+      "$(echo "$4 / $6" | bc -l)" "$(echo "$3 / $5" | bc -l)" "$load"
   done
 done
