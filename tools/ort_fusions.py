@@ -59,6 +59,41 @@ def models():
         [pads([0, 0, 1, 1, 0, 0, 1, 1]), f32('ninf', -np.inf)], X, 13
     yield 'pad_avgpool', [n('Pad', ['x', 'pads'], ['p']), n('AveragePool', ['p'], ['y'], kernel_shape=[3, 3], count_include_pad=1)], \
         [pads([0, 0, 1, 2, 0, 0, 2, 1])], X, 13
+    # Transformer fusions (fuse_norm.c, fuse_gelu.c, fuse_attn.c).
+    L = [2, 4, 8]
+    ln_nodes = [n('ReduceMean', ['x'], ['mu'], axes=[-1]), n('Sub', ['x', 'mu'], ['d']),
+                n('Mul', ['d', 'd'], ['sq']), n('ReduceMean', ['sq'], ['var'], axes=[-1]),
+                n('Add', ['eps', 'var'], ['ve']), n('Sqrt', ['ve'], ['sd']), n('Reciprocal', ['sd'], ['rc']),
+                n('Mul', ['d', 'rc'], ['nn']), n('Mul', ['gam', 'nn'], ['s']), n('Add', ['s', 'bet'], ['y'])]
+    ln_inits = [f32('eps', 1e-5), f32('gam', rng.uniform(.5, 1.5, 8)), f32('bet', rng.uniform(-.5, .5, 8))]
+    yield 'layernorm_recip', ln_nodes, ln_inits, L, 13
+    yield 'rmsnorm_t5', [n('Pow', ['x', 'two'], ['sq']), n('ReduceMean', ['sq'], ['var'], axes=[-1]),
+                         n('Add', ['var', 'eps'], ['ve']), n('Sqrt', ['ve'], ['sd']), n('Reciprocal', ['sd'], ['rc']),
+                         n('Mul', ['x', 'rc'], ['nn']), n('Mul', ['gam', 'nn'], ['y'])], \
+        [f32('two', 2), f32('eps', 1e-6), f32('gam', rng.uniform(.5, 1.5, 8))], L, 13
+    gelu_tail = [n('Erf', ['u'], ['f']), n('Add', ['one', 'f'], ['e']), n('Mul', ['e', 'half'], ['hh']),
+                 n('Mul', ['x', 'hh'], ['y'])]
+    yield 'gelu_mul_inv_sqrt2', [n('Mul', ['x', 'k'], ['u'])] + gelu_tail, \
+        [f32('k', 0.70710678), f32('one', 1), f32('half', .5)], L, 13
+    yield 'bias_gelu', [n('Add', ['x', 'bias'], ['xb']),
+                        n('Div', ['xb', 'k'], ['u'])] + \
+        [n('Erf', ['u'], ['f']), n('Add', ['f', 'one'], ['e']), n('Mul', ['xb', 'e'], ['p']), n('Mul', ['p', 'half'], ['y'])], \
+        [f32('bias', rng.uniform(-1, 1, 8)), f32('k', 1.41421356), f32('one', 1), f32('half', .5)], L, 13
+    yield 'gelu_tanh', [n('Mul', ['x', 'x'], ['x2']), n('Mul', ['x2', 'x'], ['x3']), n('Mul', ['c1', 'x3'], ['q']),
+                        n('Add', ['x', 'q'], ['sum']), n('Mul', ['sum', 'c2'], ['t']), n('Tanh', ['t'], ['f']),
+                        n('Add', ['f', 'one'], ['e']), n('Mul', ['x', 'half'], ['hh']), n('Mul', ['hh', 'e'], ['y'])], \
+        [f32('c1', 0.044715), f32('c2', 0.7978845608), f32('one', 1), f32('half', .5)], L, 13
+    att, ai = [], []
+    for p, perm in (('q', [0, 2, 1, 3]), ('k', [0, 2, 3, 1]), ('v', [0, 2, 1, 3])):
+        ai += [f32('W' + p, rng.uniform(-.6, .6, (8, 8))), f32('b' + p, rng.uniform(-.5, .5, 8))]
+        att += [n('MatMul', ['x', 'W' + p], ['m' + p]), n('Add', ['b' + p, 'm' + p], ['a' + p]),
+                n('Reshape', ['a' + p, 'hs'], ['r' + p]), n('Transpose', ['r' + p], ['t' + p], perm=perm)]
+    att += [n('MatMul', ['tq', 'tk'], ['qk']), n('Div', ['qk', 'two'], ['sc']), n('Softmax', ['sc'], ['pr'], axis=-1),
+            n('MatMul', ['pr', 'tv'], ['cx']), n('Transpose', ['cx'], ['ct'], perm=[0, 2, 1, 3]),
+            n('Reshape', ['ct', 'os'], ['y'])]
+    ai += [nh.from_array(np.array([0, 0, 2, 4], np.int64), 'hs'), nh.from_array(np.array([0, 0, 8], np.int64), 'os'),
+           f32('two', 2)]
+    yield 'attention_nomask', att, ai, L, 13
 
 
 def main():

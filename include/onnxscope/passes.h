@@ -71,6 +71,9 @@ typedef struct ox_pass {
     ox_pass_level level;
     bool single_rewrite;      /* honours a budget of one rewrite per step */
     ox_pass_fn run;
+    /* Off at every level unless named (--passes, a TUI toggle): a fusion
+     * whose result is measured slower on its target runtime. */
+    bool opt_in;
 } ox_pass;
 
 /* The registry, in default pipeline order. */
@@ -116,6 +119,10 @@ typedef struct ox_pass_stat {
                                * nodes) before - after (may be < 0) */
     ox_pass_op_delta *ops;    /* n_ops entries, owned */
     int n_ops;
+    /* Why the pass left a match it found alone (owned; NULL: nothing to
+     * say), e.g. "fuse_layernorm not applied: needs opset 17 (model has
+     * 13)". The last run's note wins. */
+    char *note;
     /* What the pass's rewrites did to the cost model (docs/COST.md), after
      * minus before (< 0: a saving), summed over its invocations. Measured
      * only for invocations that rewrote something: the main-graph nodes
@@ -170,8 +177,9 @@ const ox_pass_stat *ox_pass_report_find(const ox_pass_report *r, const char *nam
 typedef struct ox_pass_manager ox_pass_manager;
 
 /* Every registered pass in registry order; enabled when pass->level <=
- * level and the pass's target is allowed by target (onnx allows onnx
- * passes only, ort allows both). Returns NULL on OOM. */
+ * level, the pass's target is allowed by target (onnx allows onnx
+ * passes only, ort allows both) and the pass is not opt_in. Returns NULL
+ * on OOM. */
 ox_pass_manager *ox_pm_new(ox_pass_level level, ox_pass_target target);
 void ox_pm_free(ox_pass_manager *pm);
 
@@ -185,8 +193,9 @@ void ox_pm_enable(ox_pass_manager *pm, int i, bool on);
  * unchanged. Returns the pass's index, or -1 (no name or run function, a
  * name already in pm, out of memory). */
 int ox_pm_add_pass(ox_pass_manager *pm, const ox_pass *p, int pos);
-/* Enables exactly the comma-separated passes in list (--passes) or
- * disables them (--skip). OX_EINVAL names an unknown pass. */
+/* Enables exactly the comma-separated passes in list (--passes), or with
+ * a leading '+' enables them on top of the current set (opt-in passes);
+ * ox_pm_skip disables them (--skip). OX_EINVAL names an unknown pass. */
 ox_status ox_pm_only(ox_pass_manager *pm, const char *list, ox_error *err);
 ox_status ox_pm_skip(ox_pass_manager *pm, const char *list, ox_error *err);
 

@@ -193,6 +193,8 @@ static json_t *stat_json(const ox_pass_stat *s)
     json_object_set_new(o, "weight_bytes_delta", json_integer(s->weight_bytes_delta));
     json_object_set_new(o, "peak_activation_delta",
                         s->peak_known ? json_integer(s->peak_delta) : json_null());
+    if (s->note)
+        json_object_set_new(o, "note", json_string(s->note));
     return o;
 }
 
@@ -518,6 +520,8 @@ int ox_cmd_optimize(int argc, char **argv)
         if (note[0])
             printf("  %s\n", note);
         for (int i = 0; i < rep.n_passes; i++) {
+            if (rep.passes[i].note)
+                printf("  note: %s\n", rep.passes[i].note);
             char line[512];
             if (rep.passes[i].rewrites)
                 printf("  %s\n", ox_pass_stat_line(&rep.passes[i], line, sizeof line));

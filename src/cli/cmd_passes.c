@@ -43,6 +43,7 @@ int ox_cmd_passes(int argc, char **argv)
             json_object_set_new(o, "target", json_string(ox_pass_target_name(p->target)));
             json_object_set_new(o, "level", json_string(ox_pass_level_name(p->level)));
             json_object_set_new(o, "single_rewrite", json_boolean(p->single_rewrite));
+            json_object_set_new(o, "opt_in", json_boolean(p->opt_in));
             json_object_set_new(o, "summary", json_string(p->summary));
             json_array_append_new(arr, o);
         }

@@ -55,6 +55,44 @@ static int64_t gather_bound(const ox_model *m, const ox_value *v)
     return best;
 }
 
+/* A scalar constant (initializer or Constant node output) equal to 1. */
+static bool is_one(const ox_value *v)
+{
+    const ox_tensor *t = v ? v->init : NULL;
+    const ox_node *p = v ? v->producer : NULL;
+    if (!t && p && ox_node_is(p, "Constant")) {
+        const ox_attr *a = ox_node_attr(p, "value");
+        t = a && a->type == OX_ATTR_TENSOR ? a->t : NULL;
+    }
+    return t && t->numel == 1 && ox_tensor_data(t) && ox_tensor_get_f64(t, 0) == 1.0;
+}
+
+/* Whether integer input v is an attention mask: through Cast/Unsqueeze
+ * (depth <= 4) it reaches 1 - m (or m - 1), the additive-mask form, or the
+ * mask input of com.microsoft Attention / MultiHeadAttention. Real masks
+ * hold 0 and 1 (what the attention fusion assumes), so random ones do too. */
+static bool mask_like(const ox_value *v, int depth)
+{
+    for (int i = 0; v && depth < 4 && i < v->n_uses; i++) {
+        const ox_node *n = v->uses[i].node;
+        int k = v->uses[i].input;
+        if (k < 0)
+            continue;
+        if (!strcmp(n->domain, "com.microsoft") &&
+            ((ox_node_is(n, "Attention") && k == 3) ||
+             (ox_node_is(n, "MultiHeadAttention") && k == 4)))
+            return true;
+        if (!ox_node_is_default_domain(n))
+            continue;
+        if (ox_node_is(n, "Sub") && n->n_inputs == 2 && is_one(n->inputs[1 - k]))
+            return true;
+        if ((ox_node_is(n, "Cast") || ox_node_is(n, "Unsqueeze")) && k == 0 &&
+            n->n_outputs >= 1 && mask_like(n->outputs[0], depth + 1))
+            return true;
+    }
+    return false;
+}
+
 /* ---- options -------------------------------------------------------------- */
 
 static ox_status add_src(ox_input_opts *in, const char *opt, const char *arg, ox_error *err)
@@ -395,6 +433,8 @@ static ox_tensor *random_tensor(const ox_model *m, const ox_value *v, const ox_t
         return NULL;
     }
     int64_t bound = ox_dtype_is_int(t->elem) ? gather_bound(m, v) : 0;
+    if (bound <= 0 && ox_dtype_is_int(t->elem) && mask_like(v, 0))
+        bound = 2;
     if (bound <= 0)
         bound = int_max > 0 ? int_max : 100;
     for (int64_t i = 0; i < x->numel; i++) {

@@ -474,6 +474,15 @@ static const ox_op_schema ops_table[] = {
     { "", "LayerNormalization", 17, "X:T, Scale:T, B:T?", "Y:T, Mean:U?, InvStdDev:U?",
       "axis:i=-1, epsilon:f=1e-05, stash_type:i=1", "T: float types; U: float|bfloat16",
       "Layer normalization over the dims from axis on", ox__infer_layer_norm },
+    /* ONNX Runtime also takes LayerNormalization and its RMS form in the
+     * ONNX domain below opset 17 (its own fusions emit them); the ort
+     * target of fuse_layernorm / fuse_rmsnorm does too. */
+    { "", "LayerNormalization", 1, "X:T, Scale:T, B:T?", "Y:T, Mean:U?, InvStdDev:U?",
+      "axis:i=-1, epsilon:f=1e-05, stash_type:i=1", "T: float types; U: float|bfloat16",
+      "Layer normalization (ONNX Runtime's form below opset 17)", ox__infer_layer_norm },
+    { "", "SimplifiedLayerNormalization", 1, "X:T, scale:V", "Y:V, inv_std_var:U?",
+      "axis:i=-1, epsilon:f=1e-05, stash_type:i=1", "T, V: float types; U: float",
+      "RMS normalization (ONNX Runtime's form, ONNX domain)", ox__infer_layer_norm },
     { "", "GroupNormalization", 18, "X:T, scale:T, bias:T", "Y:T",
       "epsilon:f=1e-05, num_groups:i!", TF, "Group normalization", ox__infer_group_norm },
     { "", "GroupNormalization", 21, "X:T, scale:T, bias:T", "Y:T",

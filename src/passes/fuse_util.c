@@ -2,6 +2,7 @@
  * constants in either form exporters write (initializer or Constant node)
  * so a fusion does not depend on constant_to_initializer running first. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,4 +178,119 @@ int ox__fuse_rank(const ox_value *v)
         return v->init->rank;
     return v && v->type && v->type->kind == OX_TYPE_TENSOR && v->type->has_shape ? v->type->rank
                                                                                  : -1;
+}
+
+bool ox__fuse_internal(ox_node *const *nodes, int nn, const ox_value *y)
+{
+    for (int k = 0; k < nn; k++) {
+        const ox_node *n = nodes[k];
+        for (int o = 0; o < n->n_outputs; o++) {
+            const ox_value *v = n->outputs[o];
+            if (!v || v == y)
+                continue;
+            if (v->is_output)
+                return false;
+            for (int u = 0; u < v->n_uses; u++) {
+                bool in = false;
+                for (int j = 0; j < nn && !in; j++)
+                    in = v->uses[u].node == nodes[j];
+                if (v->uses[u].input < 0 || !in)
+                    return false;
+            }
+        }
+    }
+    return true;
+}
+
+void ox__fuse_drop_all(ox_pass_ctx *c, ox_node *const *nodes, int nn)
+{
+    ox_node *consts[32];
+    int nc = 0;
+    for (int k = 0; k < nn; k++)
+        for (int q = 0; q < nodes[k]->n_inputs; q++) {
+            ox_value *v = nodes[k]->inputs[q];
+            ox_node *p = v ? v->producer : NULL;
+            if (p && p->graph == nodes[k]->graph && ox_node_is(p, "Constant") && nc < 32)
+                consts[nc++] = p;
+        }
+    for (int k = 0; k < nn; k++)
+        ox__pass_drop(c, nodes[k]);
+    for (int k = 0; k < nc; k++) {
+        ox_node *p = consts[k];
+        if (ox__pass_gone(p) || p->n_outputs != 1 || !p->outputs[0])
+            continue;
+        const ox_value *v = p->outputs[0];
+        if (!v->n_uses && !v->is_output)
+            ox__pass_drop(c, p);
+    }
+}
+
+int ox__fuse_mean_axes(const ox_node *rm, int r, int64_t *ax, int cap)
+{
+    if (!rm || ox_node_attr_i(rm, "keepdims", 1) != 1 || rm->n_outputs != 1)
+        return -1;
+    int n;
+    const int64_t *a;
+    int64_t tmp[OX_MAX_RANK];
+    if (rm->n_inputs >= 2 && rm->inputs[1]) {
+        n = ox__pass_const_ints(rm->inputs[1], tmp, OX_MAX_RANK);
+        if (n < 0) {
+            const ox_tensor *t = ox__fuse_const(rm->inputs[1]);
+            if (!t || t->rank > 1 || !ox_dtype_is_int(t->dtype) || t->numel > OX_MAX_RANK)
+                return -1;
+            n = (int)t->numel;
+            for (int i = 0; i < n; i++)
+                tmp[i] = ox_tensor_get_i64(t, i);
+        }
+        a = tmp;
+    } else {
+        n = ox_node_attr_ints(rm, "axes", &a);
+    }
+    if (n <= 0 || n > cap)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        int64_t x = a[i];
+        if (x >= 0) {
+            if (r < 0 || x >= r)
+                return -1;
+            x -= r;
+        } else if (r >= 0 && x < -r) {
+            return -1;
+        }
+        ax[i] = x;
+    }
+    for (int i = 1; i < n; i++) /* insertion sort: n is tiny */
+        for (int j = i; j > 0 && ax[j - 1] > ax[j]; j--) {
+            int64_t t = ax[j];
+            ax[j] = ax[j - 1];
+            ax[j - 1] = t;
+        }
+    return n;
+}
+
+bool ox__fuse_scalar_is(const ox_value *v, double want, double tol)
+{
+    double s;
+    return ox__fuse_scalar(v, &s) && fabs(s - want) <= tol * (fabs(want) > 1 ? fabs(want) : 1);
+}
+
+void ox__fuse_site_name(const ox_node *site, const char *op, char *buf, size_t n)
+{
+    const char *nm = site && site->name ? site->name : "";
+    const char *slash = strrchr(nm, '/');
+    if (slash && slash > nm)
+        snprintf(buf, n, "%.*s/%s", (int)(slash - nm), nm, op);
+    else
+        snprintf(buf, n, "%s", op);
+}
+
+ox_node *ox__fuse_node_named(ox_pass_ctx *c, ox_graph *g, const char *hint, const char *op,
+                             const char *domain, int n_in, ox_value *const *in, ox_value *y)
+{
+    char *name = ox_model_unique_node_name(c->m, hint && *hint ? hint : op);
+    ox_node *n = ox_node_new(g, op, domain, name, n_in, in, 1, &y);
+    free(name);
+    if (n)
+        ox_infer_forget_value(y);
+    return n;
 }

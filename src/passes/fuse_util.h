@@ -60,4 +60,31 @@ int ox__fuse_rank(const ox_value *v);
 ox_node *ox__fuse_node(ox_pass_ctx *c, ox_graph *g, const char *op, const char *domain,
                        int n_in, ox_value *const *in, ox_value *y);
 
+/* The name a fused node takes after the pattern's last node `site`: its
+ * scope (the name up to the last '/') and op, e.g. "/layers.0/ln1/Add_1"
+ * -> "/layers.0/ln1/LayerNormalization", so users (and tests) see which
+ * layer a fused node came from; just op when site has no scope. */
+void ox__fuse_site_name(const ox_node *site, const char *op, char *buf, size_t n);
+/* ox__fuse_node with a name hint (made unique). */
+ox_node *ox__fuse_node_named(ox_pass_ctx *c, ox_graph *g, const char *hint, const char *op,
+                             const char *domain, int n_in, ox_value *const *in, ox_value *y);
+
+/* Every output of the matched nodes other than y is read by matched nodes
+ * only (not a graph output, not read by a subgraph), and no matched node
+ * has another used output: dropping them all and producing y from a new
+ * node loses nothing. */
+bool ox__fuse_internal(ox_node *const *nodes, int nn, const ox_value *y);
+/* Drops the matched nodes with ox__pass_drop (O(1) each) and then the
+ * Constant nodes that fed them and are read by nothing else. Initializers
+ * they leave unread go with remove_unused_initializers. Duplicates in
+ * nodes are allowed. */
+void ox__fuse_drop_all(ox_pass_ctx *c, ox_node *const *nodes, int nn);
+/* ReduceMean axes (attribute, or constant input from opset 18) with
+ * keepdims=1, as negative axes sorted ascending, given the input rank r
+ * (-1: unknown, then the axes must be negative). Returns the count, or -1
+ * when they are absent, not constant, or keepdims is 0. */
+int ox__fuse_mean_axes(const ox_node *rm, int r, int64_t *ax, int cap);
+/* v's constant is a scalar equal to want within a relative tolerance tol. */
+bool ox__fuse_scalar_is(const ox_value *v, double want, double tol);
+
 #endif

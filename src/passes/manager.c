@@ -22,7 +22,11 @@ static void reg_build(void)
      * initializers, eliminations and fusions next, cleanup last. */
     const ox_pass *tables[] = {ox__passes_fold,         ox__passes_elim,
                                ox__passes_fuse,         ox__passes_fuse_reshape,
-                               ox__passes_fuse_gemm,    ox__passes_fuse_conv,
+                               /* Transformer fusions before the Gemm ones:
+                                * those fold GELU's 0.5 into the next
+                                * MatMul's weights, breaking the pattern. */
+                               ox__passes_fuse_norm,    ox__passes_fuse_gelu,
+                               ox__passes_fuse_attn,    ox__passes_fuse_gemm,    ox__passes_fuse_conv,
                                ox__passes_fuse_act,     ox__passes_cleanup};
     int k = 0;
     for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
@@ -134,7 +138,7 @@ ox_pass_manager *ox_pm_new(ox_pass_level level, ox_pass_target target)
     pm->n = n;
     for (int i = 0; i < n; i++) {
         pm->passes[i] = l[i];
-        pm->on[i] = l[i]->level <= level &&
+        pm->on[i] = l[i]->level <= level && !l[i]->opt_in &&
                     (l[i]->target == OX_TARGET_ONNX || target == OX_TARGET_ORT);
     }
     pm->fold_limit = 1 << 20;
@@ -243,8 +247,11 @@ ox_status ox_pm_only(ox_pass_manager *pm, const char *list, ox_error *err)
     if (!save)
         return ox_errorf(err, OX_ENOMEM, "out of memory");
     memcpy(save, pm->on, (size_t)pm->n);
-    memset(pm->on, 0, (size_t)pm->n * sizeof *pm->on);
-    ox_status st = for_list(pm, list, true, err);
+    /* "+a,b": those in addition to the level's set (opt-in passes). */
+    bool add = list && list[0] == '+';
+    if (!add)
+        memset(pm->on, 0, (size_t)pm->n * sizeof *pm->on);
+    ox_status st = for_list(pm, add ? list + 1 : list, true, err);
     if (st)
         memcpy(pm->on, save, (size_t)pm->n);
     free(save);
@@ -645,6 +652,7 @@ void ox_pass_report_free(ox_pass_report *r)
         for (int k = 0; k < r->passes[i].n_ops; k++)
             free(r->passes[i].ops[k].op_type);
         free(r->passes[i].ops);
+        free(r->passes[i].note);
     }
     free(r->passes);
     free(r->touched);
@@ -722,10 +730,10 @@ static void infer_new_graph(ox_graph *g, void *ctx)
 }
 
 static ox_status run_pass(ox_pass_manager *pm, ox_model *m, const ox_pass *p, int budget,
-                          int *rewrites, ox_error *err)
+                          int *rewrites, char **note, ox_error *err)
 {
     int first_new = m->next_node_id;
-    ox_pass_ctx c = {.m = m, .io = pm->io, .fold_limit = pm->fold_limit,
+    ox_pass_ctx c = {.m = m, .io = pm->io, .target = pm->target, .fold_limit = pm->fold_limit,
                      .fold_room = &pm->fold_room, .budget = budget};
     glist l = {0};
     ox_graph_visit(m->graph, collect, &l);
@@ -742,6 +750,7 @@ static ox_status run_pass(ox_pass_manager *pm, ox_model *m, const ox_pass *p, in
     }
     ox__pass_ctx_free(&c);
     free(l.v);
+    *note = c.note;
     if (!st)
         st = ox_model_check_oom(m, p->name, err);
     if (!st && c.rewrites) {
@@ -832,12 +841,18 @@ static ox_status infer(ox_pass_manager *pm, ox_model *m, ox_error *err)
 static ox_status invoke(ox_pass_manager *pm, ox_model *m, const ox_pass *p, int budget,
                         ox_pass_report *rep, snap *a, snap *b, int *rewrites, ox_error *err)
 {
-    ox_status st = run_pass(pm, m, p, budget, rewrites, err);
+    char *note = NULL;
+    ox_status st = run_pass(pm, m, p, budget, rewrites, &note, err);
     if (rep) {
         ox_pass_stat *s = stat_for(rep, p);
         if (s) {
             s->runs++;
             s->rewrites += *rewrites;
+            if (note) {
+                free(s->note);
+                s->note = note;
+                note = NULL;
+            }
         }
         if (*rewrites) {
             take_snap(m, b);
@@ -848,6 +863,7 @@ static ox_status invoke(ox_pass_manager *pm, ox_model *m, const ox_pass *p, int 
             *b = t;
         }
     }
+    free(note);
     return st;
 }
 

@@ -10,6 +10,9 @@
 struct ox_pass_ctx {
     ox_model *m;
     const ox_infer_opts *io;
+    /* The run's target: a fusion whose standard form needs a newer opset
+     * than the model's may emit ONNX Runtime's form under ort. */
+    ox_pass_target target;
     int64_t fold_limit;
     /* What folding may still add to the model in this manager run, in
      * total (each fold also stays under fold_limit): many small folds
@@ -30,6 +33,7 @@ struct ox_pass_ctx {
     ox_value **maybe_dead;
     int n_maybe_dead, cap_maybe_dead;
     bool prune;     /* values became garbage: prune them at the flush */
+    char *note;     /* ox__pass_note: why a found match was left alone */
 };
 
 /* True while the pass may make another rewrite: budget left, and no edit
@@ -47,6 +51,13 @@ static inline void ox__pass_did(ox_pass_ctx *c)
         c->budget--;
 }
 
+/* Sets the pass's note for the report (printf-style; the first note of
+ * an invocation wins: one line per pass is enough). */
+void ox__pass_note(ox_pass_ctx *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 /* The manager's pipeline with hooks, for ox_pm_bisect (src/passes/bisect.c):
  * ox__pm_drive runs exactly what ox_pm_run runs, calling after() once per
  * pass invocation (invocations are numbered from 0 over the whole run,
@@ -75,6 +86,9 @@ extern const ox_pass ox__passes_fuse_reshape[];
 extern const ox_pass ox__passes_fuse_gemm[];
 extern const ox_pass ox__passes_fuse_conv[];
 extern const ox_pass ox__passes_fuse_act[];
+extern const ox_pass ox__passes_fuse_norm[];
+extern const ox_pass ox__passes_fuse_gelu[];
+extern const ox_pass ox__passes_fuse_attn[];
 
 /* The constant tensor of v when it is a real constant: an initializer that
  * is not also a graph input (those can be overridden at run time). */

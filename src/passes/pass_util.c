@@ -1,5 +1,7 @@
 /* Helpers the passes share: reading constants and static shapes, making
  * initializers, and bypassing a node without renaming a graph output. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -307,4 +309,16 @@ bool ox__pass_op_random(const ox_node *n)
         if (!strcmp(n->op_type, ops[i]))
             return true;
     return false;
+}
+
+void ox__pass_note(ox_pass_ctx *c, const char *fmt, ...)
+{
+    if (c->note)
+        return;
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    c->note = ox_strdup(buf);
 }

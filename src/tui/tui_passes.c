@@ -544,8 +544,10 @@ void tui_passes_draw_row(tui *t, int row, int y, int w, bool sel)
         x += tui_put(y, x, w - x, sel ? slot : OX_SLOT_UI_CHANGED, t, res);
     if (nomatch)
         x += tui_put(y, x, w - x, slot, t, " no match");
-    tui_putf(y, x, w - x, sel ? slot : OX_SLOT_UI_DIM, t, "  %s%s", p->summary,
-             p->single_rewrite ? "" : " (runs whole)");
+    /* A pass that left a match alone says why in place of its summary. */
+    const ox_pass_stat *ps = ox_pass_report_find(&t->st.rep, p->name);
+    tui_putf(y, x, w - x, sel ? slot : OX_SLOT_UI_DIM, t, "  %s%s",
+             ps && ps->note ? ps->note : p->summary, p->single_rewrite ? "" : " (runs whole)");
 }
 
 bool tui_passes_match(tui *t, int row, const char *q)

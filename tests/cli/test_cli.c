@@ -550,6 +550,41 @@ static void test_cli_nits(void **state)
     free(help);
 }
 
+/* optimize says why a fusion it found was not applied (text and JSON),
+ * and --passes +name adds an opt-in pass. */
+static void test_optimize_notes(void **state)
+{
+    (void)state;
+    const char *shared = ox_test_shared();
+    if (!shared) {
+        print_message("skipped: ../shared not found\n");
+        skip();
+    }
+    char args[4800], *out = NULL;
+    snprintf(args, sizeof args,
+             "optimize %s/models/bert_l2_h128_nofold_op13/model.onnx -o %s/notes.onnx "
+             "--level extended 2>&1", shared, tmpdir);
+    assert_int_equal(run(args, &out), 0);
+    assert_non_null(strstr(out, "  note: fuse_layernorm not applied: needs opset 17 (model has 13)\n"));
+    assert_non_null(strstr(out, "  note: fuse_gelu not applied: needs opset 20 (model has 13)\n"));
+    free(out);
+    snprintf(args, sizeof args,
+             "optimize %s/models/bert_l2_h128_nofold_op13/model.onnx -o %s/notes.onnx "
+             "--level extended --json --force 2>/dev/null", shared, tmpdir);
+    assert_int_equal(run(args, &out), 0);
+    assert_non_null(strstr(out, "\"note\": \"fuse_layernorm not applied: needs opset 17 (model has 13)\""));
+    free(out);
+    /* Under ort the same patterns fuse, with no note. */
+    snprintf(args, sizeof args,
+             "optimize %s/models/bert_l2_h128_nofold_op13/model.onnx -o %s/notes.onnx "
+             "--level all --target ort --passes +fuse_skip_layernorm --force 2>&1", shared, tmpdir);
+    assert_int_equal(run(args, &out), 0);
+    assert_null(strstr(out, "note: fuse_"));
+    assert_non_null(strstr(out, "  fuse_skip_layernorm: 5 fused"));
+    assert_non_null(strstr(out, "  fuse_attention: 2 fused"));
+    free(out);
+}
+
 /* --level and --target say what they add; a choice that adds nothing in
  * its combination says so in one stderr line and still exits 0 (issue 10
  * item 6). The extended and ort passes named here are registered at those
@@ -753,6 +788,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_cli_nits),
         cmocka_unit_test(test_preset_notes),
         cmocka_unit_test(test_optimize_report),
+        cmocka_unit_test(test_optimize_notes),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     if (tmpdir[0]) {

@@ -29,7 +29,11 @@ static void test_version_selection(void **state)
     assert_int_equal(since("", "Reshape", 21), 14);
     assert_int_equal(since("ai.onnx", "Reshape", 14), 14);
     assert_int_equal(since(NULL, "Reshape", 14), 14);
-    assert_int_equal(since("", "LayerNormalization", 16), -1);
+    /* Standard from 17; below, the ONNX-domain form ONNX Runtime accepts
+     * at any opset (what fuse_layernorm emits under --target ort). */
+    assert_int_equal(since("", "LayerNormalization", 16), 1);
+    assert_int_equal(since("", "LayerNormalization", 17), 17);
+    assert_int_equal(since("", "RMSNormalization", 22), -1);
     assert_int_equal(since("", "NoSuchOp", 17), -1);
     assert_int_equal(since("com.microsoft", "FusedConv", 1), 1);
     assert_int_equal(since("com.microsoft", "LayerNormalization", 1), 1);

@@ -144,10 +144,163 @@ static void test_cnn_levels(void **state)
     assert_int_equal(failures, 0);
 }
 
+/* The transformer models: per layer, two LayerNorms (LayerNormalization
+ * or SkipLayerNormalization) and a GELU fused under all/ort, nothing of
+ * their decomposed forms left; every level computes the reference
+ * outputs; --target onnx keeps standard ops. */
+static const struct {
+    const char *dir;
+    int layers;
+    int extra_ln; /* LayerNorms outside the layers (embeddings, final) */
+    int attention; /* fused attention blocks expected under all/ort */
+} tmodels[] = {
+    {"bert_l2_h128_nofold_op13", 2, 1, 2},
+    {"gpt2_like_l2_h128_nofold_op13", 2, 1, 2},
+    {"torch_transformer_encoder_l4_h256_op17", 4, 0, 4},
+};
+
+static int count_ops(const ox_model *m, const char *const *ops)
+{
+    int c = 0;
+    for (int i = 0; i < m->graph->n_nodes; i++)
+        for (int k = 0; ops[k]; k++)
+            c += !strcmp(m->graph->nodes[i]->op_type, ops[k]);
+    return c;
+}
+
+/* The layer a node belongs to, from its name ("/layers.3/...",
+ * "/blocks.1/..."; fused nodes are named after the pattern's scope), or -1. */
+static int layer_of(const ox_node *n)
+{
+    static const char *keys[] = {"layers.", "blocks.", NULL};
+    for (int k = 0; n->name && keys[k]; k++) {
+        const char *p = strstr(n->name, keys[k]);
+        if (p && p[strlen(keys[k])] >= '0' && p[strlen(keys[k])] <= '9')
+            return atoi(p + strlen(keys[k]));
+    }
+    return -1;
+}
+
+static bool is_one_of(const ox_node *n, const char *const *ops)
+{
+    for (int k = 0; ops[k]; k++)
+        if (!strcmp(n->op_type, ops[k]))
+            return true;
+    return false;
+}
+
+static void test_transformer_levels(void **state)
+{
+    (void)state;
+    const char *shared = ox_test_shared();
+    if (!shared) {
+        print_message("skipped: ../shared not found\n");
+        skip();
+    }
+    static const struct {
+        ox_pass_level level;
+        ox_pass_target target;
+        bool skip_ln; /* the opt-in fuse_skip_layernorm enabled too */
+    } tconfigs[] = {
+        {OX_LEVEL_BASIC, OX_TARGET_ONNX, false},
+        {OX_LEVEL_EXTENDED, OX_TARGET_ONNX, false},
+        {OX_LEVEL_ALL, OX_TARGET_ONNX, false},
+        {OX_LEVEL_ALL, OX_TARGET_ORT, false},
+        {OX_LEVEL_ALL, OX_TARGET_ORT, true},
+    };
+    static const char *const ln_ops[] = {"LayerNormalization", "SkipLayerNormalization", NULL};
+    static const char *const gelu_ops[] = {"Gelu", "FastGelu", "BiasGelu", NULL};
+    static const char *const attn_ops[] = {"Attention", "MultiHeadAttention", NULL};
+    static const char *const left_ops[] = {"ReduceMean", "Erf", "Sqrt", "Pow", NULL};
+    int failures = 0, ran = 0;
+    for (size_t i = 0; i < sizeof tmodels / sizeof *tmodels; i++) {
+        char base[4096], path[4200];
+        snprintf(base, sizeof base, "%s/models/%s", shared, tmodels[i].dir);
+        snprintf(path, sizeof path, "%s/model.onnx", base);
+        for (size_t c = 0; c < sizeof tconfigs / sizeof *tconfigs; c++) {
+            ox_model *m = NULL;
+            ox_error err = {0};
+            if (ox_load(path, NULL, &m, &err)) {
+                print_message("skipped %s: %s\n", path, err.msg);
+                break;
+            }
+            ran++;
+            ox_pass_manager *pm = ox_pm_new(tconfigs[c].level, tconfigs[c].target);
+            for (int k = 0; tconfigs[c].skip_ln && k < ox_pm_count(pm); k++)
+                if (!strcmp(ox_pm_pass(pm, k)->name, "fuse_skip_layernorm"))
+                    ox_pm_enable(pm, k, true);
+            assert_int_equal(ox_pm_run(pm, m, NULL, &err), OX_OK);
+            ox_pm_free(pm);
+            bool ok = true;
+            ox_check_report cr = {0};
+            if (ox_check_model(m, &cr)) {
+                print_message("  checker: %s\n", cr.n_issues ? cr.issues[0].msg : "?");
+                ok = false;
+            }
+            ox_check_report_free(&cr);
+            static const char *const skip_ops[] = {"SkipLayerNormalization", NULL};
+            if (tconfigs[c].skip_ln && count_ops(m, skip_ops) < 2 * tmodels[i].layers - 1) {
+                print_message("  only %d SkipLayerNormalization\n", count_ops(m, skip_ops));
+                ok = false;
+            }
+            for (int n = 0; n < m->graph->n_nodes; n++)
+                if (tconfigs[c].target == OX_TARGET_ONNX &&
+                    !ox_node_is_default_domain(m->graph->nodes[n])) {
+                    print_message("  contrib op %s under --target onnx\n",
+                                  m->graph->nodes[n]->op_type);
+                    ok = false;
+                }
+            int L = tmodels[i].layers, ln = count_ops(m, ln_ops), gelu = count_ops(m, gelu_ops);
+            int attn = count_ops(m, attn_ops), left = count_ops(m, left_ops);
+            if (tconfigs[c].target == OX_TARGET_ORT) {
+                if (ln != 2 * L + tmodels[i].extra_ln || gelu != L ||
+                    attn != tmodels[i].attention || left) {
+                    print_message("  %d layers: %d LayerNorms, %d GELUs, %d attention, %d "
+                                  "decomposed ops left\n", L, ln, gelu, attn, left);
+                    ok = false;
+                }
+                /* Per layer: two LayerNorms, one GELU, one attention block. */
+                int per[16][3] = {{0}};
+                for (int n = 0; n < m->graph->n_nodes; n++) {
+                    const ox_node *nd = m->graph->nodes[n];
+                    int l = layer_of(nd);
+                    if (l < 0 || l >= 16)
+                        continue;
+                    per[l][0] += is_one_of(nd, ln_ops);
+                    per[l][1] += is_one_of(nd, gelu_ops);
+                    per[l][2] += is_one_of(nd, attn_ops);
+                }
+                for (int l = 0; l < L; l++)
+                    if (per[l][0] != 2 || per[l][1] != 1 ||
+                        per[l][2] != (tmodels[i].attention ? 1 : 0)) {
+                        print_message("  layer %d: %d LayerNorms, %d GELU, %d attention\n", l,
+                                      per[l][0], per[l][1], per[l][2]);
+                        ok = false;
+                    }
+            }
+            ok &= matches_reference(m, base, 0) && matches_reference(m, base, 1);
+            print_message("%s %s %s/%s%s: %d nodes, %d LayerNorm, %d GELU, %d attention\n",
+                          ok ? "ok  " : "FAIL", tmodels[i].dir,
+                          ox_pass_level_name(tconfigs[c].level),
+                          ox_pass_target_name(tconfigs[c].target),
+                          tconfigs[c].skip_ln ? "+fuse_skip_layernorm" : "",
+                          ox_graph_count_nodes(m->graph, true), ln, gelu, attn);
+            failures += !ok;
+            ox_model_free(m);
+        }
+    }
+    if (!ran) {
+        print_message("skipped: no transformer models under %s/models\n", shared);
+        skip();
+    }
+    assert_int_equal(failures, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cnn_levels),
+        cmocka_unit_test(test_transformer_levels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

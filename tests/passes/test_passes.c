@@ -1093,6 +1093,8 @@ static bool tested_elsewhere(const char *name)
         "fuse_transpose_gemm", "fuse_matmul_scale", "fuse_transpose_matmul",
         "fuse_reshape_shape", "fuse_relu_clip", "fuse_hardsigmoid", "fuse_hardswish",
         "fuse_silu", "fuse_silu_ort", "fuse_conv_act", "fuse_conv_add_act", "fuse_gemm_act",
+        "fuse_layernorm", "fuse_rmsnorm", "fuse_skip_layernorm", "fuse_gelu", "fuse_bias_gelu",
+        "fuse_attention", "fuse_attention_onnx",
         NULL};
     for (int i = 0; names[i]; i++)
         if (!strcmp(names[i], name))

@@ -30,7 +30,8 @@
     X("", "RoiAlign", 10, roi_align)                        \
     X("", "BatchNormalization", 1, batch_norm)              \
     X("", "InstanceNormalization", 1, instance_norm)        \
-    X("", "LayerNormalization", 17, layer_norm)             \
+    X("", "LayerNormalization", 1, layer_norm)              \
+    X("", "SimplifiedLayerNormalization", 1, rms_norm)      \
     X("", "RMSNormalization", 23, rms_norm)                 \
     X("", "GroupNormalization", 18, group_norm)             \
     X("", "LpNormalization", 1, lp_norm)                    \

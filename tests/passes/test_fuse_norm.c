@@ -1,0 +1,449 @@
+/* Unit tests of the normalization fusions (src/passes/fuse_norm.c): the
+ * exporter variants of decomposed LayerNorm and RMSNorm, the opset rules
+ * per target (and the report's note when a fusion is refused), and
+ * SkipLayerNormalization under --target ort. Each firing case also checks
+ * idempotence and equal outputs on random inputs (fuse_harness.h). */
+#include "fuse_harness.h"
+
+static const int64_t X3[3] = {2, 3, 8};
+
+enum {
+    V_MULSQ = 1,     /* Mul(d, d) instead of Pow(d, 2) */
+    V_RECIP = 2,     /* d * Reciprocal(sqrt) instead of d / sqrt */
+    V_NOSCALE = 4,
+    V_NOBIAS = 8,
+    V_EPSLEFT = 16,  /* Add(eps, var) */
+    V_CONSTNODE = 32, /* epsilon and exponent as Constant nodes */
+    V_TWOAXES = 64,  /* normalize over the last two axes */
+    V_POSAXES = 128, /* axes written as positive numbers */
+    V_DIVONE = 256,  /* d * Div(1, sqrt) */
+};
+
+/* ReduceMean of u over the variant's axes (attribute, or input from 18). */
+static void mean(ox_model *m, int64_t opset, const char *out, const char *u, int v,
+                 const int64_t *axes_override, int n_override)
+{
+    int64_t ax[2];
+    int na;
+    if (axes_override) {
+        na = n_override;
+        memcpy(ax, axes_override, (size_t)na * sizeof *ax);
+    } else if (v & V_TWOAXES) {
+        na = 2;
+        ax[0] = v & V_POSAXES ? 1 : -2;
+        ax[1] = v & V_POSAXES ? 2 : -1;
+    } else {
+        na = 1;
+        ax[0] = v & V_POSAXES ? 2 : -1;
+    }
+    if (opset >= 18) {
+        char an[64];
+        snprintf(an, sizeof an, "%s_axes", out);
+        fh_ints(m, an, na, ax);
+        fh_node(m, "ReduceMean", out, u, an, NULL);
+    } else {
+        ox_node *n = fh_node(m, "ReduceMean", out, u, NULL);
+        ox_node_set_attr_ints(n, "axes", na, ax);
+    }
+}
+
+/* x -> decomposed LayerNorm (or RMSNorm when rms) -> y. axes2: the second
+ * ReduceMean's axes when they must differ. */
+static ox_model *norm_model(int64_t opset, int v, bool rms, float eps, const int64_t *axes2,
+                            int n2)
+{
+    ox_model *m = fh_model(opset);
+    fh_input(m, "in", 3, X3);
+    fh_scalar(m, "spread", 3);
+    fh_scalar(m, "shift", 0.5f);
+    fh_node(m, "Mul", "x0", "in", "spread", NULL);
+    fh_node(m, "Add", "x", "x0", "shift", NULL);
+    const char *d = "x";
+    if (!rms) {
+        mean(m, opset, "mu", "x", v, NULL, 0);
+        fh_node(m, "Sub", "d", "x", "mu", NULL);
+        d = "d";
+    }
+    if (v & V_CONSTNODE) {
+        if (!(v & V_MULSQ))
+            fh_const_node(m, "two", 2);
+        fh_const_node(m, "eps", eps);
+    } else {
+        fh_scalar(m, "two", 2);
+        fh_scalar(m, "eps", eps);
+    }
+    if (v & V_MULSQ)
+        fh_node(m, "Mul", "sq", d, d, NULL);
+    else
+        fh_node(m, "Pow", "sq", d, "two", NULL);
+    mean(m, opset, "var", "sq", v, axes2, n2);
+    if (v & V_EPSLEFT)
+        fh_node(m, "Add", "ve", "eps", "var", NULL);
+    else
+        fh_node(m, "Add", "ve", "var", "eps", NULL);
+    fh_node(m, "Sqrt", "sd", "ve", NULL);
+    const char *last = (v & (V_NOSCALE | V_NOBIAS)) == (V_NOSCALE | V_NOBIAS) ? "y" : "n";
+    if (v & V_RECIP) {
+        fh_node(m, "Reciprocal", "rc", "sd", NULL);
+        fh_node(m, "Mul", last, "rc", d, NULL);
+    } else if (v & V_DIVONE) {
+        fh_scalar(m, "one", 1);
+        fh_node(m, "Div", "rc", "one", "sd", NULL);
+        fh_node(m, "Mul", last, d, "rc", NULL);
+    } else {
+        fh_node(m, "Div", last, d, "sd", NULL);
+    }
+    int64_t pd[2] = {3, 8};
+    int pr = v & V_TWOAXES ? 2 : 1;
+    if (!(v & V_NOSCALE)) {
+        fh_init(m, "gamma", pr, pd + 2 - pr, NULL, 0.5, 1.5);
+        fh_node(m, "Mul", v & V_NOBIAS ? "y" : "s", "gamma", "n", NULL);
+    }
+    if (!(v & V_NOBIAS) && !rms) {
+        fh_init(m, "beta", pr, pd + 2 - pr, NULL, -0.5, 0.5);
+        fh_node(m, "Add", "y", v & V_NOSCALE ? "n" : "s", "beta", NULL);
+    }
+    return m;
+}
+
+static void expect(ox_model *m, const char *pass, ox_pass_target t, const char *op, int n_nodes)
+{
+    fh_output(m, "y");
+    int rw;
+    ox_model *o = fh_opt(m, pass, t, &rw);
+    assert_true(rw >= 1);
+    assert_int_equal(fh_count(o, op), 1);
+    if (n_nodes >= 0)
+        assert_int_equal(o->graph->n_nodes, n_nodes);
+    ox_model_free(o);
+    ox_model_free(m);
+}
+
+/* The note the pass leaves when it runs on m (NULL if none; freed by the
+ * caller). */
+static char *note_of(ox_model *m, const char *pass, ox_pass_target t)
+{
+    ox_pass_manager *pm = ox_pm_new(OX_LEVEL_ALL, t);
+    ox_error err = {0};
+    ox_pass_report rep = {0};
+    assert_int_equal(ox_pm_only(pm, pass, &err), OX_OK);
+    assert_int_equal(ox_pm_run(pm, m, &rep, &err), OX_OK);
+    const ox_pass_stat *s = ox_pass_report_find(&rep, pass);
+    char *r = s && s->note ? strdup(s->note) : NULL;
+    if (s)
+        assert_int_equal(s->rewrites, 0);
+    ox_pass_report_free(&rep);
+    ox_pm_free(pm);
+    return r;
+}
+
+static void test_layernorm_fires(void **state)
+{
+    (void)state;
+    static const int variants[] = {
+        0, V_MULSQ, V_RECIP, V_NOSCALE, V_NOBIAS, V_NOSCALE | V_NOBIAS, V_EPSLEFT,
+        V_CONSTNODE, V_TWOAXES, V_POSAXES, V_TWOAXES | V_POSAXES, V_DIVONE,
+        V_MULSQ | V_RECIP | V_EPSLEFT | V_CONSTNODE,
+    };
+    for (size_t k = 0; k < sizeof variants / sizeof *variants; k++) {
+        int v = variants[k];
+        /* Standard op from opset 17 (axes as an input from 18). */
+        expect(norm_model(17, v, false, 1e-5f, NULL, 0), "fuse_layernorm", OX_TARGET_ONNX,
+               "LayerNormalization", 3);
+        expect(norm_model(18, v, false, 1e-12f, NULL, 0), "fuse_layernorm", OX_TARGET_ONNX,
+               "LayerNormalization", 3);
+        /* ONNX Runtime takes it at opset 13. */
+        expect(norm_model(13, v, false, 1e-5f, NULL, 0), "fuse_layernorm", OX_TARGET_ORT,
+               "LayerNormalization", 3);
+    }
+}
+
+/* Under --target ort a model at opset 13..16 is raised to 17 for the
+ * standard op (ONNX's checker rejects LayerNormalization below 17), unless
+ * it holds an op whose meaning changed since (RoiAlign-16). */
+static void test_layernorm_ort_lift(void **state)
+{
+    (void)state;
+    ox_model *m = norm_model(13, 0, false, 1e-5f, NULL, 0);
+    fh_output(m, "y");
+    int rw;
+    ox_model *o = fh_opt(m, "fuse_layernorm", OX_TARGET_ORT, &rw);
+    assert_int_equal(fh_count(o, "LayerNormalization"), 1);
+    assert_int_equal(ox_model_opset(o, ""), 17);
+    assert_true(o->ir_version >= 8);
+    ox_model_free(o);
+    ox_model_free(m);
+    /* A RoiAlign elsewhere: not raised, not fused, a note. */
+    m = norm_model(13, 0, false, 1e-5f, NULL, 0);
+    fh_output(m, "y");
+    static const int64_t F[4] = {1, 1, 4, 4}, R[2] = {1, 4}, I[1] = {1};
+    fh_input(m, "feat", 4, F);
+    fh_init(m, "rois", 2, R, (const float[]){0, 0, 2, 2}, 0, 0);
+    ox_tensor *bi = ox_tensor_new(OX_DT_INT64, 1, I);
+    ox_tensor_set_i64(bi, 0, 0);
+    ox_graph_set_initializer(m->graph, ox_graph_value(m->graph, "bidx"), bi);
+    fh_node(m, "RoiAlign", "roi", "feat", "rois", "bidx", NULL);
+    fh_output(m, "roi");
+    ox_error err = {0};
+    assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
+    ox_model *c = ox_model_clone(m);
+    assert_int_equal(fh_run(c, "fuse_layernorm", OX_TARGET_ORT), 0);
+    assert_int_equal(ox_model_opset(c, ""), 13);
+    ox_model_free(c);
+    ox_model_free(m);
+}
+
+static void test_layernorm_must_not(void **state)
+{
+    (void)state;
+    /* Opset 13 under --target onnx: not applied, and the report says why. */
+    ox_model *m = norm_model(13, 0, false, 1e-5f, NULL, 0);
+    fh_output(m, "y");
+    fh_nofire(m, "fuse_layernorm", OX_TARGET_ONNX);
+    char *note = note_of(m, "fuse_layernorm", OX_TARGET_ONNX);
+    assert_non_null(note);
+    assert_string_equal(note, "fuse_layernorm not applied: needs opset 17 (model has 13)");
+    free(note);
+    ox_model_free(m);
+    /* The variance reduced over another axis than the mean. */
+    static const int64_t ax1[1] = {1}, ax2[2] = {-2, -1};
+    m = norm_model(17, 0, false, 1e-5f, ax1, 1);
+    fh_output(m, "y");
+    fh_nofire(m, "fuse_layernorm", OX_TARGET_ONNX);
+    ox_model_free(m);
+    m = norm_model(17, 0, false, 1e-5f, ax2, 2);
+    fh_output(m, "y");
+    fh_nofire(m, "fuse_layernorm", OX_TARGET_ONNX);
+    ox_model_free(m);
+    /* Both over a leading axis: LayerNormalization normalizes trailing ones. */
+    static const int64_t first[1] = {1};
+    m = fh_model(17);
+    fh_input(m, "x", 3, X3);
+    mean(m, 17, "mu", "x", 0, first, 1);
+    fh_node(m, "Sub", "d", "x", "mu", NULL);
+    fh_scalar(m, "two", 2);
+    fh_scalar(m, "eps", 1e-5f);
+    fh_node(m, "Pow", "sq", "d", "two", NULL);
+    mean(m, 17, "var", "sq", 0, first, 1);
+    fh_node(m, "Add", "ve", "var", "eps", NULL);
+    fh_node(m, "Sqrt", "sd", "ve", NULL);
+    fh_node(m, "Div", "y", "d", "sd", NULL);
+    fh_output(m, "y");
+    fh_nofire(m, "fuse_layernorm", OX_TARGET_ONNX);
+    ox_model_free(m);
+    /* Epsilon added after the Sqrt: (x - mu) / (sqrt(var) + eps). */
+    m = fh_model(17);
+    fh_input(m, "x", 3, X3);
+    mean(m, 17, "mu", "x", 0, NULL, 0);
+    fh_node(m, "Sub", "d", "x", "mu", NULL);
+    fh_scalar(m, "two", 2);
+    fh_scalar(m, "eps", 1e-5f);
+    fh_node(m, "Pow", "sq", "d", "two", NULL);
+    mean(m, 17, "var", "sq", 0, NULL, 0);
+    fh_node(m, "Sqrt", "sd", "var", NULL);
+    fh_node(m, "Add", "se", "sd", "eps", NULL);
+    fh_node(m, "Div", "y", "d", "se", NULL);
+    fh_output(m, "y");
+    fh_nofire(m, "fuse_layernorm", OX_TARGET_ONNX);
+    ox_model_free(m);
+    /* An intermediate (the centred d, the variance) read outside. */
+    static const char *leak[] = {"d", "var", "sd"};
+    for (int k = 0; k < 3; k++) {
+        m = norm_model(17, 0, false, 1e-5f, NULL, 0);
+        fh_output(m, "y");
+        fh_output(m, leak[k]);
+        fh_nofire(m, "fuse_layernorm", OX_TARGET_ONNX);
+        ox_model_free(m);
+    }
+    /* The normalized value read outside too: the LayerNorm fuses without
+     * its scale (ones), and the scale's Mul stays. */
+    m = norm_model(17, V_NOBIAS, false, 1e-5f, NULL, 0);
+    fh_output(m, "y");
+    fh_output(m, "n");
+    int rw;
+    ox_model *o = fh_opt(m, "fuse_layernorm", OX_TARGET_ONNX, &rw);
+    assert_int_equal(fh_count(o, "LayerNormalization"), 1);
+    assert_int_equal(fh_count(o, "Mul"), 2);
+    ox_model_free(o);
+    ox_model_free(m);
+    /* A Pow exponent other than 2. */
+    m = norm_model(17, 0, false, 1e-5f, NULL, 0);
+    ox_tensor_set_f64(ox_graph_value(m->graph, "two")->init, 0, 3);
+    fh_output(m, "y");
+    fh_nofire(m, "fuse_layernorm", OX_TARGET_ONNX);
+    ox_model_free(m);
+}
+
+static void test_rmsnorm(void **state)
+{
+    (void)state;
+    static const int variants[] = {V_RECIP, 0, V_DIVONE, V_MULSQ, V_NOSCALE | V_NOBIAS,
+                                   V_EPSLEFT | V_CONSTNODE};
+    for (size_t k = 0; k < sizeof variants / sizeof *variants; k++) {
+        int v = variants[k] | V_NOBIAS;
+        expect(norm_model(23, v, true, 1e-6f, NULL, 0), "fuse_rmsnorm", OX_TARGET_ONNX,
+               "RMSNormalization", 3);
+        expect(norm_model(13, v, true, 1e-6f, NULL, 0), "fuse_rmsnorm", OX_TARGET_ORT,
+               "SimplifiedLayerNormalization", 3);
+    }
+    ox_model *m = norm_model(13, V_RECIP | V_NOBIAS, true, 1e-6f, NULL, 0);
+    fh_output(m, "y");
+    fh_nofire(m, "fuse_rmsnorm", OX_TARGET_ONNX);
+    char *note = note_of(m, "fuse_rmsnorm", OX_TARGET_ONNX);
+    assert_non_null(note);
+    assert_string_equal(note, "fuse_rmsnorm not applied: needs opset 23 (model has 13)");
+    free(note);
+    ox_model_free(m);
+    /* A LayerNorm is not an RMSNorm of its centred input. */
+    m = norm_model(23, 0, false, 1e-5f, NULL, 0);
+    fh_output(m, "y");
+    fh_nofire(m, "fuse_rmsnorm", OX_TARGET_ONNX);
+    ox_model_free(m);
+    /* x read by a node outside the pattern is fine; the x^2 read outside
+     * is not. */
+    m = norm_model(23, V_NOBIAS, true, 1e-6f, NULL, 0);
+    fh_output(m, "y");
+    fh_output(m, "sq");
+    fh_nofire(m, "fuse_rmsnorm", OX_TARGET_ONNX);
+    ox_model_free(m);
+}
+
+/* r -> MatMul(W) + b -> Add(x, .) -> LayerNormalization -> y; pre: the sum
+ * is read again (a pre-LN residual). */
+static ox_model *skip_model(bool bias, bool pre, int64_t axis, bool skip_bcast)
+{
+    ox_model *m = fh_model(17);
+    fh_input(m, "x", 3, X3);
+    static const int64_t R[3] = {1, 3, 8};
+    fh_input(m, "r", 3, skip_bcast ? R : X3);
+    static const int64_t W[2] = {8, 8}, H[1] = {8};
+    fh_init(m, "W", 2, W, NULL, -0.5, 0.5);
+    fh_node(m, "MatMul", "p", "r", "W", NULL);
+    if (bias) {
+        fh_init(m, "b", 1, H, NULL, -0.5, 0.5);
+        fh_node(m, "Add", "pb", "b", "p", NULL);
+    }
+    fh_node(m, "Add", "s", "x", bias ? "pb" : "p", NULL);
+    fh_init(m, "gamma", 1, H, NULL, 0.5, 1.5);
+    fh_init(m, "beta", 1, H, NULL, -0.5, 0.5);
+    ox_node *ln = fh_node(m, "LayerNormalization", "y", "s", "gamma", "beta", NULL);
+    ox_node_set_attr_i(ln, "axis", axis);
+    ox_node_set_attr_f(ln, "epsilon", 1e-5f);
+    if (pre) {
+        fh_node(m, "Add", "z", "s", "y", NULL);
+        fh_output(m, "z");
+    }
+    return m;
+}
+
+static void test_skip_layernorm(void **state)
+{
+    (void)state;
+    for (int v = 0; v < 4; v++) {
+        bool bias = v & 1, pre = v & 2;
+        ox_model *m = skip_model(bias, pre, -1, false);
+        fh_output(m, "y");
+        int rw;
+        ox_model *o = fh_opt(m, "fuse_skip_layernorm", OX_TARGET_ORT, &rw);
+        assert_int_equal(rw, 1);
+        assert_int_equal(fh_count(o, "SkipLayerNormalization"), 1);
+        assert_int_equal(fh_count(o, "Add"), pre ? 1 : 0);
+        for (int i = 0; i < o->graph->n_nodes; i++) {
+            ox_node *n = o->graph->nodes[i];
+            if (ox_node_is(n, "SkipLayerNormalization")) {
+                assert_int_equal(n->n_inputs, bias ? 5 : 4);
+                assert_int_equal(n->n_outputs, pre ? 4 : 1);
+            }
+        }
+        ox_model_free(o);
+        ox_model_free(m);
+    }
+    /* Must not: normalization not over the last axis alone; a skip that
+     * broadcasts. */
+    ox_model *m = skip_model(true, false, 1, false);
+    fh_output(m, "y");
+    fh_nofire(m, "fuse_skip_layernorm", OX_TARGET_ORT);
+    ox_model_free(m);
+    m = skip_model(true, false, -1, true);
+    fh_output(m, "y");
+    fh_nofire(m, "fuse_skip_layernorm", OX_TARGET_ORT);
+    ox_model_free(m);
+    /* Decomposed at opset 13 under ort: LayerNorm then SkipLayerNorm. */
+    m = norm_model(13, 0, false, 1e-12f, NULL, 0);
+    fh_input(m, "r", 3, X3);
+    /* x = in*3 + 0.5 becomes a residual sum: replace the shift by r. */
+    ox_node *add = ox_graph_value(m->graph, "x")->producer;
+    ox_node_set_input(add, 1, ox_graph_value(m->graph, "r"));
+    fh_output(m, "y");
+    int rw;
+    ox_model *o = fh_opt(m, "fuse_layernorm,fuse_skip_layernorm", OX_TARGET_ORT, &rw);
+    assert_int_equal(fh_count(o, "SkipLayerNormalization"), 1);
+    assert_int_equal(fh_count(o, "ReduceMean"), 0);
+    ox_model_free(o);
+    ox_model_free(m);
+}
+
+/* One rewrite per step: the TUI steps a single fusion. */
+static void test_single_step(void **state)
+{
+    (void)state;
+    ox_model *m = norm_model(17, 0, false, 1e-5f, NULL, 0);
+    fh_output(m, "y");
+    /* A second, independent LayerNorm on the output. */
+    ox_error err = {0};
+    assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
+    ox_pass_manager *pm = ox_pm_new(OX_LEVEL_ALL, OX_TARGET_ONNX);
+    int idx = -1;
+    for (int i = 0; i < ox_pm_count(pm); i++)
+        if (!strcmp(ox_pm_pass(pm, i)->name, "fuse_layernorm"))
+            idx = i;
+    assert_true(idx >= 0);
+    assert_true(ox_pm_pass(pm, idx)->single_rewrite);
+    ox_pass_report rep = {0};
+    assert_int_equal(ox_pm_step(pm, m, idx, 1, &rep, &err), OX_OK);
+    assert_int_equal(rep.passes[0].rewrites, 1);
+    ox_pass_report_free(&rep);
+    ox_pm_free(pm);
+    ox_model_free(m);
+}
+
+/* fuse_skip_layernorm is opt-in: off at every level, added with "+". */
+static void test_opt_in(void **state)
+{
+    (void)state;
+    ox_pass_manager *pm = ox_pm_new(OX_LEVEL_ALL, OX_TARGET_ORT);
+    int skip = -1, ln = -1;
+    for (int i = 0; i < ox_pm_count(pm); i++) {
+        if (!strcmp(ox_pm_pass(pm, i)->name, "fuse_skip_layernorm"))
+            skip = i;
+        if (!strcmp(ox_pm_pass(pm, i)->name, "fuse_layernorm"))
+            ln = i;
+    }
+    assert_true(skip >= 0 && ln >= 0);
+    assert_true(ox_pm_pass(pm, skip)->opt_in);
+    assert_false(ox_pm_enabled(pm, skip));
+    assert_true(ox_pm_enabled(pm, ln));
+    ox_error err = {0};
+    assert_int_equal(ox_pm_only(pm, "+fuse_skip_layernorm", &err), OX_OK);
+    assert_true(ox_pm_enabled(pm, skip));
+    assert_true(ox_pm_enabled(pm, ln));
+    assert_int_equal(ox_pm_only(pm, "+no_such_pass", &err), OX_EINVAL);
+    ox_pm_free(pm);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_layernorm_fires),
+        cmocka_unit_test(test_layernorm_ort_lift),
+        cmocka_unit_test(test_layernorm_must_not),
+        cmocka_unit_test(test_rmsnorm),
+        cmocka_unit_test(test_skip_layernorm),
+        cmocka_unit_test(test_single_step),
+        cmocka_unit_test(test_opt_in),
+    };
+    int r = cmocka_run_group_tests(tests, NULL, NULL);
+    if (!r)
+        fh_all_fired("fuse_layernorm,fuse_rmsnorm,fuse_skip_layernorm");
+    return r;
+}
