@@ -221,12 +221,24 @@ static ox_status skip_norm(ox_kernel_ctx *c, bool rms)
     const float *S = X ? nn_load_f32(c, sk, &t1) : NULL;
     const float *Bi = (S && bias) ? nn_load_f32(c, bias, &t2) : NULL;
     if (!S || (bias && !Bi)) { st = NN_ST(c); goto done; }
-    if (!(SK = nn_expand(c, sk, S, x->rank, x->dims))) { st = NN_ST(c); goto done; }
+    /* skip usually has input's shape: read it as is (no expanded copy). */
+    bool sk_same = sk->rank == x->rank && sk->numel == x->numel;
+    for (int i = 0; sk_same && i < x->rank; i++) sk_same = sk->dims[i] == x->dims[i];
+    if (!sk_same && !(SK = nn_expand(c, sk, S, x->rank, x->dims))) { st = NN_ST(c); goto done; }
+    const float *SKv = sk_same ? S : SK;
     sum = malloc((size_t)(x->numel + 1) * sizeof(float));
     if (!sum) { st = NN_NOMEM(c); goto done; }
     int64_t H = x->dims[x->rank - 1];
     if (bias && bias->numel != H) { st = NN_FAIL(c, "bias size mismatch"); goto done; }
-    for (int64_t i = 0; i < x->numel; i++) sum[i] = X[i] + SK[i] + (Bi ? Bi[i % H] : 0.0f);
+    /* Row by row: no modulo per element, and the row loops vectorize. */
+    for (int64_t r = 0; H > 0 && r < x->numel / H; r++) {
+        const float *xr = X + r * H, *sr = SKv + r * H;
+        float *o = sum + r * H;
+        if (Bi)
+            for (int64_t j = 0; j < H; j++) o[j] = xr[j] + sr[j] + Bi[j];
+        else
+            for (int64_t j = 0; j < H; j++) o[j] = xr[j] + sr[j];
+    }
     /* Outputs: output, mean, inv_std_var, input_skip_bias_sum (the
      * simplified form leaves mean unused). */
     st = layer_norm_core(c, x, sum, x->rank - 1, rms, gamma, beta, nn_attr_f(c, "epsilon", 1e-12f),
