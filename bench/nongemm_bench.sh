@@ -3,7 +3,8 @@
 # Gelu, bias Add) at their BERT/encoder sizes, two onnxscope binaries
 # interleaved in one run (e.g. main's build against this tree's):
 #   bench/nongemm_bench.sh OLD_BIN NEW_BIN [ITERS]     (default 200)
-# Prints min and p50 (ms) of ITERS runs per kernel, 1 thread, and the
+# Prints min and p50 (ms) of ITERS runs per kernel, 1 thread (no --no-profile:
+# older binaries lack it; the profiled runs come after the timed ones), and the
 # `uptime` load (the machine is shared: min is the steadier figure).
 set -eu
 OLD=$1 NEW=$2 ITERS=${3:-200}
@@ -36,8 +37,8 @@ for f in "$TMP"/*.onnx; do
   k=$(basename "$f" .onnx)
   row=""
   for b in "$OLD" "$NEW"; do
-    row="$row $("$b" bench "$f" --threads 1 --warmup 5 --iters "$ITERS" --no-profile --json 2>/dev/null |
-      /usr/bin/python3 -c 'import json,sys; o=json.load(sys.stdin)["latency_ms"]; print("%.4f %.4f" % (o["min"], o["p50"]))' || echo "- -")"
+    row="$row $("$b" bench "$f" --threads 1 --warmup 5 --iters "$ITERS" --json 2>/dev/null |
+      /usr/bin/python3 -c 'import json,sys; o=json.load(sys.stdin)["latency_ms"]; print("%.4f %.4f" % (o["min"], o["p50"]))' 2>/dev/null || echo "- -")"
   done
   set -- $row
   sp=$(/usr/bin/python3 -c "import sys; a,b=sys.argv[1:]; print('%.2f' % (float(a)/float(b)) if '-' not in (a,b) else '-')" "$1" "$3")
