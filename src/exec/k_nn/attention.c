@@ -3,6 +3,7 @@
  * RotaryEmbedding (opset 23), and the basic forms of com.microsoft
  * Attention and MultiHeadAttention. One scalar core serves all of them. */
 #include "nn_common.h"
+#include "attn_fast.h"
 #include "onnxscope/threadpool.h"
 
 /* Q [B,Hq,Sq,hs], K [B,Hkv,T,hs], V [B,Hkv,T,vs] (contiguous floats). */
@@ -83,10 +84,50 @@ static void attn_rows(void *ctx, int64_t b0, int64_t b1)
     free(raw);
 }
 
+/* The common case (no softcap, no QK output) per (batch, head): the scores
+ * of all queries as one GEMM (scale * Q K^T), bias and causal mask added,
+ * a vectorized softmax per row, then one GEMM with V. Same results as
+ * attn_rows up to float rounding: the scale multiplies the dot product
+ * instead of both operands. Scratch: one Sq x T block per worker. */
+static void attn_rows_gemm(void *ctx, int64_t b0, int64_t b1)
+{
+    attn_job *job = ctx;
+    const attn_args *a = job->a;
+    float *S = malloc((size_t)(a->Sq * a->T + 1) * sizeof(float));
+    if (!S) {
+        job->failed = true;
+        return;
+    }
+    int64_t rep = a->Hq / a->Hkv;
+    for (int64_t bh = b0; bh < b1; bh++) {
+        int64_t b = bh / a->Hq, h = bh % a->Hq, hk = h / rep;
+        const float *Qh = a->Q + (b * a->Hq + h) * a->Sq * a->hs;
+        const float *Kh = a->K + (b * a->Hkv + hk) * a->T * a->hs;
+        const float *Vh = a->V + (b * a->Hkv + hk) * a->T * a->vs;
+        nn_sgemm(false, true, a->Sq, a->T, a->hs, a->scale, Qh, a->hs, Kh, a->hs, 0.0f, S, a->T);
+        for (int64_t i = 0; i < a->Sq; i++) {
+            float *row = S + i * a->T;
+            if (a->bias) {
+                const float *bias = a->bias + ((b * a->Hq + h) * a->Sq + i) * a->T;
+                for (int64_t j = 0; j < a->T; j++) row[j] += bias[j];
+            }
+            if (a->causal) {
+                int64_t last = i + (a->offset ? a->offset[b] : 0);
+                for (int64_t j = last + 1 > 0 ? last + 1 : 0; j < a->T; j++) row[j] = -INFINITY;
+            }
+            ox__attn_softmax_row(row, a->T);
+        }
+        nn_sgemm(false, false, a->Sq, a->vs, a->T, 1.0f, S, a->T, Vh, a->vs, 0.0f,
+                 a->Y + (b * a->Hq + h) * a->Sq * a->vs, a->vs);
+    }
+    free(S);
+}
+
 static ox_status attn_core(ox_kernel_ctx *c, const attn_args *a)
 {
     attn_job job = {a, false};
-    ox_parallel_for(c->pool, a->B * a->Hq, 1, attn_rows, &job);
+    bool gemm = !(a->softcap > 0) && !a->qk && a->T > 0 && a->Sq > 0 && a->hs > 0;
+    ox_parallel_for(c->pool, a->B * a->Hq, 1, gemm ? attn_rows_gemm : attn_rows, &job);
     return job.failed ? NN_NOMEM(c) : OX_OK;
 }
 
