@@ -17,6 +17,9 @@ typedef struct attn_args {
     float *Y;              /* [B,Hq,Sq,vs] */
     float *qk;             /* [B,Hq,Sq,T] or NULL */
     int qk_mode;
+    const float *kbias;    /* [B,T] additive per key (a key padding mask), or
+                            * NULL: spares a [B,H,Sq,T] bias for masks that
+                            * depend on the key alone */
 } attn_args;
 
 typedef struct attn_job {
@@ -54,7 +57,7 @@ static void attn_rows(void *ctx, int64_t b0, int64_t b1)
                 for (int64_t e = 0; e < a->hs; e++) d += (q[e] * sq) * (k[e] * sq);
                 if (a->softcap > 0) d = a->softcap * tanhf(d / a->softcap);
                 raw[j] = d;
-                float v = d + (bias ? bias[j] : 0.0f);
+                float v = d + (bias ? bias[j] : 0.0f) + (a->kbias ? a->kbias[b * a->T + j] : 0.0f);
                 if (a->causal && j > i + (a->offset ? a->offset[b] : 0)) v = -INFINITY;
                 s[j] = v;
                 if (v > mx) mx = v;
@@ -110,6 +113,10 @@ static void attn_rows_gemm(void *ctx, int64_t b0, int64_t b1)
             if (a->bias) {
                 const float *bias = a->bias + ((b * a->Hq + h) * a->Sq + i) * a->T;
                 for (int64_t j = 0; j < a->T; j++) row[j] += bias[j];
+            }
+            if (a->kbias) {
+                const float *kb = a->kbias + b * a->T;
+                for (int64_t j = 0; j < a->T; j++) row[j] += kb[j];
             }
             if (a->causal) {
                 int64_t last = i + (a->offset ? a->offset[b] : 0);
@@ -470,7 +477,7 @@ NN_KERNEL(ms_attention)
     float mfv = nn_attr_f(c, "mask_filter_value", -10000.0f);
     size_t f = sizeof(float);
     float *t0 = NULL, *t1 = NULL, *t2 = NULL, *P = NULL, *Q4 = NULL, *K4 = NULL, *V4 = NULL,
-          *tmp3 = NULL, *Y4 = NULL, *bias = NULL;
+          *tmp3 = NULL, *Y4 = NULL, *bias = NULL, *kbias = NULL;
     ox_status st = OX_OK;
     const float *X = nn_load_f32(c, x, &t0);
     const float *W = X ? nn_load_f32(c, w, &t1) : NULL;
@@ -480,8 +487,14 @@ NN_KERNEL(ms_attention)
     tmp3 = malloc((size_t)(B * S * (Dq > Dv ? Dq : Dv) + 1) * f);
     Q4 = malloc((size_t)(B * S * Dq + 1) * f); K4 = malloc((size_t)(B * S * Dk + 1) * f);
     V4 = malloc((size_t)(B * S * Dv + 1) * f); Y4 = malloc((size_t)(B * S * Dv + 1) * f);
-    bias = calloc((size_t)(B * H * S * S + 1), f);
-    if (!P || !tmp3 || !Q4 || !K4 || !V4 || !Y4 || !bias) { st = NN_NOMEM(c); goto done; }
+    /* A full [B,H,S,S] bias only for attention_bias; mask_index masks keys
+     * per batch, a [B,S] additive row. */
+    if (ab) bias = calloc((size_t)(B * H * S * S + 1), f);
+    if (mi) kbias = calloc((size_t)(B * S + 1), f);
+    if (!P || !tmp3 || !Q4 || !K4 || !V4 || !Y4 || (ab && !bias) || (mi && !kbias)) {
+        st = NN_NOMEM(c);
+        goto done;
+    }
     nn_sgemm_mt(c->pool, false, false, B * S, Wn, Din, 1.0f, X, Din, W, Wn, 0.0f, P, Wn);
     int64_t offs[3] = {0, Dq, Dq + Dk}, widths[3] = {Dq, Dk, Dv};
     float *dst[3] = {Q4, K4, V4};
@@ -515,13 +528,11 @@ NN_KERNEL(ms_attention)
                 if (mi->rank == 1 && mi->numel >= B) masked = j >= nn_get_i(mi, b);
                 else if (mi->rank == 2 && mi->dims[0] == B && mi->dims[1] == S) masked = nn_get_i(mi, b * S + j) == 0;
                 else { st = nn_fail(c, OX_EUNSUPPORTED, "mask_index form unsupported"); goto done; }
-                if (!masked) continue;
-                for (int64_t h = 0; h < H; h++)
-                    for (int64_t i = 0; i < S; i++) bias[((b * H + h) * S + i) * S + j] += mfv;
+                if (masked) kbias[b * S + j] = mfv;
             }
     }
     attn_args a = {B, H, H, S, S, hs, vs, Q4, K4, V4, bias, nn_attr_i(c, "unidirectional", 0) != 0,
-                   NULL, scale, 0.0f, Y4, NULL, 0};
+                   NULL, scale, 0.0f, Y4, NULL, 0, kbias};
     if ((st = attn_core(c, &a))) goto done;
     int64_t od[3] = {B, S, Dv};
     nn_fout o;
@@ -530,6 +541,7 @@ NN_KERNEL(ms_attention)
     nn_fout_done(&o);
 done:
     free(t0); free(t1); free(t2); free(P); free(tmp3); free(Q4); free(K4); free(V4); free(Y4); free(bias);
+    free(kbias);
     return st;
 }
 
