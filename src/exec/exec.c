@@ -13,6 +13,7 @@
 #include "onnxscope/exec.h"
 #include "onnxscope/profile.h"
 #include "arena.h"
+#include "dnnl_backend.h"
 #include "core/ptrmap.h"
 
 /* ---- pointer -> index map (plan-time lookups only) ----------------------- */
@@ -54,6 +55,12 @@ typedef struct plan_node {
     bool *out_needed;     /* consumed later or a graph output */
     int *release;         /* slots whose last use is this node */
     int n_release;
+    /* oneDNN runs this node (dnnl_backend.h); when it fused the activation
+     * node act_k as a post-op, that node is `skip`: it only hands its
+     * input's value on to its output slot. */
+    ox_dnnl_node *dnnl;
+    int act_k;            /* -1: none */
+    bool skip;
 } plan_node;
 
 typedef struct ox_plan {
@@ -215,6 +222,7 @@ static void plan_free(ox_plan *p)
         free(p->nodes[i].out);
         free(p->nodes[i].out_needed);
         free(p->nodes[i].release);
+        ox_dnnl_free(p->nodes[i].dnnl);
     }
     free(p->nodes);
     free(p->in_slots);
@@ -336,6 +344,51 @@ static ox_status ref_for(const ox_exec *e, const ox_graph *g, const ox_plan *sel
     r->depth = d;
     r->slot = s;
     return OX_OK;
+}
+
+/* Hands the heavy float ops to oneDNN and, under the same conditions as a
+ * fusion pass would check (the output has one reader, which is a fusable
+ * activation of the same graph, and is no graph output), runs that
+ * activation as the primitive's post-op: the graph keeps standard ops (the
+ * --target onnx form) and the executor fuses the epilogue here. Not with
+ * keep_intermediates, where the un-activated value must stay visible. */
+static void plan_dnnl(const ox_exec *e, ox_plan *p)
+{
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        pn->act_k = -1;
+        if (pn->skip)
+            continue;
+        const ox_node *n = pn->node, *act = NULL;
+        int act_k = -1;
+        const ox_value *v = n->n_outputs >= 1 ? n->outputs[0] : NULL;
+        bool plain = !n->domain || !n->domain[0];
+        if (!e->opts.keep_intermediates && plain && v && !v->is_output && v->n_uses == 1 &&
+            v->uses[0].input == 0 && v->uses[0].node && ox_dnnl_act_fusable(v->uses[0].node) &&
+            (!strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "Gemm") ||
+             !strcmp(n->op_type, "MatMul"))) {
+            for (int j = k + 1; j < p->n_nodes; j++)
+                if (p->nodes[j].node == v->uses[0].node) {
+                    act_k = j;
+                    break;
+                }
+            /* Its input 0 must be this frame's slot (it is: same graph). */
+            if (act_k >= 0 && p->nodes[act_k].in[0].depth == 0)
+                act = p->nodes[act_k].node;
+            else
+                act_k = -1;
+        }
+        pn->dnnl = ox_dnnl_plan(n, act);
+        if (!pn->dnnl && act) {
+            act = NULL;
+            act_k = -1;
+            pn->dnnl = ox_dnnl_plan(n, NULL);
+        }
+        if (pn->dnnl && act_k >= 0) {
+            pn->act_k = act_k;
+            p->nodes[act_k].skip = true;
+        }
+    }
 }
 
 static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_error *err)
@@ -473,6 +526,8 @@ static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_err
         if (p->out_refs[i].depth == 0)
             last_use[p->out_refs[i].slot] = g->n_nodes;
     }
+    if (ox_dnnl_enabled())
+        plan_dnnl(e, p);
     /* Release lists, and which outputs someone will read. */
     for (int s = 0; s < p->n_slots; s++) {
         int k = last_use[s];
@@ -714,12 +769,128 @@ static ox_status arena_detach(const ox_arena_plan *ap, ox_rval *v, const ox_tens
     return OX_OK;
 }
 
+/* A node's kernel: oneDNN's when the plan gave it one and it takes these
+ * inputs, else ours followed by the activation oneDNN would have fused. */
+static ox_status run_kernel(ox_exec *e, frame *f, const plan_node *pn, ox_kernel_ctx *ctx)
+{
+    ox_status st;
+    if (pn->dnnl && ox_dnnl_run(pn->dnnl, ctx, &st))
+        return st;
+    st = pn->fn(ctx);
+    if (st || !pn->dnnl || pn->act_k < 0)
+        return st;
+    const plan_node *an = &f->plan->nodes[pn->act_k];
+    ox_rval *ain[8] = {0}, *aout[4] = {0};
+    if (an->n_in > 8 || an->n_out > 4)
+        return ox_errorf(ctx->err, OX_EINVAL, "fused activation has too many inputs");
+    ain[0] = ctx->out[0];
+    for (int i = 1; i < an->n_in; i++)
+        ain[i] = frame_get(f, an->in[i]);
+    ox_kernel_ctx ac = {
+        .node = an->node, .opset = an->opset, .n_in = an->n_in, .in = ain,
+        .n_out = an->n_out, .out = aout, .exec = e, .pool = e->pool,
+        .err = ctx->err, .priv = NULL,
+    };
+    st = an->fn(&ac);
+    if (st == OX_OK && !aout[0])
+        st = ox_errorf(ctx->err, OX_EINVAL, "fused activation produced no value");
+    for (int i = 1; i < an->n_out; i++)
+        ox_rval_free(aout[i]);
+    if (st) {
+        ox_rval_free(aout[0]);
+        return st;
+    }
+    ox_rval_free(ctx->out[0]);
+    ctx->out[0] = aout[0];
+    f->placed[0] = NULL;   /* the placed tensor is gone */
+    return OX_OK;
+}
+
+/* A fused activation node: its producer already applied it, so the value
+ * moves to this node's output slot. It stays where it is unless it sits in
+ * an arena region that this slot does not share (that region is reused once
+ * the input slot dies): then a heap copy. */
+static ox_status run_skip(ox_exec *e, frame *f, const plan_node *pn, ox_error *err)
+{
+    int64_t t0 = e->opts.node_hook ? hook_now_ns() : 0;
+    int s_in = pn->in[0].slot, s_out = pn->n_out >= 1 ? pn->out[0] : -1;
+    ox_rval *v = pn->in[0].depth == 0 ? f->vals[s_in] : NULL;
+    if (!v)
+        return ox_errorf(err, OX_EINVAL, "node '%s' (%s): fused input has no value",
+                         node_label(pn->node), pn->node->op_type);
+    if (s_out >= 0) {
+        const ox_arena_plan *ap = f->arena;
+        bool in_arena = ap && v->kind == OX_RV_TENSOR && v->t && ox_arena_holds(ap, v->t);
+        bool shared = in_arena && s_in < ap->n_slots && s_out < ap->n_slots &&
+                      ap->off[s_in] >= 0 && ap->off[s_out] == ap->off[s_in];
+        if (f->owned[s_in] && (!in_arena || shared)) {
+            f->vals[s_in] = f->plan->consts[s_in];
+            f->owned[s_in] = 0;
+            frame_set(f, s_out, v);
+        } else if (v->kind == OX_RV_TENSOR && v->t && v->t->dtype != OX_DT_STRING) {
+            /* Copy into this slot's own planned bytes (or the heap). */
+            ox_rval *out[16] = {0};
+            ox_error kerr = {0};
+            ox_kernel_ctx ctx = {
+                .node = pn->node, .opset = pn->opset, .n_in = pn->n_in, .n_out = pn->n_out,
+                .out = out, .exec = e, .pool = e->pool, .err = &kerr, .priv = f,
+            };
+            if (pn->n_out > 16)
+                return ox_errorf(err, OX_EINVAL, "too many outputs");
+            f->cur = pn;
+            f->cur_out = out;
+            ox_tensor *t = ox_kernel_output(&ctx, 0, v->t->dtype, v->t->rank, v->t->dims);
+            f->cur = NULL;
+            f->cur_out = NULL;
+            void *dst = t ? ox_tensor_mutable_data(t) : NULL;
+            if (!t || (!dst && v->t->nbytes)) {
+                ox_rval_free(out[0]);
+                return ox_errorf(err, kerr.status ? kerr.status : OX_ENOMEM, "node '%s' (%s): %s",
+                                 node_label(pn->node), pn->node->op_type,
+                                 kerr.msg[0] ? kerr.msg : "out of memory");
+            }
+            if (v->t->nbytes)
+                memcpy(dst, ox_tensor_data(v->t), v->t->nbytes);
+            frame_set(f, s_out, out[0]);
+        } else {
+            ox_rval *c = ox_rval_clone(v);
+            if (!c)
+                return ox_errorf(err, OX_ENOMEM, "out of memory");
+            frame_set(f, s_out, c);
+        }
+    }
+    if (e->opts.node_hook)
+        e->opts.node_hook(e->opts.node_hook_user, pn->node, t0, hook_now_ns());
+    return OX_OK;
+}
+
+static void release_after(const ox_exec *e, frame *f, const plan_node *pn)
+{
+    if (e->opts.keep_intermediates)
+        return;
+    for (int r = 0; r < pn->n_release; r++) {
+        int s = pn->release[r];
+        if (f->owned[s]) {
+            ox_rval_free(f->vals[s]);
+            f->owned[s] = 0;
+        }
+        f->vals[s] = f->plan->consts[s];
+    }
+}
+
 static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
 {
     const ox_plan *p = f->plan;
     ox_rval *in_small[16], *out_small[16];
     for (int k = 0; k < p->n_nodes; k++) {
         const plan_node *pn = &p->nodes[k];
+        if (pn->skip) {
+            ox_status st = run_skip(e, f, pn, err);
+            if (st)
+                return st;
+            release_after(e, f, pn);
+            continue;
+        }
         ox_rval **in = pn->n_in <= 16 ? in_small : calloc((size_t)pn->n_in, sizeof *in);
         ox_rval **out = pn->n_out <= 16 ? out_small : calloc((size_t)pn->n_out, sizeof *out);
         if (!in || !out) {
@@ -756,7 +927,7 @@ static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
         f->cur_out = out;
         memset(f->placed, 0, sizeof f->placed);
         int64_t hook_t0 = e->opts.node_hook ? hook_now_ns() : 0;
-        ox_status st = pn->fn(&ctx);
+        ox_status st = run_kernel(e, f, pn, &ctx);
         /* The first error recorded is the cause (a kernel reports a refused
          * allocation as "cannot allocate": the ceiling said why). */
         if (st && kerr.status)
@@ -817,16 +988,7 @@ static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
             free(in);
         if (out != out_small)
             free(out);
-        if (!e->opts.keep_intermediates) {
-            for (int r = 0; r < pn->n_release; r++) {
-                int s = pn->release[r];
-                if (f->owned[s]) {
-                    ox_rval_free(f->vals[s]);
-                    f->owned[s] = 0;
-                }
-                f->vals[s] = p->consts[s];
-            }
-        }
+        release_after(e, f, pn);
     }
     return OX_OK;
 }

@@ -1,0 +1,961 @@
+/* The oneDNN backend (dnnl_backend.h): the only file that includes dnnl.h.
+ *
+ * Written against the oneDNN 2.x C API (Debian 12's libdnnl-dev 2.6.3):
+ * operation descriptors (dnnl_convolution_forward_desc_init, dnnl_matmul_
+ * desc_init) turned into primitive descriptors, output scales and the
+ * four-argument dnnl_post_ops_append_eltwise. oneDNN 3.x (Debian 13)
+ * removed the op descriptors (primitive descriptors are created directly),
+ * dropped the eltwise post-op's scale argument and renamed algorithms, so a
+ * port touches this file only.
+ *
+ * Shapes are known at run time only in general (symbolic batch), so a
+ * node's primitives are created on its first run with a given input shape
+ * and cached by that shape (a few per node); constant weights are reordered
+ * once per cached primitive into the layout it prefers (format "any").
+ * Activations stay plain NCHW / row-major so that every neighbour, ours or
+ * oneDNN's, reads them directly.
+ *
+ * Threads: Debian's oneDNN runs on OpenMP only. The executor's own pool and
+ * OpenMP never run at once (kernels run one after the other on the calling
+ * thread; the pool only works inside our kernels); before each primitive
+ * the calling thread's OpenMP thread count is set to the pool's size, so
+ * --threads drives both. */
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dnnl_backend.h"
+#include "onnxscope/threadpool.h"
+
+#ifdef OX_HAVE_DNNL
+#include <dnnl.h>
+#include <omp.h>
+
+#include "k_nn/nn_common.h"
+
+#define MAXD 12     /* DNNL_MAX_NDIMS */
+#define NCACHE 4    /* shapes cached per node */
+#define MAXPO 3     /* post-ops in one chain */
+
+typedef enum { K_CONV, K_MATMUL, K_GEMM } kind_t;
+
+/* One activation as oneDNN eltwise post-ops (HardSigmoid takes two). */
+typedef struct act_ops {
+    int n;
+    dnnl_alg_kind_t alg[2];
+    float a[2], b[2];
+} act_ops;
+
+typedef struct entry {
+    bool used, declined;       /* declined: oneDNN refused this shape */
+    int n_key;
+    int64_t key[3 * (MAXD + 1)];
+    dnnl_primitive_t prim;
+    dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md;
+    bool has_bias;
+    void *packed;              /* constant weights in the primitive's layout */
+    const void *wsrc;          /* the data they were packed from */
+    float *bias_copy;          /* Gemm: beta * C when beta != 1 */
+    const void *csrc;          /* the data it was copied from */
+    int out_rank;
+    int64_t out_dims[MAXD];
+    /* Conv in a blocked layout: src/dst_md are the primitive's, usrc/udst
+     * the plain NCHW tensors'; reorders in and out through bsrc/bdst. */
+    bool blocked;
+    dnnl_memory_desc_t usrc_md, udst_md;
+    dnnl_primitive_t r_src, r_dst;
+    void *bsrc, *bdst;
+} entry;
+
+struct ox_dnnl_node {
+    kind_t kind;
+    const ox_node *node;
+    bool w_const, b_const;     /* inputs given by initializers */
+    act_ops act;               /* fused activation (n == 0: none) */
+    bool z_input;              /* FusedConv: input 3 (Z) added as a sum post-op */
+    /* Conv */
+    int64_t group;
+    const char *auto_pad;
+    int n_k, n_s, n_d, n_p;
+    int64_t ks[3], st[3], dl[3], pads[6];
+    /* Gemm */
+    bool ta, tb;
+    float alpha, beta;
+    pthread_mutex_t lock;
+    entry cache[NCACHE];
+    int next_victim;
+};
+
+static dnnl_engine_t g_engine;
+static atomic_long g_runs, g_runs_act;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static _Thread_local dnnl_stream_t tl_stream;
+static _Thread_local int tl_threads;
+
+static void engine_init(void)
+{
+    if (dnnl_engine_create(&g_engine, dnnl_cpu, 0) != dnnl_success)
+        g_engine = NULL;
+}
+
+bool ox_dnnl_enabled(void)
+{
+    const char *s = getenv("ONNXSCOPE_NO_DNNL");
+    if (s && s[0] && strcmp(s, "0"))
+        return false;
+    pthread_once(&g_once, engine_init);
+    return g_engine != NULL;
+}
+
+void ox_dnnl_counts(long *runs, long *with_act)
+{
+    *runs = atomic_load(&g_runs);
+    *with_act = atomic_load(&g_runs_act);
+}
+
+const char *ox_dnnl_version(void)
+{
+    static char buf[48];
+    const dnnl_version_t *v = dnnl_version();
+    snprintf(buf, sizeof buf, "oneDNN %d.%d.%d", v->major, v->minor, v->patch);
+    return buf;
+}
+
+/* ---- attributes ------------------------------------------------------------ */
+
+static const ox_attr *attr(const ox_node *n, const char *name, ox_attr_type t)
+{
+    const ox_attr *a = ox_node_attr(n, name);
+    return a && a->type == t ? a : NULL;
+}
+
+static int64_t attr_i(const ox_node *n, const char *name, int64_t dflt)
+{
+    const ox_attr *a = attr(n, name, OX_ATTR_INT);
+    return a ? a->i : dflt;
+}
+
+static float attr_f(const ox_node *n, const char *name, float dflt)
+{
+    const ox_attr *a = attr(n, name, OX_ATTR_FLOAT);
+    return a ? a->f : dflt;
+}
+
+/* Length of an ints attribute copied to out (-1 when absent, -2 when longer
+ * than max). */
+static int attr_ints(const ox_node *n, const char *name, int64_t *out, int max)
+{
+    const ox_attr *a = attr(n, name, OX_ATTR_INTS);
+    if (!a)
+        return -1;
+    if (a->n > max)
+        return -2;
+    for (int i = 0; i < a->n; i++)
+        out[i] = a->ints[i];
+    return a->n;
+}
+
+/* An initializer. Under IR < 4 initializers are also graph inputs a caller
+ * may override: data packed from one is only used while the run hands the
+ * very same tensor data (entry.wsrc / entry.csrc; the plan keeps the
+ * initializer alive, so no other tensor can sit at that address). */
+static bool is_const(const ox_value *v)
+{
+    return v && v->init;
+}
+
+/* A scalar float initializer (Clip bounds), or dflt when the input is omitted. */
+static bool const_scalar(const ox_node *n, int i, float dflt, float *out)
+{
+    *out = dflt;
+    if (i >= n->n_inputs || !n->inputs[i])
+        return true;
+    const ox_value *v = n->inputs[i];
+    if (!is_const(v) || v->is_input || v->init->dtype != OX_DT_FLOAT || v->init->numel != 1)
+        return false;
+    const float *p = ox_tensor_data(v->init);
+    if (!p)
+        return false;
+    *out = p[0];
+    return true;
+}
+
+/* An activation by name and parameters as post-ops. */
+static bool act_by_name(const char *name, bool ha, float a, bool hb, float b, act_ops *o)
+{
+    memset(o, 0, sizeof *o);
+    if (!strcmp(name, "Relu")) {
+        o->n = 1, o->alg[0] = dnnl_eltwise_relu;
+    } else if (!strcmp(name, "LeakyRelu")) {
+        o->n = 1, o->alg[0] = dnnl_eltwise_relu, o->a[0] = ha ? a : 0.01f;
+    } else if (!strcmp(name, "Sigmoid")) {
+        o->n = 1, o->alg[0] = dnnl_eltwise_logistic;
+    } else if (!strcmp(name, "Tanh")) {
+        o->n = 1, o->alg[0] = dnnl_eltwise_tanh;
+    } else if (!strcmp(name, "HardSwish")) {
+        /* 2.x's hardswish has no parameters: x * relu6(x + 3) / 6, which is
+         * ONNX's (alpha 1/6, beta 1/2). 3.x takes alpha and beta. */
+        o->n = 1, o->alg[0] = dnnl_eltwise_hardswish;
+    } else if (!strcmp(name, "HardSigmoid")) {
+        /* 2.x has no hardsigmoid: linear then clip. */
+        o->n = 2;
+        o->alg[0] = dnnl_eltwise_linear, o->a[0] = ha ? a : 0.2f, o->b[0] = hb ? b : 0.5f;
+        o->alg[1] = dnnl_eltwise_clip_v2, o->a[1] = 0.0f, o->b[1] = 1.0f;
+    } else if (!strcmp(name, "Clip")) {
+        o->n = 1, o->alg[0] = dnnl_eltwise_clip_v2;
+        o->a[0] = ha ? a : -FLT_MAX, o->b[0] = hb ? b : FLT_MAX;
+        if (!(o->a[0] <= o->b[0]))
+            return false;   /* min > max or NaN: ONNX semantics differ */
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/* An activation node (default domain) as post-ops. */
+static bool act_of_node(const ox_node *act, act_ops *o)
+{
+    if (!act || (act->domain && act->domain[0]) || act->n_outputs < 1 || !act->outputs[0])
+        return false;
+    const char *op = act->op_type;
+    if (!strcmp(op, "Clip")) {
+        float lo, hi;
+        const ox_attr *amin = attr(act, "min", OX_ATTR_FLOAT);
+        const ox_attr *amax = attr(act, "max", OX_ATTR_FLOAT);
+        if (act->n_inputs > 1) {
+            if (!const_scalar(act, 1, -FLT_MAX, &lo) || !const_scalar(act, 2, FLT_MAX, &hi))
+                return false;
+        } else {
+            lo = amin ? amin->f : -FLT_MAX;
+            hi = amax ? amax->f : FLT_MAX;
+        }
+        return act_by_name("Clip", true, lo, true, hi, o);
+    }
+    if (!strcmp(op, "LeakyRelu") || !strcmp(op, "HardSigmoid")) {
+        const ox_attr *a = attr(act, "alpha", OX_ATTR_FLOAT), *b = attr(act, "beta", OX_ATTR_FLOAT);
+        return act_by_name(op, a != NULL, a ? a->f : 0, b != NULL, b ? b->f : 0, o);
+    }
+    if (!strcmp(op, "HardSwish") || !strcmp(op, "Relu") || !strcmp(op, "Sigmoid") ||
+        !strcmp(op, "Tanh"))
+        return act_by_name(op, false, 0, false, 0, o);
+    return false;
+}
+
+bool ox_dnnl_act_fusable(const ox_node *act)
+{
+    act_ops o;
+    return act_of_node(act, &o);
+}
+
+/* ---- planning ---------------------------------------------------------------- */
+
+static bool in_default(const ox_node *n)
+{
+    return !n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx");
+}
+
+ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act)
+{
+    if (!ox_dnnl_enabled() || n->n_outputs < 1 || !n->outputs[0])
+        return NULL;
+    ox_dnnl_node d;
+    memset(&d, 0, sizeof d);
+    d.node = n;
+    bool ms = n->domain && !strcmp(n->domain, "com.microsoft");
+    const char *op = n->op_type;
+    if ((in_default(n) && !strcmp(op, "Conv")) || (ms && !strcmp(op, "FusedConv"))) {
+        d.kind = K_CONV;
+        if (n->n_inputs < 2 || !is_const(n->inputs[1]))
+            return NULL;   /* runtime weights: our kernel (rare, no prepacking) */
+        d.w_const = true;
+        d.group = attr_i(n, "group", 1);
+        const ox_attr *ap = attr(n, "auto_pad", OX_ATTR_STRING);
+        d.auto_pad = ap && ap->s.len ? (const char *)ap->s.data : "NOTSET";
+        if (strcmp(d.auto_pad, "NOTSET") && strcmp(d.auto_pad, "VALID") &&
+            strcmp(d.auto_pad, "SAME_UPPER") && strcmp(d.auto_pad, "SAME_LOWER"))
+            return NULL;
+        d.n_k = attr_ints(n, "kernel_shape", d.ks, 3);
+        d.n_s = attr_ints(n, "strides", d.st, 3);
+        d.n_d = attr_ints(n, "dilations", d.dl, 3);
+        d.n_p = attr_ints(n, "pads", d.pads, 6);
+        if (d.n_k == -2 || d.n_s == -2 || d.n_d == -2 || d.n_p == -2 || d.group < 1)
+            return NULL;
+        if (ms) {
+            const ox_attr *an = attr(n, "activation", OX_ATTR_STRING);
+            const ox_attr *pp = attr(n, "activation_params", OX_ATTR_FLOATS);
+            if (an && an->s.len) {
+                if (act)
+                    return NULL;
+                char name[32];
+                snprintf(name, sizeof name, "%.*s", (int)an->s.len, (const char *)an->s.data);
+                int np = pp ? pp->n : 0;
+                if (!act_by_name(name, np >= 1, np >= 1 ? pp->floats[0] : 0, np >= 2,
+                                 np >= 2 ? pp->floats[1] : 0, &d.act))
+                    return NULL;
+            }
+            d.z_input = n->n_inputs > 3 && n->inputs[3];
+        }
+    } else if (in_default(n) && !strcmp(op, "MatMul")) {
+        d.kind = K_MATMUL;
+        if (n->n_inputs != 2)
+            return NULL;
+        d.w_const = is_const(n->inputs[1]);
+        d.alpha = 1.0f, d.beta = 1.0f;
+    } else if ((in_default(n) && !strcmp(op, "Gemm")) || (ms && !strcmp(op, "FusedGemm"))) {
+        d.kind = K_GEMM;
+        if (n->n_inputs < 2)
+            return NULL;
+        d.ta = attr_i(n, "transA", 0) != 0;
+        d.tb = attr_i(n, "transB", 0) != 0;
+        d.alpha = attr_f(n, "alpha", 1.0f);
+        d.beta = attr_f(n, "beta", 1.0f);
+        d.w_const = is_const(n->inputs[1]);
+        d.b_const = n->n_inputs > 2 && is_const(n->inputs[2]);
+        /* alpha and beta are folded into packed copies of constant B and C;
+         * with runtime operands our kernel keeps them. */
+        if (d.alpha != 1.0f && !d.w_const)
+            return NULL;
+        if (n->n_inputs > 2 && n->inputs[2] && d.beta != 1.0f && d.beta != 0.0f && !d.b_const)
+            return NULL;
+        if (ms) {
+            const ox_attr *an = attr(n, "activation", OX_ATTR_STRING);
+            if (an && an->s.len) {
+                if (act)
+                    return NULL;
+                char name[32];
+                snprintf(name, sizeof name, "%.*s", (int)an->s.len, (const char *)an->s.data);
+                const ox_attr *aa = attr(n, "activation_alpha", OX_ATTR_FLOAT);
+                const ox_attr *ab = attr(n, "activation_beta", OX_ATTR_FLOAT);
+                if (!act_by_name(name, aa != NULL, aa ? aa->f : 0, ab != NULL, ab ? ab->f : 0,
+                                 &d.act))
+                    return NULL;
+            }
+        }
+    } else {
+        return NULL;
+    }
+    if (act && !act_of_node(act, &d.act))
+        return NULL;
+    ox_dnnl_node *p = malloc(sizeof *p);
+    if (!p)
+        return NULL;
+    *p = d;
+    pthread_mutex_init(&p->lock, NULL);
+    return p;
+}
+
+static void entry_clear(entry *e)
+{
+    if (e->prim)
+        dnnl_primitive_destroy(e->prim);
+    if (e->r_src)
+        dnnl_primitive_destroy(e->r_src);
+    if (e->r_dst)
+        dnnl_primitive_destroy(e->r_dst);
+    free(e->bsrc);
+    free(e->bdst);
+    free(e->packed);
+    free(e->bias_copy);
+    memset(e, 0, sizeof *e);
+}
+
+void ox_dnnl_free(ox_dnnl_node *d)
+{
+    if (!d)
+        return;
+    for (int i = 0; i < NCACHE; i++)
+        entry_clear(&d->cache[i]);
+    pthread_mutex_destroy(&d->lock);
+    free(d);
+}
+
+/* ---- primitive creation ---------------------------------------------------------- */
+
+static const ox_tensor *in_f32(const ox_kernel_ctx *c, int i)
+{
+    const ox_tensor *t = ox_kernel_in(c, i);
+    return t && t->dtype == OX_DT_FLOAT && ox_tensor_data(t) ? t : NULL;
+}
+
+static bool md_plain(dnnl_memory_desc_t *md, int rank, const int64_t *dims)
+{
+    static const dnnl_format_tag_t tags[] = {dnnl_a, dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd,
+                                             dnnl_abcde, dnnl_abcdef};
+    if (rank < 1 || rank > 6)
+        return false;
+    dnnl_dims_t d;
+    for (int i = 0; i < rank; i++)
+        d[i] = dims[i];
+    return dnnl_memory_desc_init_by_tag(md, rank, d, dnnl_f32, tags[rank]) == dnnl_success;
+}
+
+static bool make_attr(const ox_dnnl_node *d, dnnl_primitive_attr_t *out)
+{
+    dnnl_primitive_attr_t a = NULL;
+    dnnl_post_ops_t po = NULL;
+    if (dnnl_primitive_attr_create(&a) != dnnl_success)
+        return false;
+    if (d->z_input || d->act.n) {
+        if (dnnl_post_ops_create(&po) != dnnl_success)
+            goto fail;
+        if (d->z_input && dnnl_post_ops_append_sum(po, 1.0f) != dnnl_success)
+            goto fail;
+        for (int i = 0; i < d->act.n; i++)
+            if (dnnl_post_ops_append_eltwise(po, 1.0f, d->act.alg[i], d->act.a[i],
+                                             d->act.b[i]) != dnnl_success)
+                goto fail;
+        if (dnnl_primitive_attr_set_post_ops(a, po) != dnnl_success)
+            goto fail;
+        dnnl_post_ops_destroy(po);
+    }
+    *out = a;
+    return true;
+fail:
+    if (po)
+        dnnl_post_ops_destroy(po);
+    dnnl_primitive_attr_destroy(a);
+    return false;
+}
+
+/* Reorders constant weights (user layout `umd` at `src`, times `scale`) into
+ * the layout `pmd` the primitive chose. */
+static void *pack_weights(const dnnl_memory_desc_t *umd, const float *src, float scale,
+                          const dnnl_memory_desc_t *pmd)
+{
+    size_t bytes = dnnl_memory_desc_get_size(pmd);
+    size_t ubytes = dnnl_memory_desc_get_size(umd);
+    void *dst = NULL, *scaled = NULL;
+    dnnl_memory_t um = NULL, pm = NULL;
+    dnnl_primitive_desc_t rpd = NULL;
+    dnnl_primitive_t r = NULL;
+    bool ok = false;
+    if (posix_memalign(&dst, 64, bytes ? bytes : 64))
+        return NULL;
+    if (scale != 1.0f) {
+        size_t n = ubytes / sizeof(float);
+        float *s = malloc(ubytes ? ubytes : 1);
+        if (!s)
+            goto done;
+        for (size_t i = 0; i < n; i++)
+            s[i] = src[i] * scale;
+        src = scaled = s;
+    }
+    if (dnnl_memory_create(&um, umd, g_engine, (void *)src) != dnnl_success ||
+        dnnl_memory_create(&pm, pmd, g_engine, dst) != dnnl_success ||
+        dnnl_reorder_primitive_desc_create(&rpd, umd, g_engine, pmd, g_engine, NULL) !=
+            dnnl_success ||
+        dnnl_primitive_create(&r, rpd) != dnnl_success)
+        goto done;
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, um}, {DNNL_ARG_TO, pm}};
+    ok = dnnl_primitive_execute(r, tl_stream, 2, args) == dnnl_success &&
+         dnnl_stream_wait(tl_stream) == dnnl_success;
+done:
+    if (r)
+        dnnl_primitive_destroy(r);
+    if (rpd)
+        dnnl_primitive_desc_destroy(rpd);
+    if (um)
+        dnnl_memory_destroy(um);
+    if (pm)
+        dnnl_memory_destroy(pm);
+    free(scaled);
+    if (!ok) {
+        free(dst);
+        return NULL;
+    }
+    return dst;
+}
+
+/* A reorder from `from` to `to` when they differ (else *r stays NULL), and
+ * a buffer for the blocked side of the two. */
+static bool make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
+                         dnnl_primitive_t *r, void **buf)
+{
+    *r = NULL;
+    *buf = NULL;
+    if (dnnl_memory_desc_equal(from, to))
+        return true;
+    dnnl_primitive_desc_t rpd = NULL;
+    if (dnnl_reorder_primitive_desc_create(&rpd, from, g_engine, to, g_engine, NULL) !=
+        dnnl_success)
+        return false;
+    bool ok = dnnl_primitive_create(r, rpd) == dnnl_success;
+    dnnl_primitive_desc_destroy(rpd);
+    /* The buffer holds the blocked md, whichever side it is on. */
+    size_t bytes = dnnl_memory_desc_get_size(from) > dnnl_memory_desc_get_size(to)
+                       ? dnnl_memory_desc_get_size(from)
+                       : dnnl_memory_desc_get_size(to);
+    if (ok && posix_memalign(buf, 64, bytes ? bytes : 64))
+        *buf = NULL;
+    return ok && *buf;
+}
+
+/* Creates the primitive for `op_desc`, querying the chosen md's, and packs
+ * constant weights. */
+static bool finish_entry(const ox_dnnl_node *d, entry *e, const void *op_desc,
+                         const dnnl_memory_desc_t *wei_user, const float *wei, float wscale)
+{
+    dnnl_primitive_attr_t a;
+    dnnl_primitive_desc_t pd = NULL;
+    if (!make_attr(d, &a))
+        return false;
+    dnnl_status_t s = dnnl_primitive_desc_create(&pd, op_desc, a, g_engine, NULL);
+    dnnl_primitive_attr_destroy(a);
+    if (s != dnnl_success)
+        return false;
+    bool ok = false;
+    if (getenv("ONNXSCOPE_DNNL_VERBOSE")) {
+        /* Which oneDNN implementation took the node (brgconv, jit:avx512...). */
+        const char *impl = NULL;
+        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+        fprintf(stderr, "dnnl: %s '%s': %s\n", d->node->op_type,
+                d->node->name ? d->node->name : "", impl ? impl : "?");
+    }
+    const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    if (!wmd)
+        goto done;
+    e->wei_md = *wmd;
+    if (d->w_const) {
+        if (dnnl_memory_desc_equal(wmd, wei_user) && wscale == 1.0f) {
+            e->packed = NULL;   /* the initializer itself is in the right layout */
+        } else {
+            e->packed = pack_weights(wei_user, wei, wscale, wmd);
+            if (!e->packed)
+                goto done;
+            e->wsrc = wei;
+        }
+    } else if (!dnnl_memory_desc_equal(wmd, wei_user)) {
+        goto done;
+    }
+    if (e->blocked) {
+        /* The layouts the primitive chose for src and dst, and reorders
+         * from/to the plain tensors when they differ. */
+        const dnnl_memory_desc_t *smd = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+        const dnnl_memory_desc_t *dmd = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+        if (!smd || !dmd)
+            goto done;
+        e->src_md = *smd;
+        e->dst_md = *dmd;
+        if (!make_reorder(&e->usrc_md, &e->src_md, &e->r_src, &e->bsrc) ||
+            !make_reorder(&e->dst_md, &e->udst_md, &e->r_dst, &e->bdst))
+            goto done;
+        /* bdst is the primitive's output buffer (the reorder's source). */
+        if (e->r_dst && e->bdst == NULL)
+            goto done;
+    }
+    ok = dnnl_primitive_create(&e->prim, pd) == dnnl_success;
+done:
+    dnnl_primitive_desc_destroy(pd);
+    return ok;
+}
+
+static bool build_conv(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
+{
+    const ox_tensor *x = in_f32(c, 0), *w = in_f32(c, 1), *b = in_f32(c, 2);
+    if (!x || !w || x->rank < 3 || x->rank > 5 || w->rank != x->rank)
+        return false;
+    if (c->n_in > 2 && c->in[2] && !b)
+        return false;
+    int nsp = x->rank - 2;
+    int64_t G = d->group, N = x->dims[0], C = x->dims[1], M = w->dims[0];
+    if (C % G || M % G || w->dims[1] != C / G || (b && b->numel != M))
+        return false;
+    if ((d->n_k >= 0 && d->n_k != nsp) || (d->n_s >= 0 && d->n_s != nsp) ||
+        (d->n_d >= 0 && d->n_d != nsp) || (d->n_p >= 0 && d->n_p != 2 * nsp))
+        return false;
+    dnnl_dims_t strides, dil, pl, pr, xd, yd, wd, bd;
+    xd[0] = N, xd[1] = C;
+    yd[0] = N, yd[1] = M;
+    for (int i = 0; i < nsp; i++) {
+        int64_t k = w->dims[2 + i];
+        if (d->n_k >= 0 && d->ks[i] != k)
+            return false;
+        int64_t s = d->n_s >= 0 ? d->st[i] : 1, dl = d->n_d >= 0 ? d->dl[i] : 1;
+        int64_t pb = 0, pe = 0, out = 0;
+        if (nn_window_dim(d->auto_pad, x->dims[2 + i], k, s, dl, d->n_p >= 0,
+                          d->n_p >= 0 ? d->pads[i] : 0, d->n_p >= 0 ? d->pads[i + nsp] : 0,
+                          false, &pb, &pe, &out))
+            return false;
+        if (out < 1)
+            return false;
+        strides[i] = s, dil[i] = dl - 1, pl[i] = pb, pr[i] = pe;
+        /* oneDNN wants the right padding that makes its own output size
+         * formula land on ours (SAME_* may leave a trailing pad unused). */
+        pr[i] = (out - 1) * s + (k - 1) * dl + 1 - x->dims[2 + i] - pb;
+        xd[2 + i] = x->dims[2 + i];
+        yd[2 + i] = out;
+    }
+    static const dnnl_format_tag_t act_tag[] = {0, dnnl_ncw, dnnl_nchw, dnnl_ncdhw};
+    static const dnnl_format_tag_t w_tag[] = {0, dnnl_oiw, dnnl_oihw, dnnl_oidhw};
+    static const dnnl_format_tag_t gw_tag[] = {0, dnnl_goiw, dnnl_goihw, dnnl_goidhw};
+    int wr;
+    if (G == 1) {
+        wr = x->rank;
+        for (int i = 0; i < wr; i++)
+            wd[i] = w->dims[i];
+    } else {
+        wr = x->rank + 1;
+        wd[0] = G, wd[1] = M / G;
+        for (int i = 1; i < x->rank; i++)
+            wd[1 + i] = w->dims[i];
+    }
+    dnnl_memory_desc_t wuser, wany;
+    bd[0] = M;
+    if (dnnl_memory_desc_init_by_tag(&e->src_md, x->rank, xd, dnnl_f32, act_tag[nsp]) ||
+        dnnl_memory_desc_init_by_tag(&e->dst_md, x->rank, yd, dnnl_f32, act_tag[nsp]) ||
+        dnnl_memory_desc_init_by_tag(&wuser, wr, wd, dnnl_f32,
+                                     G == 1 ? w_tag[nsp] : gw_tag[nsp]) ||
+        dnnl_memory_desc_init_by_tag(&wany, wr, wd, dnnl_f32, dnnl_format_tag_any) ||
+        (b && dnnl_memory_desc_init_by_tag(&e->bias_md, 1, bd, dnnl_f32, dnnl_a)))
+        return false;
+    e->has_bias = b != NULL;
+    /* oneDNN's fast direct convolutions (brgconv) want blocked or NHWC
+     * activations; given NCHW it takes im2col + its GEMM (gemm:jit).
+     * ONNXSCOPE_DNNL_BLOCKED=1 lets it choose ("any") and reorders around
+     * each call; measured about even with plain NCHW end to end here
+     * (PERFORMANCE.md), so plain stays the default until the executor keeps
+     * blocked tensors between consecutive oneDNN ops. Not with a Z input,
+     * which must seed the output (FusedConv). */
+    const char *bl = getenv("ONNXSCOPE_DNNL_BLOCKED");
+    e->blocked = !d->z_input && bl && bl[0] && strcmp(bl, "0");
+    dnnl_memory_desc_t sany, dany;
+    e->usrc_md = e->src_md;
+    e->udst_md = e->dst_md;
+    if (dnnl_memory_desc_init_by_tag(&sany, x->rank, xd, dnnl_f32, dnnl_format_tag_any) ||
+        dnnl_memory_desc_init_by_tag(&dany, x->rank, yd, dnnl_f32, dnnl_format_tag_any))
+        return false;
+    dnnl_convolution_desc_t cd;
+    if (dnnl_dilated_convolution_forward_desc_init(
+            &cd, dnnl_forward_inference, dnnl_convolution_direct,
+            e->blocked ? &sany : &e->src_md, &wany, b ? &e->bias_md : NULL,
+            e->blocked ? &dany : &e->dst_md, strides, dil, pl, pr) != dnnl_success)
+        return false;
+    e->out_rank = x->rank;
+    for (int i = 0; i < x->rank; i++)
+        e->out_dims[i] = yd[i];
+    return finish_entry(d, e, &cd, &wuser, ox_tensor_data(w), 1.0f);
+}
+
+/* Gemm: Y = alpha * A' B' + beta * C as a 2-D matmul; alpha scales the
+ * packed weights, beta a private copy of C. */
+static bool build_gemm(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
+{
+    const ox_tensor *a = in_f32(c, 0), *b = in_f32(c, 1), *cc = in_f32(c, 2);
+    if (!a || !b || a->rank != 2 || b->rank != 2)
+        return false;
+    if (c->n_in > 2 && c->in[2] && !cc)
+        return false;
+    int64_t M = d->ta ? a->dims[1] : a->dims[0], K = d->ta ? a->dims[0] : a->dims[1];
+    int64_t Kb = d->tb ? b->dims[1] : b->dims[0], N = d->tb ? b->dims[0] : b->dims[1];
+    if (K != Kb || M < 1 || N < 1 || K < 1)
+        return false;
+    if (d->beta == 0.0f)
+        cc = NULL;
+    dnnl_dims_t ad = {M, K}, as = {d->ta ? 1 : K, d->ta ? M : 1};
+    dnnl_dims_t wd = {K, N}, ws = {d->tb ? 1 : N, d->tb ? K : 1};
+    dnnl_dims_t yd = {M, N}, bd = {1, 1};
+    if (cc) {
+        /* C broadcast to (M, N): scalar, (N), (1, N), (M, 1), (M, N). */
+        int64_t r = cc->rank, c0 = r == 2 ? cc->dims[0] : 1, c1 = r >= 1 ? cc->dims[r - 1] : 1;
+        if (r > 2 || (c0 != 1 && c0 != M) || (c1 != 1 && c1 != N))
+            return false;
+        bd[0] = c0, bd[1] = c1;
+        if (dnnl_memory_desc_init_by_tag(&e->bias_md, 2, bd, dnnl_f32, dnnl_ab))
+            return false;
+        e->has_bias = true;
+        if (d->beta != 1.0f) {
+            e->bias_copy = malloc((size_t)cc->numel * sizeof(float));
+            if (!e->bias_copy)
+                return false;
+            const float *src = ox_tensor_data(cc);
+            e->csrc = src;
+            for (int64_t i = 0; i < cc->numel; i++)
+                e->bias_copy[i] = d->beta * src[i];
+        }
+    }
+    dnnl_memory_desc_t wuser, wany;
+    if (dnnl_memory_desc_init_by_strides(&e->src_md, 2, ad, dnnl_f32, as) ||
+        dnnl_memory_desc_init_by_strides(&wuser, 2, wd, dnnl_f32, ws) ||
+        dnnl_memory_desc_init_by_tag(&wany, 2, wd, dnnl_f32, dnnl_format_tag_any) ||
+        dnnl_memory_desc_init_by_tag(&e->dst_md, 2, yd, dnnl_f32, dnnl_ab))
+        return false;
+    dnnl_matmul_desc_t md;
+    if (dnnl_matmul_desc_init(&md, &e->src_md, d->w_const ? &wany : &wuser,
+                              e->has_bias ? &e->bias_md : NULL, &e->dst_md) != dnnl_success)
+        return false;
+    e->out_rank = 2;
+    e->out_dims[0] = M, e->out_dims[1] = N;
+    return finish_entry(d, e, &md, &wuser, ox_tensor_data(b), d->alpha);
+}
+
+/* MatMul with numpy batching: both ranks >= 2, batch dims broadcast
+ * (oneDNN takes size-1 batch dims as broadcast); 1-D operands decline. */
+static bool build_matmul(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
+{
+    const ox_tensor *a = in_f32(c, 0), *b = in_f32(c, 1);
+    if (!a || !b || a->rank < 2 || b->rank < 2 || a->rank > 6 || b->rank > 6)
+        return false;
+    int r = a->rank > b->rank ? a->rank : b->rank;
+    dnnl_dims_t ad, bdm, yd;
+    for (int i = 0; i < r; i++) {
+        int ia = i - (r - a->rank), ib = i - (r - b->rank);
+        ad[i] = ia >= 0 ? a->dims[ia] : 1;
+        bdm[i] = ib >= 0 ? b->dims[ib] : 1;
+    }
+    for (int i = 0; i < r - 2; i++) {
+        if (ad[i] != bdm[i] && ad[i] != 1 && bdm[i] != 1)
+            return false;
+        yd[i] = ad[i] > bdm[i] ? ad[i] : bdm[i];
+        if (ad[i] == 0 || bdm[i] == 0)
+            return false;
+    }
+    int64_t M = ad[r - 2], K = ad[r - 1], N = bdm[r - 1];
+    if (bdm[r - 2] != K || M < 1 || N < 1 || K < 1)
+        return false;
+    yd[r - 2] = M, yd[r - 1] = N;
+    dnnl_memory_desc_t wuser, wany;
+    if (!md_plain(&e->src_md, r, ad) || !md_plain(&wuser, r, bdm) ||
+        !md_plain(&e->dst_md, r, yd) ||
+        dnnl_memory_desc_init_by_tag(&wany, r, bdm, dnnl_f32, dnnl_format_tag_any))
+        return false;
+    /* Constant weights broadcast over a batch keep the plain layout. */
+    bool pack = d->w_const;
+    for (int i = 0; i < r - 2; i++)
+        if (bdm[i] != yd[i])
+            pack = false;
+    dnnl_matmul_desc_t md;
+    if (dnnl_matmul_desc_init(&md, &e->src_md, pack ? &wany : &wuser, NULL, &e->dst_md) !=
+        dnnl_success)
+        return false;
+    e->out_rank = r;
+    for (int i = 0; i < r; i++)
+        e->out_dims[i] = yd[i];
+    ox_dnnl_node dd = *d;
+    dd.w_const = pack;
+    return finish_entry(&dd, e, &md, &wuser, ox_tensor_data(b), 1.0f);
+}
+
+/* ---- running ------------------------------------------------------------------- */
+
+static int make_key(const ox_kernel_ctx *c, int64_t *key)
+{
+    int n = 0;
+    for (int i = 0; i < c->n_in && i < 3; i++) {
+        const ox_tensor *t = ox_kernel_in(c, i);
+        if (!t) {
+            key[n++] = -1;
+            continue;
+        }
+        if (t->rank > MAXD)
+            return -1;
+        key[n++] = t->rank;
+        for (int j = 0; j < t->rank; j++)
+            key[n++] = t->dims[j];
+    }
+    return n;
+}
+
+static entry *lookup(ox_dnnl_node *d, const ox_kernel_ctx *c)
+{
+    int64_t key[3 * (MAXD + 1)];
+    int n = make_key(c, key);
+    if (n < 0)
+        return NULL;
+    for (int i = 0; i < NCACHE; i++) {
+        entry *e = &d->cache[i];
+        if (e->used && e->n_key == n && !memcmp(e->key, key, (size_t)n * sizeof *key))
+            return e;
+    }
+    entry *e = &d->cache[d->next_victim];
+    d->next_victim = (d->next_victim + 1) % NCACHE;
+    entry_clear(e);
+    e->used = true;
+    e->n_key = n;
+    memcpy(e->key, key, (size_t)n * sizeof *key);
+    bool ok = d->kind == K_CONV ? build_conv(d, c, e)
+              : d->kind == K_GEMM ? build_gemm(d, c, e)
+                                  : build_matmul(d, c, e);
+    if (!ok) {
+        entry_clear(e);
+        e->used = true;
+        e->n_key = n;
+        memcpy(e->key, key, (size_t)n * sizeof *key);
+        e->declined = true;
+    }
+    return e;
+}
+
+static bool stream_ready(void)
+{
+    if (!tl_stream && dnnl_stream_create(&tl_stream, g_engine, dnnl_stream_default_flags) !=
+                          dnnl_success) {
+        tl_stream = NULL;
+        return false;
+    }
+    return true;
+}
+
+static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
+{
+    entry *e = lookup(d, c);
+    if (!e || e->declined)
+        return false;
+    /* FusedConv's Z must already have the output's shape to seed the sum. */
+    const ox_tensor *z = NULL;
+    if (d->z_input) {
+        z = in_f32(c, 3);
+        int64_t n = 1;
+        for (int i = 0; i < e->out_rank; i++)
+            n *= e->out_dims[i];
+        if (!z || z->numel != n)
+            return false;
+    }
+    const ox_tensor *x = ox_kernel_in(c, 0), *w = ox_kernel_in(c, 1);
+    const ox_tensor *b = e->has_bias ? ox_kernel_in(c, 2) : NULL;
+    const void *bp = e->bias_copy ? (const void *)e->bias_copy : b ? ox_tensor_data(b) : NULL;
+    const void *wp = e->packed ? e->packed : ox_tensor_data(w);
+    if ((e->packed && ox_tensor_data(w) != e->wsrc) ||
+        (e->bias_copy && (!b || ox_tensor_data(b) != e->csrc))) {
+        /* An overridden initializer: our kernel takes it. */
+        return false;
+    }
+    ox_tensor *y = ox_kernel_output(c, 0, OX_DT_FLOAT, e->out_rank, e->out_dims);
+    if (!y) {
+        *st = c->err && c->err->status ? c->err->status : OX_ENOMEM;
+        return true;
+    }
+    float *yp = ox_tensor_mutable_data(y);
+    if (z && yp)
+        memcpy(yp, ox_tensor_data(z), (size_t)z->numel * sizeof(float));
+    dnnl_memory_t ms[4] = {0};
+    dnnl_exec_arg_t args[4];
+    int na = 0;
+    bool ok = yp != NULL || y->numel == 0;
+    dnnl_memory_t ux = NULL, uy = NULL;
+    if (e->r_src) {
+        ok = ok && dnnl_memory_create(&ux, &e->usrc_md, g_engine, (void *)ox_tensor_data(x)) ==
+                       dnnl_success;
+        ok = ok && dnnl_memory_create(&ms[0], &e->src_md, g_engine, e->bsrc) == dnnl_success;
+    } else {
+        ok = ok && dnnl_memory_create(&ms[0], &e->src_md, g_engine,
+                                      (void *)ox_tensor_data(x)) == dnnl_success;
+    }
+    if (e->r_dst) {
+        ok = ok && dnnl_memory_create(&uy, &e->udst_md, g_engine, yp) == dnnl_success;
+        yp = e->bdst;
+    }
+    ok = ok && dnnl_memory_create(&ms[1], &e->wei_md, g_engine, (void *)wp) == dnnl_success;
+    ok = ok && dnnl_memory_create(&ms[2], &e->dst_md, g_engine, yp) == dnnl_success;
+    ok = ok && (!bp || dnnl_memory_create(&ms[3], &e->bias_md, g_engine, (void *)bp) ==
+                           dnnl_success);
+    if (ok) {
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, ms[0]};
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, ms[1]};
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, ms[2]};
+        if (bp)
+            args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, ms[3]};
+        if (e->r_src) {
+            dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, ux}, {DNNL_ARG_TO, ms[0]}};
+            ok = dnnl_primitive_execute(e->r_src, tl_stream, 2, ra) == dnnl_success;
+        }
+        ok = ok && dnnl_primitive_execute(e->prim, tl_stream, na, args) == dnnl_success;
+        if (ok && e->r_dst) {
+            dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, ms[2]}, {DNNL_ARG_TO, uy}};
+            ok = dnnl_primitive_execute(e->r_dst, tl_stream, 2, ra) == dnnl_success;
+        }
+        ok = ok && dnnl_stream_wait(tl_stream) == dnnl_success;
+    }
+    if (ux)
+        dnnl_memory_destroy(ux);
+    if (uy)
+        dnnl_memory_destroy(uy);
+    for (int i = 0; i < 4; i++)
+        if (ms[i])
+            dnnl_memory_destroy(ms[i]);
+    if (!ok)
+        *st = ox_errorf(c->err, OX_EINVAL, "oneDNN primitive failed");
+    atomic_fetch_add(&g_runs, 1);
+    if (d->act.n)
+        atomic_fetch_add(&g_runs_act, 1);
+    return true;
+}
+
+/* The team size for a primitive: at most `want`, and no more than the
+ * cores the load average leaves free (counting this process as one).
+ * An OpenMP team spin-waits at its barriers; on an oversubscribed machine
+ * a 2-thread team waiting for a descheduled member was up to 100x slower
+ * than one thread (PERFORMANCE.md). libgomp's own dynamic adjustment does
+ * this too, but oneDNN requires a team of exactly the size it asked for
+ * (with it on, parts of the work were skipped). Load read once a second. */
+static int free_cores(int want)
+{
+    static atomic_int cached_free = 0;
+    static atomic_llong stamp = 0;
+    if (want <= 1)
+        return 1;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    long long now = (long long)ts.tv_sec;
+    if (atomic_load(&stamp) != now) {
+        double la[1];
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        int f = ncpu > 0 ? (int)ncpu : want;
+        if (getloadavg(la, 1) == 1)
+            f = (int)(ncpu - la[0] + 1.5);
+        atomic_store(&cached_free, f < 1 ? 1 : f);
+        atomic_store(&stamp, now);
+    }
+    int f = atomic_load(&cached_free);
+    return f < want ? f : want;
+}
+
+/* One run of a node at a time: its cache entries and their reorder
+ * buffers are shared (concurrent runs of one executor serialize here). */
+bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
+{
+    *st = OX_OK;
+    if (!d || !g_engine || !stream_ready())
+        return false;
+    /* Before creating primitives too: oneDNN sizes its work split and
+     * scratchpads by the thread count it sees then. */
+    int nt = c->pool ? ox_thread_pool_size(c->pool) : 1;
+    if (nt < 1)
+        nt = 1;
+    nt = free_cores(nt);
+    if (nt != tl_threads) {
+        omp_set_num_threads(nt);
+        tl_threads = nt;
+    }
+    pthread_mutex_lock(&d->lock);
+    bool r = run_locked(d, c, st);
+    pthread_mutex_unlock(&d->lock);
+    return r;
+}
+
+#else /* !OX_HAVE_DNNL: our own kernels run everything */
+
+bool ox_dnnl_enabled(void) { return false; }
+bool ox_dnnl_act_fusable(const ox_node *act) { (void)act; return false; }
+ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act)
+{
+    (void)n, (void)act;
+    return NULL;
+}
+bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
+{
+    (void)d, (void)c;
+    *st = OX_OK;
+    return false;
+}
+void ox_dnnl_free(ox_dnnl_node *d) { (void)d; }
+void ox_dnnl_counts(long *runs, long *with_act) { *runs = 0, *with_act = 0; }
+const char *ox_dnnl_version(void) { return NULL; }
+
+#endif

@@ -1,0 +1,47 @@
+/* Executor-private: the oneDNN (DNNL) backend for the heavy float32 ops
+ * (Conv, MatMul, Gemm, com.microsoft FusedConv/FusedGemm), with a fused
+ * activation epilogue run as a oneDNN post-op. The whole binding to the
+ * library lives in dnnl_backend.c; this header does not mention oneDNN, so
+ * a build without it (meson -Ddnnl=disabled, or the library missing) gets
+ * stubs and every node runs on our own kernels. docs/EXECUTOR.md. */
+#ifndef ONNXSCOPE_EXEC_DNNL_BACKEND_H
+#define ONNXSCOPE_EXEC_DNNL_BACKEND_H
+
+#include <stdbool.h>
+
+#include "onnxscope/exec.h"
+#include "onnxscope/ir.h"
+
+typedef struct ox_dnnl_node ox_dnnl_node;
+
+/* True when the backend is compiled in and ONNXSCOPE_NO_DNNL is unset (or
+ * "0"); read at each call so that one process can test both paths. */
+bool ox_dnnl_enabled(void);
+
+/* True when `act` (a node of the default domain) can run as a post-op of
+ * a oneDNN primitive: Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid,
+ * HardSwish, Clip with constant (initializer) bounds. */
+bool ox_dnnl_act_fusable(const ox_node *act);
+
+/* Plan time: the backend's state for node n (NULL when it does not take
+ * the op, its attributes or the activation). `act`, when not NULL, is the
+ * single consumer of n's output 0 to fuse as a post-op; the executor then
+ * skips it. Weights given by initializers are packed on first use. */
+ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act);
+
+/* Runs the node. Returns false, touching nothing, when the backend
+ * declines these inputs (dtype, rank, shape it does not take): the caller
+ * runs its own kernel (and the fused activation's). Otherwise true, with
+ * *st the outcome (outputs set through ox_kernel_output on OX_OK). */
+bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st);
+
+void ox_dnnl_free(ox_dnnl_node *d);
+
+/* Test hook: primitives executed by this process, and how many of them
+ * carried an activation post-op (zeros without oneDNN). */
+void ox_dnnl_counts(long *runs, long *with_act);
+
+/* The library and its version for reports ("oneDNN 2.6.3"), or NULL. */
+const char *ox_dnnl_version(void);
+
+#endif
