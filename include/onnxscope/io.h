@@ -44,6 +44,10 @@ uint64_t ox_model_external_bytes(const ox_model *m);
 /* Loads from memory (copied); external data relative to base_dir (may be NULL). */
 ox_status ox_load_buffer(const void *data, size_t len, const char *base_dir,
                          ox_model **out, ox_error *err);
+/* The same with load options (opts may be NULL): the fuzz harnesses load
+ * from memory the way `check` loads a file (keep_going). */
+ox_status ox_load_buffer_opts(const void *data, size_t len, const char *base_dir,
+                              const ox_load_opts *opts, ox_model **out, ox_error *err);
 
 typedef struct ox_save_opts {
     bool overwrite_input;     /* allow writing over m->path */

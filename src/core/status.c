@@ -22,9 +22,13 @@ ox_status ox_errorf(ox_error *err, ox_status st, const char *fmt, ...)
     if (!err || st == OX_OK || err->status != OX_OK)
         return st;
     err->status = st;
+    if (!fmt) {
+        err->msg[0] = '\0';
+        return st;
+    }
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt ? fmt : "", ap);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
     return st;
 }

@@ -181,6 +181,20 @@ ox_status ox_export_dot(const ox_model *m, const ox_export_opts *o,
     return st;
 }
 
+/* One Graphviz context for the process, created on first use and never
+ * freed. Graphviz 2.42's pango plugin keeps a static pointer to the last
+ * font name it measured, and that name belongs to the context: after
+ * gvFreeContext, the next layout in the same process (the TUI exporting
+ * twice, a test rendering several graphs) read freed memory (ASan,
+ * export_views). A context is meant to be reused across layouts anyway. */
+static GVC_t *shared_gvc(void)
+{
+    static GVC_t *gvc;
+    if (!gvc)
+        gvc = gvContext();
+    return gvc;
+}
+
 ox_status ox_export_render_graph(struct Agraph_s *g, const char *const *paths, int n,
                                  ox_error *err)
 {
@@ -196,7 +210,7 @@ ox_status ox_export_render_graph(struct Agraph_s *g, const char *const *paths, i
     }
     gv_msg[0] = '\0';
     agusererrf old = agseterrf(gv_collect);
-    GVC_t *gvc = gvContext();
+    GVC_t *gvc = shared_gvc();
     if (!gvc) {
         agseterrf(old);
         return ox_errorf(err, OX_ENOMEM, "cannot start Graphviz");
@@ -217,7 +231,6 @@ ox_status ox_export_render_graph(struct Agraph_s *g, const char *const *paths, i
         st = render_file(gvc, g, f, paths[i], err);
     }
     gvFreeLayout(gvc, g);
-    gvFreeContext(gvc);
     agseterrf(old);
     return st;
 }

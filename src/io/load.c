@@ -912,12 +912,19 @@ ox_status ox_load(const char *path, const ox_load_opts *opts, ox_model **out,
 ox_status ox_load_buffer(const void *data, size_t len, const char *base_dir,
                          ox_model **out, ox_error *err)
 {
+    return ox_load_buffer_opts(data, len, base_dir, NULL, out, err);
+}
+
+ox_status ox_load_buffer_opts(const void *data, size_t len, const char *base_dir,
+                              const ox_load_opts *opts, ox_model **out, ox_error *err)
+{
+    *out = NULL;
     ox_buffer *buf = ox_buffer_new(len);
     if (!buf)
         return ox_errorf(err, OX_ENOMEM, "out of memory");
     if (len)
         memcpy(buf->data, data, len);
-    ox_status st = load_from_buffer(buf, base_dir, NULL, out, err);
+    ox_status st = load_from_buffer(buf, base_dir, opts, out, err);
     ox_buffer_release(buf);
     return st;
 }

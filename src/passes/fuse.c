@@ -8,12 +8,16 @@
 #include "passes/pass_internal.h"
 
 /* The producer of n's input k when it is in n's graph, of type op. */
+/* The producer of n's input k when it is an `op` node of n's graph that
+ * has its own input 0 (every rewrite here reads it): a producer without
+ * inputs, which only a malformed model has, is never a match. */
 static ox_node *producer_is(const ox_node *n, int k, const char *op)
 {
     if (k >= n->n_inputs || !n->inputs[k])
         return NULL;
     ox_node *p = n->inputs[k]->producer;
-    return p && p->graph == n->graph && ox_node_is(p, op) ? p : NULL;
+    return p && p->graph == n->graph && ox_node_is(p, op) && p->n_inputs > 0 && p->inputs[0]
+           ? p : NULL;
 }
 
 static bool single_reader(const ox_value *v)
@@ -36,9 +40,10 @@ static int perm_of(const ox_node *t, int64_t *perm)
         return np;
     }
     int64_t d[OX_MAX_RANK];
-    int r = t->n_inputs > 0 ? ox__pass_static_shape(t->inputs[0], d) : -1;
-    if (r < 0 && t->inputs[0] && t->inputs[0]->type && t->inputs[0]->type->has_shape)
-        r = t->inputs[0]->type->rank;
+    const ox_value *x = t->n_inputs > 0 ? t->inputs[0] : NULL;
+    int r = x ? ox__pass_static_shape(x, d) : -1;
+    if (r < 0 && x && x->type && x->type->has_shape)
+        r = x->type->rank;
     for (int i = 0; i < r; i++)
         perm[i] = r - 1 - i;
     return r;
@@ -306,11 +311,12 @@ static ox_status pass_reduce_unsqueeze(ox_pass_ctx *c, ox_graph *g, ox_error *er
         ox_node *u = g->nodes[i];
         if (ox__pass_gone(u))
             continue;
-        if (!ox_node_is(u, "Unsqueeze") || u->n_inputs < 1 || !u->inputs[0] || !u->outputs ||
+        if (!ox_node_is(u, "Unsqueeze") || u->n_inputs < 1 || !u->inputs[0] || u->n_outputs < 1 ||
             !u->outputs[0])
             continue;
         ox_node *r = u->inputs[0]->producer;
-        if (!r || r->graph != g || !ox_node_is_default_domain(r) || strncmp(r->op_type, "Reduce", 6) ||
+        if (!r || r->graph != g || r->n_inputs < 1 || !r->inputs[0] ||
+            !ox_node_is_default_domain(r) || strncmp(r->op_type, "Reduce", 6) ||
             ox_node_attr_i(r, "keepdims", 1) != 0 || !single_reader(u->inputs[0]) ||
             r->n_outputs != 1)
             continue;

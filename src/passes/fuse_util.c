@@ -10,7 +10,12 @@
 
 ox_node *ox__fuse_prod(const ox_graph *g, const ox_value *v, const char *op)
 {
-    if (!v || !v->producer || v->producer->graph != g || !ox_node_is_default_domain(v->producer))
+    const ox_node *p = v ? v->producer : NULL;
+    /* Every fusion rewrites through the producer's input 0 and output 0, so
+     * a producer lacking either (only a malformed model has one) is never a
+     * match: callers then need no bounds checks of their own for those. */
+    if (!p || p->graph != g || !ox_node_is_default_domain(p) || p->n_inputs < 1 ||
+        !p->inputs[0] || p->n_outputs < 1)
         return NULL;
     return !op || !strcmp(v->producer->op_type, op) ? v->producer : NULL;
 }

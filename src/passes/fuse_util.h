@@ -8,7 +8,7 @@
 #include "passes/pass_internal.h"
 
 /* The producer of v when it lives in graph g, has the default domain and
- * op type op (NULL: any op); else NULL. */
+ * op type op (NULL: any op), and has an input 0 and an output; else NULL. */
 ox_node *ox__fuse_prod(const ox_graph *g, const ox_value *v, const char *op);
 /* v is read by exactly one node input, by no subgraph, and is not a graph
  * output: a fusion may make it disappear. */

@@ -489,7 +489,7 @@ static void check_copied(const char *src_model, const char *data, const long *of
     ox_model *b = NULL;
     assert_int_equal(ox_load(out, NULL, &b, &err), OX_OK);
     for (int i = 0; i < n; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "t%d", i);
         ox_value *v = ox_graph_find(b->graph, name);
         assert_non_null(v);
