@@ -54,7 +54,20 @@ typedef struct ox_bench_config {
     int64_t max_memory;       /* executor memory ceiling (ox_exec_opts) */
     double timeout_s;         /* > 0: the whole benchmark (each call) stops
                                * with OX_ETIMEDOUT after this long */
+    int profile_runs;         /* > 0: after the timed runs, this many more runs
+                               * with per-node timing (untimed for the
+                               * latency figures) fill ox_bench_stats.ops;
+                               * 0 (the default) skips them */
 } ox_bench_config;
+
+/* Time of one operator type over a run (main-graph nodes: an If/Loop/Scan
+ * counts its body's time as its own). */
+typedef struct ox_bench_op {
+    const char *op_type;      /* borrowed from the model */
+    const char *domain;       /* "" for the default domain (borrowed) */
+    int nodes;                /* main-graph nodes of this type */
+    double ms;                /* its fastest time over the profiled runs */
+} ox_bench_op;
 
 typedef struct ox_bench_stats {
     int iters;                /* timed runs done */
@@ -63,6 +76,18 @@ typedef struct ox_bench_stats {
     double throughput_per_s;  /* 1000 / mean */
     int64_t peak_rss_bytes;   /* process peak resident set while this model ran
                                * (reset before it where Linux allows); 0 unknown */
+    /* The cost model's FLOPs of one run (cost.h) and flops / p50 in GFLOP/s;
+     * both < 0 when the cost model does not know every node's FLOPs (or only
+     * an upper bound, an If counted by its larger branch). */
+    double flops, gflops;
+    /* With cfg->profile_runs: time per operator type (its minimum over the
+     * profiled runs), largest first (owned;
+     * the sum of ms is at most profile_ms, the rest being the executor's
+     * own time between nodes). */
+    ox_bench_op *ops;
+    int n_ops;
+    int profile_runs;         /* profiled runs done */
+    double profile_ms;        /* the fastest profiled run's wall time */
 } ox_bench_stats;
 
 typedef struct ox_bench_check {

@@ -213,6 +213,14 @@ void ox_pm_set_max_iterations(ox_pass_manager *pm, int n);
  * valid model (the failing pass's partial work kept). */
 ox_status ox_pm_run(ox_pass_manager *pm, ox_model *m, ox_pass_report *rep,
                     ox_error *err);
+/* ox_pm_run calling on_pass(ctx, pass, round) after each pass invocation
+ * (pass: its index; round: 0-based), for progress; on_pass returning false
+ * stops the run there and it returns OX_ECANCELLED with m partly optimized
+ * (a caller that cancels discards it). The TUI runs `a` in a worker thread
+ * with this and Esc cancels between passes. */
+typedef bool (*ox_pm_pass_fn)(void *ctx, int pass, int round);
+ox_status ox_pm_run_cb(ox_pass_manager *pm, ox_model *m, ox_pass_report *rep,
+                       ox_pm_pass_fn on_pass, void *ctx, ox_error *err);
 /* Runs pass i once over the model (all graphs), enabled or not.
  * max_rewrites > 0 stops after that many rewrites where the pass supports
  * it (ox_pass.single_rewrite), else the pass runs to completion once. */

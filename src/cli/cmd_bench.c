@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "onnxscope/bench.h"
+#include "onnxscope/peak.h"
 
 static void usage(FILE *f)
 {
@@ -20,7 +21,8 @@ static void usage(FILE *f)
             "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE] [--default-dim D]\n"
             "          [--input NAME=FILE.pb] [--fill NAME=VALUE] [--int-max M]\n"
             "          [--rtol R] [--atol A] [--json] [--trace FILE.json]\n"
-            "          [--max-memory SIZE] [--timeout SECONDS]\n"
+            "          [--max-memory SIZE] [--timeout SECONDS] [--top N] [--no-profile]\n"
+            "          [--no-cache]\n"
             "Runs MODEL W times untimed (default 1), then N times timed (default 50) on\n"
             "the --input/--fill values and seeded random data for the other inputs (as\n"
             "`run --random`; unknown dims are an error unless --default-dim) and prints\n"
@@ -31,7 +33,13 @@ static void usage(FILE *f)
             "--threads 0 uses every core. --trace writes one traced run's per-node\n"
             "timings as Chrome trace-event JSON (chrome://tracing, ui.perfetto.dev).\n"
             "--max-memory caps the tensor memory of a run (default 3/4 of RAM; K/M/G\n"
-            "suffixes); --timeout stops the whole benchmark after SECONDS (exit 1).\n");
+            "suffixes); --timeout stops the whole benchmark after SECONDS (exit 1).\n"
+            "Also printed: the cost model's FLOPs over p50 in GFLOP/s ('?' when some\n"
+            "node's FLOPs are unknown) and its fraction of this machine's peak at the\n"
+            "same thread count (an FMA microbenchmark of about 0.2 s, cached in\n"
+            "$XDG_CACHE_HOME/onnxscope/peak.tsv; --no-cache or ONNXSCOPE_RECALIBRATE=1\n"
+            "measures again), then the top N (default 10) operator types by time over\n"
+            "min(iters, 10) extra profiled runs (--no-profile skips them).\n");
 }
 
 static bool parse_int(const char *opt, const char *s, long lo, long *out)
@@ -64,7 +72,7 @@ static json_t *num_or_null(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
-static json_t *stats_json(const char *path, const ox_bench_stats *s, int threads)
+static json_t *stats_json_base(const char *path, const ox_bench_stats *s, int threads)
 {
     return json_pack("{s:s, s:s, s:i, s:i, s:{s:o, s:o, s:o, s:o, s:o, s:o}, s:o, s:I}",
                      "model", path, "device", "cpu", "threads", threads, "iters", s->iters,
@@ -73,6 +81,88 @@ static json_t *stats_json(const char *path, const ox_bench_stats *s, int threads
                      "mean", json_real(s->mean), "throughput_per_s",
                      json_real(s->throughput_per_s), "peak_rss_bytes",
                      (json_int_t)s->peak_rss_bytes);
+}
+
+/* The compute rate, its fraction of peak and the operator profile of s. */
+static json_t *stats_json(const char *path, const ox_bench_stats *s, int threads,
+                          const ox_peak *peak, int top)
+{
+    json_t *o = stats_json_base(path, s, threads);
+    if (!o)
+        return NULL;
+    bool known = s->flops >= 0 && s->gflops >= 0;
+    json_object_set_new(o, "flops", known ? json_integer((json_int_t)s->flops) : json_null());
+    json_object_set_new(o, "gflops", known ? json_real(s->gflops) : json_null());
+    json_object_set_new(o, "peak_fraction", known && peak->gflops > 0
+                                                ? json_real(s->gflops / peak->gflops)
+                                                : json_null());
+    if (s->profile_runs > 0) {
+        json_t *ops = json_array();
+        for (int i = 0; ops && i < s->n_ops && i < top; i++)
+            json_array_append_new(
+                ops, json_pack("{s:s, s:s, s:i, s:f, s:f}", "op_type", s->ops[i].op_type,
+                               "domain", s->ops[i].domain, "nodes", s->ops[i].nodes, "ms",
+                               s->ops[i].ms, "fraction",
+                               s->profile_ms > 0 ? s->ops[i].ms / s->profile_ms : 0.0));
+        json_object_set_new(o, "profile_runs", json_integer(s->profile_runs));
+        json_object_set_new(o, "profile_ms", json_real(s->profile_ms));
+        json_object_set_new(o, "top_ops", ops);
+    }
+    return o;
+}
+
+static const char *fmt_g(double v, char *buf, size_t len)
+{
+    if (v < 0)
+        snprintf(buf, len, "?");
+    else if (v >= 1e9)
+        snprintf(buf, len, "%.3g G", v / 1e9);
+    else if (v >= 1e6)
+        snprintf(buf, len, "%.3g M", v / 1e6);
+    else
+        snprintf(buf, len, "%.0f ", v);
+    return buf;
+}
+
+static void print_compute(const char *label, const ox_bench_stats *s, const ox_peak *peak)
+{
+    char f[32];
+    printf("%s: %sFLOP per run (cost model), ", label, fmt_g(s->flops, f, sizeof f));
+    if (s->gflops >= 0)
+        printf("%.2f GFLOP/s at p50", s->gflops);
+    else
+        printf("? GFLOP/s at p50 (some node's FLOPs unknown)");
+    char frac[32];
+    if (s->gflops >= 0 && peak->gflops > 0)
+        snprintf(frac, sizeof frac, "%.1f%%", 100 * s->gflops / peak->gflops);
+    else
+        snprintf(frac, sizeof frac, "?");
+    if (peak->gflops > 0)
+        printf(", %s of peak %.1f GFLOP/s (%d thread%s, %s, %s)\n", frac, peak->gflops,
+               peak->threads, peak->threads == 1 ? "" : "s", peak->isa,
+               peak->from_cache ? "cached" : "measured now");
+    else
+        printf(", peak unknown\n");
+}
+
+static void print_ops(const char *label, const ox_bench_stats *s, int top)
+{
+    if (s->profile_runs <= 0)
+        return;
+    printf("top operator types of %s (fastest of %d profiled run%s each; run %.3f ms):\n", label,
+           s->profile_runs, s->profile_runs == 1 ? "" : "s", s->profile_ms);
+    printf("  %-28s %6s %10s %7s\n", "op type", "nodes", "ms", "share");
+    for (int i = 0; i < s->n_ops && i < top; i++) {
+        char name[64];
+        if (s->ops[i].domain[0])
+            snprintf(name, sizeof name, "%s:%s", s->ops[i].domain, s->ops[i].op_type);
+        else
+            snprintf(name, sizeof name, "%s", s->ops[i].op_type);
+        printf("  %-28.28s %6d %10.3f %6.1f%%\n", name, s->ops[i].nodes, s->ops[i].ms,
+               s->profile_ms > 0 ? 100 * s->ops[i].ms / s->profile_ms : 0.0);
+    }
+    if (s->n_ops > top)
+        printf("  (%d more op type%s)\n", s->n_ops - top, s->n_ops - top == 1 ? "" : "s");
 }
 
 static void print_row(const char *label, const ox_bench_stats *s)
@@ -100,6 +190,9 @@ int ox_cmd_bench(int argc, char **argv)
         {"trace", required_argument, NULL, 't'},
         {"max-memory", required_argument, NULL, 'M'},
         {"timeout", required_argument, NULL, 'T'},
+        {"top", required_argument, NULL, 'P'},
+        {"no-profile", no_argument, NULL, 'N'},
+        {"no-cache", no_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -108,8 +201,9 @@ int ox_cmd_bench(int argc, char **argv)
     ox_infer_opts io = {0};
     ox_input_opts inputs = {.shapes = &io};
     const char *compare_path = NULL, *trace_path = NULL;
-    bool json = false;
-    int rc = 0;
+    bool json = false, no_profile = false, no_cache = false;
+    int rc = 0, top = 10;
+    ox_peak peak = {0};
     long v;
     ox_model *m = NULL, *mb = NULL;
     ox_bench_result r = {0};
@@ -184,6 +278,15 @@ int ox_cmd_bench(int argc, char **argv)
                 goto out;
             }
             break;
+        case 'P':
+            if (!parse_int("--top", optarg, 1, &v)) {
+                rc = 2;
+                goto out;
+            }
+            top = (int)v;
+            break;
+        case 'N': no_profile = true; break;
+        case 'C': no_cache = true; break;
         case 'h': usage(stdout); goto out;
         default:
             if (ox_cli_input_opt(c, optarg, &io, &inputs) > 0)
@@ -215,6 +318,8 @@ int ox_cmd_bench(int argc, char **argv)
     cfg.compare = mb;
     cfg.shapes = &io;
     cfg.inputs = &inputs;
+    if (!no_profile)
+        cfg.profile_runs = cfg.iters < 10 ? cfg.iters : 10;
     ox_error err = {0};
     ox_status st = ox_bench_run(&cfg, &r, &err);
     if (st) {
@@ -233,10 +338,11 @@ int ox_cmd_bench(int argc, char **argv)
         }
     }
     int threads = r.threads;   /* resolved: never "0" */
+    ox_peak_get(threads, no_cache, &peak);   /* peak.gflops 0 when it failed */
     if (r.compared && !r.check.ok)
         rc = 1;
     if (json) {
-        json_t *o = stats_json(path, &r.a, threads);
+        json_t *o = stats_json(path, &r.a, threads, &peak, top);
         if (!o) {
             ox_cli_error(NULL, "out of memory");
             rc = 1;
@@ -245,7 +351,8 @@ int ox_cmd_bench(int argc, char **argv)
         json_object_set_new(o, "warmup", json_integer(cfg.warmup));
         json_object_set_new(o, "seed", json_integer(cfg.seed));
         if (r.compared) {
-            json_object_set_new(o, "compare", stats_json(compare_path, &r.b, threads));
+            json_object_set_new(o, "compare",
+                                stats_json(compare_path, &r.b, threads, &peak, top));
             json_object_set_new(o, "speedup", json_real(r.speedup));
             json_object_set_new(o, "speedup_min", json_real(r.speedup_min));
             json_t *ck = json_pack("{s:o, s:o, s:b, s:f, s:f}", "max_abs_err",
@@ -258,6 +365,13 @@ int ox_cmd_bench(int argc, char **argv)
         }
         if (trace_path)
             json_object_set_new(o, "trace", json_string(trace_path));
+        json_object_set_new(
+            o, "peak",
+            peak.gflops > 0
+                ? json_pack("{s:f, s:i, s:s, s:s, s:b}", "gflops", peak.gflops, "threads",
+                            peak.threads, "isa", peak.isa, "cpu", peak.cpu, "cached",
+                            peak.from_cache)
+                : json_null());
         char *s =
             json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
         if (s)
@@ -282,6 +396,12 @@ int ox_cmd_bench(int argc, char **argv)
     }
     if (trace_path)
         printf("trace: %s\n", trace_path);
+    print_compute("model", &r.a, &peak);
+    if (r.compared)
+        print_compute("compare", &r.b, &peak);
+    print_ops("model", &r.a, top);
+    if (r.compared)
+        print_ops("compare", &r.b, top);
 out:
     ox_bench_result_free(&r);
     ox_model_free(m);

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "onnxscope/bench.h"
+#include "onnxscope/cost.h"
 #include "onnxscope/exec.h"
 #include "onnxscope/io.h"
 #include "onnxscope/outfile.h"
@@ -323,6 +324,153 @@ static ox_status run_model(const job *j, int which, ox_model *m, ox_rval *const 
     return st;
 }
 
+/* ---- per-operator profile --------------------------------------------------- */
+
+typedef struct op_prof {
+    const ox_graph *top;      /* only its nodes are counted (bodies are inside) */
+    ox_bench_op *ops;
+    int n, cap;
+    bool oom;
+    bool counting_nodes;      /* first profiled run: count nodes per type */
+} op_prof;
+
+static void op_hook(void *user, const ox_node *n, int64_t t0, int64_t t1)
+{
+    op_prof *p = user;
+    if (n->graph != p->top || p->oom)
+        return;
+    const char *op = n->op_type ? n->op_type : "?", *dom = n->domain ? n->domain : "";
+    int i = 0;
+    while (i < p->n && !(strcmp(p->ops[i].op_type, op) == 0 && strcmp(p->ops[i].domain, dom) == 0))
+        i++;
+    if (i == p->n) {
+        if (p->n == p->cap) {
+            int cap = p->cap ? p->cap * 2 : 32;
+            ox_bench_op *o = realloc(p->ops, (size_t)cap * sizeof *o);
+            if (!o) {
+                p->oom = true;
+                return;
+            }
+            p->ops = o;
+            p->cap = cap;
+        }
+        p->ops[p->n++] = (ox_bench_op){.op_type = op, .domain = dom};
+    }
+    if (p->counting_nodes)
+        p->ops[i].nodes++;
+    p->ops[i].ms += (double)(t1 - t0) / 1e6;
+}
+
+static int cmp_op(const void *a, const void *b)
+{
+    const ox_bench_op *x = a, *y = b;
+    return x->ms > y->ms ? -1 : x->ms < y->ms;
+}
+
+/* cfg->profile_runs more runs of m with the per-node hook, in an executor
+ * of their own so the timed runs carry no hook. A failure here leaves the
+ * profile empty rather than failing the benchmark. */
+static void profile_model(const job *j, ox_model *m, ox_rval *const *in, ox_bench_stats *s)
+{
+    const ox_bench_config *cfg = j->cfg;
+    op_prof p = {.top = m->graph};
+    ox_exec_opts eo = {.threads = cfg->threads, .max_memory = cfg->max_memory,
+                       .cancel = cfg->cancel, .deadline_ns = j->deadline_ns,
+                       .node_hook = op_hook, .node_hook_user = &p};
+    ox_exec *e = NULL;
+    ox_error err = {0};
+    int no = m->graph->n_outputs, ni = m->graph->n_inputs;
+    ox_rval **out = calloc((size_t)no + 1, sizeof *out);
+    if (!out || ox_exec_new(m, &eo, &e, &err) != OX_OK) {
+        free(out);
+        ox_error_clear(&err);
+        return;
+    }
+    /* Per profiled run: its wall time and its per-type times (row width
+     * fixed by the warm-up run, which meets every main-graph node). */
+    int runs = cfg->profile_runs, done = 0, width = 0;
+    double *wall = calloc((size_t)runs + 1, sizeof *wall), *rows = NULL;
+    if (!wall)
+        p.oom = true;
+    /* One untimed run first: the new executor's first run allocates. */
+    for (int it = -1; it < runs && !cancelled(cfg) && !p.oom; it++) {
+        for (int i = 0; i < p.n; i++)
+            p.ops[i].ms = 0;
+        p.counting_nodes = it == -1;
+        double t0 = now_ms();
+        ox_status st = ox_exec_run(e, ni, in, no, out, &err);
+        double t1 = now_ms();
+        for (int k = 0; k < no; k++) {
+            ox_rval_free(out[k]);
+            out[k] = NULL;
+        }
+        if (st || p.oom)
+            break;
+        if (it == -1) {
+            width = p.n;
+            rows = calloc((size_t)runs * (size_t)(width > 0 ? width : 1), sizeof *rows);
+            if (!rows)
+                p.oom = true;
+            continue;
+        }
+        if (p.n != width)
+            break;   /* a type seen only now: keep the runs so far */
+        wall[done] = t1 - t0;
+        for (int i = 0; i < width; i++)
+            rows[(size_t)done * (size_t)width + (size_t)i] = p.ops[i].ms;
+        done++;
+    }
+    ox_error_clear(&err);
+    ox_exec_free(e);
+    free(out);
+    if (done == 0 || p.oom) {
+        free(p.ops);
+        free(wall);
+        free(rows);
+        return;
+    }
+    /* Each type's fastest time over the runs, and the fastest run: on a
+     * shared machine one preempted node would dominate a mean or even a
+     * median run. The minima still add up to at most the fastest run (each
+     * is at most that run's time for its type). */
+    double best = wall[0];
+    for (int r = 1; r < done; r++)
+        best = wall[r] < best ? wall[r] : best;
+    for (int i = 0; i < width; i++) {
+        double m = rows[i];
+        for (int r = 1; r < done; r++) {
+            double v = rows[(size_t)r * (size_t)width + (size_t)i];
+            m = v < m ? v : m;
+        }
+        p.ops[i].ms = m;
+    }
+    qsort(p.ops, (size_t)p.n, sizeof *p.ops, cmp_op);
+    s->ops = p.ops;
+    s->n_ops = p.n;
+    s->profile_runs = done;
+    s->profile_ms = best;
+    free(wall);
+    free(rows);
+}
+
+/* The cost model's FLOPs of m (shapes as inferred for this benchmark) and
+ * the rate at the median latency. */
+static void model_flops(ox_model *m, ox_bench_stats *s)
+{
+    ox_model_cost c;
+    ox_error err = {0};
+    s->flops = s->gflops = -1;
+    if (ox_model_cost_compute(m, &c, &err) != OX_OK) {
+        ox_error_clear(&err);
+        return;
+    }
+    if (!c.known || c.n_upper > 0)
+        return;
+    s->flops = (double)c.flops;
+    if (s->p50 > 0)
+        s->gflops = s->flops / (s->p50 * 1e6);
+}
+
 /* Inputs for the compare model, matched to the first model's by name (an
  * optimized model may reorder or drop graph inputs). Borrowed pointers. */
 static ox_status map_inputs(const ox_model *a, ox_rval *const *in_a, const ox_model *b,
@@ -400,10 +548,16 @@ ox_status ox_bench_run(const ox_bench_config *cfg, ox_bench_result *r, ox_error 
     st = run_model(&j, 0, ma, in, mb ? oa : NULL, &r->a, err);
     if (st)
         goto out;
+    model_flops(ma, &r->a);
+    if (cfg->profile_runs > 0)
+        profile_model(&j, ma, in, &r->a);
     if (mb) {
         st = run_model(&j, 1, mb, in_b, ob, &r->b, err);
         if (st)
             goto out;
+        model_flops(mb, &r->b);
+        if (cfg->profile_runs > 0)
+            profile_model(&j, mb, in_b, &r->b);
         r->compared = true;
         r->speedup = r->b.p50 > 0 ? r->a.p50 / r->b.p50 : 0;
         r->speedup_min = r->b.min > 0 ? r->a.min / r->b.min : 0;
@@ -430,7 +584,11 @@ void ox_bench_result_free(ox_bench_result *r)
         return;
     free(r->a.latency_ms);
     free(r->b.latency_ms);
+    free(r->a.ops);
+    free(r->b.ops);
     r->a.latency_ms = r->b.latency_ms = NULL;
+    r->a.ops = r->b.ops = NULL;
+    r->a.n_ops = r->b.n_ops = 0;
 }
 
 /* ---- Chrome trace -------------------------------------------------------- */

@@ -962,6 +962,34 @@ ox_status ox_pm_run(ox_pass_manager *pm, ox_model *m, ox_pass_report *rep, ox_er
     return ox__pm_drive(pm, m, rep, NULL, NULL, err);
 }
 
+typedef struct run_cb {
+    ox_pm_pass_fn fn;
+    void *ctx;
+} run_cb;
+
+static bool run_cb_after(void *ctx, ox_model *m, int pass, int round, int inv, int rewrites)
+{
+    run_cb *c = ctx;
+    (void)m;
+    (void)inv;
+    (void)rewrites;
+    return !c->fn(c->ctx, pass, round);
+}
+
+ox_status ox_pm_run_cb(ox_pass_manager *pm, ox_model *m, ox_pass_report *rep,
+                       ox_pm_pass_fn on_pass, void *ctx, ox_error *err)
+{
+    if (!on_pass)
+        return ox_pm_run(pm, m, rep, err);
+    run_cb c = {on_pass, ctx};
+    ox__pm_hook h = {.after = run_cb_after, .stop_before = -1, .ctx = &c};
+    bool stopped = false;
+    ox_status st = ox__pm_drive(pm, m, rep, &h, &stopped, err);
+    if (st == OX_OK && stopped)
+        return ox_errorf(err, OX_ECANCELLED, "cancelled");
+    return st;
+}
+
 ox_status ox__pm_invoke(ox_pass_manager *pm, ox_model *m, int i, int max_rewrites,
                         ox_pass_report *rep, int *rewrites, ox_error *err)
 {

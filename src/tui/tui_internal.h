@@ -20,6 +20,7 @@
 #include "onnxscope/randinput.h"
 #include "onnxscope/theme.h"
 #include "tui/tui_filter.h"
+#include "tui/tui_job.h"
 #include "tui/tui_stepper.h"
 
 /* ---- the key table ------------------------------------------------------
@@ -60,6 +61,8 @@
     X(HIDE_CONST, 'H', 0, "H", "Nodes", "hide / show Constant nodes")                \
     X(GOTO, ':', 0, ":", "global", "go to node by index (:644)")                     \
     X(NEIGH, 'v', 0, "v", "Nodes", "neighbourhood of the selected node")             \
+    X(RADIUS_UP, '+', '=', "+", "Neighbourhood", "radius +1 (up to 3 steps around the node)") \
+    X(RADIUS_DOWN, '-', 0, "-", "Neighbourhood", "radius -1")                        \
     X(EDIT, 'e', 0, "e", "Inputs/Outputs", "edit an input shape (re-infers)")        \
     X(CLEAR, 'c', 0, "c", "Inputs/Outputs", "clear shape overrides")                 \
     X(TOGGLE, ' ', 0, "Space", "Passes", "toggle the selected pass")                 \
@@ -74,7 +77,7 @@
     X(LEVEL, 'L', 0, "L", "Passes", "cycle level preset: basic, extended, all")      \
     X(BISECT, 'B', 0, "B", "Passes", "bisect: first pass and rewrite changing the outputs") \
     X(BENCH, 'b', 0, "b", "global", "run the benchmark (Bench panel)")               \
-    X(CANCEL, 27, 0, "Esc", "Bench", "cancel the benchmark / close a prompt")        \
+    X(CANCEL, 27, 0, "Esc", "global", "cancel the running job (export, passes, shapes, benchmark) / close a prompt") \
     X(EXPORT, 'x', 0, "x", "global", "export DOT/SVG/PNG (graph, neighbourhood, diff)") \
     X(WRITE, 'w', 0, "w", "global", "save the (optimized) model")                    \
     X(REDRAW, TUI_CTRL('l'), KEY_RESIZE, "C-l", "global", "redraw the screen")
@@ -198,6 +201,9 @@ struct tui {
     char **ophist;         /* "Conv 12" items, most frequent first (cached) */
     int n_ophist;
     int n_nodes_rec;       /* nodes of the model, subgraphs included */
+    int op_w;              /* widest op type of the browsed graph (Nodes column) */
+    int name_w;            /* widest node label of the browsed graph */
+    int io_name_w;         /* widest graph input/output name (I/O column) */
 
     /* detail */
     ox_node *detail;
@@ -209,6 +215,7 @@ struct tui {
     /* neighbourhood */
     ox_node *neigh;
     int neigh_sel;         /* index into producers then consumers */
+    int neigh_radius;      /* 1..3 (+/-); 0 reads as 1 */
 
     /* initializers of the current graph */
     ox_value **inits;
@@ -232,7 +239,7 @@ struct tui {
     bool ascii, color;
     ox_theme theme;
     int attr[OX_SLOT_COUNT];   /* curses attributes per slot */
-    char status[256];
+    char status[1024];     /* long errors wrap over up to 6 lines */
     int status_slot;
     char search[64];
     tui_prompt_kind prompt;
@@ -270,6 +277,10 @@ struct tui {
     tui_bench_result bench;
     int bench_iters;
     ox_input_opts bench_inputs;   /* --input/--fill/--int-max/--default-dim */
+
+    /* the worker-thread job (tui_job.h): NULL when none runs */
+    tui_job *job;
+    atomic_int job_bg;     /* abandoned model jobs still ending */
 
     /* timing log */
     FILE *timing;

@@ -188,9 +188,50 @@ static void draw_tabs(tui *t)
     }
     const char *base = strrchr(t->path, '/');
     base = base ? base + 1 : t->path;
-    int bl = tui_utf8_cols(base);
+    /* The panels show the optimized copy after a step or `a`: say so. */
+    bool opt = t->cur != t->orig;
+    char lbl[600];
+    snprintf(lbl, sizeof lbl, "%s%s", base, opt ? " (optimized)" : "");
+    int bl = tui_utf8_cols(lbl);
     if (x + bl + 2 < COLS)
-        tui_put(0, COLS - bl - 1, bl, OX_SLOT_UI_TITLE, t, base);
+        tui_put(0, COLS - bl - 1, bl, opt ? OX_SLOT_UI_CHANGED : OX_SLOT_UI_TITLE, t, lbl);
+    else if (opt && x + 6 < COLS)
+        tui_put(0, COLS - 6, 5, OX_SLOT_UI_CHANGED, t, "[opt]");
+}
+
+/* Greedy word wrap of s into at most max lines of w columns (a word
+ * longer than a line is cut); returns the lines used. */
+static int wrap_text(const char *s, int w, char lines[][1100], int max)
+{
+    int n = 0;
+    if (w < 10)
+        w = 10;
+    while (*s && n < max) {
+        while (*s == ' ')
+            s++;
+        size_t len = strlen(s), cut = 0, last_space = 0;
+        char tmp[1100];
+        /* the longest prefix of at most w columns */
+        while (cut < len && cut < sizeof tmp - 1) {
+            size_t next = cut + 1;
+            while (next < len && ((unsigned char)s[next] & 0xC0) == 0x80)
+                next++;
+            memcpy(tmp, s, next);
+            tmp[next] = 0;
+            if (tui_utf8_cols(tmp) > w)
+                break;
+            if (s[cut] == ' ')
+                last_space = cut;
+            cut = next;
+        }
+        if (cut < len && last_space > 0)
+            cut = last_space;
+        if (n == max - 1 && cut < len)
+            cut = len < sizeof tmp - 1 ? len : sizeof tmp - 1;   /* the last line takes the rest (clipped) */
+        snprintf(lines[n++], 1100, "%.*s", (int)cut, s);
+        s += cut;
+    }
+    return n;
 }
 
 static void draw_status(tui *t)
@@ -219,7 +260,28 @@ static void draw_status(tui *t)
         snprintf(right, sizeof right, " %d/%d ", rows ? p->sel + 1 : 0, rows);
     }
     int rw = (int)strlen(right);
-    if (t->status[0])
+    if (!t->status[0] && t->job) {
+        /* The running job: what, what now, and a bar when measurable. */
+        char jb[400];
+        double frac = tui_job_status(t, jb, sizeof jb);
+        int bw = 20;   /* "[#####.....] 45%" when measurable and there is room */
+        if (frac < 0 || tui_utf8_cols(jb) + 1 + bw + rw > COLS)
+            bw = 0;
+        tui_put(y, 0, COLS - rw - (bw ? bw + 1 : 0), OX_SLOT_UI_WARNING, t, jb);
+        if (bw)
+            tui_progress(t, y, COLS - rw - bw, bw, frac);
+    } else if (t->status[0] && t->status_slot == OX_SLOT_UI_ERROR &&
+               tui_utf8_cols(t->status) > COLS - rw) {
+        /* A long error wraps upwards over the panel (up to 6 lines) until
+         * the next key, instead of being cut. */
+        char lines[6][1100];
+        int nl = wrap_text(t->status, COLS - rw - 1, lines, 6);
+        for (int i = 0; i < nl; i++) {
+            int ly = y - (nl - 1) + i;
+            tui_fill(ly, 0, COLS, OX_SLOT_UI_ERROR, t);
+            tui_put(ly, 0, i == nl - 1 ? COLS - rw : COLS, OX_SLOT_UI_ERROR, t, lines[i]);
+        }
+    } else if (t->status[0])
         tui_put(y, 0, COLS - rw, t->status_slot == OX_SLOT_UI_ERROR ? OX_SLOT_UI_ERROR
                                                                     : OX_SLOT_UI_STATUS,
                 t, t->status);
@@ -405,33 +467,117 @@ static void export_open(tui *t)
     tui_prompt_open(t, TUI_PROMPT_EXPORT, def);
 }
 
+/* Export runs in a worker (Graphviz lays out a BERT-base for ~30 s and
+ * cannot be interrupted): it renders copies of the models into a temporary
+ * file next to the target, renamed into place when it succeeds; Esc
+ * abandons it, and the thread removes the temporary file when it ends. */
+typedef struct export_job {
+    ox_model *m, *after;      /* private copies */
+    ox_export_opts o;
+    char around[256];
+    char path[512], tmp[600];
+    const char *what;
+    ox_status st;
+    ox_error err;
+    ox_export_stats stats;
+} export_job;
+
+/* Graphviz (libcgraph) keeps global state and is not thread-safe: an
+ * export waits for an abandoned one that is still rendering. */
+static pthread_mutex_t export_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void export_run(tui_job *j)
+{
+    export_job *e = j->ctx;
+    if (pthread_mutex_trylock(&export_mu) != 0) {
+        tui_job_note(j, "waiting for the cancelled export to end");
+        pthread_mutex_lock(&export_mu);
+    }
+    tui_job_note(j, "rendering (Esc abandons)");
+    e->st = ox_export_render(e->m, &e->o, e->tmp, OX_EXPORT_AUTO, &e->stats, &e->err);
+    pthread_mutex_unlock(&export_mu);
+}
+
+static void export_discard(tui_job *j)
+{
+    export_job *e = j->ctx;
+    unlink(e->tmp);
+    ox_model_free(e->m);
+    ox_model_free(e->after);
+}
+
+static void export_done(tui *t, tui_job *j)
+{
+    export_job *e = j->ctx;
+    if (e->st == OX_OK && rename(e->tmp, e->path) != 0)
+        e->st = ox_errorf(&e->err, OX_EIO, "cannot rename %s to %s: %s", e->tmp, e->path,
+                          strerror(errno));
+    if (e->st != OX_OK)
+        tui_set_status(t, OX_SLOT_UI_ERROR, "export failed: %s",
+                       e->err.msg[0] ? e->err.msg : ox_strerror(e->st));
+    else
+        tui_set_status(t, OX_SLOT_UI_OK, "exported %s (%d nodes) to %s", e->what,
+                       e->stats.op_nodes, e->path);
+    export_discard(j);
+}
+
+/* "x.svg" -> "./.x.svg.part-PID-N.svg": same directory (rename stays on
+ * one file system), same extension (the format follows it). */
+static void export_tmp_name(const char *path, char *tmp, size_t len)
+{
+    static int seq;
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    const char *dot = strrchr(base, '.');
+    snprintf(tmp, len, "%.*s.%s.part-%ld-%d%s", (int)(base - path), path, base, (long)getpid(),
+             ++seq, dot ? dot : "");
+}
+
 static void export_do(tui *t, const char *path)
 {
-    ox_export_opts o;
-    ox_export_opts_init(&o);
-    o.theme = &t->theme;
-    char idx[32];
-    const ox_model *m = t->cur;
-    const char *what = "graph";
-    if (t->export_scope == 1 && t->neigh) {
-        snprintf(idx, sizeof idx, "%d", t->neigh->index);
-        o.around = t->neigh->name && t->neigh->name[0] ? t->neigh->name : idx;
-        o.radius = 2;
-        what = "neighbourhood";
-    } else if (t->export_scope == 2) {
-        m = t->orig;
-        o.diff_after = t->cur;
-        what = "diff";
+    tui_job *j = calloc(1, sizeof *j);
+    export_job *e = calloc(1, sizeof *e);
+    if (!j || !e) {
+        free(j);
+        free(e);
+        tui_set_status(t, OX_SLOT_UI_ERROR, "export failed: out of memory");
+        return;
     }
-    ox_export_stats st;
-    memset(&st, 0, sizeof st);
-    ox_error err = {0};
-    ox_status s = ox_export_render(m, &o, path, OX_EXPORT_AUTO, &st, &err);
-    if (s != OX_OK)
-        tui_set_status(t, OX_SLOT_UI_ERROR, "export failed: %s",
-                       err.msg[0] ? err.msg : ox_strerror(s));
-    else
-        tui_set_status(t, OX_SLOT_UI_OK, "exported %s (%d nodes) to %s", what, st.op_nodes, path);
+    j->ctx = e;
+    ox_export_opts_init(&e->o);
+    e->o.theme = &t->theme;   /* t outlives every job: it is static */
+    e->what = "graph";
+    const ox_model *src = t->cur;
+    if (t->export_scope == 1 && t->neigh) {
+        if (t->neigh->name && t->neigh->name[0])
+            snprintf(e->around, sizeof e->around, "%s", t->neigh->name);
+        else
+            snprintf(e->around, sizeof e->around, "%d", t->neigh->index);
+        e->o.around = e->around;
+        e->o.radius = t->neigh_radius > 0 ? t->neigh_radius : 2;
+        e->what = "neighbourhood";
+    } else if (t->export_scope == 2) {
+        src = t->orig;
+        e->after = ox_model_clone(t->cur);
+        e->o.diff_after = e->after;
+        e->what = "diff";
+    }
+    e->m = ox_model_clone(src);
+    if (!e->m || (t->export_scope == 2 && !e->after)) {
+        export_discard(j);
+        free(e);
+        free(j);
+        tui_set_status(t, OX_SLOT_UI_ERROR, "export failed: out of memory copying the model");
+        return;
+    }
+    snprintf(e->path, sizeof e->path, "%s", path);
+    export_tmp_name(path, e->tmp, sizeof e->tmp);
+    snprintf(j->what, sizeof j->what, "exporting %s to %s", e->what, path);
+    j->run = export_run;
+    j->done = export_done;
+    j->discard = export_discard;
+    t->status[0] = 0;
+    tui_job_start(t, j);
 }
 
 static bool same_file(const char *a, const char *b)
@@ -559,19 +705,22 @@ static int prompt_submit(tui *t)
         goto_index(t, s);
         break;
     case TUI_PROMPT_SHAPE: {
-        if (t->bench_running) {
-            tui_set_status(t, OX_SLOT_UI_WARNING, "wait for the benchmark to finish");
+        if (t->bench_running || tui_job_busy(t, true)) {
+            tui_set_status(t, OX_SLOT_UI_WARNING, "wait for the %s to finish",
+                           t->bench_running ? "benchmark" : "running job");
             break;
         }
         ox_error err = {0};
         if (tui_apply_shape(t, t->pending_path, s, &err) != OX_OK)
             tui_set_status(t, OX_SLOT_UI_ERROR, "shape %s: %s", s, err.msg);
-        else
+        else if (!t->job)
             tui_set_status(t, OX_SLOT_UI_OK, "%s = %s: shapes re-inferred", t->pending_path, s);
         break;
     }
     case TUI_PROMPT_EXPORT:
-        if (s[0])
+        if (s[0] && tui_job_busy(t, false))
+            tui_set_status(t, OX_SLOT_UI_WARNING, "busy: wait for the running job or Esc it");
+        else if (s[0])
             export_do(t, s);
         break;
     case TUI_PROMPT_SAVE:
@@ -780,6 +929,22 @@ static int handle_mouse(tui *t)
     return TUI_REDRAW;
 }
 
+/* Keys that edit or run the shown model: refused while a job owns it
+ * (the UI keeps answering the others). */
+static bool model_key(const tui *t, tui_action a)
+{
+    switch (a) {
+    case TUI_A_STEP: case TUI_A_STEP_REST: case TUI_A_UNDO: case TUI_A_TOGGLE:
+    case TUI_A_RESET: case TUI_A_APPLY_ALL: case TUI_A_LEVEL: case TUI_A_BISECT:
+    case TUI_A_EDIT: case TUI_A_CLEAR: case TUI_A_BENCH:
+        return true;
+    case TUI_A_ENTER:
+        return t->cur_panel == TUI_P_PASSES || t->cur_panel == TUI_P_IO;
+    default:
+        return false;
+    }
+}
+
 static int handle_key(tui *t, int ch)
 {
     if (ch == KEY_MOUSE)
@@ -805,6 +970,21 @@ static int handle_key(tui *t, int ch)
     if (a == TUI_A_NONE)
         return TUI_HANDLED;
     t->status[0] = 0;
+    if (a == TUI_A_CANCEL && t->job) {
+        tui_job_escape(t);
+        return TUI_REDRAW;
+    }
+    if (model_key(t, a) && tui_job_busy(t, true)) {
+        char jb[300];
+        tui_job_status(t, jb, sizeof jb);
+        tui_set_status(t, OX_SLOT_UI_WARNING, "busy (the model is in use): %s",
+                       t->job ? jb : "a cancelled job is still ending");
+        return TUI_REDRAW;
+    }
+    if (a == TUI_A_EXPORT && tui_job_busy(t, false)) {
+        tui_set_status(t, OX_SLOT_UI_WARNING, "busy: one job at a time (Esc cancels it)");
+        return TUI_REDRAW;
+    }
     tui_panel *p = &t->panels[t->cur_panel];
     if (p->key) {
         int r = p->key(t, a);
@@ -961,6 +1141,7 @@ static void load_theme(tui *t, const char *name, char *warn, size_t wn)
 
 static void tui_free(tui *t)
 {
+    tui_job_quit(t);
     if (t->bench_running) {
         tui_bench_cancel(t);
         pthread_join(t->bench_thread, NULL);
@@ -1168,8 +1349,8 @@ int ox_tui_main(int argc, char **argv)
     while (!quit_after) {
         /* Idle time finds out which passes have no match (one pass per
          * turn, small models only): a key is never kept waiting longer. */
-        bool idle = tui_passes_idle_pending(t);
-        timeout(idle ? 0 : t->bench_running ? 100 : -1);
+        bool idle = !t->job && tui_passes_idle_pending(t);
+        timeout(idle ? 0 : t->job ? 50 : t->bench_running ? 100 : -1);
         int ch = getch();
         double k0 = mono_ms();
         int flags = TUI_REDRAW;
@@ -1178,9 +1359,11 @@ int ox_tui_main(int argc, char **argv)
         else if (idle)
             flags = tui_passes_idle(t) ? TUI_REDRAW : 0;
         tui_bench_poll(t);
+        if (tui_job_poll(t))
+            flags |= TUI_REDRAW;
         if (flags & TUI_QUIT)
             break;
-        if (!(flags & TUI_REDRAW) && ch == ERR && !t->bench_running)
+        if (!(flags & TUI_REDRAW) && ch == ERR && !t->bench_running && !t->job)
             continue;
         draw(t);
         refresh();

@@ -335,9 +335,19 @@ ox_status tui_model_refresh(tui *t, ox_error *err)
     t->sum_known = true;
     t->sum_upper = false;
     t->sum_unknown = 0;
+    t->op_w = 2;
+    t->name_w = 4;
     for (int i = 0; i < g->n_nodes; i++) {
         ox_cost c;
         ox_node_cost(g->nodes[i], &c);
+        /* Column widths follow the content (BatchNormalization is 18). */
+        int ow = g->nodes[i]->op_type ? (int)strlen(g->nodes[i]->op_type) : 1;
+        if (ow > t->op_w)
+            t->op_w = ow;
+        const char *nm = g->nodes[i]->name;
+        int nw = nm && nm[0] ? (int)strlen(nm) : ow + 7;   /* "Op_1234" when unnamed */
+        if (nw > t->name_w)
+            t->name_w = nw;
         t->rc[i].node = g->nodes[i];
         t->rc[i].macs = c.macs;
         t->rc[i].known = c.known;
@@ -351,6 +361,13 @@ ox_status tui_model_refresh(tui *t, ox_error *err)
         }
     }
     t->n_rc = g->n_nodes;
+    t->io_name_w = 4;
+    for (int i = 0; i < g->n_inputs + g->n_outputs; i++) {
+        const ox_value *v = i < g->n_inputs ? g->inputs[i] : g->outputs[i - g->n_inputs];
+        int nw = v && v->name ? tui_utf8_cols(v->name) : 0;
+        if (nw > t->io_name_w)
+            t->io_name_w = nw;
+    }
     if (!t->lazy_sorts)   /* opening (off the UI thread), a shape edit: sort now */
         for (int k = TUI_SORT_MACS; k < TUI_SORT_COUNT; k++)
             build_perm(t, (tui_sort)k);
@@ -402,6 +419,135 @@ static void reinfer(tui *t, ox_error *err)
     ox_model_cost_compute(t->orig, &t->cost_orig, NULL);
 }
 
+/* Re-inference after a shape change on a large model runs in a worker on
+ * copies of the original and the shown model (inference rewrites every
+ * type in place, which the panels read while they draw); when it ends the
+ * copies replace them. Esc abandons it: the shapes stay as they were. */
+typedef struct shape_job {
+    ox_model *orig, *cur;     /* copies with the file's input types back */
+    ox_infer_opts io;         /* the new overrides */
+    ox_infer_stats stats;
+    ox_model_cost cost_orig;
+    ox_error err;
+    char msg[200];
+} shape_job;
+
+static void shape_run(tui_job *j)
+{
+    shape_job *q = j->ctx;
+    ox_model *shown = q->cur ? q->cur : q->orig;
+    q->io.reset = true;
+    q->io.stats = &q->stats;
+    tui_job_note(j, "inferring shapes (Esc abandons)");
+    ox_infer_model(shown, &q->io, &q->err);
+    q->io.stats = NULL;
+    if (q->cur)
+        ox_infer_model(q->orig, &q->io, NULL);
+    tui_job_note(j, "computing costs (Esc abandons)");
+    ox_model_cost_compute(q->orig, &q->cost_orig, NULL);
+}
+
+static void shape_discard(tui_job *j)
+{
+    shape_job *q = j->ctx;
+    ox_model_free(q->orig);
+    ox_model_free(q->cur);
+    ox_infer_opts_free(&q->io);
+    q->orig = q->cur = NULL;
+}
+
+static void shape_done(tui *t, tui_job *j)
+{
+    shape_job *q = j->ctx;
+    ox_model *old_orig = t->orig, *old_cur = t->cur;
+    /* The stepper's history refers to the original as "orig" (NULL) and
+     * holds its own copies otherwise: swapping the two is enough. */
+    t->orig = t->st.orig = q->orig;
+    t->cur = t->st.cur = q->cur ? q->cur : q->orig;
+    q->orig = q->cur = NULL;
+    if (old_cur != old_orig)
+        ox_model_free(old_cur);
+    ox_model_free(old_orig);
+    ox_infer_opts_free(&t->iopts);
+    t->iopts = q->io;
+    memset(&q->io, 0, sizeof q->io);
+    t->istats = q->stats;
+    t->iopts.stats = &t->istats;
+    t->iopts.reset = true;
+    t->cost_orig = q->cost_orig;
+    t->shapes_edited = true;
+    tui_stepper_touch(&t->st);
+    t->gdepth = 0;
+    t->graph = t->cur->graph;
+    t->detail = t->neigh = NULL;
+    t->n_hist = 0;
+    t->stats_for = NULL;
+    t->dtab_valid = false;
+    ox_error e3 = {0};
+    tui_model_refresh(t, &e3);
+    if (q->err.status)
+        tui_set_status(t, OX_SLOT_UI_ERROR, "%s: %s", q->msg, q->err.msg);
+    else
+        tui_set_status(t, OX_SLOT_UI_OK, "%s: shapes re-inferred", q->msg);
+    shape_discard(j);
+}
+
+/* Installs the overrides `fresh` (moved) and re-infers: at once on a small
+ * model, in a worker (t->job set) on a large one. */
+static ox_status shapes_install(tui *t, ox_infer_opts *fresh, const char *msg, ox_error *err)
+{
+    int max = t->st.probe_max_nodes;
+    if (t->st.cur_nodes > max || t->orig->graph->n_nodes > max) {
+        tui_job *j = calloc(1, sizeof *j);
+        shape_job *q = calloc(1, sizeof *q);
+        if (j && q) {
+            q->orig = ox_model_clone(t->orig);
+            q->cur = t->cur != t->orig ? ox_model_clone(t->cur) : NULL;
+        }
+        if (!j || !q || !q->orig || (t->cur != t->orig && !q->cur)) {
+            if (q) {
+                ox_model_free(q->orig);
+                ox_model_free(q->cur);
+            }
+            free(j);
+            free(q);
+            ox_infer_opts_free(fresh);
+            return ox_errorf(err, OX_ENOMEM, "out of memory copying the model");
+        }
+        restore_input_types(t, q->orig);
+        if (q->cur)
+            restore_input_types(t, q->cur);
+        q->io = *fresh;
+        memset(fresh, 0, sizeof *fresh);
+        snprintf(q->msg, sizeof q->msg, "%s", msg);
+        j->ctx = q;
+        j->model = true;
+        snprintf(j->what, sizeof j->what, "%s", msg);
+        j->run = shape_run;
+        j->done = shape_done;
+        j->discard = shape_discard;
+        t->status[0] = 0;
+        tui_job_start(t, j);
+        return OX_OK;
+    }
+    ox_infer_opts_free(&t->iopts);
+    t->iopts = *fresh;
+    memset(fresh, 0, sizeof *fresh);
+    restore_input_types(t, t->orig);
+    if (t->cur != t->orig)
+        restore_input_types(t, t->cur);
+    ox_error e2 = {0};
+    reinfer(t, &e2);
+    t->shapes_edited = true;
+    tui_stepper_touch(&t->st);   /* types changed: pass matches may have too */
+    ox_status st = e2.status;
+    if (st != OX_OK && err)
+        *err = e2;
+    ox_error e3 = {0};
+    tui_model_refresh(t, &e3);
+    return st;
+}
+
 ox_status tui_apply_shape(tui *t, const char *input, const char *shape, ox_error *err)
 {
     char arg[600];
@@ -435,21 +581,9 @@ ox_status tui_apply_shape(tui *t, const char *input, const char *shape, ox_error
             ox_infer_opts_free(&fresh);
             return err->status;
         }
-    ox_infer_opts_free(&t->iopts);
-    t->iopts = fresh;
-    restore_input_types(t, t->orig);
-    if (t->cur != t->orig)
-        restore_input_types(t, t->cur);
-    ox_error e2 = {0};
-    reinfer(t, &e2);
-    t->shapes_edited = true;
-    tui_stepper_touch(&t->st);   /* types changed: pass matches may have too */
-    ox_status st = e2.status;
-    if (st != OX_OK && err)
-        *err = e2;
-    ox_error e3 = {0};
-    tui_model_refresh(t, &e3);
-    return st;
+    char msg[200];
+    snprintf(msg, sizeof msg, "%.90s = %.90s", input, shape);
+    return shapes_install(t, &fresh, msg, err);
 }
 
 void tui_save_input_types(tui *t)
@@ -500,15 +634,8 @@ void tui_reinfer_cur(tui *t)
 
 void tui_clear_shapes(tui *t, ox_error *err)
 {
-    ox_infer_opts_free(&t->iopts);
-    memset(&t->iopts, 0, sizeof t->iopts);
-    restore_input_types(t, t->orig);
-    if (t->cur != t->orig)
-        restore_input_types(t, t->cur);
-    reinfer(t, err);
-    t->shapes_edited = true;
-    tui_stepper_touch(&t->st);
-    tui_model_refresh(t, err);
+    ox_infer_opts none = {0};
+    shapes_install(t, &none, "shape overrides cleared", err);
 }
 
 static void add_line(tui *t, int *cap, int slot, ox_node *target, ox_value *v,

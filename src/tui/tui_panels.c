@@ -49,6 +49,15 @@ static void overview_draw(tui *t, int y0, int h, int w)
         ROW("File", "%s  (%s%s)", t->path, ox_fmt_bytes((int64_t)m->file_size, true, a, sizeof a),
             xb);
     }
+    /* Every figure below is of the shown model: say when that is the
+     * optimized copy rather than the file. */
+    if (t->cur != t->orig && y < end) {
+        tui_put(y, 1, lw, OX_SLOT_UI_HEADER, t, "Showing");
+        tui_putf(y, lw + 1, vw, OX_SLOT_UI_CHANGED, t,
+                 "the optimized copy (%s), not the file: nodes %d -> %d; w saves it",
+                 t->st.label, t->orig->graph->n_nodes, m->graph->n_nodes);
+        y++;
+    }
     ROW("Producer", "%s %s   IR version %lld   model version %lld",
         m->producer_name && m->producer_name[0] ? m->producer_name : "(none)",
         m->producer_version ? m->producer_version : "", (long long)m->ir_version,
@@ -128,26 +137,37 @@ static int nodes_rows(tui *t)
     return t->n_order;
 }
 
-static void nodes_cols(int w, int *name_w, int *shape_w)
+/* "index op name shapes MACs %": the op column as wide as the widest op
+ * of the graph (up to a quarter of the width), the name and the shapes
+ * share the rest (widths measured once per refresh). */
+static void nodes_cols(const tui *t, int w, int *op_w, int *name_w, int *shape_w)
 {
-    /* "index op name shapes MACs %" with the name taking what is left */
-    int fixed = 7 + 17 + 9 + 7;
+    int ow = t->op_w < 2 ? 2 : t->op_w;
+    if (ow > w / 4)
+        ow = w / 4 > 8 ? w / 4 : 8;
+    *op_w = ow;
+    int fixed = 7 + ow + 1 + 9 + 7;
     int rest = w - fixed;
-    *shape_w = rest > 60 ? rest / 3 : rest / 2;
-    if (*shape_w > 40)
-        *shape_w = 40;
-    *name_w = rest - *shape_w - 1;
+    /* The name gets what it needs, keeping 12 columns for the shapes;
+     * shapes take the rest up to 48 columns, then the name again. */
+    int nw = t->name_w < rest - 13 ? t->name_w : rest - 13;
+    if (nw < 8)
+        nw = 8;
+    int sw = rest - nw - 1;
+    if (sw > 48) {
+        nw += sw - 48;
+        sw = 48;
+    }
+    *name_w = nw;
+    *shape_w = sw;
 }
 
 static const char *nodes_header(tui *t, char *buf, int w)
 {
-    int nw, sw;
-    nodes_cols(w, &nw, &sw);
-    static const char *const sorts[] = {"order", "MACs", "op", "name"};
-    snprintf(buf, 512, "%6s %-16s %-*s %-*s %8s %6s", "#", "op", nw, "name", sw, "out shape",
+    int ow, nw, sw;
+    nodes_cols(t, w, &ow, &nw, &sw);
+    snprintf(buf, 512, "%6s %-*s %-*s %-*s %8s %6s", "#", ow, "op", nw, "name", sw, "out shape",
              "MACs", "%");
-    (void)sorts;
-    (void)t;
     return buf;
 }
 
@@ -157,8 +177,8 @@ static void nodes_draw_row(tui *t, int row, int y, int w, bool sel)
         return;
     const tui_row_cache *r = &t->rc[t->order[row]];
     const ox_node *n = r->node;
-    int nw, sw;
-    nodes_cols(w, &nw, &sw);
+    int ow, nw, sw;
+    nodes_cols(t, w, &ow, &nw, &sw);
     char lb[256], sb[512], mb[32], pct[16];
     tui_node_label(n, lb, sizeof lb);
     tui_out_shapes(n, sb, sizeof sb);
@@ -175,9 +195,9 @@ static void nodes_draw_row(tui *t, int row, int y, int w, bool sel)
         tui_fill(y, 0, w, base, t);
     int opslot = sel ? base : (int)ox_theme_opcat_slot(ox_op_category(n->op_type));
     tui_putf(y, 0, 7, base, t, "%c%5d ", touched ? mark : ' ', n->index);
-    tui_put(y, 7, 16, opslot, t, n->op_type);
-    tui_put(y, 24, nw, base, t, lb);
-    int x = 24 + nw + 1;
+    tui_put(y, 7, ow, opslot, t, n->op_type);
+    tui_put(y, 8 + ow, nw, base, t, lb);
+    int x = 8 + ow + nw + 1;
     tui_put(y, x, sw, sel ? base : OX_SLOT_UI_DIM, t, sb);
     x += sw + 1;
     tui_putf(y, x, w - x, base, t, "%8s %6s", mb, pct);
@@ -466,11 +486,17 @@ static int io_rows(tui *t)
     return io_count_inputs(t) + t->cur->graph->n_outputs;
 }
 
+/* The name column as wide as the widest name, up to a third of the width:
+ * the type gets the rest. */
+static int io_name_cols(const tui *t, int w)
+{
+    int nw = t->io_name_w;
+    return nw > w / 3 ? w / 3 : nw;
+}
+
 static const char *io_header(tui *t, char *buf, int w)
 {
-    (void)t;
-    (void)w;
-    snprintf(buf, 512, "%-4s %-28s %s", "", "name", "type");
+    snprintf(buf, 512, "%-4s %-*s %s", "", io_name_cols(t, w), "name", "type");
     return buf;
 }
 
@@ -488,12 +514,14 @@ static void io_draw_row(tui *t, int row, int y, int w, bool sel)
     ox_value *v = io_value(t, row, &in);
     if (!v)
         return;
-    char tb[256];
+    char tb[1024];
     int slot = sel ? OX_SLOT_UI_SELECTED : OX_SLOT_UI_NORMAL;
     if (sel)
         tui_fill(y, 0, w, slot, t);
-    tui_putf(y, 0, w, slot, t, "%-4s %-28s %s%s", in ? "in" : "out", v->name,
-             tui_value_type(v, tb, sizeof tb),
+    int nw = io_name_cols(t, w);
+    tui_putf(y, 0, 5, slot, t, "%-4s ", in ? "in" : "out");
+    tui_put(y, 5, nw, slot, t, v->name);
+    tui_putf(y, 6 + nw, w - 6 - nw, slot, t, "%s%s", tui_value_type(v, tb, sizeof tb),
              in && find_override(t, v->name) ? "   (override)" : "");
 }
 
@@ -557,7 +585,8 @@ static int io_key(tui *t, tui_action a)
     case TUI_A_CLEAR: {
         ox_error err = {0};
         tui_clear_shapes(t, &err);
-        tui_set_status(t, OX_SLOT_UI_OK, "shape overrides cleared");
+        if (!t->job)
+            tui_set_status(t, OX_SLOT_UI_OK, "shape overrides cleared");
         return TUI_REDRAW;
     }
     default:
@@ -603,86 +632,280 @@ static int neigh_lists(tui *t, ox_node **prod, int *np, ox_node **cons, int *nc)
     return *np + *nc;
 }
 
-static void draw_box(tui *t, int y, int x, int bw, const ox_node *n, int slot, int opslot)
+/* ---- the layered view: radius 1-3 ----
+ * Layer 0 is the centre node, layer -k its producers k steps up, +k its
+ * consumers k steps down (each node at its first distance, at most
+ * LAYER_MAX per layer). A node is one line, `[op name]`; between two
+ * layers three rows: stubs under the upper nodes with the shape of what
+ * they pass down, the bus (corners at its ends, tees where a stub joins),
+ * stubs into the lower nodes. When that is too tall the last row goes. */
+#define LAYER_MAX 16
+#define RADIUS_MAX 3
+
+typedef struct nb_layer {
+    ox_node *n[LAYER_MAX];
+    int cnt, more;        /* nodes kept, nodes left out */
+    int col[LAYER_MAX];   /* connection column of each */
+} nb_layer;
+
+static bool nb_seen(nb_layer *L, int nl, const ox_node *x)
 {
-    char lb[256], line[512];
-    size_t off = 0;
-    off += (size_t)snprintf(line, sizeof line, "%s", tui_corner(t, 0));
-    for (int i = 0; i < bw - 2 && off + 4 < sizeof line; i++)
-        off += (size_t)snprintf(line + off, sizeof line - off, "%s", tui_hline(t));
-    snprintf(line + off, sizeof line - off, "%s", tui_corner(t, 1));
-    tui_put(y, x, bw, OX_SLOT_UI_BORDER, t, line);
-    tui_put(y + 1, x, 1, OX_SLOT_UI_BORDER, t, tui_vline(t));
-    tui_fill(y + 1, x + 1, bw - 2, slot, t);
-    /* The last step's marks, as in the Nodes list: + added, * edited. */
-    int mark = tui_node_mark(t, n);
-    tui_putf(y + 1, x + 1, bw - 2, slot == OX_SLOT_UI_SELECTED ? slot : opslot, t, "%s%s%s",
-             mark == '+' ? "+ " : mark ? "* " : "", n->op_type, mark == '+' ? "  (new)" : mark ? "  (edited)" : "");
-    tui_put(y + 1, x + bw - 1, 1, OX_SLOT_UI_BORDER, t, tui_vline(t));
-    tui_put(y + 2, x, 1, OX_SLOT_UI_BORDER, t, tui_vline(t));
-    tui_fill(y + 2, x + 1, bw - 2, slot, t);
-    tui_put(y + 2, x + 1, bw - 2, slot, t, tui_node_label(n, lb, sizeof lb));
-    tui_put(y + 2, x + bw - 1, 1, OX_SLOT_UI_BORDER, t, tui_vline(t));
-    off = (size_t)snprintf(line, sizeof line, "%s", tui_corner(t, 2));
-    for (int i = 0; i < bw - 2 && off + 4 < sizeof line; i++)
-        off += (size_t)snprintf(line + off, sizeof line - off, "%s", tui_hline(t));
-    snprintf(line + off, sizeof line - off, "%s", tui_corner(t, 3));
-    tui_put(y + 3, x, bw, OX_SLOT_UI_BORDER, t, line);
+    for (int l = 0; l < nl; l++)
+        for (int i = 0; i < L[l].cnt; i++)
+            if (L[l].n[i] == x)
+                return true;
+    return false;
 }
 
-/* One row of boxes (at most as many as fit) and the bus joining their
- * centres to the centre node's column on the line `bus_y`. */
-static void draw_row(tui *t, int y, int w, ox_node **ns, int cnt, int sel_base, int bus_y,
-                     bool above)
+static void nb_add(nb_layer *L, int nl, int li, ox_node *x)
 {
-    if (cnt == 0) {
-        tui_put(y + 1, 2, w - 4, OX_SLOT_UI_DIM, t,
-                above ? "(no producers: graph inputs and initializers only)"
-                      : "(no consumers: graph outputs only)");
+    if (nb_seen(L, nl, x))
+        return;
+    if (L[li].cnt < LAYER_MAX)
+        L[li].n[L[li].cnt++] = x;
+    else
+        L[li].more++;
+}
+
+/* Layers [0 .. 2r]: index r is the centre. */
+static void nb_layers(ox_node *centre, int r, nb_layer *L)
+{
+    int nl = 2 * r + 1;
+    memset(L, 0, (size_t)nl * sizeof *L);
+    L[r].n[L[r].cnt++] = centre;
+    for (int k = 1; k <= r; k++) {
+        nb_layer *from = &L[r - k + 1], *up = &L[r - k];
+        for (int i = 0; i < from->cnt; i++) {
+            ox_node *n = from->n[i];
+            for (int j = 0; j < n->n_inputs; j++) {
+                ox_value *v = n->inputs[j];
+                if (v && v->producer && v->producer->graph == n->graph)
+                    nb_add(L, nl, r - k, v->producer);
+            }
+        }
+        (void)up;
+        from = &L[r + k - 1];
+        for (int i = 0; i < from->cnt; i++) {
+            ox_node *n = from->n[i];
+            for (int o = 0; o < n->n_outputs; o++) {
+                ox_value *v = n->outputs[o];
+                for (int u = 0; v && u < v->n_uses; u++) {
+                    ox_node *c = v->uses[u].node;
+                    if (c && c->graph == n->graph)
+                        nb_add(L, nl, r + k, c);
+                }
+            }
+        }
+    }
+}
+
+/* Whether `lo` reads an output of `hi`. */
+static bool nb_edge(const ox_node *hi, const ox_node *lo)
+{
+    for (int j = 0; j < lo->n_inputs; j++)
+        if (lo->inputs[j] && lo->inputs[j]->producer == hi)
+            return true;
+    return false;
+}
+
+/* Box pieces by the directions a junction joins: up, down, left, right. */
+static const char *nb_piece(const tui *t, bool up, bool down, bool left, bool right)
+{
+    if (t->ascii)
+        return (left || right) && (up || down) ? "+" : (left || right) ? "-" : "|";
+    static const char *const tab[16] = {
+        /* udlr */ " ", "\xe2\x94\x80", "\xe2\x94\x80", "\xe2\x94\x80",
+        /* d */ "\xe2\x94\x82", "\xe2\x94\x8c", "\xe2\x94\x90", "\xe2\x94\xac",
+        /* u */ "\xe2\x94\x82", "\xe2\x94\x94", "\xe2\x94\x98", "\xe2\x94\xb4",
+        /* ud */ "\xe2\x94\x82", "\xe2\x94\x9c", "\xe2\x94\xa4", "\xe2\x94\xbc",
+    };
+    return tab[(up ? 8 : 0) | (down ? 4 : 0) | (left ? 2 : 0) | (right ? 1 : 0)];
+}
+
+/* One layer on line y: each node centred in an equal slot; records the
+ * connection columns. sel_node is highlighted. */
+/* The last step's mark of a node of the model before it: '-' removed,
+ * '*' edited (kept, rewritten). */
+static int before_mark(const tui *t, const ox_node *n)
+{
+    const ox_pass_report *r = &t->st.rep;
+    if (!t->st.have_rep)
+        return 0;
+    for (int i = 0; i < r->n_removed_ids; i++)
+        if (r->removed_ids[i] == n->id)
+            return '-';
+    for (int i = 0; i < r->n_touched; i++)
+        if (r->touched[i] == n->id)
+            return '*';
+    return 0;
+}
+
+static void nb_draw_layer(tui *t, int y, int xo, int w, nb_layer *L, const ox_node *sel_node,
+                          bool centre, bool draw, bool before)
+{
+    int cnt = L->cnt;
+    int slot_w = cnt ? w / cnt : w;
+    int show = cnt;
+    if (slot_w < 14) {   /* too many for the width: keep what fits, say how many not */
+        show = w / 14 > 1 ? w / 14 - 1 : 1;
+        if (show > cnt)
+            show = cnt;
+        slot_w = w / (show + 1);
+    }
+    for (int i = 0; i < cnt; i++)
+        L->col[i] = -1;
+    for (int i = 0; i < show; i++) {
+        const ox_node *n = L->n[i];
+        char lb[256], text[320];
+        int mark = before ? before_mark(t, n) : tui_node_mark(t, n);
+        snprintf(text, sizeof text, "[%s%s %s]", mark == '+' ? "+ " : mark == '-' ? "- " : mark ? "* " : "",
+                 n->op_type ? n->op_type : "?", tui_node_label(n, lb, sizeof lb));
+        int tw = tui_utf8_cols(text);
+        int room = slot_w - 1;
+        if (centre)
+            room = w - 2;
+        if (tw > room) {
+            /* keep the closing bracket visible */
+            int keep = room - 1;
+            char cut[320];
+            snprintf(cut, sizeof cut, "%s", text);
+            while ((int)strlen(cut) > 0 && tui_utf8_cols(cut) > keep)
+                cut[strlen(cut) - 1] = 0;
+            snprintf(text, sizeof text, "%s]", cut);
+            tw = tui_utf8_cols(text);
+        }
+        int mid = centre ? w / 2 : i * slot_w + slot_w / 2;
+        int x = mid - tw / 2;
+        if (x < 0)
+            x = 0;
+        L->col[i] = xo + x + tw / 2;
+        int sl = n == sel_node ? OX_SLOT_UI_SELECTED
+                 : mark == '-' ? OX_SLOT_UI_REMOVED
+                 : centre      ? OX_SLOT_UI_HEADER
+                               : (int)ox_theme_opcat_slot(ox_op_category(n->op_type));
+        if (draw)
+            tui_put(y, xo + x, tw, sl, t, text);
+    }
+    if (draw && (show < cnt || L->more))
+        tui_putf(y, xo + show * slot_w, w - show * slot_w, OX_SLOT_UI_DIM, t, "+%d more",
+                 cnt - show + L->more);
+}
+
+/* The rows between layer A (above) and B (below) from line y: returns the
+ * rows used (rows = 3, or 2 without the lower stubs). */
+static int nb_draw_links(tui *t, int y, int xo, int w, const nb_layer *A, const nb_layer *B,
+                         int rows)
+{
+    w += xo;   /* columns are absolute */
+    bool up[512] = {0}, down[512] = {0};
+    int lo = w, hi = -1;
+    for (int i = 0; i < A->cnt; i++) {
+        if (A->col[i] < 0 || A->col[i] >= w || A->col[i] >= 512)
+            continue;
+        bool linked = false;
+        for (int k = 0; k < B->cnt && !linked; k++)
+            linked = B->col[k] >= 0 && nb_edge(A->n[i], B->n[k]);
+        if (!linked)
+            continue;
+        int c = A->col[i];
+        up[c] = true;
+        lo = c < lo ? c : lo;
+        hi = c > hi ? c : hi;
+        /* stub and the shape passed down */
+        char sb[200];
+        tui_put(y, c, 1, OX_SLOT_UI_BORDER, t, tui_vline(t));
+        tui_putf(y, c + 2, w - c - 3 > 24 ? 24 : w - c - 3, OX_SLOT_UI_DIM, t, "%s",
+                 tui_out_shapes(A->n[i], sb, sizeof sb));
+    }
+    for (int k = 0; k < B->cnt; k++) {
+        if (B->col[k] < 0 || B->col[k] >= w || B->col[k] >= 512)
+            continue;
+        bool linked = false;
+        for (int i = 0; i < A->cnt && !linked; i++)
+            linked = A->col[i] >= 0 && nb_edge(A->n[i], B->n[k]);
+        if (!linked)
+            continue;
+        int c = B->col[k];
+        down[c] = true;
+        lo = c < lo ? c : lo;
+        hi = c > hi ? c : hi;
+        if (rows == 3)
+            tui_put(y + 2, c, 1, OX_SLOT_UI_BORDER, t, tui_vline(t));
+    }
+    for (int c = lo; c <= hi; c++)
+        tui_put(y + 1, c, 1, OX_SLOT_UI_BORDER, t, nb_piece(t, up[c], down[c], c > lo, c < hi));
+    return rows;
+}
+
+static int neigh_radius(const tui *t)
+{
+    return t->neigh_radius < 1 ? 1 : t->neigh_radius > RADIUS_MAX ? RADIUS_MAX : t->neigh_radius;
+}
+
+/* The layered view of `centre` in columns [xo, xo + w) from line y0, h
+ * lines high (before: a node of the model before the last step). */
+static void nb_view(tui *t, ox_node *centre, const ox_node *sel, int r, int y0, int h, int xo,
+                    int w, bool before)
+{
+    nb_layer L[2 * RADIUS_MAX + 1];
+    nb_layers(centre, r, L);
+    /* Drop empty outer layers (a node near the inputs or outputs). */
+    int first = 0, last = 2 * r;
+    while (first < r && L[first].cnt == 0)
+        first++;
+    while (last > r && L[last].cnt == 0)
+        last--;
+    int nlay = last - first + 1;
+    int rows = 3;
+    int need = 1 + nlay + (nlay - 1) * rows;
+    if (need > h) {
+        rows = 2;
+        need = 1 + nlay + (nlay - 1) * rows;
+    }
+    if (need > h) {
+        tui_putf(y0, xo + 1, w - 2, OX_SLOT_UI_WARNING, t,
+                 "radius %d needs %d rows: '-' for a smaller radius, or a taller window", r, need);
         return;
     }
-    int bw = (w - 2) / cnt - 1;   /* wide boxes when few, at least 16 columns */
-    if (bw > 32)
-        bw = 32;
-    if (bw < 16)
-        bw = 16;
-    int fit = (w - 2) / (bw + 1);
-    if (fit < 1)
-        fit = 1;
-    int shown = cnt < fit ? cnt : fit;
-    if (shown < cnt && shown > 1)
-        shown--;   /* leave room for the "+N more" note */
-    int total_w = shown * (bw + 1) - 1;
-    int x0 = (w - total_w) / 2;
-    if (x0 < 0)
-        x0 = 0;
-    int centre = w / 2;
-    int lo = centre, hi = centre;
-    for (int i = 0; i < shown; i++) {
-        int x = x0 + i * (bw + 1);
-        bool sel = t->neigh_sel == sel_base + i;
-        draw_box(t, y, x, bw, ns[i], sel ? OX_SLOT_UI_SELECTED : OX_SLOT_UI_NORMAL,
-                 (int)ox_theme_opcat_slot(ox_op_category(ns[i]->op_type)));
-        int cx = x + bw / 2;
-        if (cx < lo)
-            lo = cx;
-        if (cx > hi)
-            hi = cx;
+    int y = y0;
+    if (first == r)
+        tui_put(y, xo + 1, w - 2, OX_SLOT_UI_DIM, t, "(no producers: graph inputs and initializers only)");
+    y++;
+    /* Columns first: the links between two layers need both. */
+    for (int l = first; l <= last; l++)
+        nb_draw_layer(t, y, xo, w, &L[l], sel, l == r, false, before);
+    for (int l = first; l <= last; l++) {
+        nb_draw_layer(t, y, xo, w, &L[l], sel, l == r, true, before);
+        y++;
+        if (l < last)
+            y += nb_draw_links(t, y, xo, w, &L[l], &L[l + 1], rows);
     }
-    if (shown < cnt)
-        tui_putf(y + 1, x0 + shown * (bw + 1), w - (x0 + shown * (bw + 1)), OX_SLOT_UI_DIM, t,
-                 "+%d more", cnt - shown);
-    for (int x = lo; x <= hi; x++)
-        tui_put(bus_y, x, 1, OX_SLOT_UI_BORDER, t, tui_hline(t));
-    bool centre_hit = false;
-    for (int i = 0; i < shown; i++) {
-        int cx = x0 + i * (bw + 1) + bw / 2;
-        centre_hit |= cx == centre;
-        tui_put(bus_y, cx, 1, OX_SLOT_UI_BORDER, t, tui_corner(t, above ? 5 : 4));
+    if (y < y0 + h && last == r)
+        tui_put(y++, xo + 1, w - 2, OX_SLOT_UI_DIM, t, "(no consumers: graph outputs only)");
+    char sb[256];
+    if (y < y0 + h)
+        tui_putf(y, xo + 1, w - 2, OX_SLOT_UI_DIM, t, "out: %s",
+                 tui_out_shapes(centre, sb, sizeof sb));
+}
+
+/* The node of the model before the last step to put beside `n` when the
+ * step changed n: n itself (same id) when it was edited, else the first
+ * node the step removed. NULL: no before/after view. */
+static ox_node *before_centre(tui *t, const ox_node *n)
+{
+    if (!tui_node_mark(t, n) || t->st.from_orig || t->gdepth > 0)
+        return NULL;
+    const ox_model *b = tui_stepper_before(&t->st);
+    ox_node *same = tui_stepper_find_id(b, n->id);
+    if (same)
+        return same;
+    const ox_pass_report *r = &t->st.rep;
+    for (int i = 0; i < r->n_removed_ids; i++) {
+        ox_node *x = tui_stepper_find_id(b, r->removed_ids[i]);
+        if (x && x->graph == b->graph)
+            return x;
     }
-    tui_put(bus_y, centre, 1, OX_SLOT_UI_BORDER, t,
-            centre_hit ? (lo == hi ? tui_vline(t) : tui_corner(t, 6))
-                       : tui_corner(t, above ? 4 : 5));
+    return NULL;
 }
 
 static void neigh_draw(tui *t, int y0, int h, int w)
@@ -693,30 +916,26 @@ static void neigh_draw(tui *t, int y0, int h, int w)
         tui_put(y0 + 1, 2, w - 4, OX_SLOT_UI_DIM, t, "empty graph");
         return;
     }
-    neigh_lists(t, prod, &np, cons, &nc);
-    if (h < 14) {
-        tui_put(y0, 1, w - 2, OX_SLOT_UI_WARNING, t, "window too small for the neighbourhood");
+    int total = neigh_lists(t, prod, &np, cons, &nc);
+    const ox_node *sel = NULL;
+    if (t->neigh_sel >= 0 && t->neigh_sel < total)
+        sel = t->neigh_sel < np ? prod[t->neigh_sel] : cons[t->neigh_sel - np];
+    int r = neigh_radius(t);
+    ox_node *bc = before_centre(t, t->neigh);
+    if (!bc) {
+        tui_putf(y0, 1, w - 2, OX_SLOT_UI_HEADER, t,
+                 "radius %d (+/-)  producers above, consumers below; arrows, Enter recentres", r);
+        nb_view(t, t->neigh, sel, r, y0 + 1, h - 1, 0, w, false);
         return;
     }
-    int y = y0;
-    tui_put(y++, 1, w - 2, OX_SLOT_UI_HEADER, t,
-            "producers (above) and consumers (below); arrows select, Enter recentres");
-    draw_row(t, y, w, prod, np, 0, y + 4, true);
-    int cy = y + 5;
-    int bw = 30;
-    int cx = w / 2 - bw / 2;
-    if (cx < 0)
-        cx = 0;
-    draw_box(t, cy, cx, bw, t->neigh, OX_SLOT_UI_NORMAL,
-             (int)ox_theme_opcat_slot(ox_op_category(t->neigh->op_type)));
-    tui_put(cy, w / 2, 1, OX_SLOT_UI_BORDER, t, np ? tui_corner(t, 5) : tui_hline(t));
-    tui_put(cy + 3, w / 2, 1, OX_SLOT_UI_BORDER, t, nc ? tui_corner(t, 4) : tui_hline(t));
-    draw_row(t, cy + 5, w, cons, nc, np, cy + 4, false);
-    char sb[256];
-    int iy = cy + 10;
-    if (iy < y0 + h)
-        tui_putf(iy, 1, w - 2, OX_SLOT_UI_DIM, t, "out: %s",
-                 tui_out_shapes(t->neigh, sb, sizeof sb));
+    /* The step just taken: before on the left, after on the right. */
+    int half = w / 2;
+    tui_putf(y0, 1, half - 2, OX_SLOT_UI_HEADER, t, "before %s", t->st.label);
+    tui_putf(y0, half + 1, w - half - 2, OX_SLOT_UI_HEADER, t, "after (radius %d, +/-)", r);
+    for (int y = y0; y < y0 + h; y++)
+        tui_put(y, half - 1, 1, OX_SLOT_UI_BORDER, t, tui_vline(t));
+    nb_view(t, bc, NULL, r, y0 + 1, h - 1, 0, half - 1, true);
+    nb_view(t, t->neigh, sel, r, y0 + 1, h - 1, half, w - half, false);
 }
 
 static int neigh_key(tui *t, tui_action a)
@@ -725,6 +944,14 @@ static int neigh_key(tui *t, tui_action a)
     int np, nc;
     int total = neigh_lists(t, prod, &np, cons, &nc);
     switch (a) {
+    case TUI_A_RADIUS_UP:
+    case TUI_A_RADIUS_DOWN: {
+        int r = neigh_radius(t) + (a == TUI_A_RADIUS_UP ? 1 : -1);
+        t->neigh_radius = r < 1 ? 1 : r > RADIUS_MAX ? RADIUS_MAX : r;
+        tui_set_status(t, OX_SLOT_UI_OK, "neighbourhood radius %d (1-%d)", t->neigh_radius,
+                       RADIUS_MAX);
+        return TUI_REDRAW;
+    }
     case TUI_A_LEFT:
     case TUI_A_UP:
         if (total)

@@ -207,22 +207,115 @@ static void macs_change(const ox_model_cost *a, const ox_model_cost *b, char *bu
         snprintf(buf, len, "MACs %s -> %s", x, y);
 }
 
-static void apply_all(tui *t)
+static void apply_all_status(tui *t, ox_status st, const ox_error *err)
 {
-    if (!t->pm)
-        return;
-    busy(t, "running the enabled passes");
-    ox_error err = {0};
-    ox_status st = tui_stepper_apply_all(&t->st, t->pm, &err);
     t->live = true;
     after_change(t);
     char brief[8];
     describe_changes(t, brief, sizeof brief);
     if (st != OX_OK)
-        tui_set_status(t, OX_SLOT_UI_ERROR, "a pass failed: %s", err.msg);
+        tui_set_status(t, OX_SLOT_UI_ERROR, "a pass failed: %s", err->msg);
     else
         tui_set_status(t, OX_SLOT_UI_OK, "applied: %d -> %d nodes", t->st.rep.nodes_before,
                        t->st.rep.nodes_after);
+}
+
+/* Above this many nodes (the stepper's probe limit) an action takes long
+ * enough to run in a worker thread (tui_job.h): the UI keeps answering. */
+static bool big(const tui *t)
+{
+    return t->st.cur_nodes > t->st.probe_max_nodes ||
+           t->orig->graph->n_nodes > t->st.probe_max_nodes;
+}
+
+typedef struct all_job {
+    ox_pass_manager *pm;
+    const ox_model *orig;
+    ox_model *m;
+    ox_pass_report rep;
+    ox_status st;
+    ox_error err;
+    int n_on;
+} all_job;
+
+static bool all_on_pass(void *ctx, int pass, int round)
+{
+    tui_job *j = ctx;
+    all_job *a = j->ctx;
+    int k = 0;
+    for (int i = 0; i <= pass; i++)
+        k += ox_pm_enabled(a->pm, i);
+    tui_job_note(j, "round %d, %s (%d of %d; Esc cancels)", round + 1,
+                 ox_pm_pass(a->pm, pass)->name, k, a->n_on);
+    tui_job_progress(j, a->n_on ? (double)k / a->n_on : 0);
+    return !tui_job_cancelled(j);
+}
+
+static void all_run(tui_job *j)
+{
+    all_job *a = j->ctx;
+    if (!(a->m = ox_model_clone(a->orig))) {
+        a->st = ox_errorf(&a->err, OX_ENOMEM, "out of memory copying the model");
+        return;
+    }
+    a->st = ox_pm_run_cb(a->pm, a->m, &a->rep, all_on_pass, j, &a->err);
+}
+
+static void all_discard(tui_job *j)
+{
+    all_job *a = j->ctx;
+    ox_model_free(a->m);
+    ox_pass_report_free(&a->rep);
+    a->m = NULL;
+}
+
+static void all_done(tui *t, tui_job *j)
+{
+    all_job *a = j->ctx;
+    if (a->st == OX_ECANCELLED || !a->m) {
+        if (a->st == OX_ECANCELLED)
+            tui_set_status(t, OX_SLOT_UI_WARNING, "apply all: cancelled (Esc); the model is unchanged");
+        else
+            tui_set_status(t, OX_SLOT_UI_ERROR, "apply all: %s", a->err.msg);
+        all_discard(j);
+        return;
+    }
+    tui_stepper_apply_all_commit(&t->st, t->pm, a->m, &a->rep);
+    apply_all_status(t, a->st, &a->err);
+}
+
+static void apply_all(tui *t)
+{
+    if (!t->pm)
+        return;
+    if (big(t)) {
+        tui_job *j = calloc(1, sizeof *j);
+        all_job *a = calloc(1, sizeof *a);
+        if (!j || !a) {
+            free(j);
+            free(a);
+            tui_set_status(t, OX_SLOT_UI_ERROR, "out of memory");
+            return;
+        }
+        a->pm = t->pm;
+        a->orig = t->orig;
+        for (int i = 0; i < ox_pm_count(t->pm); i++)
+            a->n_on += ox_pm_enabled(t->pm, i);
+        j->ctx = a;
+        j->model = true;
+        j->interruptible = true;
+        snprintf(j->what, sizeof j->what, "applying the enabled passes");
+        j->run = all_run;
+        j->done = all_done;
+        j->discard = all_discard;
+        t->status[0] = 0;
+        tui_job_start(t, j);
+        return;
+    }
+    busy(t, "running the enabled passes");
+    ox_error err = {0};
+    ox_status st = tui_stepper_apply_all(&t->st, t->pm, &err);
+    apply_all_status(t, st, &err);
 }
 
 static int skipped_names(const tui *t, const tui_step_info *in, char *buf, size_t len)
@@ -238,39 +331,13 @@ static int skipped_names(const tui *t, const tui_step_info *in, char *buf, size_
     return in->n_skipped;
 }
 
-/* Before each pass the stepper tries: on a large model (where a try takes
- * a noticeable time) the status line says which, and Esc stops the search;
- * other keys typed meanwhile are dropped, not replayed after it. */
-static bool on_try(void *ctx, int pass, int tried)
+/* After a step (synchronous, or a worker's search ended): the status line,
+ * the cursor on the rewritten nodes. */
+static void step_finish(tui *t, ox_status st, const tui_step_info *inp, const ox_error *errp,
+                        const ox_model_cost *beforep)
 {
-    tui *t = ctx;
-    if (t->st.cur_nodes <= t->st.probe_max_nodes)
-        return true;
-    bool stop = false;
-    nodelay(stdscr, TRUE);
-    for (int ch; (ch = getch()) != ERR;)
-        stop |= ch == 27;
-    nodelay(stdscr, FALSE);
-    if (stop)
-        return false;
-    char what[160];
-    snprintf(what, sizeof what, "trying %s (%d passes tried; Esc stops)",
-             ox_pm_pass(t->pm, pass)->name, tried);
-    busy(t, what);
-    return true;
-}
-
-static void step(tui *t, bool rest)
-{
-    if (!t->pm)
-        return;
-    int from = t->st.cur_pass;
-    if (from >= 0 && from < ox_pm_count(t->pm))
-        busy(t, ox_pm_pass(t->pm, from)->name);
-    ox_model_cost before = t->cost;
-    tui_step_info in;
-    ox_error err = {0};
-    ox_status st = tui_stepper_step_cb(&t->st, t->pm, rest, on_try, t, &in, &err);
+    tui_step_info in = *inp;
+    ox_model_cost before = *beforep;
     char skipped[160];
     skipped_names(t, &in, skipped, sizeof skipped);
     if (in.none_enabled) {
@@ -280,7 +347,7 @@ static void step(tui *t, bool rest)
     if (st != OX_OK) {
         tui_set_status(t, OX_SLOT_UI_ERROR,
                        "%s failed: %s (the model is unchanged; Space in panel 8 disables the pass)",
-                       in.pass >= 0 ? ox_pm_pass(t->pm, in.pass)->name : "a pass", err.msg);
+                       in.pass >= 0 ? ox_pm_pass(t->pm, in.pass)->name : "a pass", errp->msg);
         return;
     }
     if (in.stopped) {
@@ -318,6 +385,86 @@ static void step(tui *t, bool rest)
                                 : "",
                    ps ? ps->nodes_removed : 0, ps ? ps->nodes_added : 0,
                    ps ? ps->nodes_replaced : 0, mc, skip_note, brief);
+}
+
+/* A step on a large model: the search runs in a worker (each pass tried
+ * takes 0.1-0.2 s at 100k nodes); the status line says which pass is
+ * tried and Esc stops the search between passes, keeping what it found. */
+typedef struct step_job {
+    tui_step_search q;
+    ox_model_cost before;
+    int candidates;
+} step_job;
+
+static bool step_on_try(void *ctx, int pass, int tried)
+{
+    tui_job *j = ctx;
+    step_job *sj = j->ctx;
+    if (tui_job_cancelled(j))
+        return false;
+    tui_job_note(j, "trying %s (%d passes tried; Esc stops)", ox_pm_pass(sj->q.pm, pass)->name,
+                 tried);
+    if (sj->candidates)
+        tui_job_progress(j, (double)tried / sj->candidates);
+    return true;
+}
+
+static void step_run(tui_job *j)
+{
+    step_job *sj = j->ctx;
+    tui_stepper_search_run(&sj->q, step_on_try, j);
+}
+
+static void step_discard(tui_job *j)
+{
+    step_job *sj = j->ctx;
+    tui_stepper_search_free(&sj->q);
+}
+
+static void step_done(tui *t, tui_job *j)
+{
+    step_job *sj = j->ctx;
+    tui_step_info in;
+    ox_error err = {0};
+    ox_status st = tui_stepper_search_end(&t->st, &sj->q, &in, &err);
+    step_finish(t, st, &in, &err, &sj->before);
+}
+
+static void step(tui *t, bool rest)
+{
+    if (!t->pm)
+        return;
+    ox_model_cost before = t->cost;
+    tui_step_info in;
+    ox_error err = {0};
+    if (big(t)) {
+        tui_job *j = calloc(1, sizeof *j);
+        step_job *sj = calloc(1, sizeof *sj);
+        if (!j || !sj || tui_stepper_search_begin(&t->st, t->pm, rest, &sj->q, &err) != OX_OK) {
+            free(j);
+            free(sj);
+            tui_set_status(t, OX_SLOT_UI_ERROR, "out of memory");
+            return;
+        }
+        sj->before = before;
+        for (int i = 0; i < sj->q.n; i++)
+            sj->candidates += sj->q.enabled[i] && sj->q.state[i] != 0;
+        j->ctx = sj;
+        j->model = true;
+        j->interruptible = true;
+        snprintf(j->what, sizeof j->what, "%s", rest ? "S" : "step");
+        j->run = step_run;
+        j->done = step_done;
+        j->discard = step_discard;
+        t->status[0] = 0;
+        tui_job_start(t, j);
+        return;
+    }
+    int from = t->st.cur_pass;
+    if (from >= 0 && from < ox_pm_count(t->pm))
+        busy(t, ox_pm_pass(t->pm, from)->name);
+    ox_status st = tui_stepper_step(&t->st, t->pm, rest, &in, &err);
+    step_finish(t, st, &in, &err, &before);
 }
 
 static void undo(tui *t)
@@ -418,7 +565,8 @@ static void goto_changed(tui *t, int dir)
 
 bool tui_passes_idle_pending(tui *t)
 {
-    return t->pm && !t->bench_running && tui_stepper_probe_pending(&t->st, t->pm);
+    return t->pm && !t->bench_running && !tui_job_busy(t, true) &&
+           tui_stepper_probe_pending(&t->st, t->pm);
 }
 
 bool tui_passes_idle(tui *t)

@@ -240,124 +240,208 @@ static void keep_copy(tui_stepper *s, ox_model *work)
     s->probe_version = s->version;
 }
 
-ox_status tui_stepper_step_cb(tui_stepper *s, ox_pass_manager *pm, bool rest,
-                              tui_step_try_fn on_try, void *ctx, tui_step_info *info,
-                              ox_error *err)
+static void skip(tui_step_info *info, int i)
 {
-    memset(info, 0, sizeof *info);
-    info->pass = -1;
-    int n = ox_pm_count(pm);
-    if (n > s->n_passes)
-        n = s->n_passes;
-    if (next_enabled(pm, 0, n) < 0) {
-        info->none_enabled = true;
-        return OX_OK;
+    if (info->n_skipped < (int)(sizeof info->skipped / sizeof *info->skipped))
+        info->skipped[info->n_skipped] = i;
+    info->n_skipped++;
+}
+
+void tui_stepper_search_free(tui_step_search *q)
+{
+    ox_model_free(q->work);
+    if (q->have_rep)
+        ox_pass_report_free(&q->rep);
+    free(q->state);
+    free(q->learnt);
+    free(q->enabled);
+    memset(q, 0, sizeof *q);
+}
+
+ox_status tui_stepper_search_begin(tui_stepper *s, ox_pass_manager *pm, bool rest,
+                                   tui_step_search *q, ox_error *err)
+{
+    memset(q, 0, sizeof *q);
+    q->info.pass = -1;
+    q->pm = pm;
+    q->src = s->cur;
+    q->rest = rest;
+    q->n = ox_pm_count(pm);
+    if (q->n > s->n_passes)
+        q->n = s->n_passes;
+    q->start = s->cur_pass;
+    q->last_pass = s->last_pass;
+    q->big = s->cur_nodes > s->probe_max_nodes;
+    q->version = s->version;
+    q->state = malloc((size_t)q->n + 1);
+    q->learnt = calloc((size_t)q->n + 1, sizeof *q->learnt);
+    q->enabled = calloc((size_t)q->n + 1, sizeof *q->enabled);
+    if (!q->state || !q->learnt || !q->enabled) {
+        tui_stepper_search_free(q);
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
     }
-    ox_model *work = NULL;
-    ox_status st = OX_OK;
+    for (int i = 0; i < q->n; i++) {
+        q->state[i] = (signed char)tui_stepper_match(s, i);
+        q->enabled[i] = ox_pm_enabled(pm, i);
+    }
+    if (next_enabled(pm, 0, q->n) < 0)
+        q->info.none_enabled = true;
+    /* The idle probe's copy is cur as it is when nothing matched on it. */
+    if (s->probe && s->probe_version == s->version) {
+        q->work = s->probe;
+        s->probe = NULL;
+    }
+    return OX_OK;
+}
+
+/* Touches only q and its copies (and the manager, which nothing else uses
+ * meanwhile): the TUI runs this in a worker thread. */
+void tui_stepper_search_run(tui_step_search *q, tui_step_try_fn on_try, void *ctx)
+{
+    tui_step_info *info = &q->info;
+    ox_pass_manager *pm = q->pm;
+    if (info->none_enabled)
+        return;
+    int n = q->n;
     for (int k = 0; k < n; k++) {
-        int i = (s->cur_pass + k) % n;
+        int i = (q->start + k) % n;
         if (k > 0 && i == 0)
             info->wrapped = true;
-        if (!ox_pm_enabled(pm, i))
+        if (!q->enabled[i])
             continue;
-        if (tui_stepper_match(s, i) == 0) {
-            if (info->n_skipped < (int)(sizeof info->skipped / sizeof *info->skipped))
-                info->skipped[info->n_skipped] = i;
-            info->n_skipped++;
+        if (q->state[i] == 0) {
+            skip(info, i);
             continue;
         }
         if (on_try && !on_try(ctx, i, info->tried)) {
             info->stopped = true;
-            keep_copy(s, work);
-            return OX_OK;
+            return;
         }
         info->tried++;
-        if (!work) {
-            /* The idle probe's copy is cur as it is when nothing matched on it. */
-            if (s->probe && s->probe_version == s->version) {
-                work = s->probe;
-                s->probe = NULL;
-            } else {
-                work = ox_model_clone(s->cur);
-                if (!work)
-                    return ox_errorf(err, OX_ENOMEM, "out of memory copying the model");
-            }
+        if (!q->work && !(q->work = ox_model_clone(q->src))) {
+            q->st = ox_errorf(&q->err, OX_ENOMEM, "out of memory copying the model");
+            return;
         }
-        const ox_pass *p = ox_pm_pass(pm, i);
         /* On a large model a report (snapshots, costs) doubles a try: a pass
          * not known to match is first tried without one, and only when it
          * rewrites is the step redone on a fresh copy with a report. */
-        if (s->cur_nodes > s->probe_max_nodes && tui_stepper_match(s, i) < 0 &&
-            i != s->last_pass) {
-            st = ox_pm_step(pm, work, i, rest ? 0 : 1, NULL, err);
-            if (st != OX_OK) {
-                ox_model_free(work);
+        if (q->big && q->state[i] < 0 && i != q->last_pass) {
+            q->st = ox_pm_step(pm, q->work, i, q->rest ? 0 : 1, NULL, &q->err);
+            if (q->st != OX_OK) {
                 info->pass = i;
-                return st;
+                return;
             }
-            s->known[i] = s->version + 1;
-            s->matches[i] = ox_pm_last_rewrites(pm) > 0;
-            if (!s->matches[i]) {
-                if (info->n_skipped < (int)(sizeof info->skipped / sizeof *info->skipped))
-                    info->skipped[info->n_skipped] = i;
-                info->n_skipped++;
+            q->learnt[i] = true;
+            q->state[i] = ox_pm_last_rewrites(pm) > 0;
+            if (!q->state[i]) {
+                skip(info, i);
                 continue;
             }
-            ox_model_free(work);
-            if (!(work = ox_model_clone(s->cur)))
-                return ox_errorf(err, OX_ENOMEM, "out of memory copying the model");
+            ox_model_free(q->work);
+            if (!(q->work = ox_model_clone(q->src))) {
+                q->st = ox_errorf(&q->err, OX_ENOMEM, "out of memory copying the model");
+                return;
+            }
         }
         ox_pass_report rep = {0};
-        st = ox_pm_step(pm, work, i, rest ? 0 : 1, &rep, err);
-        if (st != OX_OK) {
+        q->st = ox_pm_step(pm, q->work, i, q->rest ? 0 : 1, &rep, &q->err);
+        if (q->st != OX_OK) {
             ox_pass_report_free(&rep);
-            ox_model_free(work);
             info->pass = i;
-            return st;
+            return;
         }
-        const ox_pass_stat *ps = ox_pass_report_find(&rep, p->name);
+        const ox_pass_stat *ps = ox_pass_report_find(&rep, ox_pm_pass(pm, i)->name);
         int rw = ps ? ps->rewrites : 0;
         if (rw == 0) {
-            s->known[i] = s->version + 1;
-            s->matches[i] = false;
-            if (info->n_skipped < (int)(sizeof info->skipped / sizeof *info->skipped))
-                info->skipped[info->n_skipped] = i;
-            info->n_skipped++;
+            q->learnt[i] = true;
+            q->state[i] = 0;
+            skip(info, i);
             ox_pass_report_free(&rep);
             continue;   /* work is unchanged: try the next pass on it */
         }
         info->pass = i;
-        s->last_pass = i;
-        info->whole = rest;
-        info->no_single = !rest && !p->single_rewrite;
-        info->first = s->nth[i] + 1;
-        commit(s, work, &rep);
-        s->nth[i] += rw;
-        info->last = s->nth[i];
-        /* ps points into the report's heap array, which commit moved to s->rep. */
-        add_stat(&s->totals[i], ps);
-        if (info->wrapped)
-            s->round++;
-        if (rest || info->no_single) {
-            s->cur_pass = (i + 1) % n;
-            if (s->cur_pass == 0)
-                s->round++;
-        } else {
-            s->cur_pass = i;
-        }
-        if (info->first == info->last)
-            snprintf(s->label, sizeof s->label, "step %d: %s #%d", s->steps, p->name,
-                     info->first);
-        else
-            snprintf(s->label, sizeof s->label, "step %d: %s #%d-%d", s->steps, p->name,
-                     info->first, info->last);
-        return OX_OK;
+        q->rep = rep;
+        q->have_rep = true;
+        q->rewrites = rw;
+        return;
     }
     info->fixed_point = true;
-    /* Nothing matched: the copy is still cur, keep it for the next try. */
-    keep_copy(s, work);
+}
+
+ox_status tui_stepper_search_end(tui_stepper *s, tui_step_search *q, tui_step_info *info,
+                                 ox_error *err)
+{
+    *info = q->info;
+    /* What the search learnt holds for cur as long as it did not change. */
+    if (s->version == q->version)
+        for (int i = 0; i < q->n; i++)
+            if (q->learnt[i]) {
+                s->known[i] = s->version + 1;
+                s->matches[i] = q->state[i] > 0;
+            }
+    if (q->st != OX_OK) {
+        if (err)
+            *err = q->err;
+        ox_status st = q->st;
+        tui_stepper_search_free(q);
+        return st;
+    }
+    if (!q->have_rep) {
+        /* Nothing rewrote: the copy is still cur, keep it for the next try. */
+        if (s->version == q->version)
+            keep_copy(s, q->work);
+        else
+            ox_model_free(q->work);
+        q->work = NULL;
+        tui_stepper_search_free(q);
+        return OX_OK;
+    }
+    int i = info->pass, n = q->n;
+    const ox_pass *p = ox_pm_pass(q->pm, i);
+    s->last_pass = i;
+    info->whole = q->rest;
+    info->no_single = !q->rest && !p->single_rewrite;
+    info->first = s->nth[i] + 1;
+    const ox_pass_stat *ps = ox_pass_report_find(&q->rep, p->name);
+    commit(s, q->work, &q->rep);
+    q->work = NULL;
+    q->have_rep = false;
+    s->nth[i] += q->rewrites;
+    info->last = s->nth[i];
+    /* ps points into the report's heap array, which commit moved to s->rep. */
+    if (ps)
+        add_stat(&s->totals[i], ps);
+    if (info->wrapped)
+        s->round++;
+    if (q->rest || info->no_single) {
+        s->cur_pass = (i + 1) % n;
+        if (s->cur_pass == 0)
+            s->round++;
+    } else {
+        s->cur_pass = i;
+    }
+    if (info->first == info->last)
+        snprintf(s->label, sizeof s->label, "step %d: %s #%d", s->steps, p->name, info->first);
+    else
+        snprintf(s->label, sizeof s->label, "step %d: %s #%d-%d", s->steps, p->name,
+                 info->first, info->last);
+    tui_stepper_search_free(q);
     return OX_OK;
+}
+
+ox_status tui_stepper_step_cb(tui_stepper *s, ox_pass_manager *pm, bool rest,
+                              tui_step_try_fn on_try, void *ctx, tui_step_info *info,
+                              ox_error *err)
+{
+    tui_step_search q;
+    ox_status st = tui_stepper_search_begin(s, pm, rest, &q, err);
+    if (st != OX_OK) {
+        memset(info, 0, sizeof *info);
+        info->pass = -1;
+        return st;
+    }
+    tui_stepper_search_run(&q, on_try, ctx);
+    return tui_stepper_search_end(s, &q, info, err);
 }
 
 ox_status tui_stepper_apply_all(tui_stepper *s, ox_pass_manager *pm, ox_error *err)
@@ -367,7 +451,14 @@ ox_status tui_stepper_apply_all(tui_stepper *s, ox_pass_manager *pm, ox_error *e
         return ox_errorf(err, OX_ENOMEM, "out of memory copying the model");
     ox_pass_report rep = {0};
     ox_status st = ox_pm_run(pm, m, &rep, err);
-    commit(s, m, &rep);
+    tui_stepper_apply_all_commit(s, pm, m, &rep);
+    return st;
+}
+
+void tui_stepper_apply_all_commit(tui_stepper *s, ox_pass_manager *pm, ox_model *m,
+                                  ox_pass_report *rep)
+{
+    commit(s, m, rep);
     /* The result is relative to the original, not to the previous cur. */
     s->before_next_id = s->orig->next_node_id;
     s->from_orig = true;
@@ -386,7 +477,6 @@ ox_status tui_stepper_apply_all(tui_stepper *s, ox_pass_manager *pm, ox_error *e
     s->steps = 1;
     s->last_pass = -1;
     snprintf(s->label, sizeof s->label, "all enabled passes (%d rounds)", s->rep.iterations);
-    return st;
 }
 
 bool tui_stepper_reset(tui_stepper *s)

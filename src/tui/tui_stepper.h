@@ -111,9 +111,43 @@ typedef bool (*tui_step_try_fn)(void *ctx, int pass, int tried);
 ox_status tui_stepper_step_cb(tui_stepper *s, ox_pass_manager *pm, bool rest,
                               tui_step_try_fn on_try, void *ctx, tui_step_info *info,
                               ox_error *err);
+/* A step in three parts, for a worker thread: begin (the UI thread)
+ * copies what the search needs from the stepper (and takes the idle
+ * probe's copy); run touches only q, its copies and the manager (nothing
+ * else may use pm or change the stepper meanwhile, but cur may be read);
+ * end (the UI thread) keeps what was learnt and commits the rewrite, as
+ * tui_stepper_step_cb, which is the three in a row. search_free discards
+ * a search (cancelled). */
+typedef struct tui_step_search {
+    ox_pass_manager *pm;
+    const ox_model *src;   /* cur at begin */
+    bool rest, big;
+    int n, start, last_pass;
+    unsigned version;
+    signed char *state;    /* per pass: -1 unknown, 0 no match, 1 match */
+    bool *learnt;          /* state found by this search */
+    bool *enabled;
+    ox_model *work;        /* the copy the passes run on */
+    tui_step_info info;
+    ox_status st;
+    ox_error err;
+    ox_pass_report rep;    /* of the rewriting pass */
+    bool have_rep;
+    int rewrites;
+} tui_step_search;
+ox_status tui_stepper_search_begin(tui_stepper *s, ox_pass_manager *pm, bool rest,
+                                   tui_step_search *q, ox_error *err);
+void tui_stepper_search_run(tui_step_search *q, tui_step_try_fn on_try, void *ctx);
+ox_status tui_stepper_search_end(tui_stepper *s, tui_step_search *q, tui_step_info *info,
+                                 ox_error *err);
+void tui_stepper_search_free(tui_step_search *q);
 /* Runs every enabled pass on a copy of the original to a fixed point. The
  * model is kept even when a pass fails (err says which). */
 ox_status tui_stepper_apply_all(tui_stepper *s, ox_pass_manager *pm, ox_error *err);
+/* Its second half: installs m, a copy of the original the enabled passes
+ * ran on (in a worker thread), with their report (moved into s). */
+void tui_stepper_apply_all_commit(tui_stepper *s, ox_pass_manager *pm, ox_model *m,
+                                  ox_pass_report *rep);
 /* Back to the original (undoable). False when already there with no history. */
 bool tui_stepper_reset(tui_stepper *s);
 /* Undoes the last step, apply-all or reset. False when the history is empty. */

@@ -235,7 +235,68 @@ run_big_search() {
     rm -f "$TMP/wide.onnx"
 }
 
+# The neighbourhood as a graph (item 2): radius 2 around the MatMul, with
+# the shapes of the tensors on the edges; the bus rows keep off the node
+# lines in ASCII mode; after a fusion, before and after side by side.
+run_neigh_radius() {
+    SCEN="neighbourhood radius 2 with shapes"
+    echo "== $SCEN"
+    start 120 36 TERM=xterm-256color -- "$MODEL"
+    wait_for "Peak activ." || return
+    keys /
+    typed "matmul"
+    keys Enter v
+    wait_for "radius 1 (+/-)" || return
+    assert_screen "[Log log]"
+    assert_not_screen "[Softmax softmax]"
+    keys +
+    wait_for "radius 2 (+/-)" || return
+    # Two steps up (Log, then Softmax), two down (Add, then Identity).
+    assert_screen "[Softmax softmax]"
+    assert_screen "[Log log]"
+    assert_screen "[Add add_bias]"
+    assert_screen "[Identity id_out]"
+    # Softmax and Log pass a 2x8 tensor down, MatMul a 2x4 one.
+    CHECKS=$((CHECKS + 1))
+    [ "$(screen | grep -cE '│ 2x8$')" -eq 2 ] || fail "expected two edges labelled 2x8"
+    CHECKS=$((CHECKS + 1))
+    screen | grep -qE '│ 2x4$' || fail "no edge labelled 2x4"
+    keys +
+    wait_for "radius 3 (+/-)" || return
+    keys + 
+    wait_for "neighbourhood radius 3 (1-3)" || return
+    keys - -
+    wait_for "radius 1 (+/-)" || return
+    # Step to the LogSoftmax fusion: before (Softmax, Log removed) | after.
+    keys s s S s
+    wait_for "fuse_log_softmax #1" 20 || return
+    keys 6
+    wait_for "before step 4: fuse_log_softmax #1" || return
+    assert_screen "[- Softmax softmax]"
+    assert_screen "[- Log log]"
+    assert_screen "[+ LogSoftmax"
+    quit_clean
+
+    SCEN="neighbourhood radius 2, ASCII"
+    echo "== $SCEN"
+    start 80 24 TERM=xterm-256color -- --ascii "$MODEL"
+    wait_for "Peak activ." || return
+    keys /
+    typed "matmul"
+    keys Enter v +
+    wait_for "radius 2 (+/-)" || return
+    CHECKS=$((CHECKS + 1))
+    [ "$(screen | grep -cE '\| 2x8$')" -eq 2 ] || fail "expected two ASCII edges labelled 2x8"
+    # No bus or stub character on the lines of the nodes themselves.
+    CHECKS=$((CHECKS + 1))
+    if screen | grep -E '\[[A-Za-z]' | grep -qE '[|+]'; then
+        fail "a connector touches a node line"
+    fi
+    quit_clean
+}
+
 run_stepping
+run_neigh_radius
 run_big_search
 run_undo_shapes
 run_diff

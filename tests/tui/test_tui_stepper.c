@@ -2,6 +2,7 @@
  * terminal: one rewrite per step, passes with no match skipped, the rest of
  * a pass, undo (and its memory bound), idle probing, node marks, and that
  * stepping to the end reaches the same graph as running the pipeline. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -293,6 +294,83 @@ static void test_large_model_path_same_steps(void **state)
             assert_int_equal(small[k][j], large[k][j]);
 }
 
+static void *search_thread(void *arg)
+{
+    tui_stepper_search_run(arg, NULL, NULL);
+    return NULL;
+}
+
+/* The TUI's worker path: begin, run in another thread, end; the stepper
+ * is untouched until end, and the steps are those of tui_stepper_step;
+ * apply-all in two halves gives the pipeline's result. */
+static void test_search_in_a_thread(void **state)
+{
+    (void)state;
+    ox_model *m = model();
+    ox_pass_manager *pm = ox_pm_new(OX_LEVEL_BASIC, OX_TARGET_ONNX);
+    tui_stepper s;
+    tui_stepper_init(&s, m);
+    static const char *const expect[] = {"constant_to_initializer", "eliminate_identity",
+                                         "eliminate_identity", "fuse_log_softmax"};
+    for (int k = 0; k < 4; k++) {
+        tui_step_search q;
+        ox_error err = {0};
+        assert_int_equal(tui_stepper_search_begin(&s, pm, false, &q, &err), OX_OK);
+        ox_model *before = s.cur;
+        int steps = s.steps;
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, search_thread, &q), 0);
+        pthread_join(th, NULL);
+        assert_ptr_equal(s.cur, before);          /* nothing committed by run */
+        assert_int_equal(s.steps, steps);
+        tui_step_info in;
+        assert_int_equal(tui_stepper_search_end(&s, &q, &in, &err), OX_OK);
+        assert_string_equal(ox_pm_pass(pm, in.pass)->name, expect[k]);
+        assert_int_equal(s.steps, steps + 1);
+    }
+    /* A search discarded (Esc on an abandoned job) leaves no trace. */
+    tui_step_search q;
+    ox_error err = {0};
+    assert_int_equal(tui_stepper_search_begin(&s, pm, false, &q, &err), OX_OK);
+    tui_stepper_search_run(&q, NULL, NULL);
+    int steps = s.steps;
+    tui_stepper_search_free(&q);
+    assert_int_equal(s.steps, steps);
+    /* Apply-all: a copy run elsewhere, then the commit half. */
+    ox_model *c = ox_model_clone(m);
+    ox_pass_report rep = {0};
+    assert_int_equal(ox_pm_run_cb(pm, c, &rep, NULL, NULL, &err), OX_OK);
+    int n_after = c->graph->n_nodes;
+    tui_stepper_apply_all_commit(&s, pm, c, &rep);
+    assert_ptr_equal(s.cur, c);
+    assert_int_equal(s.cur->graph->n_nodes, n_after);
+    assert_true(s.from_orig);
+    tui_stepper_free(&s);
+    ox_pm_free(pm);
+    ox_model_free(m);
+}
+
+static bool cancel_at_second(void *ctx, int pass, int round)
+{
+    (void)pass;
+    (void)round;
+    return ++*(int *)ctx < 2;
+}
+
+/* ox_pm_run_cb: called per pass, stops when asked with OX_ECANCELLED. */
+static void test_run_cb_cancels(void **state)
+{
+    (void)state;
+    ox_model *m = model();
+    ox_pass_manager *pm = ox_pm_new(OX_LEVEL_BASIC, OX_TARGET_ONNX);
+    int calls = 0;
+    ox_error err = {0};
+    assert_int_equal(ox_pm_run_cb(pm, m, NULL, cancel_at_second, &calls, &err), OX_ECANCELLED);
+    assert_int_equal(calls, 2);
+    ox_pm_free(pm);
+    ox_model_free(m);
+}
+
 static bool stop_after_one(void *ctx, int pass, int tried)
 {
     (void)pass;
@@ -381,6 +459,8 @@ int main(void)
         cmocka_unit_test(test_stop_between_tries),
         cmocka_unit_test(test_pass_without_single_rewrite),
         cmocka_unit_test(test_large_model_path_same_steps),
+        cmocka_unit_test(test_search_in_a_thread),
+        cmocka_unit_test(test_run_cb_cancels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

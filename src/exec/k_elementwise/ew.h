@@ -19,7 +19,7 @@
 /* x86-64: hot loops also get an AVX2 clone, picked at load time when the
  * CPU has it (no FMA contraction, so results match the baseline build). */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define OX__EW_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define OX__EW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define OX__EW_CLONES
 #endif

@@ -2,6 +2,7 @@
  * QuickGelu) that the fusion passes emit; the ONNX Gelu lives with the
  * elementwise kernels. */
 #include "nn_common.h"
+#include "gelu_rows.h"
 
 /* Dropout: identity at inference (mask of ones). In training mode with a
  * non-zero ratio the mask comes from a seeded xorshift generator, so results
@@ -61,7 +62,7 @@ NN_KERNEL(dropout)
     return OX_OK;
 }
 
-enum { G_ERF, G_TANH, G_QUICK };
+enum { G_ERF = OX__GELU_ERF, G_TANH = OX__GELU_TANH, G_QUICK = OX__GELU_QUICK };
 
 /* y = gelu(x + bias) with bias broadcast over the last axis. */
 static ox_status gelu_run(ox_kernel_ctx *c, int kind, const ox_tensor *bias, float alpha)
@@ -81,15 +82,7 @@ static ox_status gelu_run(ox_kernel_ctx *c, int kind, const ox_tensor *bias, flo
     nn_fout o;
     ox_status st = nn_fout_new(c, 0, x->dtype, x->rank, x->dims, &o);
     if (st) { free(t0); free(t1); return st; }
-    for (int64_t i = 0; i < x->numel; i++) {
-        double v = X[i] + (bn ? B[i % bn] : 0.0f);
-        double y;
-        if (kind == G_ERF) y = 0.5 * v * (1.0 + erf(v * M_SQRT1_2));
-        else if (kind == G_TANH)
-            y = 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
-        else y = v / (1.0 + exp(-alpha * v));
-        o.f[i] = (float)y;
-    }
+    ox__gelu_rows(c->pool, X, o.f, x->numel, B, bn, kind, alpha);
     nn_fout_done(&o);
     free(t0); free(t1);
     return OX_OK;

@@ -3,6 +3,7 @@
  * RotaryEmbedding (opset 23), and the basic forms of com.microsoft
  * Attention and MultiHeadAttention. One scalar core serves all of them. */
 #include "nn_common.h"
+#include "attn_fast.h"
 #include "onnxscope/threadpool.h"
 
 /* Q [B,Hq,Sq,hs], K [B,Hkv,T,hs], V [B,Hkv,T,vs] (contiguous floats). */
@@ -16,6 +17,9 @@ typedef struct attn_args {
     float *Y;              /* [B,Hq,Sq,vs] */
     float *qk;             /* [B,Hq,Sq,T] or NULL */
     int qk_mode;
+    const float *kbias;    /* [B,T] additive per key (a key padding mask), or
+                            * NULL: spares a [B,H,Sq,T] bias for masks that
+                            * depend on the key alone */
 } attn_args;
 
 typedef struct attn_job {
@@ -53,7 +57,7 @@ static void attn_rows(void *ctx, int64_t b0, int64_t b1)
                 for (int64_t e = 0; e < a->hs; e++) d += (q[e] * sq) * (k[e] * sq);
                 if (a->softcap > 0) d = a->softcap * tanhf(d / a->softcap);
                 raw[j] = d;
-                float v = d + (bias ? bias[j] : 0.0f);
+                float v = d + (bias ? bias[j] : 0.0f) + (a->kbias ? a->kbias[b * a->T + j] : 0.0f);
                 if (a->causal && j > i + (a->offset ? a->offset[b] : 0)) v = -INFINITY;
                 s[j] = v;
                 if (v > mx) mx = v;
@@ -83,10 +87,54 @@ static void attn_rows(void *ctx, int64_t b0, int64_t b1)
     free(raw);
 }
 
+/* The common case (no softcap, no QK output) per (batch, head): the scores
+ * of all queries as one GEMM (scale * Q K^T), bias and causal mask added,
+ * a vectorized softmax per row, then one GEMM with V. Same results as
+ * attn_rows up to float rounding: the scale multiplies the dot product
+ * instead of both operands. Scratch: one Sq x T block per worker. */
+static void attn_rows_gemm(void *ctx, int64_t b0, int64_t b1)
+{
+    attn_job *job = ctx;
+    const attn_args *a = job->a;
+    float *S = malloc((size_t)(a->Sq * a->T + 1) * sizeof(float));
+    if (!S) {
+        job->failed = true;
+        return;
+    }
+    int64_t rep = a->Hq / a->Hkv;
+    for (int64_t bh = b0; bh < b1; bh++) {
+        int64_t b = bh / a->Hq, h = bh % a->Hq, hk = h / rep;
+        const float *Qh = a->Q + (b * a->Hq + h) * a->Sq * a->hs;
+        const float *Kh = a->K + (b * a->Hkv + hk) * a->T * a->hs;
+        const float *Vh = a->V + (b * a->Hkv + hk) * a->T * a->vs;
+        nn_sgemm(false, true, a->Sq, a->T, a->hs, a->scale, Qh, a->hs, Kh, a->hs, 0.0f, S, a->T);
+        for (int64_t i = 0; i < a->Sq; i++) {
+            float *row = S + i * a->T;
+            if (a->bias) {
+                const float *bias = a->bias + ((b * a->Hq + h) * a->Sq + i) * a->T;
+                for (int64_t j = 0; j < a->T; j++) row[j] += bias[j];
+            }
+            if (a->kbias) {
+                const float *kb = a->kbias + b * a->T;
+                for (int64_t j = 0; j < a->T; j++) row[j] += kb[j];
+            }
+            if (a->causal) {
+                int64_t last = i + (a->offset ? a->offset[b] : 0);
+                for (int64_t j = last + 1 > 0 ? last + 1 : 0; j < a->T; j++) row[j] = -INFINITY;
+            }
+            ox__attn_softmax_row(row, a->T);
+        }
+        nn_sgemm(false, false, a->Sq, a->vs, a->T, 1.0f, S, a->T, Vh, a->vs, 0.0f,
+                 a->Y + (b * a->Hq + h) * a->Sq * a->vs, a->vs);
+    }
+    free(S);
+}
+
 static ox_status attn_core(ox_kernel_ctx *c, const attn_args *a)
 {
     attn_job job = {a, false};
-    ox_parallel_for(c->pool, a->B * a->Hq, 1, attn_rows, &job);
+    bool gemm = !(a->softcap > 0) && !a->qk && a->T > 0 && a->Sq > 0 && a->hs > 0;
+    ox_parallel_for(c->pool, a->B * a->Hq, 1, gemm ? attn_rows_gemm : attn_rows, &job);
     return job.failed ? NN_NOMEM(c) : OX_OK;
 }
 
@@ -429,7 +477,7 @@ NN_KERNEL(ms_attention)
     float mfv = nn_attr_f(c, "mask_filter_value", -10000.0f);
     size_t f = sizeof(float);
     float *t0 = NULL, *t1 = NULL, *t2 = NULL, *P = NULL, *Q4 = NULL, *K4 = NULL, *V4 = NULL,
-          *tmp3 = NULL, *Y4 = NULL, *bias = NULL;
+          *tmp3 = NULL, *Y4 = NULL, *bias = NULL, *kbias = NULL;
     ox_status st = OX_OK;
     const float *X = nn_load_f32(c, x, &t0);
     const float *W = X ? nn_load_f32(c, w, &t1) : NULL;
@@ -439,8 +487,14 @@ NN_KERNEL(ms_attention)
     tmp3 = malloc((size_t)(B * S * (Dq > Dv ? Dq : Dv) + 1) * f);
     Q4 = malloc((size_t)(B * S * Dq + 1) * f); K4 = malloc((size_t)(B * S * Dk + 1) * f);
     V4 = malloc((size_t)(B * S * Dv + 1) * f); Y4 = malloc((size_t)(B * S * Dv + 1) * f);
-    bias = calloc((size_t)(B * H * S * S + 1), f);
-    if (!P || !tmp3 || !Q4 || !K4 || !V4 || !Y4 || !bias) { st = NN_NOMEM(c); goto done; }
+    /* A full [B,H,S,S] bias only for attention_bias; mask_index masks keys
+     * per batch, a [B,S] additive row. */
+    if (ab) bias = calloc((size_t)(B * H * S * S + 1), f);
+    if (mi) kbias = calloc((size_t)(B * S + 1), f);
+    if (!P || !tmp3 || !Q4 || !K4 || !V4 || !Y4 || (ab && !bias) || (mi && !kbias)) {
+        st = NN_NOMEM(c);
+        goto done;
+    }
     nn_sgemm_mt(c->pool, false, false, B * S, Wn, Din, 1.0f, X, Din, W, Wn, 0.0f, P, Wn);
     int64_t offs[3] = {0, Dq, Dq + Dk}, widths[3] = {Dq, Dk, Dv};
     float *dst[3] = {Q4, K4, V4};
@@ -474,13 +528,11 @@ NN_KERNEL(ms_attention)
                 if (mi->rank == 1 && mi->numel >= B) masked = j >= nn_get_i(mi, b);
                 else if (mi->rank == 2 && mi->dims[0] == B && mi->dims[1] == S) masked = nn_get_i(mi, b * S + j) == 0;
                 else { st = nn_fail(c, OX_EUNSUPPORTED, "mask_index form unsupported"); goto done; }
-                if (!masked) continue;
-                for (int64_t h = 0; h < H; h++)
-                    for (int64_t i = 0; i < S; i++) bias[((b * H + h) * S + i) * S + j] += mfv;
+                if (masked) kbias[b * S + j] = mfv;
             }
     }
     attn_args a = {B, H, H, S, S, hs, vs, Q4, K4, V4, bias, nn_attr_i(c, "unidirectional", 0) != 0,
-                   NULL, scale, 0.0f, Y4, NULL, 0};
+                   NULL, scale, 0.0f, Y4, NULL, 0, kbias};
     if ((st = attn_core(c, &a))) goto done;
     int64_t od[3] = {B, S, Dv};
     nn_fout o;
@@ -489,6 +541,7 @@ NN_KERNEL(ms_attention)
     nn_fout_done(&o);
 done:
     free(t0); free(t1); free(t2); free(P); free(tmp3); free(Q4); free(K4); free(V4); free(Y4); free(bias);
+    free(kbias);
     return st;
 }
 

@@ -4,6 +4,7 @@
  * twin, SkipLayerNormalization, LpNormalization, MeanVarianceNormalization
  * and LRN. Statistics are accumulated in double for stability. */
 #include "nn_common.h"
+#include "norm_rows.h"
 
 /* Loads an optional per-something parameter, checking its element count. */
 static const float *load_param(ox_kernel_ctx *c, const ox_tensor *t, int64_t want,
@@ -122,6 +123,21 @@ done:
     return st;
 }
 
+/* True when p's elements are laid out exactly as x's dims from axis on (its
+ * dims are x's trailing dims, with leading 1s at most): usable as is. */
+static bool ln_param_exact(const ox_tensor *p, const ox_tensor *x, int axis)
+{
+    int nr = x->rank - axis;
+    if (p->rank > x->rank)
+        return false;
+    for (int i = 0; i < p->rank; i++) {
+        int64_t pd = p->dims[p->rank - 1 - i];
+        if (i < nr ? pd != x->dims[x->rank - 1 - i] : pd != 1)
+            return false;
+    }
+    return p->numel == nn_prod(x->dims + axis, nr);
+}
+
 /* Shared by LayerNormalization, RMSNormalization and the contrib forms:
  * normalizes each row of `inner` elements; scale/bias broadcast over the
  * normalized shape; optional extra outputs mean (idx mean_out) and
@@ -136,9 +152,12 @@ static ox_status layer_norm_core(ox_kernel_ctx *c, const ox_tensor *x, const flo
     const float *s = sc ? nn_load_f32(c, sc, &t1) : NULL;
     const float *b = bi ? nn_load_f32(c, bi, &t2) : NULL;
     if ((sc && !s) || (bi && !b)) { st = NN_ST(c); goto done; }
-    /* Expand parameters to the normalized shape once. */
-    if (s && !(S = nn_expand(c, sc, s, x->rank - axis, x->dims + axis))) { st = NN_ST(c); goto done; }
-    if (b && !(B = nn_expand(c, bi, b, x->rank - axis, x->dims + axis))) { st = NN_ST(c); goto done; }
+    /* Expand parameters to the normalized shape, unless they already have
+     * it (the usual case: no allocation then). */
+    if (s && !ln_param_exact(sc, x, axis) &&
+        !(S = nn_expand(c, sc, s, x->rank - axis, x->dims + axis))) { st = NN_ST(c); goto done; }
+    if (b && !ln_param_exact(bi, x, axis) &&
+        !(B = nn_expand(c, bi, b, x->rank - axis, x->dims + axis))) { st = NN_ST(c); goto done; }
     nn_fout o, om = {0}, oi = {0};
     if ((st = nn_fout_new(c, 0, x->dtype, x->rank, x->dims, &o))) goto done;
     int64_t sd[OX_MAX_RANK];
@@ -155,26 +174,10 @@ static ox_status layer_norm_core(ox_kernel_ctx *c, const ox_tensor *x, const flo
         nn_fout_drop(&om);
         goto done;
     }
-    for (int64_t r = 0; r < outer; r++) {
-        const float *xr = X + r * inner;
-        float *yr = o.f + r * inner;
-        double m = 0, v = 0;
-        if (!rms) {
-            for (int64_t j = 0; j < inner; j++) m += xr[j];
-            m = inner ? m / (double)inner : 0;
-        }
-        for (int64_t j = 0; j < inner; j++) v += (xr[j] - m) * (xr[j] - m);
-        v = inner ? v / (double)inner : 0;
-        double inv = 1.0 / sqrt(v + eps);
-        for (int64_t j = 0; j < inner; j++) {
-            double y = (xr[j] - m) * inv;
-            if (S) y *= S[j];
-            if (B) y += B[j];
-            yr[j] = (float)y;
-        }
-        if (want_m) om.f[r] = (float)m;
-        if (want_i) oi.f[r] = (float)inv;
-    }
+    ox__ln_rows_args la = {.X = X, .Y = o.f, .rows = outer, .inner = inner,
+                           .S = S ? S : s, .B = B ? B : b, .rms = rms, .eps = eps,
+                           .mean = want_m ? om.f : NULL, .inv = want_i ? oi.f : NULL};
+    ox__ln_rows(c->pool, &la);
     nn_fout_done(&o);
     if (want_m) nn_fout_done(&om);
     if (want_i) nn_fout_done(&oi);
@@ -218,12 +221,24 @@ static ox_status skip_norm(ox_kernel_ctx *c, bool rms)
     const float *S = X ? nn_load_f32(c, sk, &t1) : NULL;
     const float *Bi = (S && bias) ? nn_load_f32(c, bias, &t2) : NULL;
     if (!S || (bias && !Bi)) { st = NN_ST(c); goto done; }
-    if (!(SK = nn_expand(c, sk, S, x->rank, x->dims))) { st = NN_ST(c); goto done; }
+    /* skip usually has input's shape: read it as is (no expanded copy). */
+    bool sk_same = sk->rank == x->rank && sk->numel == x->numel;
+    for (int i = 0; sk_same && i < x->rank; i++) sk_same = sk->dims[i] == x->dims[i];
+    if (!sk_same && !(SK = nn_expand(c, sk, S, x->rank, x->dims))) { st = NN_ST(c); goto done; }
+    const float *SKv = sk_same ? S : SK;
     sum = malloc((size_t)(x->numel + 1) * sizeof(float));
     if (!sum) { st = NN_NOMEM(c); goto done; }
     int64_t H = x->dims[x->rank - 1];
     if (bias && bias->numel != H) { st = NN_FAIL(c, "bias size mismatch"); goto done; }
-    for (int64_t i = 0; i < x->numel; i++) sum[i] = X[i] + SK[i] + (Bi ? Bi[i % H] : 0.0f);
+    /* Row by row: no modulo per element, and the row loops vectorize. */
+    for (int64_t r = 0; H > 0 && r < x->numel / H; r++) {
+        const float *xr = X + r * H, *sr = SKv + r * H;
+        float *o = sum + r * H;
+        if (Bi)
+            for (int64_t j = 0; j < H; j++) o[j] = xr[j] + sr[j] + Bi[j];
+        else
+            for (int64_t j = 0; j < H; j++) o[j] = xr[j] + sr[j];
+    }
     /* Outputs: output, mean, inv_std_var, input_skip_bias_sum (the
      * simplified form leaves mean unused). */
     st = layer_norm_core(c, x, sum, x->rank - 1, rms, gamma, beta, nn_attr_f(c, "epsilon", 1e-12f),

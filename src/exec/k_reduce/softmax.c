@@ -83,6 +83,50 @@ static ox_status axis_split(ox_kernel_ctx *c, const ox_tensor *x, int64_t axis,
 SM_LINE(line_f32, float, ox__expf, logf)
 SM_LINE(line_f64, double, exp, log)
 
+/* Softmax of one contiguous float line (inner == 1: the attention case),
+ * written so the vectorizer takes every pass: 16 independent lanes for the
+ * max and the sum (a plain float reduction is not vectorized without
+ * -fassociative-math), the exponentials stored once and scaled in place.
+ * Same results as line_f32 within float rounding of the sum: a NaN input
+ * is skipped by the max but poisons the sum, so the line is NaN as there. */
+enum { SM_L = 16 };
+OX__EW_CLONES static void soft_contig_f32(const float *x, float *y, int64_t n)
+{
+    float mv[SM_L], sv[SM_L];
+    for (int j = 0; j < SM_L; j++) {
+        mv[j] = -INFINITY;
+        sv[j] = 0;
+    }
+    int64_t k = 0;
+    for (; k + SM_L <= n; k += SM_L)
+        for (int j = 0; j < SM_L; j++)
+            mv[j] = x[k + j] > mv[j] ? x[k + j] : mv[j];
+    float m = -INFINITY;
+    for (int j = 0; j < SM_L; j++)
+        m = mv[j] > m ? mv[j] : m;
+    for (; k < n; k++)
+        m = x[k] > m ? x[k] : m;
+    if (!isfinite(m))
+        m = m > 0 ? m : 0;   /* all -inf (or NaN): as line_f32 */
+    for (k = 0; k + SM_L <= n; k += SM_L)
+        for (int j = 0; j < SM_L; j++) {
+            float e = ox__expf(x[k + j] - m);
+            y[k + j] = e;
+            sv[j] += e;
+        }
+    double s = 0;
+    for (; k < n; k++) {
+        float e = ox__expf(x[k] - m);
+        y[k] = e;
+        s += e;
+    }
+    for (int j = 0; j < SM_L; j++)
+        s += sv[j];
+    float inv = (float)(1.0 / s);
+    for (k = 0; k < n; k++)
+        y[k] *= inv;
+}
+
 typedef struct smpar {
     ox_dtype ct;
     const void *x;
@@ -98,7 +142,9 @@ static void smpar_run(void *ctx, int64_t b, int64_t e)
     for (int64_t l = b; l < e; l++) {
         int64_t o = l / p->inner, j = l % p->inner;
         int64_t off = o * p->n * p->inner + j;
-        if (p->ct == OX_DT_FLOAT)
+        if (p->ct == OX_DT_FLOAT && p->inner == 1 && p->kind == SM_SOFT)
+            soft_contig_f32((const float *)p->x + off, (float *)p->y + off, p->n);
+        else if (p->ct == OX_DT_FLOAT)
             line_f32((const float *)p->x + off, (float *)p->y + off, p->n,
                      p->inner, p->kind);
         else
