@@ -43,10 +43,10 @@
     X(PANEL_8, '8', 0, "8", "global", "Passes")                                      \
     X(PANEL_9, '9', 0, "9", "global", "Diff")                                        \
     X(PANEL_0, '0', 0, "0", "global", "Bench")                                       \
-    X(UP, 'k', KEY_UP, "k Up", "global", "move up")                                  \
-    X(DOWN, 'j', KEY_DOWN, "j Down", "global", "move down")                          \
-    X(LEFT, 'h', KEY_LEFT, "h Left", "global", "move left / previous neighbour")     \
-    X(RIGHT, 'l', KEY_RIGHT, "l Right", "global", "move right / next neighbour")     \
+    X(UP, 'k', KEY_UP, "k Up", "global", "move up / scroll up (Diff)")                                  \
+    X(DOWN, 'j', KEY_DOWN, "j Down", "global", "move down / scroll down (Diff)")                          \
+    X(LEFT, 'h', KEY_LEFT, "h Left", "global", "move left / previous neighbour / scroll left (Diff)")     \
+    X(RIGHT, 'l', KEY_RIGHT, "l Right", "global", "move right / next neighbour / scroll right (Diff)")     \
     X(PGUP, KEY_PPAGE, TUI_CTRL('b'), "PgUp C-b", "global", "page up")               \
     X(PGDN, KEY_NPAGE, TUI_CTRL('f'), "PgDn C-f", "global", "page down")             \
     X(HOME, KEY_HOME, 'g', "Home g", "global", "first row")                          \
@@ -266,6 +266,8 @@ struct tui {
     struct tui_op_delta *dtab;   /* Diff op table, computed once per change */
     int n_dtab;
     bool dtab_valid;
+    int diff_top, diff_left;     /* Diff panel scroll offsets (rows, columns) */
+    int diff_rows, diff_cols;    /* its content's extent at the last draw */
 
     /* bench worker */
     pthread_t bench_thread;
@@ -338,6 +340,7 @@ bool tui_passes_match(tui *t, int row, const char *q);
 int tui_passes_footer_lines(tui *t);
 void tui_passes_footer(tui *t, int y0, int h, int w);
 void tui_diff_draw(tui *t, int y0, int h, int w);
+int tui_diff_scroll(tui *t, tui_action a, int h);
 
 /* tui_panels.c */
 void tui_panels_init(tui *t);

@@ -1041,7 +1041,8 @@ static int diff_key(tui *t, tui_action a)
 {
     if (a == TUI_A_TOGGLE || a == TUI_A_ENTER)
         return TUI_UNHANDLED;
-    return tui_passes_key(t, a);
+    int r = tui_diff_scroll(t, a, LINES - 2);
+    return r ? r : tui_passes_key(t, a);
 }
 
 void tui_panels_init(tui *t)

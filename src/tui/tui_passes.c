@@ -3,6 +3,7 @@
  * apply all, reset, level presets) on top of tui_stepper.c, which owns the
  * optimized copy; the status line, cursor jumps and change marks after a
  * step; the before/after table with the per-pass totals. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -801,108 +802,178 @@ static void build_dtab(tui *t)
     t->n_dtab = k;
 }
 
-static void diff_line(tui *t, int y, int w, const char *label, const char *b, const char *a,
+/* The Diff panel is laid out on a virtual page (rows from 0, columns from
+ * the panel's left edge) and shown through a window at t->diff_top /
+ * t->diff_left, so every row and column is reachable at 80x24. */
+typedef struct dview {
+    tui *t;
+    int y0, h, w;     /* the window on the screen */
+    int rows, cols;   /* the page's extent so far */
+} dview;
+
+static void dput(dview *v, int row, int x, int slot, const char *s)
+{
+    int len = (int)strlen(s);
+    if (row + 1 > v->rows)
+        v->rows = row + 1;
+    if (x + len > v->cols)
+        v->cols = x + len;
+    int sy = row - v->t->diff_top;
+    if (sy < 0 || sy >= v->h)
+        return;
+    int sx = x - v->t->diff_left;
+    if (sx < 0) {
+        if (-sx >= len)
+            return;
+        s += -sx;   /* the page is ASCII apart from names, shown as they cut */
+        sx = 0;
+    }
+    if (sx < v->w)
+        tui_put(v->y0 + sy, sx, v->w - sx, slot, v->t, s);
+}
+
+static void dputf(dview *v, int row, int x, int slot, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    dput(v, row, x, slot, buf);
+}
+
+static void diff_line(dview *v, int y, const char *label, const char *b, const char *a,
                       bool changed)
 {
-    tui_putf(y, 2, w - 4, changed ? OX_SLOT_UI_CHANGED : OX_SLOT_UI_NORMAL, t,
-             "%-20s %14s %14s", label, b, a);
+    dputf(v, y, 2, changed ? OX_SLOT_UI_CHANGED : OX_SLOT_UI_NORMAL, "%-20s %14s %14s", label,
+          b, a);
+}
+
+/* The per-pass table since the reset (it fills as you step) and what the
+ * last action removed, added and edited; returns the next free row. */
+static int diff_passes(dview *v, int yr, int x)
+{
+    tui *t = v->t;
+    /* Bytes saved as the report counts them; MACs and peak are the
+     * report's deltas (after - before, < 0 a saving; '?' when unknown:
+     * docs/PASSES.md, "Report fields"). */
+    dputf(v, yr++, x, OX_SLOT_UI_HEADER, "%-26s %3s %6s %6s %5s %11s %9s %10s", "pass", "rw",
+          "-nodes", "+nodes", "edits", "bytes saved", "MACs", "peak");
+    int np = t->pm ? ox_pm_count(t->pm) : 0;
+    for (int i = 0; i < np && i < t->st.n_passes; i++) {
+        const tui_pass_total *pt = &t->st.totals[i];
+        if (!pt->rewrites && !pt->nodes_removed && !pt->nodes_added && !pt->nodes_edited &&
+            !pt->bytes_saved && !pt->inits_removed && !pt->inits_added)
+            continue;
+        char macs[32], peak[32], sb[32];
+        dputf(v, yr++, x, OX_SLOT_UI_NORMAL, "%-26.26s %3d %6d %6d %5d %11s %9s %10s",
+              ox_pm_pass(t->pm, i)->name, pt->rewrites, pt->nodes_removed, pt->nodes_added,
+              pt->nodes_edited, ox_fmt_bytes(pt->bytes_saved, true, sb, sizeof sb),
+              ox_fmt_delta(pt->macs_delta, !pt->macs_unknown, false, macs, sizeof macs),
+              ox_fmt_delta(pt->peak_delta, !pt->peak_unknown, true, peak, sizeof peak));
+    }
+    if (t->n_step_msg)
+        dputf(v, yr++, x, OX_SLOT_UI_HEADER, "last: %s", t->st.label);
+    for (int k = 0; k < t->n_step_msg; k++)
+        dput(v, yr++, x, t->step_msg[k][0] == 'r'   ? OX_SLOT_UI_REMOVED
+                         : t->step_msg[k][0] == 'a' ? OX_SLOT_UI_ADDED
+                                                    : OX_SLOT_UI_CHANGED,
+             t->step_msg[k]);
+    return yr;
+}
+
+static void diff_clamp(tui *t, int h, int w)
+{
+    if (t->diff_top > t->diff_rows - h)
+        t->diff_top = t->diff_rows - h;
+    if (t->diff_top < 0)
+        t->diff_top = 0;
+    if (t->diff_left > t->diff_cols - w)
+        t->diff_left = t->diff_cols - w;
+    if (t->diff_left < 0)
+        t->diff_left = 0;
 }
 
 void tui_diff_draw(tui *t, int y0, int h, int w)
 {
     char a[64], b[64];
     const ox_model_cost *co = &t->cost_orig, *cn = &t->cost;
-    int y = y0, end = y0 + h;
-    tui_putf(y++, 2, w - 4, OX_SLOT_UI_HEADER, t, "Diff: original -> %s",
-             t->cur == t->orig ? "original (no pass applied yet: 8, then a or s)"
-                               : t->st.label);
-    tui_putf(y++, 2, w - 4, OX_SLOT_UI_HEADER, t, "%-20s %14s %14s", "", "before", "after");
+    /* The last row of the window says where the page continues. */
+    int vh = h > 2 ? h - 1 : h;
+    diff_clamp(t, vh, w);
+    dview v = {.t = t, .y0 = y0, .h = vh, .w = w};
+    int y = 0;
+    dputf(&v, y++, 2, OX_SLOT_UI_HEADER, "Diff: original -> %s",
+          t->cur == t->orig ? "original (no pass applied yet: 8, then a or s)" : t->st.label);
+    dputf(&v, y++, 2, OX_SLOT_UI_HEADER, "%-20s %14s %14s", "", "before", "after");
     int nb = t->orig->graph->n_nodes, na = t->cur->graph->n_nodes;
     snprintf(a, sizeof a, "%d", nb);
     snprintf(b, sizeof b, "%d", na);
-    diff_line(t, y++, w, "nodes", a, b, na != nb);
-    diff_line(t, y++, w, "params", ox_fmt_count(co->params, true, a, sizeof a),
+    diff_line(&v, y++, "nodes", a, b, na != nb);
+    diff_line(&v, y++, "params", ox_fmt_count(co->params, true, a, sizeof a),
               ox_fmt_count(cn->params, true, b, sizeof b), co->params != cn->params);
-    diff_line(t, y++, w, "weights", ox_fmt_bytes(co->weights_bytes, true, a, sizeof a),
+    diff_line(&v, y++, "weights", ox_fmt_bytes(co->weights_bytes, true, a, sizeof a),
               ox_fmt_bytes(cn->weights_bytes, true, b, sizeof b),
               co->weights_bytes != cn->weights_bytes);
-    diff_line(t, y++, w, "MACs", ox_fmt_model_macs(co, a, sizeof a),
+    diff_line(&v, y++, "MACs", ox_fmt_model_macs(co, a, sizeof a),
               ox_fmt_model_macs(cn, b, sizeof b), strcmp(a, b) != 0);
-    diff_line(t, y++, w, "FLOPs", ox_fmt_model_flops(co, a, sizeof a),
+    diff_line(&v, y++, "FLOPs", ox_fmt_model_flops(co, a, sizeof a),
               ox_fmt_model_flops(cn, b, sizeof b), strcmp(a, b) != 0);
-    diff_line(t, y++, w, "peak activations",
+    diff_line(&v, y++, "peak activations",
               ox_fmt_bytes(co->peak_activation_bytes, co->peak_known, a, sizeof a),
               ox_fmt_bytes(cn->peak_activation_bytes, cn->peak_known, b, sizeof b),
               co->peak_activation_bytes != cn->peak_activation_bytes);
     ensure_size(t);
-    diff_line(t, y++, w, "file size", ox_fmt_bytes((int64_t)t->orig->file_size, true, a, sizeof a),
+    diff_line(&v, y++, "file size", ox_fmt_bytes((int64_t)t->orig->file_size, true, a, sizeof a),
               ox_fmt_bytes(t->size_cur, t->size_cur >= 0, b, sizeof b),
               (int64_t)t->orig->file_size != t->size_cur);
-    if (y < end)
-        y++;
-    /* Op counts, largest change first; then the per-pass report. */
+    y++;
+    /* Narrow: the per-pass table comes first (it is what stepping
+     * changes), the op counts below it; wide: side by side. */
+    bool wide = w >= 100;
+    if (!wide && t->st.have_totals)
+        y = diff_passes(&v, y, 2) + 1;
     if (!t->dtab_valid)
         build_dtab(t);
-    op_delta *tab = t->dtab;
-    int n = t->n_dtab;
-    int half = w / 2;
-    int tw = w < 100 ? w - 4 : half - 3;
     int ytab = y;
-    if (y < end)
-        tui_putf(y++, 2, tw, OX_SLOT_UI_HEADER, t, "%-18s %6s %6s %6s", "op", "before",
-                 "after", "delta");
-    /* Narrow: the per-pass table goes below, so the op table leaves it
-     * room (the ops with the largest change come first anyway). */
-    int op_end = end;
-    if (w < 100 && t->st.have_totals) {
-        int room = (end - y) / 2;
-        op_end = y + (room < 3 ? 3 : room);
+    dputf(&v, y++, 2, OX_SLOT_UI_HEADER, "%-18s %6s %6s %6s", "op", "before", "after", "delta");
+    /* Op counts, largest change first. */
+    for (int i = 0; i < t->n_dtab; i++) {
+        const op_delta *d = &t->dtab[i];
+        int dd = d->after - d->before;
+        dputf(&v, y++, 2, dd ? (dd < 0 ? OX_SLOT_UI_REMOVED : OX_SLOT_UI_ADDED) : OX_SLOT_UI_DIM,
+              "%-18.18s %6d %6d %+6d", d->op, d->before, d->after, dd);
     }
-    for (int i = 0; i < n && y < op_end; i++) {
-        int d = tab[i].after - tab[i].before;
-        if (y == op_end - 1 && i < n - 1) {
-            tui_putf(y++, 2, tw, OX_SLOT_UI_DIM, t, "(+%d more op types)", n - i);
-            break;
-        }
-        tui_putf(y++, 2, tw, d ? (d < 0 ? OX_SLOT_UI_REMOVED : OX_SLOT_UI_ADDED)
-                                     : OX_SLOT_UI_DIM,
-                 t, "%-18.18s %6d %6d %+6d", tab[i].op, tab[i].before, tab[i].after, d);
+    if (wide && t->st.have_totals)
+        diff_passes(&v, ytab, w / 2);
+    t->diff_rows = v.rows;
+    t->diff_cols = v.cols + 1;
+    if (vh < h) {
+        bool below = t->diff_top + vh < v.rows, right = t->diff_left + w < t->diff_cols;
+        if (below || right || t->diff_top || t->diff_left)
+            tui_putf(y0 + vh, 2, w - 4, OX_SLOT_UI_DIM, t,
+                     "rows %d-%d of %d%s, col %d%s: j/k g/G PgDn h/l scroll",
+                     t->diff_top + 1, t->diff_top + vh < v.rows ? t->diff_top + vh : v.rows,
+                     v.rows, below ? " (more below)" : "", t->diff_left + 1,
+                     right ? " (more right)" : "");
     }
-    /* the pass report beside the op table (below it when narrow) */
-    int x = half, yr = ytab;
-    if (w < 100) {
-        x = 2;
-        yr = y + (y < end ? 1 : 0);
+}
+
+/* Scroll keys of the Diff panel (the key table's movement keys). */
+int tui_diff_scroll(tui *t, tui_action a, int h)
+{
+    int page = h > 3 ? h - 2 : 1;
+    switch (a) {
+    case TUI_A_UP: t->diff_top--; break;
+    case TUI_A_DOWN: t->diff_top++; break;
+    case TUI_A_PGUP: t->diff_top -= page; break;
+    case TUI_A_PGDN: t->diff_top += page; break;
+    case TUI_A_HOME: t->diff_top = 0; t->diff_left = 0; break;
+    case TUI_A_END: t->diff_top = t->diff_rows; break;
+    case TUI_A_LEFT: t->diff_left -= 8; break;
+    case TUI_A_RIGHT: t->diff_left += 8; break;
+    default: return TUI_UNHANDLED;
     }
-    if (!t->st.have_totals || yr >= end)
-        return;
-    /* Per pass since the reset: it fills as you step. Bytes saved as the
-     * report counts them; MACs and peak are the report's deltas (after -
-     * before, < 0 a saving; '?' when unknown: docs/PASSES.md). */
-    tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_HEADER, t, "%-26s %3s %6s %6s %5s %10s %9s %10s",
-             "pass", "rw", "-nodes", "+nodes", "edits", "bytes saved", "MACs", "peak");
-    int np = t->pm ? ox_pm_count(t->pm) : 0;
-    for (int i = 0; i < np && i < t->st.n_passes && yr < end; i++) {
-        const tui_pass_total *pt = &t->st.totals[i];
-        if (!pt->rewrites && !pt->nodes_removed && !pt->nodes_added && !pt->nodes_edited &&
-            !pt->bytes_saved && !pt->inits_removed && !pt->inits_added)
-            continue;
-        /* The deltas print '?' when unknown (docs/PASSES.md, "Report fields");
-         * bytes in B/KiB/MiB, signed. */
-        char macs[32], peak[32], sb[32];
-        tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_NORMAL, t,
-                 "%-26.26s %3d %6d %6d %5d %10s %9s %10s", ox_pm_pass(t->pm, i)->name,
-                 pt->rewrites, pt->nodes_removed, pt->nodes_added, pt->nodes_edited,
-                 ox_fmt_bytes(pt->bytes_saved, true, sb, sizeof sb),
-                 ox_fmt_delta(pt->macs_delta, !pt->macs_unknown, false, macs, sizeof macs),
-                 ox_fmt_delta(pt->peak_delta, !pt->peak_unknown, true, peak, sizeof peak));
-    }
-    /* What the last action removed, added and edited. */
-    if (t->n_step_msg && yr < end)
-        tui_putf(yr++, x, w - x - 1, OX_SLOT_UI_HEADER, t, "last: %s", t->st.label);
-    for (int k = 0; k < t->n_step_msg && yr < end; k++)
-        tui_put(yr++, x, w - x - 1, t->step_msg[k][0] == 'r'   ? OX_SLOT_UI_REMOVED
-                                    : t->step_msg[k][0] == 'a' ? OX_SLOT_UI_ADDED
-                                                               : OX_SLOT_UI_CHANGED,
-                t, t->step_msg[k]);
+    diff_clamp(t, h > 2 ? h - 1 : h, COLS);
+    return TUI_REDRAW;
 }
