@@ -67,11 +67,11 @@ run_stepping() {
     assert_screen "(more below)"
     assert_screen "(more right)"
     CHECKS=$((CHECKS + 1))
-    if screen | grep -qE "bytes saved +MACs +peak|LogSoftmax +0 +1 +1"; then
+    if screen | grep -qE "bytes saved +MACs +peak|LogSoftmax +0 +1 +\\+1"; then
         fail "the peak column or the LogSoftmax op row is visible before scrolling"
     fi
     keys G
-    wait_re "LogSoftmax +0 +1 +1" || return
+    wait_re "LogSoftmax +0 +1 +\\+1" || return
     keys l
     wait_re "bytes saved +MACs +peak" || return
     keys g
