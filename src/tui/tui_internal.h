@@ -43,13 +43,13 @@
     X(PANEL_8, '8', 0, "8", "global", "Passes")                                      \
     X(PANEL_9, '9', 0, "9", "global", "Diff")                                        \
     X(PANEL_0, '0', 0, "0", "global", "Bench")                                       \
-    X(UP, 'k', KEY_UP, "k Up", "global", "move up / scroll up (Diff)")                                  \
-    X(DOWN, 'j', KEY_DOWN, "j Down", "global", "move down / scroll down (Diff)")                          \
-    X(LEFT, 'h', KEY_LEFT, "h Left", "global", "move left / previous neighbour / scroll left (Diff)")     \
-    X(RIGHT, 'l', KEY_RIGHT, "l Right", "global", "move right / next neighbour / scroll right (Diff)")     \
+    X(UP, 'k', KEY_UP, "k Up", "global", "move up / scroll up (Diff) / previous setting (Bench)")                                  \
+    X(DOWN, 'j', KEY_DOWN, "j Down", "global", "move down / scroll down (Diff) / next setting (Bench)")                          \
+    X(LEFT, 'h', KEY_LEFT, "h Left", "global", "move left / previous neighbour / scroll left (Diff) / setting -1 (Bench)")     \
+    X(RIGHT, 'l', KEY_RIGHT, "l Right", "global", "move right / next neighbour / scroll right (Diff) / setting +1 (Bench)")     \
     X(PGUP, KEY_PPAGE, TUI_CTRL('b'), "PgUp C-b", "global", "page up")               \
     X(PGDN, KEY_NPAGE, TUI_CTRL('f'), "PgDn C-f", "global", "page down")             \
-    X(HOME, KEY_HOME, 'g', "Home g", "global", "first row")                          \
+    X(HOME, KEY_HOME, 'g', "Home g", "global", "first row / setting to its least (Bench)")                          \
     X(END, KEY_END, 'G', "End G", "global", "last row")                              \
     X(ENTER, '\n', KEY_ENTER, "Enter", "global", "open / follow the edge / enter")   \
     X(BACK, KEY_BACKSPACE, 127, "Backspace", "global", "go back")                    \
@@ -154,6 +154,8 @@ typedef enum { TUI_PROMPT_NONE = 0, TUI_PROMPT_SEARCH, TUI_PROMPT_FILTER, TUI_PR
                TUI_PROMPT_EXPORT, TUI_PROMPT_SAVE, TUI_PROMPT_CONFIRM,
                TUI_PROMPT_GOTO, TUI_PROMPT_DIMS } tui_prompt_kind;
 
+#define TUI_BENCH_OPS 12
+
 typedef struct tui_bench_result {
     bool done, ok, cancelled;
     int iters;
@@ -161,7 +163,13 @@ typedef struct tui_bench_result {
     double p50_b, p90_b, p99_b, mean_b;     /* second model when compared */
     bool compared, check_ok;
     double speedup, max_abs_err;
-    int threads;
+    int threads, warmup;
+    /* The per-operator profile of the last model run (the optimized one
+     * when compared): its largest operator types, names copied. */
+    char ops_of[64];
+    struct { char op[48]; int nodes; double ms; } ops[TUI_BENCH_OPS];
+    int n_ops, n_ops_all, profile_runs;
+    double profile_ms;
     char msg[256];
 } tui_bench_result;
 
@@ -277,7 +285,10 @@ struct tui {
     atomic_int bench_finished;
     ox_model *bench_a, *bench_b;
     tui_bench_result bench;
-    int bench_iters;
+    int bench_iters, bench_warmup, bench_threads;   /* editable in the panel */
+    int bench_sel;                /* the setting the cursor is on (0 runs, 1 warm-up, 2 threads) */
+    char saved_name[512];         /* where the optimized model was last saved */
+    const ox_model *saved_model;  /* ... and which copy (a later step makes another) */
     ox_input_opts bench_inputs;   /* --input/--fill/--int-max/--default-dim */
 
     /* the worker-thread job (tui_job.h): NULL when none runs */
@@ -350,6 +361,7 @@ void tui_bench_start(tui *t);
 void tui_bench_cancel(tui *t);
 void tui_bench_poll(tui *t);
 void tui_bench_draw(tui *t, int y0, int h, int w);
+int tui_bench_key(tui *t, tui_action a);
 
 /* tui_main.c */
 void tui_set_status(tui *t, int slot, const char *fmt, ...)

@@ -629,7 +629,12 @@ static void save_write(tui *t, const char *path, bool fix)
     ox_status s = err.status ? err.status : ox_save(m, path, &so, &err);
     if (s != OX_OK)
         tui_set_status(t, OX_SLOT_UI_ERROR, "save failed: %s", err.msg[0] ? err.msg : ox_strerror(s));
-    else
+    else if (t->cur != t->orig)   /* the Bench panel names the optimized row after it */
+    {
+        snprintf(t->saved_name, sizeof t->saved_name, "%s", path);
+        t->saved_model = t->cur;
+    }
+    if (s == OX_OK)
         tui_set_status(t, OX_SLOT_UI_OK, "saved %s model (%d nodes%s) to %s",
                        t->cur == t->orig ? "the" : "the optimized", m->graph->n_nodes,
                        !copy ? "" : fix ? ", dims fixed" : ", symbolic dims kept", path);
@@ -1264,6 +1269,7 @@ int ox_tui_main(int argc, char **argv)
         t->timing = fopen(tf, "a");
     const char *bi = getenv("ONNXSCOPE_TUI_BENCH_ITERS");
     t->bench_iters = bi ? atoi(bi) : 50;
+    t->bench_warmup = 1;   /* as `onnxscope bench` */
     tui_panels_init(t);
 
     if (!initscr()) {

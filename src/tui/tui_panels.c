@@ -1076,5 +1076,5 @@ void tui_panels_init(tui *t)
                                   .footer_lines = tui_passes_footer_lines,
                                   .draw_footer = tui_passes_footer};
     p[TUI_P_DIFF] = (tui_panel){.title = "Diff", .draw = tui_diff_draw, .key = diff_key};
-    p[TUI_P_BENCH] = (tui_panel){.title = "Bench", .draw = tui_bench_draw};
+    p[TUI_P_BENCH] = (tui_panel){.title = "Bench", .draw = tui_bench_draw, .key = tui_bench_key};
 }

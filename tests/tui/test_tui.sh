@@ -205,7 +205,7 @@ run_cnn() {
     # Benchmark.
     keys b
     wait_for "p50 ms" 20 || return
-    assert_screen "original"
+    assert_screen "tiny_cnn.onnx  "
     # Bisect: the basic passes keep the outputs, so nothing diverges.
     keys 8 B
     wait_for "bisect: every pass's result agrees" 30 || return
@@ -334,10 +334,19 @@ run_trf() {
     keys Enter
     wait_for "float32[2,8,64]" || return
     assert_screen "(override)"
-    # Benchmark original vs optimized, with the equivalence check.
-    keys 0 b
+    # Benchmark original vs optimized, with the equivalence check: runs
+    # set to 3 in the panel (g: least, 1; l l: +2), the rows named after
+    # the file and "optimized", the per-operator table of the last run.
+    keys 0 g l l
+    wait_for " runs 3 " || return
+    keys b
     wait_for "speedup x" 30 || return
     assert_screen "max abs error"
+    assert_screen "3 timed runs after 1 warm-up"
+    wait_re "^  $(basename "$TRF") +[0-9]+\.[0-9]{3} " || return
+    wait_re "^  optimized +[0-9]+\.[0-9]{3} " || return
+    assert_screen "operator types of optimized (fastest of 3 profiled runs"
+    wait_re "^  [A-Za-z:.]+ +[1-9][0-9]* +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]%" || return
     keys b Escape
     wait_for "Bench" || return
     keys Tab
