@@ -1,12 +1,14 @@
 # Helpers of the tmux-driven TUI tests (sourced): one private tmux server
 # per scenario, keys in, polled captures out. Needs BIN and TMP set by the
-# caller; counts CHECKS and FAILS.
+# caller; counts CHECKS and FAILS. START_ENV (an array, may be empty) is
+# put in front of every session's environment.
 SOCK_BASE="oxtui-$$-$RANDOM"
 SOCK="$SOCK_BASE-0"
 NSOCK=0
 FAILS=0
 CHECKS=0
 SCEN=""
+[ -n "${START_ENV+x}" ] || START_ENV=()
 
 tmux_cleanup() {
     local i
@@ -28,7 +30,7 @@ start() {
     NSOCK=$((NSOCK + 1))
     SOCK="$SOCK_BASE-$NSOCK"
     local cmd
-    cmd=$(printf '%q ' env "${envs[@]}" "$BIN" "$@")
+    cmd=$(printf '%q ' env "${START_ENV[@]}" "${envs[@]}" "$BIN" "$@")
     tmux -L "$SOCK" new-session -d -s t -x "$w" -y "$h" \
         "$cmd; echo \"EXIT=\$?\"; sleep 120"
 }
@@ -89,6 +91,7 @@ assert_not_screen() {
     if screen | grep -qF -- "$1"; then fail "screen unexpectedly has '$1'"; fi
 }
 
+# The alternate screen is gone: no tab bar left behind.
 quit_clean() {
     keys q
     wait_for "EXIT=0" || return
