@@ -487,7 +487,7 @@ def main(argv):
                       file=sys.stderr)
                 continue
             sizes[name] = os.path.getsize(svg)
-            print("%s: %d rewrite(s), %s %d bytes" % (name, rewrites, svg, sizes[name]))
+            print("%s: %d rewrite(s), %s %d bytes" % (name, rewrites, os.path.relpath(svg, ROOT), sizes[name]))
     if sizes:
         print("total %d bytes in %d image(s), largest %d" % (
             sum(sizes.values()), len(sizes), max(sizes.values())))
