@@ -169,6 +169,15 @@ static bool match_norm(const ox_graph *g, ox_node *n, bool rms, norm_match *m)
     }
     if (ox__fuse_const(m->x) || !ox__fuse_float(ox__pass_elem(m->x)))
         return false;
+    /* The normalized dims must be known: the fused parameters are built
+     * with that shape (the axes are negative, so nothing above checked x's
+     * rank; a fuzzed model had x of rank 0). */
+    const ox_type *xt = m->x->type;
+    if (!xt || xt->kind != OX_TYPE_TENSOR || !xt->has_shape || xt->rank < m->k || !xt->dims)
+        return false;
+    for (int i = xt->rank - m->k; i < xt->rank; i++)
+        if (xt->dims[i].value <= 0)
+            return false;
     /* Scale, then bias (LayerNorm only), each optional. */
     m->y = n->outputs[0];
     ox_node *r = sole_reader(g, m->y);
