@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "onnxscope/device.h"
 #include "onnxscope/ir.h"
 #include "onnxscope/tensor.h"
 #include "onnxscope/threadpool.h"
@@ -129,6 +130,11 @@ typedef struct ox_exec_opts {
     atomic_int *cancel;
     /* > 0: runs stop with OX_ETIMEDOUT once ox_exec_clock_ns() passes it. */
     int64_t deadline_ns;
+    /* OX_DEVICE_CUDA: main-graph nodes with a CUDA kernel run on the GPU,
+     * the others on the CPU with the copies they need (docs/EXECUTOR.md
+     * "CUDA backend"); ox_exec_new fails with OX_EUNSUPPORTED and the
+     * probe's reason when no GPU is usable. */
+    ox_device device;
 } ox_exec_opts;
 
 /* The default memory ceiling: 3/4 of physical memory (8 GiB when unknown);
@@ -149,6 +155,13 @@ typedef struct ox_exec_stats {
     int inplace_slots;      /* outputs planned onto their input's bytes */
     int plans_built;        /* signatures planned so far (this executor) */
     int plan_hits;          /* runs that reused a cached plan */
+    /* Placement of the last run's main-graph nodes (index: ox_device) and
+     * the cost model's FLOPs of those nodes (0 when unknown). Without a
+     * device plan every node counts as CPU. */
+    int nodes_on[2];
+    int64_t flops_on[2];
+    int64_t device_arena_bytes; /* the device memory plan's arena (CUDA) */
+    int64_t h2d_copies, d2h_copies; /* transfers of the last run */
 } ox_exec_stats;
 
 /* Prepares an executor for m's main graph: topological order, a kernel per

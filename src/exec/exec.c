@@ -14,6 +14,8 @@
 #include "onnxscope/profile.h"
 #include "arena.h"
 #include "dnnl_backend.h"
+#include "cuda/place.h"
+#include "cuda/runtime.h"
 #include "core/ptrmap.h"
 
 /* ---- pointer -> index map (plan-time lookups only) ----------------------- */
@@ -89,6 +91,11 @@ struct ox_exec {
     int arena_busy;       /* a run holds the arena (atomic): others use the heap */
     ox_exec_stats stats;
     int64_t max_mem;      /* resolved opts.max_memory; INT64_MAX when none */
+    /* --device cuda (cuda/place.h, cuda/runtime.h): the runtime and the
+     * placement + device memory plan of the last input signature. */
+    ox_cuda_rt *cuda;
+    ox_cuda_plan *cplan;
+    bool cuda_off;        /* the main graph cannot be planned for the GPU */
 };
 
 typedef struct frame {
@@ -103,6 +110,9 @@ typedef struct frame {
     ox_rval **cur_out;
     ox_tensor *placed[16];
     ox_exec_stats *stats;
+    /* Main-graph frame of a CUDA run: where each node runs. */
+    const ox_cuda_plan *cplan;
+    ox_cuda_rt *cuda;
 } frame;
 
 /* Largest single tensor a kernel may allocate; guards against absurd
@@ -526,7 +536,9 @@ static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_err
         if (p->out_refs[i].depth == 0)
             last_use[p->out_refs[i].slot] = g->n_nodes;
     }
-    if (ox_dnnl_enabled())
+    /* On the GPU the activations are ours to place: no oneDNN fusion of
+     * CPU nodes, whose skip nodes would hand host values around. */
+    if (ox_dnnl_enabled() && e->opts.device != OX_DEVICE_CUDA)
         plan_dnnl(e, p);
     /* Release lists, and which outputs someone will read. */
     for (int s = 0; s < p->n_slots; s++) {
@@ -870,6 +882,8 @@ static void release_after(const ox_exec *e, frame *f, const plan_node *pn)
         return;
     for (int r = 0; r < pn->n_release; r++) {
         int s = pn->release[r];
+        if (f->cuda)
+            ox_cuda_release(f->cuda, s);
         if (f->owned[s]) {
             ox_rval_free(f->vals[s]);
             f->owned[s] = 0;
@@ -878,12 +892,96 @@ static void release_after(const ox_exec *e, frame *f, const plan_node *pn)
     }
 }
 
+/* Copies slot s of a CUDA run to the host when only the device has it. */
+static ox_status cuda_to_host(frame *f, int s, ox_error *err)
+{
+    if (!f->cuda || !ox_cuda_device_only(f->cuda, s))
+        return OX_OK;
+    ox_rval *v = NULL;
+    ox_status st = ox_cuda_fetch(f->cuda, f->cplan, s, &v, err);
+    if (st)
+        return st;
+    frame_set(f, s, v);
+    return OX_OK;
+}
+
+/* A node of a CUDA run: on the GPU when the plan placed it there (its
+ * outputs then stay on the device); else the values it reads that only the
+ * device has are copied to the host first (all of them when the node has a
+ * subgraph, which may read any outer value). *done: the GPU ran it. */
+static ox_status cuda_node(ox_exec *e, frame *f, int k, const plan_node *pn, bool *done,
+                           ox_error *err)
+{
+    *done = false;
+    const ox_cuda_plan *cp = f->cplan;
+    if (!cp->kind[k]) {
+        bool sub = false;
+        for (int a = 0; a < pn->node->n_attrs; a++)
+            sub |= pn->node->attrs[a].type == OX_ATTR_GRAPH ||
+                   pn->node->attrs[a].type == OX_ATTR_GRAPHS;
+        for (int s = 0; sub && s < f->plan->n_slots; s++) {
+            ox_status st = cuda_to_host(f, s, err);
+            if (st)
+                return st;
+        }
+        for (int i = 0; i < pn->n_in; i++)
+            if (pn->in[i].depth == 0) {
+                ox_status st = cuda_to_host(f, pn->in[i].slot, err);
+                if (st)
+                    return st;
+            }
+        return OX_OK;
+    }
+    int in_slot[16], out_slot[8];
+    ox_rval *host[16];
+    if (pn->n_in > 16 || pn->n_out > 8)
+        return ox_errorf(err, OX_EINVAL, "node '%s' (%s): too many inputs for the GPU",
+                         node_label(pn->node), pn->node->op_type);
+    for (int i = 0; i < pn->n_in; i++) {
+        in_slot[i] = pn->in[i].depth == 0 ? pn->in[i].slot : -1;
+        host[i] = frame_get(f, pn->in[i]);
+    }
+    for (int i = 0; i < pn->n_out; i++)
+        out_slot[i] = pn->out[i];
+    int64_t t0 = e->opts.node_hook ? hook_now_ns() : 0;
+    ox_error kerr = {0};
+    ox_status st = exec_poll(e, 0, &kerr);
+    if (!st)
+        st = ox_cuda_run_node(f->cuda, cp, k, in_slot, out_slot, host, &kerr);
+    if (e->opts.node_hook)
+        e->opts.node_hook(e->opts.node_hook_user, pn->node, t0, hook_now_ns());
+    if (st == OX_ECANCELLED || st == OX_ETIMEDOUT)
+        return ox_errorf(err, st, "%s", kerr.msg);
+    if (st)
+        return ox_errorf(err, st, "node '%s' (%s) on the GPU: %s", node_label(pn->node),
+                         pn->node->op_type, kerr.msg);
+    /* A host value a slot held before (an earlier run's) is stale now. */
+    for (int i = 0; i < pn->n_out; i++)
+        if (pn->out[i] >= 0 && f->owned[pn->out[i]]) {
+            ox_rval_free(f->vals[pn->out[i]]);
+            f->vals[pn->out[i]] = NULL;
+            f->owned[pn->out[i]] = 0;
+        }
+    *done = true;
+    return OX_OK;
+}
+
 static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
 {
     const ox_plan *p = f->plan;
     ox_rval *in_small[16], *out_small[16];
     for (int k = 0; k < p->n_nodes; k++) {
         const plan_node *pn = &p->nodes[k];
+        if (f->cplan) {
+            bool done = false;
+            ox_status st = cuda_node(e, f, k, pn, &done, err);
+            if (st)
+                return st;
+            if (done) {
+                release_after(e, f, pn);
+                continue;
+            }
+        }
         if (pn->skip) {
             ox_status st = run_skip(e, f, pn, err);
             if (st)
@@ -1078,9 +1176,17 @@ ox_status ox_exec_new(ox_model *m, const ox_exec_opts *opts, ox_exec **out,
         ox_exec_free(e);
         return st;
     }
+    if (e->opts.device == OX_DEVICE_CUDA && !e->opts.keep_intermediates) {
+        st = ox_cuda_rt_new(p->n_slots, &e->cuda, err);
+        if (st) {
+            ox_exec_free(e);
+            return st;
+        }
+    }
     /* The memory plan follows the file's node order: arenas only when the
-     * executor runs that same order. */
-    e->arena_ok = !e->opts.no_arena && !e->opts.keep_intermediates;
+     * executor runs that same order. A CUDA run keeps host values on the
+     * heap (the device has its own arena). */
+    e->arena_ok = !e->opts.no_arena && !e->opts.keep_intermediates && !e->cuda;
     for (int k = 0; k < p->n_nodes && e->arena_ok; k++)
         if (p->nodes[k].node != m->graph->nodes[k])
             e->arena_ok = false;
@@ -1101,7 +1207,59 @@ void ox_exec_free(ox_exec *e)
     free(e->plans);
     ox_thread_pool_free(e->pool);
     ox_arena_cache_free(&e->arenas);
+    ox_cuda_plan_free(e->cplan);
+    ox_cuda_rt_free(e->cuda);
     free(e);
+}
+
+/* A CUDA run: the plan for these inputs (rebuilt when their signature
+ * changes), node counts and FLOPs per device in the stats. Runs giving
+ * fewer inputs than the graph has, or a graph the planner cannot take,
+ * run on the CPU. */
+static ox_status cuda_begin(ox_exec *e, frame *f, int n_inputs, ox_rval *const *inputs,
+                            ox_error *err)
+{
+    const ox_plan *p = e->plans[0];
+    e->stats = (ox_exec_stats){0};
+    e->stats.nodes_on[0] = p->n_nodes;
+    e->stats.nodes_on[1] = 0;
+    e->stats.flops_on[0] = e->stats.flops_on[1] = 0;
+    e->stats.device_arena_bytes = 0;
+    if (e->cuda_off || n_inputs != p->graph->n_inputs)
+        return OX_OK;
+    if (!e->cplan || !ox_cuda_plan_matches(e->cplan, n_inputs, inputs)) {
+        ox_cuda_plan_free(e->cplan);
+        e->cplan = NULL;
+        const ox_node **order = malloc(((size_t)p->n_nodes + 1) * sizeof *order);
+        if (!order)
+            return ox_errorf(err, OX_ENOMEM, "out of memory");
+        for (int k = 0; k < p->n_nodes; k++)
+            order[k] = p->nodes[k].node;
+        ox_cuda_caps caps;
+        ox_cuda_rt_caps(e->cuda, &caps);
+        ox_status st = ox_cuda_plan_build(e->model, p->n_nodes, order, p->n_slots,
+                                          p->slot_value, n_inputs, inputs, &caps, &e->cplan, err);
+        free(order);
+        if (st)
+            return st;
+        if (!e->cplan) {
+            e->cuda_off = true;   /* not in file order: never plannable */
+            return OX_OK;
+        }
+    }
+    e->stats.nodes_on[0] = e->cplan->nodes_on[0];
+    e->stats.nodes_on[1] = e->cplan->nodes_on[1];
+    e->stats.flops_on[0] = e->cplan->flops_on[0];
+    e->stats.flops_on[1] = e->cplan->flops_on[1];
+    if (!e->cplan->nodes_on[1])
+        return OX_OK;
+    ox_status st = ox_cuda_run_begin(e->cuda, e->cplan, err);
+    if (st)
+        return st;
+    e->stats.device_arena_bytes = e->cplan->arena_bytes;
+    f->cplan = e->cplan;
+    f->cuda = e->cuda;
+    return OX_OK;
 }
 
 ox_status ox_exec_run(ox_exec *e, int n_inputs, ox_rval *const *inputs,
@@ -1167,7 +1325,25 @@ ox_status ox_exec_run(ox_exec *e, int n_inputs, ox_rval *const *inputs,
             goto out;
         }
     }
+    /* One CUDA run at a time per executor (the same flag as the arena's,
+     * which a CUDA executor does not use); a concurrent run takes the CPU. */
+    if (e->cuda && !__atomic_exchange_n(&e->arena_busy, 1, __ATOMIC_ACQUIRE)) {
+        hold = true;
+        if ((st = cuda_begin(e, &f, n_inputs, inputs, err)) != OX_OK)
+            goto out;
+    }
     st = run_frame(e, &f, err);
+    /* Graph outputs the GPU made come to the host. */
+    for (int i = 0; !st && f.cuda && i < n_outputs && i < p->n_outputs; i++)
+        if (p->out_refs[i].depth == 0)
+            st = cuda_to_host(&f, p->out_refs[i].slot, err);
+    if (f.cuda) {
+        ox_error eerr = {0};
+        ox_status est = ox_cuda_run_end(e->cuda, &e->stats.h2d_copies, &e->stats.d2h_copies,
+                                        &eerr);
+        if (!st && est)
+            st = ox_errorf(err, est, "%s", eerr.msg);
+    }
     if (!st)
         st = take_outputs(&f, n_outputs, outputs, err);
     /* Graph outputs belong to the caller: copy them out of the arena. */

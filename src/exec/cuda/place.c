@@ -1,0 +1,707 @@
+/* The CUDA backend's placement and device memory plan (place.h). No CUDA
+ * here: what runs where is decided from the inferred clone's static types
+ * and the kernels' stated limits, so it is tested on machines without a
+ * GPU. The conditions below are the ones runtime.c relies on. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnxscope/cost.h"
+#include "onnxscope/infer.h"
+#include "onnxscope/memplan.h"
+#include "core/ptrmap.h"
+#include "place.h"
+#include "kern.h"
+
+static bool is_default(const ox_node *n)
+{
+    return !n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx");
+}
+
+static bool is_ms(const ox_node *n)
+{
+    return n->domain && !strcmp(n->domain, "com.microsoft");
+}
+
+static bool op_is(const ox_node *n, const char *op)
+{
+    return is_default(n) && !strcmp(n->op_type, op);
+}
+
+static bool static_tensor(const ox_value *v)
+{
+    const ox_type *t = v ? v->type : NULL;
+    if (!t || t->kind != OX_TYPE_TENSOR || !t->has_shape || t->rank > OX_CK_MAX_RANK ||
+        t->elem == OX_DT_STRING || t->elem == OX_DT_UNDEFINED)
+        return false;
+    for (int d = 0; d < t->rank; d++)
+        if (t->dims[d].value < 0)
+            return false;
+    /* Sub-byte types have no element size our copies can move. */
+    return ox_dtype_bits(t->elem) >= 8;
+}
+
+static ox_dtype elem_of(const ox_value *v)
+{
+    return v && v->type ? v->type->elem : OX_DT_UNDEFINED;
+}
+
+static int rank_of(const ox_value *v)
+{
+    return v && v->type ? v->type->rank : -1;
+}
+
+static int64_t dim_of(const ox_value *v, int d)
+{
+    return v->type->dims[d].value;
+}
+
+static int64_t numel_of(const ox_value *v)
+{
+    int64_t n = 1;
+    for (int d = 0; d < v->type->rank; d++)
+        n *= v->type->dims[d].value;
+    return n;
+}
+
+static bool in_is(const ox_node *n, int i, ox_dtype dt)
+{
+    return i < n->n_inputs && n->inputs[i] && elem_of(n->inputs[i]) == dt;
+}
+
+static bool present(const ox_node *n, int i)
+{
+    return i < n->n_inputs && n->inputs[i];
+}
+
+/* Outputs [from, to) must be unused (the kernels do not write them). */
+static bool outputs_unused(const ox_node *n, int from, int to)
+{
+    for (int i = from; i < n->n_outputs && i < to; i++) {
+        const ox_value *v = n->outputs[i];
+        if (v && (v->n_uses > 0 || v->is_output))
+            return false;
+    }
+    return true;
+}
+
+static bool extra_outputs_unused(const ox_node *n, int from)
+{
+    return outputs_unused(n, from, n->n_outputs);
+}
+
+static const char *const unary_ops[] = {
+    "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Erf", "Neg", "Abs", "Reciprocal",
+    "LeakyRelu", "HardSigmoid", "HardSwish", "Floor", "Ceil", NULL,
+};
+static const char *const binary_ops[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", NULL};
+static const char *const reshape_ops[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                                          "Identity", NULL};
+static const char *const reduce_ops[] = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
+                                         "ReduceSumSquare", "ReduceL2", NULL};
+
+static bool in_list(const ox_node *n, const char *const *l)
+{
+    if (!is_default(n))
+        return false;
+    for (int i = 0; l[i]; i++)
+        if (!strcmp(n->op_type, l[i]))
+            return true;
+    return false;
+}
+
+/* Symmetric explicit pads of a 2-D Conv/Pool (NOTSET), or false. */
+static bool pads_2d(const ox_node *n, bool allow_asym)
+{
+    const char *ap = ox_node_attr_s(n, "auto_pad", "NOTSET");
+    if (strcmp(ap, "NOTSET") && strcmp(ap, "VALID"))
+        return false;
+    const int64_t *p;
+    int np = ox_node_attr_ints(n, "pads", &p);
+    if (np == 0)
+        return true;
+    if (np != 4)
+        return false;
+    return allow_asym || (p[0] == p[2] && p[1] == p[3]);
+}
+
+ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_in,
+                             const ox_cuda_caps *caps, const char **why)
+{
+    *why = "no CUDA kernel for this op";
+    if (n->n_outputs < 1 || !n->outputs[0]) {
+        *why = "no output";
+        return OX_CK_NONE;
+    }
+    for (int a = 0; a < n->n_attrs; a++)
+        if (n->attrs[a].type == OX_ATTR_GRAPH || n->attrs[a].type == OX_ATTR_GRAPHS) {
+            *why = "has a subgraph";
+            return OX_CK_NONE;
+        }
+    for (int i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i] && !static_tensor(n->inputs[i])) {
+            *why = "an input's shape is not static";
+            return OX_CK_NONE;
+        }
+    const ox_value *y = n->outputs[0], *x = present(n, 0) ? n->inputs[0] : NULL;
+    if (!static_tensor(y)) {
+        *why = "the output's shape is not static";
+        return OX_CK_NONE;
+    }
+    ox_dtype yt = elem_of(y);
+    bool f32 = yt == OX_DT_FLOAT;
+
+    if (in_list(n, unary_ops) || (op_is(n, "Gelu") && opset >= 20) ||
+        (is_ms(n) && !strcmp(n->op_type, "Gelu"))) {
+        if (!f32 || !in_is(n, 0, OX_DT_FLOAT)) {
+            *why = "float32 only";
+            return OX_CK_NONE;
+        }
+        if (op_is(n, "Gelu") && strcmp(ox_node_attr_s(n, "approximate", "none"), "none")) {
+            *why = "tanh-approximate Gelu";
+            return OX_CK_NONE;
+        }
+        return OX_CK_K_UNARY;
+    }
+    if (op_is(n, "Clip")) {
+        if (!f32 || !in_is(n, 0, OX_DT_FLOAT)) {
+            *why = "float32 only";
+            return OX_CK_NONE;
+        }
+        for (int i = 1; i < n->n_inputs && i < 3; i++)
+            if (present(n, i) && (!host_in[i] || numel_of(n->inputs[i]) != 1)) {
+                *why = "bounds not on the host";
+                return OX_CK_NONE;
+            }
+        return OX_CK_K_UNARY;
+    }
+    if (in_list(n, binary_ops)) {
+        if (n->n_inputs != 2 || !f32 || !in_is(n, 0, OX_DT_FLOAT) || !in_is(n, 1, OX_DT_FLOAT)) {
+            *why = "float32 with two inputs only";
+            return OX_CK_NONE;
+        }
+        return OX_CK_K_BINARY;
+    }
+    if (op_is(n, "Where")) {
+        if (!in_is(n, 0, OX_DT_BOOL) || ox_dtype_bits(yt) != 32 || !in_is(n, 1, yt) ||
+            !in_is(n, 2, yt)) {
+            *why = "Where on 32-bit values only";
+            return OX_CK_NONE;
+        }
+        return OX_CK_K_WHERE;
+    }
+    if (in_list(n, reshape_ops)) {
+        if (!x || elem_of(x) != yt || numel_of(x) != numel_of(y)) {
+            *why = "size changes";
+            return OX_CK_NONE;
+        }
+        return OX_CK_K_RESHAPE;
+    }
+    if (op_is(n, "Transpose"))
+        return rank_of(x) == rank_of(y) ? OX_CK_K_TRANSPOSE : OX_CK_NONE;
+    if (op_is(n, "Concat")) {
+        for (int i = 0; i < n->n_inputs; i++)
+            if (!present(n, i) || elem_of(n->inputs[i]) != yt ||
+                rank_of(n->inputs[i]) != rank_of(y)) {
+                *why = "mixed inputs";
+                return OX_CK_NONE;
+            }
+        return OX_CK_K_CONCAT;
+    }
+    if (op_is(n, "Slice")) {
+        for (int i = 1; i < n->n_inputs; i++)
+            if (present(n, i) && (!host_in[i] || !ox_dtype_is_int(elem_of(n->inputs[i])))) {
+                *why = "starts/ends not on the host";
+                return OX_CK_NONE;
+            }
+        if (opset < 10 && n->n_inputs > 1)
+            return OX_CK_NONE;
+        return rank_of(x) == rank_of(y) ? OX_CK_K_SLICE : OX_CK_NONE;
+    }
+    if (op_is(n, "Split")) {
+        for (int i = 0; i < n->n_outputs; i++)
+            if (!n->outputs[i] || !static_tensor(n->outputs[i]) || elem_of(n->outputs[i]) != yt) {
+                *why = "an omitted or dynamic output";
+                return OX_CK_NONE;
+            }
+        return OX_CK_K_SPLIT;
+    }
+    if (op_is(n, "Gather")) {
+        if (!(in_is(n, 1, OX_DT_INT64) || in_is(n, 1, OX_DT_INT32)) || elem_of(x) != yt) {
+            *why = "indices neither int32 nor int64";
+            return OX_CK_NONE;
+        }
+        return OX_CK_K_GATHER;
+    }
+    if (op_is(n, "Expand")) {
+        if (elem_of(x) != yt || rank_of(x) > rank_of(y))
+            return OX_CK_NONE;
+        return OX_CK_K_EXPAND;
+    }
+    if (in_list(n, reduce_ops)) {
+        if (!f32 || !in_is(n, 0, OX_DT_FLOAT)) {
+            *why = "float32 only";
+            return OX_CK_NONE;
+        }
+        if (present(n, 1) && !host_in[1]) {
+            *why = "axes not on the host";
+            return OX_CK_NONE;
+        }
+        return OX_CK_K_REDUCE;
+    }
+    if (op_is(n, "Softmax") || op_is(n, "LogSoftmax")) {
+        if (!f32 || !in_is(n, 0, OX_DT_FLOAT)) {
+            *why = "float32 only";
+            return OX_CK_NONE;
+        }
+        return OX_CK_K_SOFTMAX;
+    }
+    if (op_is(n, "LayerNormalization") ||
+        (is_ms(n) && (!strcmp(n->op_type, "SkipLayerNormalization") ||
+                      !strcmp(n->op_type, "SimplifiedLayerNormalization") ||
+                      !strcmp(n->op_type, "LayerNormalization")))) {
+        bool skip = !strcmp(n->op_type, "SkipLayerNormalization");
+        for (int i = 0; i < n->n_inputs; i++)
+            if (present(n, i) && !in_is(n, i, OX_DT_FLOAT)) {
+                *why = "float32 only";
+                return OX_CK_NONE;
+            }
+        /* Mean and inv-std-dev outputs are not written; SkipLayerNormalization's
+         * input+skip(+bias) sum (output 3) is. */
+        if (!f32 || !outputs_unused(n, 1, skip ? 3 : n->n_outputs)) {
+            *why = "mean/inv-std-dev outputs used";
+            return OX_CK_NONE;
+        }
+        int r = rank_of(x);
+        int axis = skip ? -1 : (int)ox_node_attr_i(n, "axis", -1);
+        if (axis < 0)
+            axis += r;
+        if (axis < 0 || axis >= r) {
+            *why = "bad axis";
+            return OX_CK_NONE;
+        }
+        int64_t cols = 1;
+        for (int d = axis; d < r; d++)
+            cols *= dim_of(x, d);
+        /* gamma/beta (and bias) must hold exactly one row: no broadcasting. */
+        int first_param = skip ? 2 : 1;
+        for (int i = first_param; i < n->n_inputs; i++)
+            if (present(n, i) && numel_of(n->inputs[i]) != cols) {
+                *why = "scale/bias broadcast over rows";
+                return OX_CK_NONE;
+            }
+        if (skip && (!present(n, 1) || numel_of(n->inputs[1]) != numel_of(x))) {
+            *why = "skip broadcast";
+            return OX_CK_NONE;
+        }
+        if (!present(n, first_param))
+            return OX_CK_NONE;
+        return OX_CK_K_LAYERNORM;
+    }
+    if (op_is(n, "BatchNormalization")) {
+        if (!f32 || ox_node_attr_i(n, "training_mode", 0) || !extra_outputs_unused(n, 1) ||
+            rank_of(x) < 2 || n->n_inputs != 5) {
+            *why = "training mode or float32 only";
+            return OX_CK_NONE;
+        }
+        for (int i = 0; i < 5; i++)
+            if (!in_is(n, i, OX_DT_FLOAT) || (i > 0 && numel_of(n->inputs[i]) != dim_of(x, 1)))
+                return OX_CK_NONE;
+        return OX_CK_K_BATCHNORM;
+    }
+    if (op_is(n, "MatMul")) {
+        if (!caps->cublas) {
+            *why = "cuBLAS not loaded";
+            return OX_CK_NONE;
+        }
+        const ox_value *b = n->inputs[1];
+        if (!f32 || !in_is(n, 0, OX_DT_FLOAT) || !in_is(n, 1, OX_DT_FLOAT) || rank_of(x) < 2 ||
+            rank_of(b) < 2) {
+            *why = "float32 with ranks >= 2 only";
+            return OX_CK_NONE;
+        }
+        /* Batches: equal, or one side's batch product 1 (stride 0). */
+        int64_t ma = dim_of(x, rank_of(x) - 2) * dim_of(x, rank_of(x) - 1);
+        int64_t mb = dim_of(b, rank_of(b) - 2) * dim_of(b, rank_of(b) - 1);
+        int64_t ba = ma ? numel_of(x) / ma : 1, bb = mb ? numel_of(b) / mb : 1;
+        if (ba != bb && ba != 1 && bb != 1) {
+            *why = "batch broadcasting";
+            return OX_CK_NONE;
+        }
+        if (ba == bb && ba > 1 && rank_of(x) != rank_of(b)) {
+            *why = "batch broadcasting";
+            return OX_CK_NONE;
+        }
+        return OX_CK_K_MATMUL;
+    }
+    if (op_is(n, "Gemm")) {
+        if (!caps->cublas) {
+            *why = "cuBLAS not loaded";
+            return OX_CK_NONE;
+        }
+        if (!f32 || !in_is(n, 0, OX_DT_FLOAT) || !in_is(n, 1, OX_DT_FLOAT) || rank_of(x) != 2 ||
+            rank_of(n->inputs[1]) != 2 || (present(n, 2) && !in_is(n, 2, OX_DT_FLOAT)) ||
+            (present(n, 2) && rank_of(n->inputs[2]) > 2)) {
+            *why = "float32 2-D only";
+            return OX_CK_NONE;
+        }
+        return OX_CK_K_GEMM;
+    }
+    if (op_is(n, "Conv")) {
+        if (!caps->cudnn) {
+            *why = "cuDNN not loaded";
+            return OX_CK_NONE;
+        }
+        if (!f32 || rank_of(x) != 4 || !in_is(n, 1, OX_DT_FLOAT) || !pads_2d(n, false) ||
+            strcmp(ox_node_attr_s(n, "auto_pad", "NOTSET"), "NOTSET")) {
+            *why = "2-D float32 with symmetric explicit pads only";
+            return OX_CK_NONE;
+        }
+        return OX_CK_K_CONV;
+    }
+    if (op_is(n, "MaxPool") || op_is(n, "AveragePool")) {
+        const int64_t *k;
+        if (!f32 || rank_of(x) != 4 || ox_node_attr_ints(n, "kernel_shape", &k) != 2 ||
+            !pads_2d(n, true) || !extra_outputs_unused(n, 1) ||
+            strcmp(ox_node_attr_s(n, "auto_pad", "NOTSET"), "NOTSET")) {
+            *why = "2-D float32 with explicit pads only";
+            return OX_CK_NONE;
+        }
+        if (op_is(n, "AveragePool") && ox_node_attr_i(n, "ceil_mode", 0) &&
+            ox_node_attr_i(n, "count_include_pad", 0)) {
+            *why = "ceil_mode with count_include_pad";
+            return OX_CK_NONE;
+        }
+        return OX_CK_K_POOL;
+    }
+    if (op_is(n, "GlobalAveragePool") || op_is(n, "GlobalMaxPool")) {
+        if (!f32 || rank_of(x) < 3)
+            return OX_CK_NONE;
+        return OX_CK_K_GLOBALPOOL;
+    }
+    if (is_ms(n) && !strcmp(n->op_type, "Attention")) {
+        if (!caps->cublas) {
+            *why = "cuBLAS not loaded";
+            return OX_CK_NONE;
+        }
+        const int64_t *q;
+        if (!f32 || rank_of(x) != 3 || !in_is(n, 1, OX_DT_FLOAT) || !extra_outputs_unused(n, 1) ||
+            ox_node_attr_ints(n, "qkv_hidden_sizes", &q) > 0 || n->n_inputs > 4 ||
+            (present(n, 2) && !in_is(n, 2, OX_DT_FLOAT)) ||
+            (present(n, 3) && (!in_is(n, 3, OX_DT_INT32) || rank_of(n->inputs[3]) != 2))) {
+            *why = "Attention with past, extra inputs or a mask other than (batch, seq)";
+            return OX_CK_NONE;
+        }
+        int64_t heads = ox_node_attr_i(n, "num_heads", 0), h = dim_of(y, 2);
+        if (heads <= 0 || h % heads || dim_of(n->inputs[1], 1) != 3 * h) {
+            *why = "num_heads does not divide the hidden size";
+            return OX_CK_NONE;
+        }
+        return OX_CK_K_ATTENTION;
+    }
+    return OX_CK_NONE;
+}
+
+void ox_cuda_plan_free(ox_cuda_plan *p)
+{
+    if (!p)
+        return;
+    free(p->kind);
+    free(p->why);
+    free(p->cnode);
+    free(p->slot);
+    free(p->sig);
+    ox_model_free(p->clone);
+    free(p);
+}
+
+static bool keyed_by_value(const ox_tensor *t)
+{
+    return (t->dtype == OX_DT_INT64 || t->dtype == OX_DT_INT32) && t->rank <= 1 &&
+           t->numel <= 8 && ox_tensor_data(t);
+}
+
+/* The signature: per input -1 (absent) or dtype, rank, dims and, for
+ * small integer tensors, their values; NULL for non-tensor inputs. */
+static int64_t *make_sig(int n_inputs, ox_rval *const *inputs, int *n)
+{
+    int cap = 1;
+    for (int i = 0; i < n_inputs; i++)
+        cap += 3 + OX_MAX_RANK + 9;
+    int64_t *s = malloc((size_t)cap * sizeof *s);
+    if (!s)
+        return NULL;
+    int k = 0;
+    s[k++] = n_inputs;
+    for (int i = 0; i < n_inputs; i++) {
+        const ox_rval *r = inputs[i];
+        if (!r) {
+            s[k++] = -1;
+            continue;
+        }
+        if (r->kind != OX_RV_TENSOR || !r->t || r->t->rank > OX_MAX_RANK) {
+            free(s);
+            return NULL;
+        }
+        const ox_tensor *t = r->t;
+        s[k++] = t->dtype;
+        s[k++] = t->rank;
+        for (int d = 0; d < t->rank; d++)
+            s[k++] = t->dims[d];
+        if (keyed_by_value(t)) {
+            s[k++] = t->numel;
+            for (int64_t j = 0; j < t->numel; j++)
+                s[k++] = ox_tensor_get_i64(t, j);
+        } else {
+            s[k++] = -1;
+        }
+    }
+    *n = k;
+    return s;
+}
+
+bool ox_cuda_plan_matches(const ox_cuda_plan *p, int n_inputs, ox_rval *const *inputs)
+{
+    int n = 0;
+    int64_t *s = make_sig(n_inputs, inputs, &n);
+    bool eq = s && p && n == p->n_sig && !memcmp(s, p->sig, (size_t)n * sizeof *s);
+    free(s);
+    return eq;
+}
+
+/* Infers the clone for the inputs' shapes (and small integer values, like
+ * the CPU arena's signature). false when inference fails. */
+static bool infer_clone(ox_model *cl, int n_inputs, ox_rval *const *inputs)
+{
+    const ox_graph *g = cl->graph;
+    ox_shape_override *ov = calloc((size_t)n_inputs + 1, sizeof *ov);
+    ox_input_value *iv = calloc((size_t)n_inputs + 1, sizeof *iv);
+    int n_ov = 0, n_iv = 0;
+    bool ok = false;
+    if (!ov || !iv || g->n_inputs != n_inputs)
+        goto out;
+    for (int i = 0; i < n_inputs; i++) {
+        const ox_value *gv = g->inputs[i];
+        if (!inputs[i] || !gv || !gv->name)
+            continue;
+        if (inputs[i]->kind != OX_RV_TENSOR || !inputs[i]->t)
+            goto out;
+        const ox_tensor *t = inputs[i]->t;
+        ov[n_ov].name = gv->name;
+        ov[n_ov].rank = t->rank;
+        memcpy(ov[n_ov].dims, t->dims, (size_t)t->rank * sizeof t->dims[0]);
+        n_ov++;
+        if (keyed_by_value(t)) {
+            iv[n_iv].name = gv->name;
+            iv[n_iv].value = t;
+            n_iv++;
+        }
+    }
+    ox_infer_opts io = {
+        .shapes = ov, .n_shapes = n_ov, .input_values = iv, .n_input_values = n_iv,
+        .reset = true, .no_value_info = true,
+    };
+    ox_error ierr = {0};
+    ok = ox_infer_model(cl, &io, &ierr) == OX_OK;
+out:
+    free(ov);
+    free(iv);
+    return ok;
+}
+
+ox_status ox_cuda_plan_build(const ox_model *m, int n_nodes, const ox_node *const *nodes,
+                             int n_slots, const ox_value *const *slot_value, int n_inputs,
+                             ox_rval *const *inputs, const ox_cuda_caps *caps,
+                             ox_cuda_plan **out, ox_error *err)
+{
+    *out = NULL;
+    const ox_graph *mg = m->graph;
+    if (!mg || mg->n_nodes != n_nodes)
+        return OX_OK;
+    for (int k = 0; k < n_nodes; k++)
+        if (nodes[k] != mg->nodes[k])
+            return OX_OK;   /* the memory plan follows the file order */
+    ox_cuda_plan *p = calloc(1, sizeof *p);
+    ox_memplan *mp = NULL;
+    bool *host_in = NULL;
+    if (!p)
+        return ox_errorf(err, OX_ENOMEM, "out of memory planning the CUDA run");
+    p->clone = ox_model_clone(m);
+    p->n_nodes = n_nodes;
+    p->n_slots = n_slots;
+    p->kind = calloc((size_t)n_nodes + 1, 1);
+    p->why = calloc((size_t)n_nodes + 1, sizeof *p->why);
+    p->cnode = calloc((size_t)n_nodes + 1, sizeof *p->cnode);
+    p->slot = calloc((size_t)n_slots + 1, sizeof *p->slot);
+    int max_in = 1;
+    for (int k = 0; k < n_nodes; k++)
+        if (nodes[k]->n_inputs > max_in)
+            max_in = nodes[k]->n_inputs;
+    host_in = calloc((size_t)max_in + 1, sizeof *host_in);
+    p->sig = make_sig(n_inputs, inputs, &p->n_sig);
+    if (!p->clone || !p->kind || !p->why || !p->cnode || !p->slot || !host_in)
+        goto oom;
+    if (!p->sig)
+        goto none;
+    if (!infer_clone(p->clone, n_inputs, inputs))
+        goto none;
+    const ox_graph *g = p->clone->graph;
+    if (g->n_nodes != n_nodes)
+        goto none;
+    ox_memplan_opts mo;
+    ox_memplan_opts_default(&mo);
+    mo.include_inputs = true;     /* uploaded into their own slots */
+    mo.include_constants = false; /* weights: buffers of their own */
+    ox_error merr = {0};
+    if (ox_memplan_build(g, &mo, &mp, &merr) != OX_OK)
+        goto none;
+    p->arena_bytes = mp->arena_bytes;
+    p->lower_bound = mp->lower_bound;
+    /* Slots: the clone's value of the same name gives the static type. */
+    for (int s = 0; s < n_slots; s++) {
+        ox_cuda_slot *sl = &p->slot[s];
+        sl->off = -1;
+        sl->host = true;
+        const ox_value *v = slot_value[s];
+        const ox_value *cv = v && v->name && v->name[0] ? ox_graph_find(g, v->name) : NULL;
+        if (!cv)
+            continue;
+        sl->weight = cv->init || ox_value_is_weight(cv);
+        sl->init = cv->init != NULL;
+        if (static_tensor(cv)) {
+            sl->is_static = true;
+            sl->dtype = cv->type->elem;
+            sl->rank = cv->type->rank;
+            for (int d = 0; d < sl->rank; d++)
+                sl->dims[d] = cv->type->dims[d].value;
+            size_t nb = 0;
+            if (ox_dtype_nbytes(sl->dtype, numel_of(cv), &nb))
+                sl->nbytes = (int64_t)nb;
+        }
+        const ox_memplan_slot *ms = ox_memplan_find(mp, cv);
+        if (ms && ms->offset >= 0 && sl->is_static && !sl->weight) {
+            sl->off = ms->offset;
+            sl->first = ms->first;
+            sl->last = ms->last;
+            if (ms->nbytes != sl->nbytes)
+                sl->off = -1;
+        }
+    }
+    /* Placement in order: a value is on the host in every run unless a GPU
+     * node makes it (the executor copies it down when a CPU node reads it). */
+    ox_ptrmap idx = {0};
+    for (int s = 0; s < n_slots; s++)
+        if (slot_value[s] && !ox_ptrmap_put(&idx, slot_value[s], (void *)(intptr_t)(s + 1))) {
+            ox_ptrmap_free(&idx);
+            goto oom;
+        }
+    for (int k = 0; k < n_nodes; k++) {
+        const ox_node *n = nodes[k], *cn = g->nodes[k];
+        p->cnode[k] = cn;
+        const char *why = NULL;
+        ox_cuda_kind kind = OX_CK_NONE;
+        bool weights_only = n->n_outputs > 0;
+        for (int i = 0; i < n->n_outputs; i++) {
+            int s = n->outputs[i] ? (int)(intptr_t)ox_ptrmap_get(&idx, n->outputs[i]) - 1 : -1;
+            if (s >= 0 && !p->slot[s].weight)
+                weights_only = false;
+        }
+        if (weights_only) {
+            why = "constant-derived (computed on the CPU, uploaded once)";
+        } else if (strcmp(cn->op_type, n->op_type) || n->n_inputs != cn->n_inputs ||
+                   n->n_outputs != cn->n_outputs) {
+            why = "clone differs";
+        } else {
+            bool ok = true;
+            for (int i = 0; i < n->n_inputs; i++) {
+                int s = n->inputs[i] ? (int)(intptr_t)ox_ptrmap_get(&idx, n->inputs[i]) - 1 : -1;
+                host_in[i] = s < 0 || p->slot[s].host;
+                /* An activation read on the GPU needs its device slot. */
+                if (s >= 0 && !p->slot[s].weight && p->slot[s].off < 0)
+                    ok = false;
+                if (s < 0 && n->inputs[i])
+                    ok = false;   /* an outer-scope value: main graph has none */
+            }
+            for (int i = 0; i < n->n_outputs; i++) {
+                int s = n->outputs[i] ? (int)(intptr_t)ox_ptrmap_get(&idx, n->outputs[i]) - 1
+                                      : -1;
+                if (s >= 0 && p->slot[s].off < 0 &&
+                    (n->outputs[i]->n_uses > 0 || n->outputs[i]->is_output))
+                    ok = false;
+            }
+            int64_t opset = ox_model_opset(m, n->domain ? n->domain : "");
+            if (opset < 0)
+                opset = 1000;
+            if (!ok)
+                why = "a value without a device slot (dynamic size)";
+            else
+                kind = ox_cuda_kind_of(cn, opset, host_in, caps, &why);
+        }
+        p->kind[k] = (unsigned char)kind;
+        p->why[k] = kind ? NULL : why;
+        int dev = kind ? 1 : 0;
+        p->nodes_on[dev]++;
+        ox_cost c;
+        ox_node_cost(cn, &c);
+        if (c.known && c.flops > 0)
+            p->flops_on[dev] += c.flops;
+        if (kind)
+            for (int i = 0; i < n->n_outputs; i++) {
+                int s = n->outputs[i] ? (int)(intptr_t)ox_ptrmap_get(&idx, n->outputs[i]) - 1
+                                      : -1;
+                if (s >= 0)
+                    p->slot[s].host = false;
+            }
+    }
+    ox_ptrmap_free(&idx);
+    ox_memplan_free(mp);
+    free(host_in);
+    *out = p;
+    return OX_OK;
+none:
+    /* Not plannable for the GPU: a plan that keeps every node on the CPU. */
+    ox_memplan_free(mp);
+    free(host_in);
+    memset(p->kind, 0, (size_t)n_nodes);
+    for (int k = 0; k < n_nodes; k++)
+        p->why[k] = "shapes not static for these inputs";
+    p->nodes_on[0] = n_nodes;
+    p->nodes_on[1] = 0;
+    p->flops_on[0] = p->flops_on[1] = 0;
+    p->arena_bytes = 0;
+    for (int s = 0; s < n_slots; s++)
+        p->slot[s].off = -1;
+    *out = p;
+    return OX_OK;
+oom:
+    ox_memplan_free(mp);
+    free(host_in);
+    ox_cuda_plan_free(p);
+    return ox_errorf(err, OX_ENOMEM, "out of memory planning the CUDA run");
+}
+
+bool ox_cuda_plan_verify(const ox_cuda_plan *p, ox_error *err)
+{
+    for (int a = 0; a < p->n_slots; a++) {
+        const ox_cuda_slot *x = &p->slot[a];
+        if (x->off < 0)
+            continue;
+        if (x->off + x->nbytes > p->arena_bytes) {
+            ox_errorf(err, OX_EINVAL, "slot %d [%lld, +%lld) passes the arena of %lld", a,
+                      (long long)x->off, (long long)x->nbytes, (long long)p->arena_bytes);
+            return false;
+        }
+        for (int b = a + 1; b < p->n_slots; b++) {
+            const ox_cuda_slot *y = &p->slot[b];
+            if (y->off < 0 || x->nbytes == 0 || y->nbytes == 0)
+                continue;
+            bool live = x->first <= y->last && y->first <= x->last;
+            bool bytes = x->off < y->off + y->nbytes && y->off < x->off + x->nbytes;
+            if (live && bytes) {
+                ox_errorf(err, OX_EINVAL, "slots %d and %d are live together and share bytes",
+                          a, b);
+                return false;
+            }
+        }
+    }
+    return true;
+}

@@ -1,0 +1,1268 @@
+/* The CUDA backend's runtime (runtime.h; docs/EXECUTOR.md "CUDA backend").
+ * The CUDA runtime is linked statically, so nothing here touches the
+ * driver until ox_cuda_probe; cuBLAS and cuDNN are opened with dlopen when
+ * the first executor for the GPU is made, and a missing one only keeps its
+ * ops on the CPU. Without the toolkit (no OX_HAVE_CUDA) the probe says so
+ * and everything else is a stub. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnxscope/device.h"
+#include "runtime.h"
+
+bool ox_device_parse(const char *s, ox_device *out)
+{
+    if (s && !strcmp(s, "cpu")) {
+        *out = OX_DEVICE_CPU;
+        return true;
+    }
+    if (s && !strcmp(s, "cuda")) {
+        *out = OX_DEVICE_CUDA;
+        return true;
+    }
+    return false;
+}
+
+const char *ox_device_name(ox_device d)
+{
+    return d == OX_DEVICE_CUDA ? "cuda" : "cpu";
+}
+
+#ifndef OX_HAVE_CUDA
+
+ox_cuda_state ox_cuda_probe(char *line, size_t len)
+{
+    if (line && len)
+        snprintf(line, len, "this onnxscope was built without the CUDA toolkit");
+    return OX_CUDA_NOT_BUILT;
+}
+
+ox_status ox_cuda_rt_new(int n_slots, ox_cuda_rt **out, ox_error *err)
+{
+    (void)n_slots;
+    *out = NULL;
+    return ox_errorf(err, OX_EUNSUPPORTED, "this onnxscope was built without the CUDA toolkit");
+}
+
+void ox_cuda_rt_free(ox_cuda_rt *r)
+{
+    (void)r;
+}
+
+void ox_cuda_rt_caps(const ox_cuda_rt *r, ox_cuda_caps *caps)
+{
+    (void)r;
+    caps->cublas = caps->cudnn = false;
+}
+
+ox_status ox_cuda_run_begin(ox_cuda_rt *r, const ox_cuda_plan *p, ox_error *err)
+{
+    (void)r;
+    (void)p;
+    return ox_errorf(err, OX_EUNSUPPORTED, "no CUDA");
+}
+
+ox_status ox_cuda_run_node(ox_cuda_rt *r, const ox_cuda_plan *p, int k, const int *in_slot,
+                           const int *out_slot, ox_rval *const *host_in, ox_error *err)
+{
+    (void)r, (void)p, (void)k, (void)in_slot, (void)out_slot, (void)host_in;
+    return ox_errorf(err, OX_EUNSUPPORTED, "no CUDA");
+}
+
+bool ox_cuda_device_only(const ox_cuda_rt *r, int s)
+{
+    (void)r, (void)s;
+    return false;
+}
+
+ox_status ox_cuda_fetch(ox_cuda_rt *r, const ox_cuda_plan *p, int s, ox_rval **out,
+                        ox_error *err)
+{
+    (void)r, (void)p, (void)s;
+    *out = NULL;
+    return ox_errorf(err, OX_EUNSUPPORTED, "no CUDA");
+}
+
+void ox_cuda_release(ox_cuda_rt *r, int s)
+{
+    (void)r, (void)s;
+}
+
+ox_status ox_cuda_run_end(ox_cuda_rt *r, int64_t *h2d, int64_t *d2h, ox_error *err)
+{
+    (void)r, (void)err;
+    *h2d = *d2h = 0;
+    return OX_OK;
+}
+
+#else /* OX_HAVE_CUDA */
+
+#include <dlfcn.h>
+#include <math.h>
+#include <pthread.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "kern.h"
+
+/* ---- probe ---------------------------------------------------------------- */
+
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static ox_cuda_state probe_state;
+static char probe_line[512];
+
+static void probe_run(void)
+{
+    int n = 0, drv = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice || e == cudaErrorStubLibrary) {
+        cudaDriverGetVersion(&drv);
+        if (e == cudaErrorNoDevice) {
+            probe_state = OX_CUDA_NO_DEVICE;
+            snprintf(probe_line, sizeof probe_line, "no CUDA device on this machine (CUDA error %d: %s)",
+                     (int)e, cudaGetErrorString(e));
+        } else if (drv) {
+            probe_state = OX_CUDA_NO_DRIVER;
+            snprintf(probe_line, sizeof probe_line,
+                     "the NVIDIA driver (CUDA %d.%d) is too old for this build's CUDA %d.%d "
+                     "(CUDA error %d: %s)",
+                     drv / 1000, (drv % 1000) / 10, CUDART_VERSION / 1000,
+                     (CUDART_VERSION % 1000) / 10, (int)e, cudaGetErrorString(e));
+        } else {
+            probe_state = OX_CUDA_NO_DRIVER;
+            snprintf(probe_line, sizeof probe_line,
+                     "no NVIDIA driver on this machine (CUDA error %d: %s)", (int)e,
+                     cudaGetErrorString(e));
+        }
+        return;
+    }
+    if (e != cudaSuccess) {
+        probe_state = OX_CUDA_FAILED;
+        snprintf(probe_line, sizeof probe_line, "the CUDA runtime failed (CUDA error %d: %s)",
+                 (int)e, cudaGetErrorString(e));
+        return;
+    }
+    if (n <= 0) {
+        probe_state = OX_CUDA_NO_DEVICE;
+        snprintf(probe_line, sizeof probe_line, "no CUDA device on this machine");
+        return;
+    }
+    struct cudaDeviceProp pr;
+    memset(&pr, 0, sizeof pr);
+    e = cudaGetDeviceProperties(&pr, 0);
+    cudaDriverGetVersion(&drv);
+    if (e != cudaSuccess) {
+        probe_state = OX_CUDA_FAILED;
+        snprintf(probe_line, sizeof probe_line, "cannot query CUDA device 0 (CUDA error %d: %s)",
+                 (int)e, cudaGetErrorString(e));
+        return;
+    }
+    /* The kernels are sm_90 code + compute_90 PTX: Hopper or newer. */
+    if (pr.major < 9) {
+        probe_state = OX_CUDA_NO_DEVICE;
+        snprintf(probe_line, sizeof probe_line,
+                 "%.200s is sm_%d%d; this build's kernels need sm_90 or newer", pr.name, pr.major,
+                 pr.minor);
+        return;
+    }
+    probe_state = OX_CUDA_AVAILABLE;
+    snprintf(probe_line, sizeof probe_line, "%.200s, sm_%d%d, %.1f GiB, driver %d.%d", pr.name,
+             pr.major, pr.minor, (double)pr.totalGlobalMem / (1024.0 * 1024 * 1024), drv / 1000,
+             (drv % 1000) / 10);
+}
+
+ox_cuda_state ox_cuda_probe(char *line, size_t len)
+{
+    /* ONNXSCOPE_NO_CUDA=1 hides the GPU (tests of the fallback paths). */
+    const char *off = getenv("ONNXSCOPE_NO_CUDA");
+    if (off && *off && strcmp(off, "0")) {
+        if (line && len)
+            snprintf(line, len, "CUDA disabled by ONNXSCOPE_NO_CUDA");
+        return OX_CUDA_NO_DEVICE;
+    }
+    pthread_once(&probe_once, probe_run);
+    if (line && len)
+        snprintf(line, len, "%s", probe_line);
+    return probe_state;
+}
+
+/* ---- cuBLAS and cuDNN, opened at run time -------------------------------- */
+
+static struct {
+    bool tried, blas, dnn;
+    __typeof__(cublasCreate_v2) *blas_create;
+    __typeof__(cublasDestroy_v2) *blas_destroy;
+    __typeof__(cublasSetStream_v2) *blas_stream;
+    __typeof__(cublasSgemm_v2) *sgemm;
+    __typeof__(cublasSgemmStridedBatched) *sgemm_batched;
+    __typeof__(cudnnCreate) *dnn_create;
+    __typeof__(cudnnDestroy) *dnn_destroy;
+    __typeof__(cudnnSetStream) *dnn_stream;
+    __typeof__(cudnnCreateTensorDescriptor) *tdesc_new;
+    __typeof__(cudnnDestroyTensorDescriptor) *tdesc_free;
+    __typeof__(cudnnSetTensor4dDescriptor) *tdesc_set;
+    __typeof__(cudnnCreateFilterDescriptor) *fdesc_new;
+    __typeof__(cudnnDestroyFilterDescriptor) *fdesc_free;
+    __typeof__(cudnnSetFilter4dDescriptor) *fdesc_set;
+    __typeof__(cudnnCreateConvolutionDescriptor) *cdesc_new;
+    __typeof__(cudnnDestroyConvolutionDescriptor) *cdesc_free;
+    __typeof__(cudnnSetConvolution2dDescriptor) *cdesc_set;
+    __typeof__(cudnnSetConvolutionGroupCount) *cdesc_groups;
+    __typeof__(cudnnSetConvolutionMathType) *cdesc_math;
+    __typeof__(cudnnGetConvolution2dForwardOutputDim) *conv_dims;
+    __typeof__(cudnnGetConvolutionForwardAlgorithm_v7) *conv_algo;
+    __typeof__(cudnnGetConvolutionForwardWorkspaceSize) *conv_ws;
+    __typeof__(cudnnConvolutionForward) *conv_fwd;
+} lib;
+static pthread_mutex_t lib_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *open_first(const char *const *names)
+{
+    for (int i = 0; names[i]; i++) {
+        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (h)
+            return h;
+    }
+    return NULL;
+}
+
+#define SYM(h, field, name) (*(void **)&lib.field = dlsym(h, name)) != NULL
+
+static void libs_load(void)
+{
+    pthread_mutex_lock(&lib_mu);
+    if (lib.tried) {
+        pthread_mutex_unlock(&lib_mu);
+        return;
+    }
+    lib.tried = true;
+    static const char *const blas_names[] = {"libcublas.so.13", "libcublas.so", NULL};
+    static const char *const dnn_names[] = {"libcudnn.so.9", "libcudnn.so", NULL};
+    void *b = getenv("ONNXSCOPE_CUDA_NO_CUBLAS") ? NULL : open_first(blas_names);
+    lib.blas = b && SYM(b, blas_create, "cublasCreate_v2") &&
+               SYM(b, blas_destroy, "cublasDestroy_v2") &&
+               SYM(b, blas_stream, "cublasSetStream_v2") && SYM(b, sgemm, "cublasSgemm_v2") &&
+               SYM(b, sgemm_batched, "cublasSgemmStridedBatched");
+    void *d = getenv("ONNXSCOPE_CUDA_NO_CUDNN") ? NULL : open_first(dnn_names);
+    lib.dnn = d && SYM(d, dnn_create, "cudnnCreate") && SYM(d, dnn_destroy, "cudnnDestroy") &&
+              SYM(d, dnn_stream, "cudnnSetStream") &&
+              SYM(d, tdesc_new, "cudnnCreateTensorDescriptor") &&
+              SYM(d, tdesc_free, "cudnnDestroyTensorDescriptor") &&
+              SYM(d, tdesc_set, "cudnnSetTensor4dDescriptor") &&
+              SYM(d, fdesc_new, "cudnnCreateFilterDescriptor") &&
+              SYM(d, fdesc_free, "cudnnDestroyFilterDescriptor") &&
+              SYM(d, fdesc_set, "cudnnSetFilter4dDescriptor") &&
+              SYM(d, cdesc_new, "cudnnCreateConvolutionDescriptor") &&
+              SYM(d, cdesc_free, "cudnnDestroyConvolutionDescriptor") &&
+              SYM(d, cdesc_set, "cudnnSetConvolution2dDescriptor") &&
+              SYM(d, cdesc_groups, "cudnnSetConvolutionGroupCount") &&
+              SYM(d, cdesc_math, "cudnnSetConvolutionMathType") &&
+              SYM(d, conv_dims, "cudnnGetConvolution2dForwardOutputDim") &&
+              SYM(d, conv_algo, "cudnnGetConvolutionForwardAlgorithm_v7") &&
+              SYM(d, conv_ws, "cudnnGetConvolutionForwardWorkspaceSize") &&
+              SYM(d, conv_fwd, "cudnnConvolutionForward");
+    pthread_mutex_unlock(&lib_mu);
+}
+
+/* ---- the runtime ------------------------------------------------------------ */
+
+typedef struct wbuf {
+    void *dev;
+    int64_t bytes;
+    const void *src;   /* host data uploaded (initializers: re-upload on change) */
+} wbuf;
+
+struct ox_cuda_rt {
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    cudnnHandle_t dnn;
+    char *arena;
+    int64_t arena_cap;
+    int n_slots;
+    wbuf *w;                  /* per slot: weights on the device */
+    unsigned char *dev_valid; /* per slot: this run's value is on the device */
+    unsigned char *host_has;  /* per slot: a host copy was taken this run */
+    void *scratch;            /* cuDNN workspace, attention temporaries */
+    int64_t scratch_cap;
+    void *pinned;             /* staging for transfers */
+    int64_t pinned_cap;
+    cudaEvent_t staged;       /* the last upload from `pinned` is done */
+    int64_t h2d, d2h;
+};
+
+static ox_status cuda_err(ox_error *err, cudaError_t e, const char *what)
+{
+    return ox_errorf(err, e == cudaErrorMemoryAllocation ? OX_ENOMEM : OX_EINVAL,
+                     "%s: CUDA error %d: %s", what, (int)e, cudaGetErrorString(e));
+}
+
+void ox_cuda_rt_caps(const ox_cuda_rt *r, ox_cuda_caps *caps)
+{
+    caps->cublas = r && r->blas;
+    caps->cudnn = r && r->dnn;
+}
+
+ox_status ox_cuda_rt_new(int n_slots, ox_cuda_rt **out, ox_error *err)
+{
+    char why[256];
+    *out = NULL;
+    if (ox_cuda_probe(why, sizeof why) != OX_CUDA_AVAILABLE)
+        return ox_errorf(err, OX_EUNSUPPORTED, "%s", why);
+    ox_cuda_rt *r = calloc(1, sizeof *r);
+    if (!r)
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    r->n_slots = n_slots;
+    r->w = calloc((size_t)n_slots + 1, sizeof *r->w);
+    r->dev_valid = calloc((size_t)n_slots + 1, 1);
+    r->host_has = calloc((size_t)n_slots + 1, 1);
+    if (!r->w || !r->dev_valid || !r->host_has) {
+        ox_cuda_rt_free(r);
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    }
+    cudaError_t e = cudaSetDevice(0);
+    if (e == cudaSuccess)
+        e = cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking);
+    if (e == cudaSuccess)
+        e = cudaEventCreateWithFlags(&r->staged, cudaEventDisableTiming);
+    if (e != cudaSuccess) {
+        ox_cuda_rt_free(r);
+        return cuda_err(err, e, "cannot start the CUDA device");
+    }
+    libs_load();
+    if (lib.blas && lib.blas_create(&r->blas) == CUBLAS_STATUS_SUCCESS)
+        lib.blas_stream(r->blas, r->stream);
+    else
+        r->blas = NULL;
+    if (lib.dnn && lib.dnn_create(&r->dnn) == CUDNN_STATUS_SUCCESS)
+        lib.dnn_stream(r->dnn, r->stream);
+    else
+        r->dnn = NULL;
+    *out = r;
+    return OX_OK;
+}
+
+void ox_cuda_rt_free(ox_cuda_rt *r)
+{
+    if (!r)
+        return;
+    if (r->stream)
+        cudaStreamSynchronize(r->stream);
+    for (int s = 0; r->w && s < r->n_slots; s++)
+        if (r->w[s].dev)
+            cudaFree(r->w[s].dev);
+    if (r->arena)
+        cudaFree(r->arena);
+    if (r->scratch)
+        cudaFree(r->scratch);
+    if (r->pinned)
+        cudaFreeHost(r->pinned);
+    if (r->blas)
+        lib.blas_destroy(r->blas);
+    if (r->dnn)
+        lib.dnn_destroy(r->dnn);
+    if (r->staged)
+        cudaEventDestroy(r->staged);
+    if (r->stream)
+        cudaStreamDestroy(r->stream);
+    free(r->w);
+    free(r->dev_valid);
+    free(r->host_has);
+    free(r);
+}
+
+ox_status ox_cuda_run_begin(ox_cuda_rt *r, const ox_cuda_plan *p, ox_error *err)
+{
+    if (p->n_slots > r->n_slots)
+        return ox_errorf(err, OX_EINVAL, "CUDA plan has more slots than the runtime");
+    if (p->arena_bytes > r->arena_cap) {
+        if (r->arena) {
+            cudaStreamSynchronize(r->stream);
+            cudaFree(r->arena);
+            r->arena = NULL;
+            r->arena_cap = 0;
+        }
+        cudaError_t e = cudaMalloc((void **)&r->arena, (size_t)p->arena_bytes);
+        if (e != cudaSuccess)
+            return cuda_err(err, e, "device arena");
+        r->arena_cap = p->arena_bytes;
+    }
+    memset(r->dev_valid, 0, (size_t)r->n_slots);
+    memset(r->host_has, 0, (size_t)r->n_slots);
+    r->h2d = r->d2h = 0;
+    return OX_OK;
+}
+
+static ox_status grow_pinned(ox_cuda_rt *r, int64_t bytes, ox_error *err)
+{
+    if (bytes <= r->pinned_cap)
+        return OX_OK;
+    cudaStreamSynchronize(r->stream);
+    if (r->pinned)
+        cudaFreeHost(r->pinned);
+    r->pinned = NULL;
+    r->pinned_cap = 0;
+    cudaError_t e = cudaHostAlloc(&r->pinned, (size_t)bytes, cudaHostAllocDefault);
+    if (e != cudaSuccess)
+        return cuda_err(err, e, "pinned host buffer");
+    r->pinned_cap = bytes;
+    return OX_OK;
+}
+
+static ox_status grow_scratch(ox_cuda_rt *r, int64_t bytes, ox_error *err)
+{
+    if (bytes <= r->scratch_cap)
+        return OX_OK;
+    cudaStreamSynchronize(r->stream);
+    if (r->scratch)
+        cudaFree(r->scratch);
+    r->scratch = NULL;
+    r->scratch_cap = 0;
+    cudaError_t e = cudaMalloc(&r->scratch, (size_t)bytes);
+    if (e != cudaSuccess)
+        return cuda_err(err, e, "device scratch");
+    r->scratch_cap = bytes;
+    return OX_OK;
+}
+
+/* Host -> device through the pinned buffer (the previous upload from it
+ * must be done before it is overwritten). */
+static ox_status upload(ox_cuda_rt *r, void *dev, const void *host, int64_t bytes, ox_error *err)
+{
+    if (bytes <= 0)
+        return OX_OK;
+    ox_status st = grow_pinned(r, bytes, err);
+    if (st)
+        return st;
+    cudaEventSynchronize(r->staged);
+    memcpy(r->pinned, host, (size_t)bytes);
+    cudaError_t e = cudaMemcpyAsync(dev, r->pinned, (size_t)bytes, cudaMemcpyHostToDevice,
+                                    r->stream);
+    if (e == cudaSuccess)
+        e = cudaEventRecord(r->staged, r->stream);
+    if (e != cudaSuccess)
+        return cuda_err(err, e, "upload");
+    r->h2d++;
+    return OX_OK;
+}
+
+/* Device pointer of input slot s, uploading the host value when needed. */
+static ox_status in_ptr(ox_cuda_rt *r, const ox_cuda_plan *p, int s, const ox_rval *host,
+                        const void **out, ox_error *err)
+{
+    *out = NULL;
+    if (s < 0 || s >= p->n_slots)
+        return OX_OK;
+    const ox_cuda_slot *sl = &p->slot[s];
+    const ox_tensor *t = host && host->kind == OX_RV_TENSOR ? host->t : NULL;
+    if (sl->off >= 0) {
+        if (!r->dev_valid[s]) {
+            if (!t || (int64_t)t->nbytes != sl->nbytes || t->dtype != sl->dtype)
+                return ox_errorf(err, OX_EINVAL, "value of slot %d is not where the CUDA plan "
+                                 "expects it", s);
+            ox_status st = upload(r, r->arena + sl->off, ox_tensor_data(t), sl->nbytes, err);
+            if (st)
+                return st;
+            r->dev_valid[s] = 1;
+        }
+        *out = r->arena + sl->off;
+        return OX_OK;
+    }
+    /* A weight: its own buffer, uploaded once; an initializer again when a
+     * caller overrides it (IR < 4) with other data. */
+    if (!t)
+        return ox_errorf(err, OX_EINVAL, "weight of slot %d has no host value", s);
+    wbuf *w = &r->w[s];
+    const void *src = ox_tensor_data(t);
+    if (w->dev && w->bytes == (int64_t)t->nbytes && (!sl->init || w->src == src)) {
+        *out = w->dev;
+        return OX_OK;
+    }
+    if (w->dev && w->bytes != (int64_t)t->nbytes) {
+        cudaStreamSynchronize(r->stream);
+        cudaFree(w->dev);
+        w->dev = NULL;
+    }
+    if (!w->dev) {
+        cudaError_t e = cudaMalloc(&w->dev, t->nbytes ? t->nbytes : 1);
+        if (e != cudaSuccess) {
+            w->dev = NULL;
+            return cuda_err(err, e, "weight upload");
+        }
+    }
+    w->bytes = (int64_t)t->nbytes;
+    w->src = src;
+    ox_status st = upload(r, w->dev, src, w->bytes, err);
+    if (st)
+        return st;
+    *out = w->dev;
+    return OX_OK;
+}
+
+bool ox_cuda_device_only(const ox_cuda_rt *r, int s)
+{
+    return r && s >= 0 && s < r->n_slots && r->dev_valid[s] && !r->host_has[s];
+}
+
+ox_status ox_cuda_fetch(ox_cuda_rt *r, const ox_cuda_plan *p, int s, ox_rval **out,
+                        ox_error *err)
+{
+    *out = NULL;
+    const ox_cuda_slot *sl = &p->slot[s];
+    if (sl->off < 0 || !r->dev_valid[s])
+        return ox_errorf(err, OX_EINVAL, "slot %d is not on the device", s);
+    ox_tensor *t = ox_tensor_new(sl->dtype, sl->rank, sl->dims);
+    if (!t)
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    ox_status st = grow_pinned(r, sl->nbytes, err);
+    if (st) {
+        ox_tensor_free(t);
+        return st;
+    }
+    cudaEventSynchronize(r->staged);
+    cudaError_t e = cudaMemcpyAsync(r->pinned, r->arena + sl->off, (size_t)sl->nbytes,
+                                    cudaMemcpyDeviceToHost, r->stream);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(r->stream);
+    if (e != cudaSuccess) {
+        ox_tensor_free(t);
+        return cuda_err(err, e, "download");
+    }
+    if (sl->nbytes)
+        memcpy(ox_tensor_mutable_data(t), r->pinned, (size_t)sl->nbytes);
+    *out = ox_rval_tensor(t);
+    if (!*out)
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    r->host_has[s] = 1;
+    r->d2h++;
+    return OX_OK;
+}
+
+void ox_cuda_release(ox_cuda_rt *r, int s)
+{
+    if (r && s >= 0 && s < r->n_slots) {
+        r->dev_valid[s] = 0;
+        r->host_has[s] = 0;
+    }
+}
+
+ox_status ox_cuda_run_end(ox_cuda_rt *r, int64_t *h2d, int64_t *d2h, ox_error *err)
+{
+    cudaError_t e = cudaStreamSynchronize(r->stream);
+    *h2d = r->h2d;
+    *d2h = r->d2h;
+    if (e != cudaSuccess)
+        return cuda_err(err, e, "CUDA run");
+    return OX_OK;
+}
+
+/* ---- node runners --------------------------------------------------------- */
+
+typedef struct nctx {
+    ox_cuda_rt *r;
+    const ox_cuda_plan *p;
+    const ox_node *n;      /* the clone's node: static types */
+    int64_t opset;
+    int n_in, n_out;
+    const void *in[16];
+    const ox_cuda_slot *is[16];
+    const ox_rval *hin[16];
+    void *out[8];
+    const ox_cuda_slot *os[8];
+    ox_error *err;
+} nctx;
+
+static ox_status kchk(nctx *c, int rc)
+{
+    if (rc)
+        return ox_errorf(c->err, OX_EINVAL, "CUDA kernel launch: error %d: %s", rc,
+                         cudaGetErrorString((cudaError_t)rc));
+    return OX_OK;
+}
+
+static int64_t numel_s(const ox_cuda_slot *s)
+{
+    int64_t n = 1;
+    for (int d = 0; d < s->rank; d++)
+        n *= s->dims[d];
+    return n;
+}
+
+static void contig(int rank, const int64_t *dims, int64_t *str)
+{
+    int64_t c = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        str[d] = c;
+        c *= dims[d];
+    }
+}
+
+/* Strides of an input of shape s broadcast to an output of rank `rank`. */
+static void bcast_str(const ox_cuda_slot *s, int rank, const int64_t *odims, int64_t *str)
+{
+    int64_t cs[OX_MAX_RANK];
+    contig(s->rank, s->dims, cs);
+    for (int d = 0; d < rank; d++) {
+        int j = d - (rank - s->rank);
+        str[d] = (j < 0 || s->dims[j] == 1 || odims[d] == 1) ? 0 : cs[j];
+    }
+}
+
+static int elem_bytes(ox_dtype dt)
+{
+    return ox_dtype_bits(dt) / 8;
+}
+
+static double host_scalar(const ox_rval *v, double dflt)
+{
+    const ox_tensor *t = v && v->kind == OX_RV_TENSOR ? v->t : NULL;
+    return t && t->numel >= 1 ? ox_tensor_get_f64(t, 0) : dflt;
+}
+
+static int unary_code(const ox_node *n)
+{
+    static const struct {
+        const char *op;
+        int code;
+    } map[] = {
+        {"Relu", OX_CK_RELU}, {"Sigmoid", OX_CK_SIGMOID}, {"Tanh", OX_CK_TANH},
+        {"Exp", OX_CK_EXP}, {"Log", OX_CK_LOG}, {"Sqrt", OX_CK_SQRT}, {"Erf", OX_CK_ERF},
+        {"Neg", OX_CK_NEG}, {"Abs", OX_CK_ABS}, {"Reciprocal", OX_CK_RECIPROCAL},
+        {"Clip", OX_CK_CLIP}, {"LeakyRelu", OX_CK_LEAKYRELU}, {"Gelu", OX_CK_GELU},
+        {"HardSigmoid", OX_CK_HARDSIGMOID}, {"HardSwish", OX_CK_HARDSWISH},
+        {"Floor", OX_CK_FLOOR}, {"Ceil", OX_CK_CEIL},
+    };
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (!strcmp(n->op_type, map[i].op))
+            return map[i].code;
+    return OX_CK_IDENTITY;
+}
+
+static ox_status run_unary(nctx *c)
+{
+    int op = unary_code(c->n);
+    float a = 0, b = 0;
+    if (op == OX_CK_CLIP) {
+        if (c->opset < 11) {
+            a = ox_node_attr_f(c->n, "min", -INFINITY);
+            b = ox_node_attr_f(c->n, "max", INFINITY);
+        } else {
+            a = c->n_in > 1 && c->hin[1] ? (float)host_scalar(c->hin[1], -INFINITY) : -INFINITY;
+            b = c->n_in > 2 && c->hin[2] ? (float)host_scalar(c->hin[2], INFINITY) : INFINITY;
+        }
+    } else if (op == OX_CK_LEAKYRELU) {
+        a = ox_node_attr_f(c->n, "alpha", 0.01f);
+    } else if (op == OX_CK_HARDSIGMOID) {
+        a = ox_node_attr_f(c->n, "alpha", 0.2f);
+        b = ox_node_attr_f(c->n, "beta", 0.5f);
+    }
+    return kchk(c, ox_ck_unary(op, c->in[0], c->out[0], numel_s(c->os[0]), a, b, c->r->stream));
+}
+
+static int binary_code(const ox_node *n)
+{
+    static const char *const ops[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"};
+    for (int i = 0; i < 7; i++)
+        if (!strcmp(n->op_type, ops[i]))
+            return i;   /* OX_CK_ADD .. OX_CK_MIN in this order */
+    return OX_CK_ADD;
+}
+
+static ox_status run_binary(nctx *c)
+{
+    const ox_cuda_slot *y = c->os[0];
+    int64_t as[OX_MAX_RANK], bs[OX_MAX_RANK];
+    bcast_str(c->is[0], y->rank, y->dims, as);
+    bcast_str(c->is[1], y->rank, y->dims, bs);
+    return kchk(c, ox_ck_binary(binary_code(c->n), c->in[0], c->in[1], c->out[0], y->rank,
+                                y->dims, as, bs, numel_s(y), c->r->stream));
+}
+
+static ox_status run_where(nctx *c)
+{
+    const ox_cuda_slot *y = c->os[0];
+    int64_t cs[OX_MAX_RANK], xs[OX_MAX_RANK], zs[OX_MAX_RANK];
+    bcast_str(c->is[0], y->rank, y->dims, cs);
+    bcast_str(c->is[1], y->rank, y->dims, xs);
+    bcast_str(c->is[2], y->rank, y->dims, zs);
+    return kchk(c, ox_ck_where(c->in[0], c->in[1], c->in[2], c->out[0], y->rank, y->dims, cs,
+                               xs, zs, numel_s(y), c->r->stream));
+}
+
+static ox_status run_reshape(nctx *c)
+{
+    if (c->in[0] == c->out[0] || c->os[0]->nbytes == 0)
+        return OX_OK;
+    cudaError_t e = cudaMemcpyAsync(c->out[0], c->in[0], (size_t)c->os[0]->nbytes,
+                                    cudaMemcpyDeviceToDevice, c->r->stream);
+    return e == cudaSuccess ? OX_OK : cuda_err(c->err, e, "copy");
+}
+
+/* y (contiguous) = x viewed through xoff/xstr over y's dims. */
+static ox_status strided(nctx *c, const void *x, void *y, const ox_cuda_slot *ys, int64_t xoff,
+                         const int64_t *xstr)
+{
+    int64_t ystr[OX_MAX_RANK];
+    contig(ys->rank, ys->dims, ystr);
+    return kchk(c, ox_ck_copy(x, y, elem_bytes(ys->dtype), ys->rank, ys->dims, xoff, xstr, 0,
+                              ystr, numel_s(ys), c->r->stream));
+}
+
+static ox_status run_transpose(nctx *c)
+{
+    const ox_cuda_slot *x = c->is[0], *y = c->os[0];
+    int64_t xs[OX_MAX_RANK], str[OX_MAX_RANK];
+    contig(x->rank, x->dims, xs);
+    const int64_t *perm;
+    int np = ox_node_attr_ints(c->n, "perm", &perm);
+    for (int d = 0; d < y->rank; d++) {
+        int64_t pd = np == y->rank ? perm[d] : y->rank - 1 - d;
+        if (pd < 0 || pd >= x->rank)
+            return ox_errorf(c->err, OX_EINVAL, "bad perm");
+        str[d] = xs[pd];
+    }
+    return strided(c, c->in[0], c->out[0], y, 0, str);
+}
+
+static ox_status run_expand(nctx *c)
+{
+    const ox_cuda_slot *y = c->os[0];
+    int64_t xs[OX_MAX_RANK];
+    bcast_str(c->is[0], y->rank, y->dims, xs);
+    return strided(c, c->in[0], c->out[0], y, 0, xs);
+}
+
+static ox_status run_concat(nctx *c)
+{
+    const ox_cuda_slot *y = c->os[0];
+    int axis = (int)ox_node_attr_i(c->n, "axis", 0);
+    if (axis < 0)
+        axis += y->rank;
+    int64_t ystr[OX_MAX_RANK], at = 0;
+    contig(y->rank, y->dims, ystr);
+    for (int i = 0; i < c->n_in; i++) {
+        const ox_cuda_slot *x = c->is[i];
+        int64_t xs[OX_MAX_RANK];
+        contig(x->rank, x->dims, xs);
+        ox_status st = kchk(c, ox_ck_copy(c->in[i], c->out[0], elem_bytes(y->dtype), x->rank,
+                                          x->dims, 0, xs, at * ystr[axis], ystr, numel_s(x),
+                                          c->r->stream));
+        if (st)
+            return st;
+        at += x->dims[axis];
+    }
+    return OX_OK;
+}
+
+static ox_status run_split(nctx *c)
+{
+    const ox_cuda_slot *x = c->is[0];
+    int axis = (int)ox_node_attr_i(c->n, "axis", 0);
+    if (axis < 0)
+        axis += x->rank;
+    int64_t xs[OX_MAX_RANK], at = 0;
+    contig(x->rank, x->dims, xs);
+    for (int i = 0; i < c->n_out; i++) {
+        const ox_cuda_slot *y = c->os[i];
+        if (!y)
+            continue;
+        if (c->out[i]) {
+            ox_status st = strided(c, c->in[0], c->out[i], y, at * xs[axis], xs);
+            if (st)
+                return st;
+        }
+        at += y->dims[axis];
+    }
+    return OX_OK;
+}
+
+static ox_status run_slice(nctx *c)
+{
+    const ox_cuda_slot *x = c->is[0], *y = c->os[0];
+    int64_t xs[OX_MAX_RANK], str[OX_MAX_RANK], start[OX_MAX_RANK], step[OX_MAX_RANK];
+    contig(x->rank, x->dims, xs);
+    for (int d = 0; d < x->rank; d++) {
+        start[d] = 0;
+        step[d] = 1;
+    }
+    const ox_tensor *ts = NULL, *te = NULL, *ta = NULL, *tp = NULL;
+    const int64_t *as = NULL, *aa = NULL;
+    int n_s = 0, n_a = 0;
+    if (c->opset >= 10) {
+        ts = c->n_in > 1 && c->hin[1] ? c->hin[1]->t : NULL;
+        te = c->n_in > 2 && c->hin[2] ? c->hin[2]->t : NULL;
+        ta = c->n_in > 3 && c->hin[3] ? c->hin[3]->t : NULL;
+        tp = c->n_in > 4 && c->hin[4] ? c->hin[4]->t : NULL;
+        if (!ts || !te)
+            return ox_errorf(c->err, OX_EINVAL, "Slice starts/ends not on the host");
+        n_s = (int)ts->numel;
+    } else {
+        n_s = ox_node_attr_ints(c->n, "starts", &as);
+        n_a = ox_node_attr_ints(c->n, "axes", &aa);
+    }
+    for (int i = 0; i < n_s; i++) {
+        int64_t ax = ta ? ox_tensor_get_i64(ta, i) : (aa && i < n_a) ? aa[i] : i;
+        if (ax < 0)
+            ax += x->rank;
+        if (ax < 0 || ax >= x->rank)
+            return ox_errorf(c->err, OX_EINVAL, "Slice axis out of range");
+        int64_t s = ts ? ox_tensor_get_i64(ts, i) : as[i];
+        int64_t p = tp ? ox_tensor_get_i64(tp, i) : 1;
+        int64_t dim = x->dims[ax];
+        if (p == 0)
+            return ox_errorf(c->err, OX_EINVAL, "Slice step 0");
+        if (s < 0)
+            s += dim;
+        if (p > 0)
+            s = s < 0 ? 0 : s > dim ? dim : s;
+        else
+            s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
+        start[ax] = s;
+        step[ax] = p;
+    }
+    int64_t off = 0;
+    for (int d = 0; d < x->rank; d++) {
+        off += start[d] * xs[d];
+        str[d] = xs[d] * step[d];
+    }
+    (void)te;
+    return strided(c, c->in[0], c->out[0], y, off, str);
+}
+
+static ox_status run_gather(nctx *c)
+{
+    const ox_cuda_slot *x = c->is[0];
+    int axis = (int)ox_node_attr_i(c->n, "axis", 0);
+    if (axis < 0)
+        axis += x->rank;
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++)
+        outer *= x->dims[d];
+    for (int d = axis + 1; d < x->rank; d++)
+        inner *= x->dims[d];
+    return kchk(c, ox_ck_gather(c->in[0], c->in[1], c->is[1]->dtype == OX_DT_INT32, c->out[0],
+                                elem_bytes(x->dtype), outer, x->dims[axis], inner,
+                                numel_s(c->is[1]), c->r->stream));
+}
+
+static int reduce_code(const ox_node *n)
+{
+    const char *o = n->op_type;
+    return !strcmp(o, "ReduceMean")        ? OX_CK_RMEAN
+           : !strcmp(o, "ReduceMax")       ? OX_CK_RMAX
+           : !strcmp(o, "ReduceMin")       ? OX_CK_RMIN
+           : !strcmp(o, "ReduceSumSquare") ? OX_CK_RSUMSQ
+           : !strcmp(o, "ReduceL2")        ? OX_CK_RL2
+                                           : OX_CK_RSUM;
+}
+
+/* Reduces x over the axes marked in red[] into y (kept axes in order). */
+static ox_status reduce_axes(nctx *c, int op, const void *x, void *y, const ox_cuda_slot *xs,
+                             const bool *red)
+{
+    int64_t str[OX_MAX_RANK], kd[OX_MAX_RANK], ks[OX_MAX_RANK], rd[OX_MAX_RANK], rs[OX_MAX_RANK];
+    int nk = 0, nr = 0;
+    int64_t n_out = 1, n_red = 1;
+    contig(xs->rank, xs->dims, str);
+    for (int d = 0; d < xs->rank; d++) {
+        if (red[d]) {
+            rd[nr] = xs->dims[d];
+            rs[nr++] = str[d];
+            n_red *= xs->dims[d];
+        } else {
+            kd[nk] = xs->dims[d];
+            ks[nk++] = str[d];
+            n_out *= xs->dims[d];
+        }
+    }
+    return kchk(c, ox_ck_reduce(op, x, y, n_out, nk, kd, ks, nr, rd, rs, n_red, c->r->stream));
+}
+
+static ox_status run_reduce(nctx *c)
+{
+    const ox_cuda_slot *x = c->is[0];
+    bool red[OX_MAX_RANK] = {0};
+    const int64_t *aa = NULL;
+    int na = 0;
+    const ox_tensor *ta = c->n_in > 1 && c->hin[1] ? c->hin[1]->t : NULL;
+    if (ta)
+        na = (int)ta->numel;
+    else
+        na = ox_node_attr_ints(c->n, "axes", &aa);
+    if (na == 0) {
+        if (ox_node_attr_i(c->n, "noop_with_empty_axes", 0))
+            return run_reshape(c);
+        for (int d = 0; d < x->rank; d++)
+            red[d] = true;
+    }
+    for (int i = 0; i < na; i++) {
+        int64_t a = ta ? ox_tensor_get_i64(ta, i) : aa[i];
+        if (a < 0)
+            a += x->rank;
+        if (a < 0 || a >= x->rank)
+            return ox_errorf(c->err, OX_EINVAL, "reduce axis out of range");
+        red[a] = true;
+    }
+    return reduce_axes(c, reduce_code(c->n), c->in[0], c->out[0], x, red);
+}
+
+static ox_status run_globalpool(nctx *c)
+{
+    bool red[OX_MAX_RANK] = {0};
+    for (int d = 2; d < c->is[0]->rank; d++)
+        red[d] = true;
+    int op = !strcmp(c->n->op_type, "GlobalMaxPool") ? OX_CK_RMAX : OX_CK_RMEAN;
+    return reduce_axes(c, op, c->in[0], c->out[0], c->is[0], red);
+}
+
+static ox_status run_softmax(nctx *c)
+{
+    const ox_cuda_slot *x = c->is[0];
+    int r = x->rank;
+    int axis = (int)ox_node_attr_i(c->n, "axis", c->opset < 13 ? 1 : -1);
+    if (axis < 0)
+        axis += r;
+    if (axis < 0 || axis >= (r ? r : 1))
+        return ox_errorf(c->err, OX_EINVAL, "bad softmax axis");
+    int64_t outer = 1, len = 1, inner = 1;
+    for (int d = 0; d < axis; d++)
+        outer *= x->dims[d];
+    if (c->opset < 13) {
+        for (int d = axis; d < r; d++)
+            len *= x->dims[d];
+    } else {
+        len = r ? x->dims[axis] : 1;
+        for (int d = axis + 1; d < r; d++)
+            inner *= x->dims[d];
+    }
+    return kchk(c, ox_ck_softmax(c->in[0], c->out[0], outer, len, inner,
+                                 !strcmp(c->n->op_type, "LogSoftmax"), c->r->stream));
+}
+
+static ox_status run_layernorm(nctx *c)
+{
+    const ox_cuda_slot *x = c->is[0];
+    const char *op = c->n->op_type;
+    bool skip = !strcmp(op, "SkipLayerNormalization");
+    bool rms = !strcmp(op, "SimplifiedLayerNormalization");
+    int axis = skip ? -1 : (int)ox_node_attr_i(c->n, "axis", -1);
+    if (axis < 0)
+        axis += x->rank;
+    int64_t cols = 1;
+    for (int d = axis; d < x->rank; d++)
+        cols *= x->dims[d];
+    int64_t rows = cols ? numel_s(x) / cols : 0;
+    float eps = ox_node_attr_f(c->n, "epsilon", skip ? 1e-12f : 1e-5f);
+    const float *gamma, *beta, *bias = NULL, *sk = NULL;
+    if (skip) {
+        sk = c->in[1];
+        gamma = c->in[2];
+        beta = c->n_in > 3 ? c->in[3] : NULL;
+        bias = c->n_in > 4 ? c->in[4] : NULL;
+    } else {
+        gamma = c->in[1];
+        beta = !rms && c->n_in > 2 ? c->in[2] : NULL;
+    }
+    float *sum = skip && c->n_out > 3 ? c->out[3] : NULL;
+    return kchk(c, ox_ck_layernorm(c->in[0], sk, bias, gamma, beta, c->out[0], sum, rows, cols,
+                                   eps, rms, c->r->stream));
+}
+
+static ox_status run_batchnorm(nctx *c)
+{
+    const ox_cuda_slot *x = c->is[0];
+    int64_t inner = 1;
+    for (int d = 2; d < x->rank; d++)
+        inner *= x->dims[d];
+    float eps = ox_node_attr_f(c->n, "epsilon", 1e-5f);
+    return kchk(c, ox_ck_batchnorm(c->in[0], c->out[0], c->in[1], c->in[2], c->in[3], c->in[4],
+                                   eps, x->dims[0], x->dims[1], inner, c->r->stream));
+}
+
+static ox_status blas_chk(nctx *c, cublasStatus_t s)
+{
+    if (s != CUBLAS_STATUS_SUCCESS)
+        return ox_errorf(c->err, OX_EINVAL, "cuBLAS error %d", (int)s);
+    return OX_OK;
+}
+
+/* Row-major C (m x n) = A (m x k) . B (k x n), `batch` times with element
+ * strides sa, sb (0: shared) and m*n for C: cuBLAS is column-major, so it
+ * computes C^T = B^T . A^T with the operands swapped. */
+static ox_status gemm_rm(nctx *c, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                         const float *a, const float *b, float beta, float *y, int64_t batch,
+                         int64_t sa, int64_t sb)
+{
+    if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || batch > INT32_MAX)
+        return ox_errorf(c->err, OX_EINVAL, "matrix too large for cuBLAS");
+    int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n);
+    cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (batch == 1)
+        return blas_chk(c, lib.sgemm(c->r->blas, ob, oa, (int)n, (int)m, (int)k, &alpha, b, ldb,
+                                     a, lda, &beta, y, (int)n));
+    return blas_chk(c, lib.sgemm_batched(c->r->blas, ob, oa, (int)n, (int)m, (int)k, &alpha, b,
+                                         ldb, sb, a, lda, sa, &beta, y, (int)n, m * n,
+                                         (int)batch));
+}
+
+static ox_status run_matmul(nctx *c)
+{
+    const ox_cuda_slot *a = c->is[0], *b = c->is[1];
+    int64_t m = a->dims[a->rank - 2], k = a->dims[a->rank - 1], n = b->dims[b->rank - 1];
+    int64_t ba = (m * k) != 0 ? numel_s(a) / (m * k) : 0;
+    int64_t bb = (k * n) != 0 ? numel_s(b) / (k * n) : 0;
+    int64_t batch = ba > bb ? ba : bb;
+    if (numel_s(c->os[0]) == 0)
+        return OX_OK;
+    if (k == 0)
+        return cuda_err(c->err, cudaMemsetAsync(c->out[0], 0, (size_t)c->os[0]->nbytes,
+                                                c->r->stream), "memset");
+    /* A batched against one B: a single GEMM with ba*m rows. */
+    if (bb == 1)
+        return gemm_rm(c, false, false, ba * m, n, k, 1.f, c->in[0], c->in[1], 0.f, c->out[0], 1,
+                       0, 0);
+    return gemm_rm(c, false, false, m, n, k, 1.f, c->in[0], c->in[1], 0.f, c->out[0], batch,
+                   ba == 1 ? 0 : m * k, k * n);
+}
+
+static ox_status run_gemm(nctx *c)
+{
+    const ox_cuda_slot *a = c->is[0], *y = c->os[0];
+    bool ta = ox_node_attr_i(c->n, "transA", 0), tb = ox_node_attr_i(c->n, "transB", 0);
+    float alpha = ox_node_attr_f(c->n, "alpha", 1.f), beta = ox_node_attr_f(c->n, "beta", 1.f);
+    int64_t m = y->dims[0], n = y->dims[1], k = ta ? a->dims[0] : a->dims[1];
+    bool has_c = c->n_in > 2 && c->in[2] && beta != 0.f;
+    if (has_c) {
+        int64_t cs[OX_MAX_RANK];
+        bcast_str(c->is[2], 2, y->dims, cs);
+        ox_status st = strided(c, c->in[2], c->out[0], y, 0, cs);
+        if (st)
+            return st;
+    }
+    if (m * n == 0)
+        return OX_OK;
+    return gemm_rm(c, ta, tb, m, n, k, alpha, c->in[0], c->in[1], has_c ? beta : 0.f, c->out[0],
+                   1, 0, 0);
+}
+
+static ox_status dnn_chk(nctx *c, cudnnStatus_t s, const char *what)
+{
+    if (s != CUDNN_STATUS_SUCCESS)
+        return ox_errorf(c->err, OX_EINVAL, "cuDNN %s: error %d", what, (int)s);
+    return OX_OK;
+}
+
+static ox_status run_conv(nctx *c)
+{
+    const ox_cuda_slot *x = c->is[0], *w = c->is[1], *y = c->os[0];
+    const int64_t *pv, *sv, *dv;
+    int np = ox_node_attr_ints(c->n, "pads", &pv);
+    int ns = ox_node_attr_ints(c->n, "strides", &sv);
+    int nd = ox_node_attr_ints(c->n, "dilations", &dv);
+    int group = (int)ox_node_attr_i(c->n, "group", 1);
+    int ph = np == 4 ? (int)pv[0] : 0, pw = np == 4 ? (int)pv[1] : 0;
+    int sh = ns == 2 ? (int)sv[0] : 1, sw = ns == 2 ? (int)sv[1] : 1;
+    int dh = nd == 2 ? (int)dv[0] : 1, dw = nd == 2 ? (int)dv[1] : 1;
+    cudnnTensorDescriptor_t xd = NULL, yd = NULL;
+    cudnnFilterDescriptor_t fd = NULL;
+    cudnnConvolutionDescriptor_t cd = NULL;
+    ox_status st = OX_OK;
+    if ((st = dnn_chk(c, lib.tdesc_new(&xd), "descriptor")) ||
+        (st = dnn_chk(c, lib.tdesc_new(&yd), "descriptor")) ||
+        (st = dnn_chk(c, lib.fdesc_new(&fd), "descriptor")) ||
+        (st = dnn_chk(c, lib.cdesc_new(&cd), "descriptor")))
+        goto out;
+    if ((st = dnn_chk(c, lib.tdesc_set(xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)x->dims[0],
+                                       (int)x->dims[1], (int)x->dims[2], (int)x->dims[3]),
+                      "input")) ||
+        (st = dnn_chk(c, lib.tdesc_set(yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)y->dims[0],
+                                       (int)y->dims[1], (int)y->dims[2], (int)y->dims[3]),
+                      "output")) ||
+        (st = dnn_chk(c, lib.fdesc_set(fd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, (int)w->dims[0],
+                                       (int)w->dims[1], (int)w->dims[2], (int)w->dims[3]),
+                      "filter")) ||
+        (st = dnn_chk(c, lib.cdesc_set(cd, ph, pw, sh, sw, dh, dw, CUDNN_CROSS_CORRELATION,
+                                       CUDNN_DATA_FLOAT),
+                      "convolution")) ||
+        (st = dnn_chk(c, lib.cdesc_groups(cd, group), "groups")) ||
+        /* Plain fp32: TF32 tensor cores would miss the 1e-3 tolerance. */
+        (st = dnn_chk(c, lib.cdesc_math(cd, CUDNN_FMA_MATH), "math type")))
+        goto out;
+    int on, oc, oh, ow;
+    if ((st = dnn_chk(c, lib.conv_dims(cd, xd, fd, &on, &oc, &oh, &ow), "output size")))
+        goto out;
+    if (on != y->dims[0] || oc != y->dims[1] || oh != y->dims[2] || ow != y->dims[3]) {
+        st = ox_errorf(c->err, OX_ESHAPE, "cuDNN output %dx%dx%dx%d differs from the plan", on, oc,
+                       oh, ow);
+        goto out;
+    }
+    cudnnConvolutionFwdAlgoPerf_t perf[8];
+    int got = 0;
+    if ((st = dnn_chk(c, lib.conv_algo(c->r->dnn, xd, fd, cd, yd, 8, &got, perf), "algorithm")))
+        goto out;
+    cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+    size_t ws = 0;
+    for (int i = 0; i < got; i++)
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ((size_t)1 << 30)) {
+            algo = perf[i].algo;
+            break;
+        }
+    if ((st = dnn_chk(c, lib.conv_ws(c->r->dnn, xd, fd, cd, yd, algo, &ws), "workspace")) ||
+        (st = grow_scratch(c->r, (int64_t)ws, c->err)))
+        goto out;
+    float one = 1.f, zero = 0.f;
+    if ((st = dnn_chk(c, lib.conv_fwd(c->r->dnn, &one, xd, c->in[0], fd, c->in[1], cd, algo,
+                                      c->r->scratch, ws, &zero, yd, c->out[0]),
+                      "forward")))
+        goto out;
+    if (c->n_in > 2 && c->in[2])
+        st = kchk(c, ox_ck_bias_act(c->out[0], c->in[2], numel_s(y), y->dims[1],
+                                    y->dims[2] * y->dims[3], OX_CK_IDENTITY, 0, 0, c->r->stream));
+out:
+    if (cd)
+        lib.cdesc_free(cd);
+    if (fd)
+        lib.fdesc_free(fd);
+    if (yd)
+        lib.tdesc_free(yd);
+    if (xd)
+        lib.tdesc_free(xd);
+    return st;
+}
+
+static ox_status run_pool(nctx *c)
+{
+    const ox_cuda_slot *x = c->is[0], *y = c->os[0];
+    const int64_t *kv, *pv, *sv, *dv;
+    ox_node_attr_ints(c->n, "kernel_shape", &kv);
+    int np = ox_node_attr_ints(c->n, "pads", &pv);
+    int ns = ox_node_attr_ints(c->n, "strides", &sv);
+    int nd = ox_node_attr_ints(c->n, "dilations", &dv);
+    bool avg = !strcmp(c->n->op_type, "AveragePool");
+    return kchk(c, ox_ck_pool2d(c->in[0], c->out[0], x->dims[0], x->dims[1], x->dims[2],
+                                x->dims[3], y->dims[2], y->dims[3], (int)kv[0], (int)kv[1],
+                                ns == 2 ? (int)sv[0] : 1, ns == 2 ? (int)sv[1] : 1,
+                                np == 4 ? (int)pv[0] : 0, np == 4 ? (int)pv[1] : 0,
+                                nd == 2 ? (int)dv[0] : 1, nd == 2 ? (int)dv[1] : 1, avg,
+                                avg && ox_node_attr_i(c->n, "count_include_pad", 0),
+                                c->r->stream));
+}
+
+/* com.microsoft Attention: QKV projection (cuBLAS), heads split by a
+ * strided copy, scores and context by batched GEMMs, the scaled masked
+ * softmax by our kernel, heads merged back. Temporaries in the scratch. */
+static ox_status run_attention(nctx *c)
+{
+    const ox_cuda_slot *x = c->is[0];
+    int64_t B = x->dims[0], S = x->dims[1], Hin = x->dims[2], H = c->os[0]->dims[2];
+    int64_t heads = ox_node_attr_i(c->n, "num_heads", 1), d = H / heads;
+    int causal = (int)ox_node_attr_i(c->n, "unidirectional", 0);
+    int64_t n_qkv = B * S * 3 * H, n_sc = B * heads * S * S, n_ctx = B * S * H;
+    ox_status st = grow_scratch(c->r, (2 * n_qkv + n_sc + n_ctx) * (int64_t)sizeof(float),
+                                c->err);
+    if (st)
+        return st;
+    float *qkv = c->r->scratch, *heads_qkv = qkv + n_qkv, *sc = heads_qkv + n_qkv,
+          *ctx = sc + n_sc;
+    if ((st = gemm_rm(c, false, false, B * S, 3 * H, Hin, 1.f, c->in[0], c->in[1], 0.f, qkv, 1, 0,
+                      0)))
+        return st;
+    if (c->n_in > 2 && c->in[2] &&
+        (st = kchk(c, ox_ck_bias_act(qkv, c->in[2], n_qkv, 3 * H, 1, OX_CK_IDENTITY, 0, 0,
+                                     c->r->stream))))
+        return st;
+    /* (B, S, 3, heads, d) -> (3, B, heads, S, d). */
+    int64_t dims5[5] = {3, B, heads, S, d}, xs5[5] = {H, S * 3 * H, d, 3 * H, 1}, ys5[5];
+    contig(5, dims5, ys5);
+    if ((st = kchk(c, ox_ck_copy(qkv, heads_qkv, 4, 5, dims5, 0, xs5, 0, ys5, n_qkv,
+                                 c->r->stream))))
+        return st;
+    const float *q = heads_qkv, *k = heads_qkv + n_ctx, *v = heads_qkv + 2 * n_ctx;
+    /* scores (S x S, row = query) = Q . K^T per (batch, head). */
+    float one = 1.f, zero = 0.f;
+    if ((st = blas_chk(c, lib.sgemm_batched(c->r->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)S, (int)S,
+                                            (int)d, &one, k, (int)d, S * d, q, (int)d, S * d,
+                                            &zero, sc, (int)S, S * S, (int)(B * heads)))))
+        return st;
+    const int32_t *mask = c->n_in > 3 ? c->in[3] : NULL;
+    if ((st = kchk(c, ox_ck_attn_softmax(sc, mask, B, heads, S, S, 1.f / sqrtf((float)d), causal,
+                                         c->r->stream))))
+        return st;
+    /* context (S x d) = P . V. */
+    if ((st = blas_chk(c, lib.sgemm_batched(c->r->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)d, (int)S,
+                                            (int)S, &one, v, (int)d, S * d, sc, (int)S, S * S,
+                                            &zero, ctx, (int)d, S * d, (int)(B * heads)))))
+        return st;
+    /* (B, heads, S, d) -> (B, S, heads, d). */
+    int64_t dims4[4] = {B, S, heads, d}, xs4[4] = {heads * S * d, d, S * d, 1}, ys4[4];
+    contig(4, dims4, ys4);
+    return kchk(c, ox_ck_copy(ctx, c->out[0], 4, 4, dims4, 0, xs4, 0, ys4, n_ctx, c->r->stream));
+}
+
+ox_status ox_cuda_run_node(ox_cuda_rt *r, const ox_cuda_plan *p, int k, const int *in_slot,
+                           const int *out_slot, ox_rval *const *host_in, ox_error *err)
+{
+    nctx c = {.r = r, .p = p, .n = p->cnode[k], .err = err};
+    c.n_in = c.n->n_inputs;
+    c.n_out = c.n->n_outputs;
+    if (c.n_in > 16 || c.n_out > 8)
+        return ox_errorf(err, OX_EINVAL, "too many inputs for the CUDA backend");
+    c.opset = ox_model_opset(p->clone, c.n->domain ? c.n->domain : "");
+    if (c.opset < 0)
+        c.opset = 1000;
+    for (int i = 0; i < c.n_in; i++) {
+        int s = in_slot[i];
+        c.hin[i] = host_in[i];
+        if (s < 0)
+            continue;
+        c.is[i] = &p->slot[s];
+        ox_status st = in_ptr(r, p, s, host_in[i], &c.in[i], err);
+        if (st)
+            return st;
+    }
+    for (int i = 0; i < c.n_out; i++) {
+        int s = out_slot[i];
+        if (s < 0 || p->slot[s].off < 0)
+            continue;
+        c.os[i] = &p->slot[s];
+        c.out[i] = r->arena + p->slot[s].off;
+    }
+    if (!c.out[0] && p->kind[k] != OX_CK_K_SPLIT)
+        return ox_errorf(err, OX_EINVAL, "output 0 has no device slot");
+    ox_status st;
+    switch ((ox_cuda_kind)p->kind[k]) {
+    case OX_CK_K_UNARY: st = run_unary(&c); break;
+    case OX_CK_K_BINARY: st = run_binary(&c); break;
+    case OX_CK_K_WHERE: st = run_where(&c); break;
+    case OX_CK_K_RESHAPE: st = run_reshape(&c); break;
+    case OX_CK_K_TRANSPOSE: st = run_transpose(&c); break;
+    case OX_CK_K_CONCAT: st = run_concat(&c); break;
+    case OX_CK_K_SLICE: st = run_slice(&c); break;
+    case OX_CK_K_SPLIT: st = run_split(&c); break;
+    case OX_CK_K_GATHER: st = run_gather(&c); break;
+    case OX_CK_K_EXPAND: st = run_expand(&c); break;
+    case OX_CK_K_REDUCE: st = run_reduce(&c); break;
+    case OX_CK_K_SOFTMAX: st = run_softmax(&c); break;
+    case OX_CK_K_LAYERNORM: st = run_layernorm(&c); break;
+    case OX_CK_K_BATCHNORM: st = run_batchnorm(&c); break;
+    case OX_CK_K_MATMUL: st = run_matmul(&c); break;
+    case OX_CK_K_GEMM: st = run_gemm(&c); break;
+    case OX_CK_K_CONV: st = run_conv(&c); break;
+    case OX_CK_K_POOL: st = run_pool(&c); break;
+    case OX_CK_K_GLOBALPOOL: st = run_globalpool(&c); break;
+    case OX_CK_K_ATTENTION: st = run_attention(&c); break;
+    default: return ox_errorf(err, OX_EINVAL, "node is not placed on the GPU");
+    }
+    if (st)
+        return st;
+    for (int i = 0; i < c.n_out; i++)
+        if (c.out[i]) {
+            r->dev_valid[out_slot[i]] = 1;
+            r->host_has[out_slot[i]] = 0;
+        }
+    return OX_OK;
+}
+
+#endif /* OX_HAVE_CUDA */
