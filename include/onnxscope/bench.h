@@ -58,6 +58,9 @@ typedef struct ox_bench_config {
                                * with per-node timing (untimed for the
                                * latency figures) fill ox_bench_stats.ops;
                                * 0 (the default) skips them */
+    ox_device device;         /* OX_DEVICE_CUDA: executors run on the GPU
+                               * (ox_exec_opts.device); every model of the
+                               * benchmark on the same device */
 } ox_bench_config;
 
 /* Time of one operator type over a run (main-graph nodes: an If/Loop/Scan
@@ -88,6 +91,11 @@ typedef struct ox_bench_stats {
     int n_ops;
     int profile_runs;         /* profiled runs done */
     double profile_ms;        /* the fastest profiled run's wall time */
+    /* Placement of the last timed run (ox_exec_stats): main-graph nodes and
+     * cost-model FLOPs per device (index ox_device), transfers per run. */
+    int nodes_on[2];
+    int64_t flops_on[2];
+    int64_t h2d_copies, d2h_copies;
 } ox_bench_stats;
 
 typedef struct ox_bench_check {

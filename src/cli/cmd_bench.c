@@ -16,7 +16,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: onnxscope bench MODEL [--compare OTHER.onnx] [--device cpu|cuda]\n"
+            "usage: onnxscope bench MODEL [--compare OTHER.onnx] [--device cpu|cuda] [--precision fp32]\n"
             "          [--threads N] [--warmup W] [--iters N] [--seed S]\n"
             "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE] [--default-dim D]\n"
             "          [--input NAME=FILE.pb] [--fill NAME=VALUE] [--int-max M]\n"
@@ -39,7 +39,10 @@ static void usage(FILE *f)
             "same thread count (an FMA microbenchmark of about 0.2 s, cached in\n"
             "$XDG_CACHE_HOME/onnxscope/peak.tsv; --no-cache or ONNXSCOPE_RECALIBRATE=1\n"
             "measures again), then the top N (default 10) operator types by time over\n"
-            "min(iters, 10) extra profiled runs (--no-profile skips them).\n");
+            "min(iters, 10) extra profiled runs (--no-profile skips them).\n"
+            "--device cuda runs on the GPU the nodes the CUDA backend takes (the rest on\n"
+            "the CPU) and prints how many nodes and what share of the FLOPs ran where;\n"
+            "exit 4 when no GPU is usable (no toolkit in this build, no driver, no device).\n");
 }
 
 static bool parse_int(const char *opt, const char *s, long lo, long *out)
@@ -72,10 +75,13 @@ static json_t *num_or_null(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
+static ox_device json_device;   /* the run's --device, for the JSON objects */
+
 static json_t *stats_json_base(const char *path, const ox_bench_stats *s, int threads)
 {
     return json_pack("{s:s, s:s, s:i, s:i, s:{s:o, s:o, s:o, s:o, s:o, s:o}, s:o, s:I}",
-                     "model", path, "device", "cpu", "threads", threads, "iters", s->iters,
+                     "model", path, "device", ox_device_name(json_device), "threads", threads,
+                     "iters", s->iters,
                      "latency_ms", "min", json_real(s->min), "p50", json_real(s->p50), "p90",
                      json_real(s->p90), "p99", json_real(s->p99), "max", json_real(s->max),
                      "mean", json_real(s->mean), "throughput_per_s",
@@ -90,6 +96,13 @@ static json_t *stats_json(const char *path, const ox_bench_stats *s, int threads
     json_t *o = stats_json_base(path, s, threads);
     if (!o)
         return NULL;
+    if (json_device == OX_DEVICE_CUDA)
+        json_object_set_new(
+            o, "placement",
+            json_pack("{s:i, s:i, s:I, s:I, s:I, s:I}", "gpu_nodes", s->nodes_on[1],
+                      "cpu_nodes", s->nodes_on[0], "gpu_flops", (json_int_t)s->flops_on[1],
+                      "cpu_flops", (json_int_t)s->flops_on[0], "uploads",
+                      (json_int_t)s->h2d_copies, "downloads", (json_int_t)s->d2h_copies));
     bool known = s->flops >= 0 && s->gflops >= 0;
     json_object_set_new(o, "flops", known ? json_integer((json_int_t)s->flops) : json_null());
     json_object_set_new(o, "gflops", known ? json_real(s->gflops) : json_null());
@@ -165,6 +178,17 @@ static void print_ops(const char *label, const ox_bench_stats *s, int top)
         printf("  (%d more op type%s)\n", s->n_ops - top, s->n_ops - top == 1 ? "" : "s");
 }
 
+/* Where the nodes ran (--device cuda). */
+static void print_placement(const char *label, const ox_bench_stats *s)
+{
+    int64_t fl = s->flops_on[0] + s->flops_on[1];
+    printf("%s: %d of %d nodes on the GPU, %d on the CPU; %.1f%% of the cost model's FLOPs "
+           "on the GPU; %lld uploads, %lld downloads per run\n",
+           label, s->nodes_on[1], s->nodes_on[0] + s->nodes_on[1], s->nodes_on[0],
+           fl > 0 ? 100.0 * (double)s->flops_on[1] / (double)fl : 0.0,
+           (long long)s->h2d_copies, (long long)s->d2h_copies);
+}
+
 static void print_row(const char *label, const ox_bench_stats *s)
 {
     char rss[32];
@@ -178,6 +202,7 @@ int ox_cmd_bench(int argc, char **argv)
     static const struct option longopts[] = {
         {"compare", required_argument, NULL, 'c'},
         {"device", required_argument, NULL, 'd'},
+        {"precision", required_argument, NULL, 'p'},
         {"threads", required_argument, NULL, 'j'},
         {"warmup", required_argument, NULL, 'w'},
         {"iters", required_argument, NULL, 'n'},
@@ -213,16 +238,12 @@ int ox_cmd_bench(int argc, char **argv)
         switch (c) {
         case 'c': compare_path = optarg; break;
         case 'd':
-            if (strcmp(optarg, "cuda") == 0) {
-                ox_cli_error("cuda", "not built with CUDA support");
-                rc = 2;
+            if ((rc = ox_cli_device(optarg, &cfg.device)) != 0)
                 goto out;
-            }
-            if (strcmp(optarg, "cpu") != 0) {
-                ox_cli_error(NULL, "--device %s: unknown device (cpu or cuda)", optarg);
-                rc = 2;
+            break;
+        case 'p':
+            if ((rc = ox_cli_precision(optarg)) != 0)
                 goto out;
-            }
             break;
         case 'j':
             if (!parse_int("--threads", optarg, 0, &v)) {
@@ -338,6 +359,7 @@ int ox_cmd_bench(int argc, char **argv)
         }
     }
     int threads = r.threads;   /* resolved: never "0" */
+    json_device = cfg.device;
     ox_peak_get(threads, no_cache, &peak);   /* peak.gflops 0 when it failed */
     if (r.compared && !r.check.ok)
         rc = 1;
@@ -380,9 +402,17 @@ int ox_cmd_bench(int argc, char **argv)
         json_decref(o);
         goto out;
     }
-    printf("%s: cpu, %d thread%s, %d timed run%s after %d warm-up, seed %u\n", path, threads,
-           threads == 1 ? "" : "s", r.a.iters, r.a.iters == 1 ? "" : "s", cfg.warmup,
-           cfg.seed);
+    if (cfg.device == OX_DEVICE_CUDA) {
+        char gpu[512];
+        ox_cuda_probe(gpu, sizeof gpu);
+        printf("%s: cuda (%s) with %d CPU thread%s, %d timed run%s after %d warm-up, seed %u\n",
+               path, gpu, threads, threads == 1 ? "" : "s", r.a.iters, r.a.iters == 1 ? "" : "s",
+               cfg.warmup, cfg.seed);
+    } else {
+        printf("%s: cpu, %d thread%s, %d timed run%s after %d warm-up, seed %u\n", path,
+               threads, threads == 1 ? "" : "s", r.a.iters, r.a.iters == 1 ? "" : "s",
+               cfg.warmup, cfg.seed);
+    }
     printf("%-9s %9s %9s %9s %9s %9s %9s %11s\n", "ms", "min", "p50", "p90", "p99", "max",
            "runs/s", "peak RSS");
     print_row("model", &r.a);
@@ -396,6 +426,11 @@ int ox_cmd_bench(int argc, char **argv)
     }
     if (trace_path)
         printf("trace: %s\n", trace_path);
+    if (cfg.device == OX_DEVICE_CUDA) {
+        print_placement("placement (model)", &r.a);
+        if (r.compared)
+            print_placement("placement (compare)", &r.b);
+    }
     print_compute("model", &r.a, &peak);
     if (r.compared)
         print_compute("compare", &r.b, &peak);

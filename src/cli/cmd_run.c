@@ -51,7 +51,7 @@ static void usage(FILE *f)
             "usage: onnxscope run MODEL [--input NAME=FILE.pb ...] [--fill NAME=VALUE ...]\n"
             "          [--random] [--seed S] [--int-max M] [--default-dim D]\n"
             "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE]\n"
-            "          [--save-outputs DIR] [--threads N] [--device cpu]\n"
+            "          [--save-outputs DIR] [--threads N] [--device cpu|cuda] [--precision fp32]\n"
             "          [--max-memory SIZE] [--timeout SECONDS]\n"
             "Each input comes from --input (a TensorProto file), --fill (one value\n"
             "broadcast to the input's shape: a number, an integer or true/false), or with\n"
@@ -60,7 +60,9 @@ static void usage(FILE *f)
             "(default 100). A dim that neither the model, --shape nor --dim fixes is an\n"
             "error unless --default-dim D gives it. --max-memory caps the tensor memory\n"
             "of the run (default 3/4 of RAM; K/M/G suffixes); --timeout stops it after\n"
-            "SECONDS. Either stops it with exit 1.\n");
+            "SECONDS. Either stops it with exit 1. --device cuda runs the nodes the CUDA\n"
+            "backend takes on the GPU and the rest on the CPU; it exits 4 when no GPU is\n"
+            "usable (no toolkit in this build, no driver, no device).\n");
 }
 
 /* mkdir -p: creates dir and its missing parents. */
@@ -101,6 +103,7 @@ int ox_cmd_run(int argc, char **argv)
         {"save-outputs", required_argument, NULL, 'o'},
         {"threads", required_argument, NULL, 'j'},
         {"device", required_argument, NULL, 'd'},
+        {"precision", required_argument, NULL, 'P'},
         {"max-memory", required_argument, NULL, 'M'},
         {"timeout", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
@@ -109,6 +112,7 @@ int ox_cmd_run(int argc, char **argv)
     ox_infer_opts io = {0};
     ox_input_opts inputs = {.shapes = &io, .no_random = true};
     int threads = 0, rc = 0;
+    ox_device device = OX_DEVICE_CPU;
     long v;
     uint32_t seed = 0;
     int64_t max_memory = 0;
@@ -138,11 +142,12 @@ int ox_cmd_run(int argc, char **argv)
             threads = (int)v;
             break;
         case 'd':
-            if (strcmp(optarg, "cpu") != 0) {
-                ox_cli_error(NULL, "--device %s: only cpu is available", optarg);
-                rc = 2;
+            if ((rc = ox_cli_device(optarg, &device)) != 0)
                 goto out;
-            }
+            break;
+        case 'P':
+            if ((rc = ox_cli_precision(optarg)) != 0)
+                goto out;
             break;
         case 'M':
             if (!ox_cli_parse_size("--max-memory", optarg, &max_memory)) {
@@ -204,7 +209,7 @@ int ox_cmd_run(int argc, char **argv)
         goto out;
     }
     ox_exec_opts eo = {.threads = threads, .max_memory = max_memory,
-                       .deadline_ns = ox_cli_deadline(timeout_s)};
+                       .deadline_ns = ox_cli_deadline(timeout_s), .device = device};
     if (ox_exec_new(m, &eo, &e, &err) != OX_OK) {
         ox_cli_error(path, "%s", err.msg);
         rc = 1;
@@ -222,6 +227,16 @@ int ox_cmd_run(int argc, char **argv)
         print_value(g->outputs[k]->name, out[k], 0);
     printf("time: %.3f ms\n",
            (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+    if (device == OX_DEVICE_CUDA) {
+        ox_exec_stats es;
+        ox_exec_get_stats(e, &es);
+        int64_t fl = es.flops_on[0] + es.flops_on[1];
+        printf("device: cuda: %d of %d nodes on the GPU (%.1f%% of the FLOPs), %lld uploads, "
+               "%lld downloads\n",
+               es.nodes_on[1], es.nodes_on[0] + es.nodes_on[1],
+               fl > 0 ? 100.0 * (double)es.flops_on[1] / (double)fl : 0.0,
+               (long long)es.h2d_copies, (long long)es.d2h_copies);
+    }
     if (save_dir) {
         for (int k = 0; k < no; k++) {
             char fname[64];

@@ -82,6 +82,13 @@ int64_t ox_cli_deadline(double timeout_s);
 /* Prints a failed run's error, naming --timeout when it stopped the run. */
 void ox_cli_run_error(const char *path, const ox_error *err, double timeout_s);
 
+/* --device cpu|cuda (cli_device.c): 0 with *out set, else the exit code
+ * after printing one line: 2 for an unknown device, OX_EXIT_NO_DEVICE (4)
+ * when CUDA is asked for and the probe finds no usable GPU (no toolkit in
+ * the build, no driver, no device). --precision fp32|fp16: 0 or 2. */
+int ox_cli_device(const char *arg, ox_device *out);
+int ox_cli_precision(const char *arg);
+
 /* The `info --json` object of a model (cmd_info.c); used by optimize. */
 typedef struct json_t json_t;
 struct ox_model_cost;

@@ -266,7 +266,7 @@ static ox_status run_model(const job *j, int which, ox_model *m, ox_rval *const 
 {
     const ox_bench_config *cfg = j->cfg;
     ox_exec *e = NULL;
-    ox_exec_opts eo = {.threads = cfg->threads, .max_memory = cfg->max_memory,
+    ox_exec_opts eo = {.threads = cfg->threads, .max_memory = cfg->max_memory, .device = cfg->device,
                        .cancel = cfg->cancel, .deadline_ns = j->deadline_ns};
     int no = m->graph->n_outputs, ni = m->graph->n_inputs;
     int total = j->runs_per_model;
@@ -319,6 +319,14 @@ static ox_status run_model(const job *j, int which, ox_model *m, ox_rval *const 
     }
     s->peak_rss_bytes = rss_peak();
     ox_bench_stats_compute(s);
+    ox_exec_stats es;
+    ox_exec_get_stats(e, &es);
+    for (int d = 0; d < 2; d++) {
+        s->nodes_on[d] = es.nodes_on[d];
+        s->flops_on[d] = es.flops_on[d];
+    }
+    s->h2d_copies = es.h2d_copies;
+    s->d2h_copies = es.d2h_copies;
     free(out);
     ox_exec_free(e);
     return st;
@@ -374,7 +382,7 @@ static void profile_model(const job *j, ox_model *m, ox_rval *const *in, ox_benc
 {
     const ox_bench_config *cfg = j->cfg;
     op_prof p = {.top = m->graph};
-    ox_exec_opts eo = {.threads = cfg->threads, .max_memory = cfg->max_memory,
+    ox_exec_opts eo = {.threads = cfg->threads, .max_memory = cfg->max_memory, .device = cfg->device,
                        .cancel = cfg->cancel, .deadline_ns = j->deadline_ns,
                        .node_hook = op_hook, .node_hook_user = &p};
     ox_exec *e = NULL;
@@ -675,7 +683,7 @@ ox_status ox_bench_trace(const ox_bench_config *cfg, const char *path, ox_error 
         return st;
     trace_buf buf = {0};
     ox_exec_opts eo = {.threads = cfg->threads, .node_hook = trace_hook,
-                       .node_hook_user = &buf, .max_memory = cfg->max_memory,
+                       .node_hook_user = &buf, .max_memory = cfg->max_memory, .device = cfg->device,
                        .cancel = cfg->cancel, .deadline_ns = deadline_after(cfg->timeout_s)};
     ox_exec *e = NULL;
     int ni = m->graph->n_inputs, no = m->graph->n_outputs;

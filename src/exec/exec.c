@@ -948,8 +948,12 @@ static ox_status cuda_node(ox_exec *e, frame *f, int k, const plan_node *pn, boo
     ox_status st = exec_poll(e, 0, &kerr);
     if (!st)
         st = ox_cuda_run_node(f->cuda, cp, k, in_slot, out_slot, host, &kerr);
-    if (e->opts.node_hook)
+    if (e->opts.node_hook) {
+        /* Kernels run asynchronously: a timed node waits for its own. */
+        if (!st)
+            st = ox_cuda_sync(f->cuda, &kerr);
         e->opts.node_hook(e->opts.node_hook_user, pn->node, t0, hook_now_ns());
+    }
     if (st == OX_ECANCELLED || st == OX_ETIMEDOUT)
         return ox_errorf(err, st, "%s", kerr.msg);
     if (st)
@@ -1346,6 +1350,10 @@ ox_status ox_exec_run(ox_exec *e, int n_inputs, ox_rval *const *inputs,
     }
     if (!st)
         st = take_outputs(&f, n_outputs, outputs, err);
+    if (!f.cplan) {
+        e->stats.nodes_on[0] = p->n_nodes;   /* all on the CPU */
+        e->stats.nodes_on[1] = 0;
+    }
     /* Graph outputs belong to the caller: copy them out of the arena. */
     for (int i = 0; !st && f.arena && i < n_outputs; i++)
         if (arena_detach(f.arena, outputs[i], NULL, &e->stats.output_copies))

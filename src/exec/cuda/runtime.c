@@ -89,6 +89,12 @@ void ox_cuda_release(ox_cuda_rt *r, int s)
     (void)r, (void)s;
 }
 
+ox_status ox_cuda_sync(ox_cuda_rt *r, ox_error *err)
+{
+    (void)r, (void)err;
+    return OX_OK;
+}
+
 ox_status ox_cuda_run_end(ox_cuda_rt *r, int64_t *h2d, int64_t *d2h, ox_error *err)
 {
     (void)r, (void)err;
@@ -546,6 +552,12 @@ void ox_cuda_release(ox_cuda_rt *r, int s)
         r->dev_valid[s] = 0;
         r->host_has[s] = 0;
     }
+}
+
+ox_status ox_cuda_sync(ox_cuda_rt *r, ox_error *err)
+{
+    cudaError_t e = cudaStreamSynchronize(r->stream);
+    return e == cudaSuccess ? OX_OK : cuda_err(err, e, "CUDA node");
 }
 
 ox_status ox_cuda_run_end(ox_cuda_rt *r, int64_t *h2d, int64_t *d2h, ox_error *err)

@@ -33,6 +33,8 @@ ox_status ox_cuda_fetch(ox_cuda_rt *r, const ox_cuda_plan *p, int s, ox_rval **o
                         ox_error *err);
 /* Slot s is dead (its device bytes may be reused). */
 void ox_cuda_release(ox_cuda_rt *r, int s);
+/* Waits for the work queued so far (per-node timing). */
+ox_status ox_cuda_sync(ox_cuda_rt *r, ox_error *err);
 /* Waits for the run's work; counts of copies since run_begin. */
 ox_status ox_cuda_run_end(ox_cuda_rt *r, int64_t *h2d, int64_t *d2h, ox_error *err);
 
