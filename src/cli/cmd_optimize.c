@@ -26,7 +26,7 @@ static void usage(FILE *f)
             "usage: onnxscope optimize MODEL -o OUT [--level basic|extended|all]\n"
             "          [--passes a,b] [--skip a,b] [--target onnx|ort]\n"
             "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE] [--json] [--force]\n"
-            "          [--max-memory SIZE]\n"
+            "          [--max-memory SIZE] [--device cpu|cuda]\n"
             "          [--check N [--bisect] [--input NAME=FILE.pb] [--fill NAME=VALUE]\n"
             "                     [--int-max M] [--default-dim D]]\n"
             "--check N runs the original and the optimized model on N input sets: the\n"
@@ -35,7 +35,8 @@ static void usage(FILE *f)
             "written (exit 1) unless --force. --max-memory caps the tensor memory of those\n"
             "runs (default 3/4 of RAM; K/M/G suffixes). --bisect: when the check fails, find\n"
             "the first pass, and in it the first rewrite, whose result diverges, and name\n"
-            "the nodes it touched. `onnxscope passes` lists the passes.\n");
+            "the nodes it touched. `onnxscope passes` lists the passes. --device cuda runs\n"
+            "both models of --check on the GPU (exit 4 when no GPU is usable).\n");
 }
 
 typedef struct check_res {
@@ -118,10 +119,10 @@ static void free_vals(ox_rval **v, int n)
 /* Runs both models on n input sets (--input/--fill values, the rest drawn
  * with seeds 0..n-1). */
 static ox_status check_models(ox_model *a, ox_model *b, const ox_input_opts *inputs, int n,
-                              int64_t max_memory, check_res *r, ox_error *err)
+                              int64_t max_memory, ox_device device, check_res *r, ox_error *err)
 {
     ox_exec *ea = NULL, *eb = NULL;
-    ox_exec_opts eo = {.max_memory = max_memory};
+    ox_exec_opts eo = {.max_memory = max_memory, .device = device};
     r->ok = true;
     ox_status st = ox_exec_new(a, &eo, &ea, err);
     if (!st)
@@ -269,6 +270,7 @@ int ox_cmd_optimize(int argc, char **argv)
         {"force", no_argument, NULL, 'f'},
         {"max-memory", required_argument, NULL, 'M'},
         {"bisect", no_argument, NULL, 'B'},
+        {"device", required_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -281,6 +283,7 @@ int ox_cmd_optimize(int argc, char **argv)
     bool level_given = false;
     int n_check = 0, rc = 0;
     int64_t max_memory = 0;
+    ox_device device = OX_DEVICE_CPU;
     bool json = false, force = false, bisect = false;
     optind = 1;
     int c;
@@ -315,6 +318,15 @@ int ox_cmd_optimize(int argc, char **argv)
         case 'j': json = true; break;
         case 'f': force = true; break;
         case 'B': bisect = true; break;
+        case 'D': {
+            int drc = ox_cli_device(optarg, &device);
+            if (drc) {
+                ox_infer_opts_free(&io);
+                ox_input_opts_free(&inputs);
+                return drc;
+            }
+            break;
+        }
         case 'M':
             if (!ox_cli_parse_size("--max-memory", optarg, &max_memory))
                 rc = 2;
@@ -435,7 +447,7 @@ int ox_cmd_optimize(int argc, char **argv)
     bool write = true;
     if (n_check > 0) {
         ox_error cerr = {0};
-        ox_status cst = check_models(m, opt, &inputs, n_check, max_memory, &chk, &cerr);
+        ox_status cst = check_models(m, opt, &inputs, n_check, max_memory, device, &chk, &cerr);
         if (cst != OX_OK) {
             ox_cli_error(path, "--check: %s", cerr.msg);
             chk.ok = false;
