@@ -36,6 +36,7 @@ static void *bench_main(void *arg)
     cfg.iters = t->bench_iters;
     cfg.warmup = t->bench_warmup;
     cfg.threads = t->bench_threads;
+    cfg.device = (ox_device)t->bench_device;
     /* The per-operator profile as `onnxscope bench` takes it. */
     cfg.profile_runs = cfg.iters < 10 ? cfg.iters : 10;
     cfg.time_budget_s = BENCH_TIME_BUDGET_S;
@@ -71,6 +72,11 @@ static void *bench_main(void *arg)
     r->warmup = br.warmup;
     /* Names are borrowed from the models, freed after the join: copy. */
     const ox_bench_stats *ps = br.compared ? &br.b : &br.a;
+    r->on_gpu = cfg.device == OX_DEVICE_CUDA;
+    r->gpu_nodes = ps->nodes_on[1];
+    r->cpu_nodes = ps->nodes_on[0];
+    int64_t fl = ps->flops_on[0] + ps->flops_on[1];
+    r->gpu_flops_share = fl > 0 ? (double)ps->flops_on[1] / (double)fl : -1;
     r->n_ops_all = ps->n_ops;
     r->profile_runs = ps->profile_runs;
     r->profile_ms = ps->profile_ms;
@@ -162,18 +168,30 @@ static const char *label_b(const tui *t)
     return t->saved_name[0] && t->saved_model == t->cur ? base_name(t->saved_name) : "optimized";
 }
 
-/* Settings: j/k pick one, h/l change it by one, g sets its least value. */
+/* Settings: j/k pick one, h/l change it by one, g sets its least value;
+ * the device (the fourth) flips between cpu and cuda, cuda only when the
+ * probe finds a usable GPU (else the status line says why not). */
 int tui_bench_key(tui *t, tui_action a)
 {
-    int *v[3] = {&t->bench_iters, &t->bench_warmup, &t->bench_threads};
-    static const int lo[3] = {1, 0, 0}, hi[3] = {100000, 1000, 256};
+    int *v[4] = {&t->bench_iters, &t->bench_warmup, &t->bench_threads, &t->bench_device};
+    static const int lo[4] = {1, 0, 0, 0}, hi[4] = {100000, 1000, 256, 1};
     int k = t->bench_sel;
     /* The worker reads the settings as it starts: frozen while it runs. */
     if (t->bench_running && (a == TUI_A_LEFT || a == TUI_A_RIGHT || a == TUI_A_HOME))
         return TUI_HANDLED;
+    if (k == 3 && (a == TUI_A_LEFT || a == TUI_A_RIGHT)) {
+        char why[512];
+        if (t->bench_device == OX_DEVICE_CPU &&
+            ox_cuda_probe(why, sizeof why) != OX_CUDA_AVAILABLE) {
+            tui_set_status(t, OX_SLOT_UI_WARNING, "no GPU: %s", why);
+            return TUI_REDRAW;
+        }
+        t->bench_device = t->bench_device == OX_DEVICE_CPU ? OX_DEVICE_CUDA : OX_DEVICE_CPU;
+        return TUI_REDRAW;
+    }
     switch (a) {
-    case TUI_A_UP: t->bench_sel = (k + 2) % 3; return TUI_REDRAW;
-    case TUI_A_DOWN: t->bench_sel = (k + 1) % 3; return TUI_REDRAW;
+    case TUI_A_UP: t->bench_sel = (k + 3) % 4; return TUI_REDRAW;
+    case TUI_A_DOWN: t->bench_sel = (k + 1) % 4; return TUI_REDRAW;
     case TUI_A_LEFT: *v[k] -= 1; break;
     case TUI_A_RIGHT: *v[k] += 1; break;
     case TUI_A_HOME: *v[k] = lo[k]; break;
@@ -193,13 +211,14 @@ static void draw_settings(tui *t, int y, int w)
         snprintf(th, sizeof th, "%d", t->bench_threads);
     else
         snprintf(th, sizeof th, "auto");
-    const char *name[3] = {"runs", "warm-up", "threads"};
-    char val[3][32];
+    const char *name[4] = {"runs", "warm-up", "threads", "device"};
+    char val[4][32];
     snprintf(val[0], sizeof val[0], "%d", t->bench_iters);
     snprintf(val[1], sizeof val[1], "%d", t->bench_warmup);
     snprintf(val[2], sizeof val[2], "%s", th);
+    snprintf(val[3], sizeof val[3], "%s", ox_device_name((ox_device)t->bench_device));
     int x = 2;
-    for (int i = 0; i < 3 && x < w - 2; i++) {
+    for (int i = 0; i < 4 && x < w - 2; i++) {
         char cell[48];
         snprintf(cell, sizeof cell, " %s %s ", name[i], val[i]);
         x += tui_put(y, x, w - 2 - x, i == t->bench_sel ? OX_SLOT_UI_SELECTED : OX_SLOT_UI_NORMAL,
@@ -213,11 +232,19 @@ void tui_bench_draw(tui *t, int y0, int h, int w)
 {
     int end = y0 + h;
     int y = y0 + 1;
-    tui_put(y++, 2, w - 4, OX_SLOT_UI_HEADER, t,
-            t->bench_inputs.n_src
-                ? "Benchmark on the CPU (b starts, Esc cancels); --input/--fill, rest random"
-                : "Benchmark on the CPU (b starts, Esc cancels); random inputs, seed 1");
+    const char *on = t->bench_device == OX_DEVICE_CUDA ? "GPU" : "CPU";
+    tui_putf(y++, 2, w - 4, OX_SLOT_UI_HEADER, t,
+             t->bench_inputs.n_src
+                 ? "Benchmark on the %s (b starts, Esc cancels); --input/--fill, rest random"
+                 : "Benchmark on the %s (b starts, Esc cancels); random inputs, seed 1",
+             on);
     draw_settings(t, y++, w);
+    /* The GPU row: the device when one is usable, else why not. */
+    char gpu[512];
+    if (ox_cuda_probe(gpu, sizeof gpu) == OX_CUDA_AVAILABLE)
+        tui_putf(y++, 2, w - 4, OX_SLOT_UI_NORMAL, t, "GPU: %s", gpu);
+    else
+        tui_putf(y++, 2, w - 4, OX_SLOT_UI_DIM, t, "GPU: none (%s)", gpu);
     y++;
     if (t->bench_running) {
         tui_put(y++, 2, w - 4, OX_SLOT_UI_NORMAL, t,
@@ -255,6 +282,14 @@ void tui_bench_draw(tui *t, int y0, int h, int w)
     tui_putf(y++, 2, w - 4, OX_SLOT_UI_DIM, t,
              "%d timed runs after %d warm-up, min %.3f ms, max %.3f ms, threads %d", r->iters,
              r->warmup, r->min, r->max, r->threads);
+    if (r->on_gpu) {
+        char share[32] = "?";
+        if (r->gpu_flops_share >= 0)
+            snprintf(share, sizeof share, "%.1f%%", 100 * r->gpu_flops_share);
+        tui_putf(y++, 2, w - 4, OX_SLOT_UI_DIM, t,
+                 "GPU ran %d of %d nodes (%s of the FLOPs), the CPU %d", r->gpu_nodes,
+                 r->gpu_nodes + r->cpu_nodes, share, r->cpu_nodes);
+    }
     if (r->profile_runs <= 0 || y + 2 > end)
         return;
     /* The library's per-operator profile (as `onnxscope bench` prints it). */

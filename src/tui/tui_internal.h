@@ -171,6 +171,10 @@ typedef struct tui_bench_result {
     int n_ops, n_ops_all, profile_runs;
     double profile_ms;
     char msg[256];
+    /* --device cuda: where the nodes ran (the profiled model's run) */
+    bool on_gpu;
+    int gpu_nodes, cpu_nodes;
+    double gpu_flops_share;   /* of the cost model's FLOPs; < 0 unknown */
 } tui_bench_result;
 
 struct tui {
@@ -286,7 +290,9 @@ struct tui {
     ox_model *bench_a, *bench_b;
     tui_bench_result bench;
     int bench_iters, bench_warmup, bench_threads;   /* editable in the panel */
-    int bench_sel;                /* the setting the cursor is on (0 runs, 1 warm-up, 2 threads) */
+    int bench_sel;                /* the setting the cursor is on (0 runs, 1 warm-up, 2 threads,
+                                   * 3 device) */
+    int bench_device;             /* ox_device: cpu, or cuda when the probe allows */
     char saved_name[512];         /* where the optimized model was last saved */
     const ox_model *saved_model;  /* ... and which copy (a later step makes another) */
     ox_input_opts bench_inputs;   /* --input/--fill/--int-max/--default-dim */

@@ -1110,6 +1110,7 @@ static void usage(FILE *f)
             "  --shape NAME=1x3x224x224, --dim SYMBOL=VALUE   input shape overrides\n"
             "  --input NAME=FILE.pb, --fill NAME=VALUE, --int-max M, --default-dim D\n"
             "                     the Bench panel's inputs (as `onnxscope bench`)\n"
+            "  --device cpu|cuda  the Bench panel's device (exit 4 when no GPU is usable)\n"
             "  --help-keys        print the key map as a Markdown table\n"
             "Keys: ? inside the viewer. Set ONNXSCOPE_TUI_TIMING=FILE to log redraw times.\n");
 }
@@ -1178,6 +1179,7 @@ int ox_tui_main(int argc, char **argv)
         {"fill", required_argument, NULL, 'f'},
         {"int-max", required_argument, NULL, 'I'},
         {"default-dim", required_argument, NULL, 'd'},
+        {"device", required_argument, NULL, 'G'},
         {"help-keys", no_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
@@ -1216,6 +1218,23 @@ int ox_tui_main(int argc, char **argv)
                 shape_args[n_shape_args++] = optarg;
             }
             break;
+        case 'G': {
+            /* The Bench panel's device; refused here as every command does. */
+            ox_device dev;
+            char why[512];
+            if (!ox_device_parse(optarg, &dev)) {
+                fprintf(stderr, "onnxscope: --device %s: unknown device (cpu or cuda)\n", optarg);
+                rc = 2;
+                goto fail;
+            }
+            if (dev == OX_DEVICE_CUDA && ox_cuda_probe(why, sizeof why) != OX_CUDA_AVAILABLE) {
+                fprintf(stderr, "onnxscope: --device cuda: %s\n", why);
+                rc = OX_EXIT_NO_DEVICE;
+                goto fail;
+            }
+            t->bench_device = dev;
+            break;
+        }
         case 'K': print_keys_markdown(stdout); goto fail;
         case 'h': usage(stdout); goto fail;
         case ':':
