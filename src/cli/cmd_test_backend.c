@@ -25,6 +25,7 @@ typedef struct tb_opts {
     double rtol, atol;
     int timeout_s;
     int threads;
+    ox_device device;   /* --device cuda: runs without fork (see usage) */
     bool verbose, no_fork;
 } tb_opts;
 
@@ -310,7 +311,7 @@ static result_kind run_case(const char *dir, const tb_opts *o, char *why, size_t
         ox_model_free(m);
         return R_SKIP;
     }
-    ox_exec_opts eo = {.threads = o->threads};
+    ox_exec_opts eo = {.threads = o->threads, .device = o->device};
     ox_exec *e = NULL;
     st = ox_exec_new(m, &eo, &e, &err);
     if (st) {
@@ -421,9 +422,12 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: onnxscope test-backend DIR... [--filter REGEX] [--verbose]\n"
             "          [--rtol R] [--atol A] [--timeout SEC] [--threads N] [--no-fork]\n"
+            "          [--device cpu|cuda]\n"
             "Runs every ONNX backend test case (a folder with model.onnx and\n"
             "test_data_set_N/) found under the DIRs. Default tolerance rtol 1e-3,\n"
-            "atol 1e-7. Last line: \"N passed, N failed, N skipped\".\n");
+            "atol 1e-7. Last line: \"N passed, N failed, N skipped\".\n"
+            "--device cuda runs each case with the CUDA backend, in this process (as\n"
+            "--no-fork: a CUDA context does not survive fork); exit 4 without a GPU.\n");
 }
 
 static bool parse_double(const char *s, double *out)
@@ -449,6 +453,7 @@ int ox_cmd_test_backend(int argc, char **argv)
         {"timeout", required_argument, NULL, 't'},
         {"threads", required_argument, NULL, 'j'},
         {"no-fork", no_argument, NULL, 'n'},
+        {"device", required_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -482,6 +487,14 @@ int ox_cmd_test_backend(int argc, char **argv)
                 return 2;
             o.threads = (int)v;
             break;
+        case 'D': {
+            int drc = ox_cli_device(optarg, &o.device);
+            if (drc)
+                return drc;
+            if (o.device == OX_DEVICE_CUDA)
+                o.no_fork = true;
+            break;
+        }
         case 'h': usage(stdout); return 0;
         default: return 2;   /* ox_cli_getopt said why */
         }
