@@ -117,7 +117,7 @@ static bool pads_2d(const ox_node *n, bool allow_asym)
         return false;
     const int64_t *p;
     int np = ox_node_attr_ints(n, "pads", &p);
-    if (np == 0)
+    if (np <= 0)   /* -1: absent */
         return true;
     if (np != 4)
         return false;

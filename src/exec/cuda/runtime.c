@@ -813,6 +813,8 @@ static ox_status run_slice(nctx *c)
     } else {
         n_s = ox_node_attr_ints(c->n, "starts", &as);
         n_a = ox_node_attr_ints(c->n, "axes", &aa);
+        if (n_s < 0)
+            n_s = 0;
     }
     for (int i = 0; i < n_s; i++) {
         int64_t ax = ta ? ox_tensor_get_i64(ta, i) : (aa && i < n_a) ? aa[i] : i;
@@ -903,6 +905,8 @@ static ox_status run_reduce(nctx *c)
         na = (int)ta->numel;
     else
         na = ox_node_attr_ints(c->n, "axes", &aa);
+    if (na < 0)
+        na = 0;   /* absent */
     if (na == 0) {
         if (ox_node_attr_i(c->n, "noop_with_empty_axes", 0))
             return run_reshape(c);
