@@ -101,11 +101,12 @@ int ox_ck_bias_act(float *y, const float *bias, int64_t n, int64_t c, int64_t in
 int ox_ck_attn_softmax(float *s, const int32_t *mask, int64_t batch, int64_t heads,
                        int64_t sq, int64_t sk, float scale, int causal, void *stream);
 
-/* Pooling over NCHW with explicit pads (floor mode): max (avg = 0) or
- * average with or without the pads counted. */
+/* Pooling over NCHW into the (oh, ow) the plan gives (so ceil mode too):
+ * pads ph/pw at the start, ph1/pw1 at the end; max (avg = 0) or average
+ * with (count_pad) or without the pad positions counted. */
 int ox_ck_pool2d(const float *x, float *y, int64_t n, int64_t c, int64_t h, int64_t w,
                  int64_t oh, int64_t ow, int kh, int kw, int sh, int sw, int ph, int pw,
-                 int dh, int dw, int avg, int count_pad, void *stream);
+                 int ph1, int pw1, int dh, int dw, int avg, int count_pad, void *stream);
 
 #ifdef __cplusplus
 }

@@ -293,17 +293,22 @@ __global__ void k_layernorm(const float *x, const float *skip, const float *bias
         const float *xr = x + row * cols;
         const float *sr = skip ? skip + row * cols : nullptr;
         float *yr = y + row * cols;
-        float s = 0.f, s2 = 0.f;
+        // Two passes (mean, then squared deviations): E[h^2] - mean^2 loses
+        // digits when the mean is large against the spread.
+        float s = 0.f;
+        if (!rms) {
+            for (int64_t t = threadIdx.x; t < cols; t += blockDim.x)
+                s += xr[t] + (sr ? sr[t] : 0.f) + (bias ? bias[t] : 0.f);
+            s = block_sum(s);
+        }
+        float mean = rms ? 0.f : s / (float)cols;
+        float s2 = 0.f;
         for (int64_t t = threadIdx.x; t < cols; t += blockDim.x) {
-            float h = xr[t] + (sr ? sr[t] : 0.f) + (bias ? bias[t] : 0.f);
-            s += h;
+            float h = xr[t] + (sr ? sr[t] : 0.f) + (bias ? bias[t] : 0.f) - mean;
             s2 += h * h;
         }
-        s = block_sum(s);
         s2 = block_sum(s2);
-        float mean = rms ? 0.f : s / (float)cols;
-        float var = s2 / (float)cols - mean * mean;
-        float inv = rsqrtf(fmaxf(var, 0.f) + eps);
+        float inv = rsqrtf(s2 / (float)cols + eps);
         for (int64_t t = threadIdx.x; t < cols; t += blockDim.x) {
             float h = xr[t] + (sr ? sr[t] : 0.f) + (bias ? bias[t] : 0.f);
             if (sum_out)
@@ -363,7 +368,7 @@ __global__ void k_attn_softmax(float *s, const int32_t *mask, int64_t batch, int
 
 __global__ void k_pool2d(const float *x, float *y, int64_t n, int64_t c, int64_t h, int64_t w,
                          int64_t oh, int64_t ow, int kh, int kw, int sh, int sw, int ph, int pw,
-                         int dh, int dw, int avg, int count_pad)
+                         int ph1, int pw1, int dh, int dw, int avg, int count_pad)
 {
     int64_t total = n * c * oh * ow;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
@@ -381,7 +386,7 @@ __global__ void k_pool2d(const float *x, float *y, int64_t n, int64_t c, int64_t
                     float v = xp[iy * w + ix];
                     acc = avg ? acc + v : fmaxf(acc, v);
                     cnt++;
-                } else if (count_pad && iy < h + ph && ix < w + pw) {
+                } else if (count_pad && iy < h + ph1 && ix < w + pw1) {
                     cnt++;
                 }
             }
@@ -558,14 +563,14 @@ int ox_ck_attn_softmax(float *s, const int32_t *mask, int64_t batch, int64_t hea
 }
 
 int ox_ck_pool2d(const float *x, float *y, int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh,
-                 int64_t ow, int kh, int kw, int sh, int sw, int ph, int pw, int dh, int dw,
-                 int avg, int count_pad, void *stream)
+                 int64_t ow, int kh, int kw, int sh, int sw, int ph, int pw, int ph1, int pw1,
+                 int dh, int dw, int avg, int count_pad, void *stream)
 {
     int64_t total = n * c * oh * ow;
     if (total <= 0)
         return 0;
     k_pool2d<<<grid_for(total), kThreads, 0, (cudaStream_t)stream>>>(
-        x, y, n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, avg, count_pad);
+        x, y, n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, ph1, pw1, dh, dw, avg, count_pad);
     return done();
 }
 

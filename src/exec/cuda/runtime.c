@@ -1161,6 +1161,7 @@ static ox_status run_pool(nctx *c)
                                 x->dims[3], y->dims[2], y->dims[3], (int)kv[0], (int)kv[1],
                                 ns == 2 ? (int)sv[0] : 1, ns == 2 ? (int)sv[1] : 1,
                                 np == 4 ? (int)pv[0] : 0, np == 4 ? (int)pv[1] : 0,
+                                np == 4 ? (int)pv[2] : 0, np == 4 ? (int)pv[3] : 0,
                                 nd == 2 ? (int)dv[0] : 1, nd == 2 ? (int)dv[1] : 1, avg,
                                 avg && ox_node_attr_i(c->n, "count_include_pad", 0),
                                 c->r->stream));
