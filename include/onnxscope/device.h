@@ -28,6 +28,11 @@ typedef enum {
  * error 35: ...)"), without a trailing newline. */
 ox_cuda_state ox_cuda_probe(char *line, size_t len);
 
+/* Whether cuBLAS (MatMul, Gemm, Attention) and cuDNN (Conv) could be
+ * opened (dlopen, on first call); without one its ops run on the CPU. Both
+ * false in a build without CUDA. */
+void ox_cuda_libraries(bool *cublas, bool *cudnn);
+
 /* "cpu" / "cuda" (case-sensitive); false for anything else. */
 bool ox_device_parse(const char *s, ox_device *out);
 const char *ox_device_name(ox_device d);

@@ -231,9 +231,14 @@ int ox_cmd_run(int argc, char **argv)
         ox_exec_stats es;
         ox_exec_get_stats(e, &es);
         int64_t fl = es.flops_on[0] + es.flops_on[1];
-        printf("device: cuda: %d of %d nodes on the GPU (%.1f%% of the FLOPs), %lld uploads, "
-               "%lld downloads\n",
-               es.nodes_on[1], es.nodes_on[0] + es.nodes_on[1],
+        bool blas, dnn;
+        char gpu[512];
+        ox_cuda_probe(gpu, sizeof gpu);
+        ox_cuda_libraries(&blas, &dnn);
+        printf("device: cuda (%s; cuBLAS %s, cuDNN %s): %d of %d nodes on the GPU (%.1f%% of "
+               "the FLOPs), %lld uploads, %lld downloads\n",
+               gpu, blas ? "loaded" : "not found", dnn ? "loaded" : "not found", es.nodes_on[1],
+               es.nodes_on[0] + es.nodes_on[1],
                fl > 0 ? 100.0 * (double)es.flops_on[1] / (double)fl : 0.0,
                (long long)es.h2d_copies, (long long)es.d2h_copies);
     }

@@ -95,6 +95,11 @@ ox_status ox_cuda_sync(ox_cuda_rt *r, ox_error *err)
     return OX_OK;
 }
 
+void ox_cuda_libraries(bool *cublas, bool *cudnn)
+{
+    *cublas = *cudnn = false;
+}
+
 ox_status ox_cuda_run_end(ox_cuda_rt *r, int64_t *h2d, int64_t *d2h, ox_error *err)
 {
     (void)r, (void)err;
@@ -225,12 +230,24 @@ static struct {
 } lib;
 static pthread_mutex_t lib_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* The library by its name (LD_LIBRARY_PATH, the loader's cache), then in
+ * ONNXSCOPE_CUDA_LIBDIR and in the toolkit this binary was built with,
+ * which is often not in the loader's search path. */
 static void *open_first(const char *const *names)
 {
+    const char *dirs[2] = {getenv("ONNXSCOPE_CUDA_LIBDIR"), OX_CUDA_LIBDIR};
     for (int i = 0; names[i]; i++) {
         void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
         if (h)
             return h;
+        for (int d = 0; d < 2; d++) {
+            char path[1024];
+            if (!dirs[d] || !dirs[d][0] ||
+                snprintf(path, sizeof path, "%s/%s", dirs[d], names[i]) >= (int)sizeof path)
+                continue;
+            if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL)) != NULL)
+                return h;
+        }
     }
     return NULL;
 }
@@ -271,6 +288,13 @@ static void libs_load(void)
               SYM(d, conv_ws, "cudnnGetConvolutionForwardWorkspaceSize") &&
               SYM(d, conv_fwd, "cudnnConvolutionForward");
     pthread_mutex_unlock(&lib_mu);
+}
+
+void ox_cuda_libraries(bool *cublas, bool *cudnn)
+{
+    libs_load();
+    *cublas = lib.blas;
+    *cudnn = lib.dnn;
 }
 
 /* ---- the runtime ------------------------------------------------------------ */
