@@ -30,7 +30,7 @@ int ox_cli_precision(const char *arg)
     if (!strcmp(arg, "fp16")) {
         /* Said plainly rather than silently running float32. */
         ox_cli_error(NULL, "--precision fp16: not implemented yet (the CUDA backend runs "
-                     "float32; fp16 models run as written)");
+                     "float32; float16 nodes stay on the CPU)");
         return 2;
     }
     ox_cli_error(NULL, "--precision %s: unknown precision (fp32 or fp16)", arg);
