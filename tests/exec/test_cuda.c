@@ -884,6 +884,136 @@ static void test_place_node_cases(void **state)
     }
 }
 
+/* ---- the emulated device (ONNXSCOPE_CUDA_EMULATE=1, every machine) ----------
+ * Everything of a CUDA run but the CUDA kernels: placement, the device
+ * arena laid out by the device memory plan (poisoned where no live value
+ * is), uploads, downloads and residency. Results must equal the CPU run. */
+
+static void test_emulated_nodes(void **state)
+{
+    (void)state;
+    setenv("ONNXSCOPE_CUDA_EMULATE", "1", 1);
+    for (size_t i = 0; i < sizeof node_cases / sizeof node_cases[0]; i++) {
+        gb b = gb_new(17);
+        node_cases[i].build(&b);
+        compare_devices(b.m, b.in, node_cases[i].name, b.g->n_nodes);
+        gb_free(&b);
+    }
+    unsetenv("ONNXSCOPE_CUDA_EMULATE");
+}
+
+static void test_emulated_mixed(void **state)
+{
+    (void)state;
+    /* The placement test's graph: GPU -> CPU (Cast) -> GPU -> CPU (Shape). */
+    gb b = gb_new(17);
+    int64_t xd[3] = {2, 4, 8}, wd[2] = {8, 8}, bd[1] = {8}, shp[2] = {2, 32};
+    ox_value *in[3] = {gb_input(&b, "x", 3, xd), gb_init(&b, "w", 2, wd), NULL};
+    gb_node(&b, "MatMul", "", 2, in, "a", NULL);
+    in[0] = ox_graph_find(b.g, "a"), in[1] = gb_init(&b, "bias", 1, bd);
+    gb_node(&b, "Add", "", 2, in, "c", NULL);
+    in[0] = ox_graph_find(b.g, "c");
+    ox_node *cast = gb_node(&b, "Cast", "", 1, in, "e", NULL);
+    ox_node_set_attr_i(cast, "to", OX_DT_FLOAT);
+    in[0] = ox_graph_find(b.g, "e");
+    gb_node(&b, "Softmax", "", 1, in, "f", NULL);
+    in[0] = ox_graph_find(b.g, "f");
+    gb_node(&b, "Shape", "", 1, in, "s", NULL);
+    in[0] = ox_graph_find(b.g, "f"), in[1] = gb_i64(&b, "shp", 2, shp);
+    gb_node(&b, "Reshape", "", 2, in, "y", NULL);
+    gb_output(&b, "y");
+    gb_output(&b, "s");
+    gb_output(&b, "c");   /* a GPU value that is also read by the CPU */
+    setenv("ONNXSCOPE_CUDA_EMULATE", "1", 1);
+    ox_exec_opts o = {.threads = 1, .device = OX_DEVICE_CUDA};
+    ox_exec *e = NULL;
+    ox_error err = {0};
+    if (ox_exec_new(b.m, &o, &e, &err))
+        fail_msg("%s", err.msg);
+    ox_rval *out[3] = {0};
+    for (int r = 0; r < 2; r++) {
+        for (int i = 0; i < 3; i++) {
+            ox_rval_free(out[i]);
+            out[i] = NULL;
+        }
+        if (ox_exec_run(e, 1, b.in, 3, out, &err))
+            fail_msg("%s", err.msg);
+    }
+    ox_exec_stats s;
+    ox_exec_get_stats(e, &s);
+    assert_int_equal(s.nodes_on[OX_DEVICE_CUDA], 4);
+    assert_int_equal(s.nodes_on[OX_DEVICE_CPU], 2);
+    /* Up: x (weights were uploaded by the first run), e. Down: c (for the
+     * Cast; the graph output then needs no second copy), f (Shape), y. */
+    assert_int_equal(s.h2d_copies, 2);
+    assert_int_equal(s.d2h_copies, 3);
+    assert_true(s.device_arena_bytes > 0);
+    ox_exec_free(e);
+    unsetenv("ONNXSCOPE_CUDA_EMULATE");
+    ox_rval *ref[3] = {0};
+    ox_exec_opts oc = {.threads = 1};
+    if (ox_exec_new(b.m, &oc, &e, &err) || ox_exec_run(e, 1, b.in, 3, ref, &err))
+        fail_msg("%s", err.msg);
+    for (int i = 0; i < 3; i++) {
+        char why[256];
+        if (!ox_rval_allclose(out[i], ref[i], 1e-5, 1e-6, why, sizeof why))
+            fail_msg("output %d: %s", i, why);
+        ox_rval_free(out[i]);
+        ox_rval_free(ref[i]);
+    }
+    ox_exec_free(e);
+    gb_free(&b);
+}
+
+static void test_emulated_shared_models(void **state)
+{
+    (void)state;
+    const char *shared = ox_test_shared();
+    if (!shared)
+        skip();
+    setenv("ONNXSCOPE_CUDA_EMULATE", "1", 1);
+    for (size_t k = 0; k < sizeof models / sizeof models[0]; k++)
+        for (int ds = 0; ds < 2; ds++) {
+            ox_rval *in[8] = {0};
+            ox_model *m = load_model(shared, models[k], in, ds);
+            if (!m)
+                continue;
+            char what[256];
+            snprintf(what, sizeof what, "emulated %s set %d", models[k], ds);
+            compare_devices(m, in, what, 1);
+            for (int i = 0; i < m->graph->n_inputs; i++)
+                ox_rval_free(in[i]);
+            ox_model_free(m);
+        }
+    unsetenv("ONNXSCOPE_CUDA_EMULATE");
+}
+
+/* The CLI on the emulated device: run names it, bench reports placement. */
+static void test_emulated_cli(void **state)
+{
+    (void)state;
+    const char *bin = ox_test_bin();
+    if (!bin)
+        skip();
+    char cmd[2048], *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "ONNXSCOPE_CUDA_EMULATE=1 '%s' run %s/samples/tiny_cnn.onnx --random --device cuda",
+             bin, ox_test_source());
+    assert_int_equal(ox_test_run(cmd, &out), 0);
+    assert_non_null(strstr(out, "device: cuda (emulated CUDA device"));
+    assert_non_null(strstr(out, " nodes on the GPU ("));
+    free(out);
+    out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "ONNXSCOPE_CUDA_EMULATE=1 '%s' bench %s/samples/tiny_cnn.onnx --device cuda "
+             "--iters 2 --no-profile --json",
+             bin, ox_test_source());
+    assert_int_equal(ox_test_run(cmd, &out), 0);
+    assert_non_null(strstr(out, "\"device\": \"cuda\""));
+    assert_non_null(strstr(out, "\"gpu_nodes\""));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -894,6 +1024,10 @@ int main(void)
         cmocka_unit_test(test_place_shared_models),
         cmocka_unit_test(test_no_gpu_exec),
         cmocka_unit_test(test_no_gpu_cli),
+        cmocka_unit_test(test_emulated_mixed),
+        cmocka_unit_test(test_emulated_nodes),
+        cmocka_unit_test(test_emulated_shared_models),
+        cmocka_unit_test(test_emulated_cli),
         cmocka_unit_test(test_gpu_nodes),
         cmocka_unit_test(test_gpu_shared_models),
     };

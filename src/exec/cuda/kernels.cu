@@ -395,6 +395,13 @@ __global__ void k_pool2d(const float *x, float *y, int64_t n, int64_t c, int64_t
     }
 }
 
+template <typename T>
+void launch_copy(const void *x, void *y, Dims d, int64_t xoff, Strides xs, int64_t yoff,
+                 Strides ys, int64_t n, unsigned g, cudaStream_t s)
+{
+    k_copy<T><<<g, kThreads, 0, s>>>((const T *)x, (T *)y, d, xoff, xs, yoff, ys, n);
+}
+
 } // namespace
 
 extern "C" {
@@ -452,10 +459,10 @@ int ox_ck_copy(const void *x, void *y, int elem, int rank, const int64_t *dims, 
     Strides xs = make_str(rank, xstr), ys = make_str(rank, ystr);
     unsigned g = grid_for(n);
     switch (elem) {
-    case 1: k_copy<uint8_t><<<g, kThreads, 0, s>>>((const uint8_t *)x, (uint8_t *)y, d, xoff, xs, yoff, ys, n); break;
-    case 2: k_copy<uint16_t><<<g, kThreads, 0, s>>>((const uint16_t *)x, (uint16_t *)y, d, xoff, xs, yoff, ys, n); break;
-    case 4: k_copy<uint32_t><<<g, kThreads, 0, s>>>((const uint32_t *)x, (uint32_t *)y, d, xoff, xs, yoff, ys, n); break;
-    case 8: k_copy<uint64_t><<<g, kThreads, 0, s>>>((const uint64_t *)x, (uint64_t *)y, d, xoff, xs, yoff, ys, n); break;
+    case 1: launch_copy<uint8_t>(x, y, d, xoff, xs, yoff, ys, n, g, s); break;
+    case 2: launch_copy<uint16_t>(x, y, d, xoff, xs, yoff, ys, n, g, s); break;
+    case 4: launch_copy<uint32_t>(x, y, d, xoff, xs, yoff, ys, n, g, s); break;
+    case 8: launch_copy<uint64_t>(x, y, d, xoff, xs, yoff, ys, n, g, s); break;
     default: return (int)cudaErrorInvalidValue;
     }
     return done();

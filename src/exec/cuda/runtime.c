@@ -10,6 +10,7 @@
 
 #include "onnxscope/device.h"
 #include "runtime.h"
+#include "emulate.h"
 
 bool ox_device_parse(const char *s, ox_device *out)
 {
@@ -31,52 +32,56 @@ const char *ox_device_name(ox_device d)
 
 #ifndef OX_HAVE_CUDA
 
-ox_cuda_state ox_cuda_probe(char *line, size_t len)
+struct ox_cuda_rt {
+    bool emu;   /* always false here: only the emulation exists in this build */
+};
+
+static ox_cuda_state real_probe(char *line, size_t len)
 {
     if (line && len)
         snprintf(line, len, "this onnxscope was built without the CUDA toolkit");
     return OX_CUDA_NOT_BUILT;
 }
 
-ox_status ox_cuda_rt_new(int n_slots, ox_cuda_rt **out, ox_error *err)
+static ox_status real_cuda_rt_new(int n_slots, ox_cuda_rt **out, ox_error *err)
 {
     (void)n_slots;
     *out = NULL;
     return ox_errorf(err, OX_EUNSUPPORTED, "this onnxscope was built without the CUDA toolkit");
 }
 
-void ox_cuda_rt_free(ox_cuda_rt *r)
+static void real_cuda_rt_free(ox_cuda_rt *r)
 {
     (void)r;
 }
 
-void ox_cuda_rt_caps(const ox_cuda_rt *r, ox_cuda_caps *caps)
+static void real_cuda_rt_caps(const ox_cuda_rt *r, ox_cuda_caps *caps)
 {
     (void)r;
     caps->cublas = caps->cudnn = false;
 }
 
-ox_status ox_cuda_run_begin(ox_cuda_rt *r, const ox_cuda_plan *p, ox_error *err)
+static ox_status real_cuda_run_begin(ox_cuda_rt *r, const ox_cuda_plan *p, ox_error *err)
 {
     (void)r;
     (void)p;
     return ox_errorf(err, OX_EUNSUPPORTED, "no CUDA");
 }
 
-ox_status ox_cuda_run_node(ox_cuda_rt *r, const ox_cuda_plan *p, int k, const int *in_slot,
+static ox_status real_cuda_run_node(ox_cuda_rt *r, const ox_cuda_plan *p, int k, const int *in_slot,
                            const int *out_slot, ox_rval *const *host_in, ox_error *err)
 {
     (void)r, (void)p, (void)k, (void)in_slot, (void)out_slot, (void)host_in;
     return ox_errorf(err, OX_EUNSUPPORTED, "no CUDA");
 }
 
-bool ox_cuda_device_only(const ox_cuda_rt *r, int s)
+static bool real_cuda_device_only(const ox_cuda_rt *r, int s)
 {
     (void)r, (void)s;
     return false;
 }
 
-ox_status ox_cuda_fetch(ox_cuda_rt *r, const ox_cuda_plan *p, int s, ox_rval **out,
+static ox_status real_cuda_fetch(ox_cuda_rt *r, const ox_cuda_plan *p, int s, ox_rval **out,
                         ox_error *err)
 {
     (void)r, (void)p, (void)s;
@@ -84,12 +89,12 @@ ox_status ox_cuda_fetch(ox_cuda_rt *r, const ox_cuda_plan *p, int s, ox_rval **o
     return ox_errorf(err, OX_EUNSUPPORTED, "no CUDA");
 }
 
-void ox_cuda_release(ox_cuda_rt *r, int s)
+static void real_cuda_release(ox_cuda_rt *r, int s)
 {
     (void)r, (void)s;
 }
 
-ox_status ox_cuda_sync(ox_cuda_rt *r, ox_error *err)
+static ox_status real_cuda_sync(ox_cuda_rt *r, ox_error *err)
 {
     (void)r, (void)err;
     return OX_OK;
@@ -100,7 +105,7 @@ void ox_cuda_libraries(bool *cublas, bool *cudnn)
     *cublas = *cudnn = false;
 }
 
-ox_status ox_cuda_run_end(ox_cuda_rt *r, int64_t *h2d, int64_t *d2h, ox_error *err)
+static ox_status real_cuda_run_end(ox_cuda_rt *r, int64_t *h2d, int64_t *d2h, ox_error *err)
 {
     (void)r, (void)err;
     *h2d = *d2h = 0;
@@ -133,8 +138,9 @@ static void probe_run(void)
         cudaDriverGetVersion(&drv);
         if (e == cudaErrorNoDevice) {
             probe_state = OX_CUDA_NO_DEVICE;
-            snprintf(probe_line, sizeof probe_line, "no CUDA device on this machine (CUDA error %d: %s)",
-                     (int)e, cudaGetErrorString(e));
+            snprintf(probe_line, sizeof probe_line,
+                     "no CUDA device on this machine (CUDA error %d: %s)", (int)e,
+                     cudaGetErrorString(e));
         } else if (drv) {
             probe_state = OX_CUDA_NO_DRIVER;
             snprintf(probe_line, sizeof probe_line,
@@ -185,15 +191,8 @@ static void probe_run(void)
              (drv % 1000) / 10);
 }
 
-ox_cuda_state ox_cuda_probe(char *line, size_t len)
+static ox_cuda_state real_probe(char *line, size_t len)
 {
-    /* ONNXSCOPE_NO_CUDA=1 hides the GPU (tests of the fallback paths). */
-    const char *off = getenv("ONNXSCOPE_NO_CUDA");
-    if (off && *off && strcmp(off, "0")) {
-        if (line && len)
-            snprintf(line, len, "CUDA disabled by ONNXSCOPE_NO_CUDA");
-        return OX_CUDA_NO_DEVICE;
-    }
     pthread_once(&probe_once, probe_run);
     if (line && len)
         snprintf(line, len, "%s", probe_line);
@@ -306,6 +305,7 @@ typedef struct wbuf {
 } wbuf;
 
 struct ox_cuda_rt {
+    bool emu;                 /* first, as in emulate.c's: false here */
     cudaStream_t stream;
     cublasHandle_t blas;
     cudnnHandle_t dnn;
@@ -323,23 +323,25 @@ struct ox_cuda_rt {
     int64_t h2d, d2h;
 };
 
+static void real_cuda_rt_free(ox_cuda_rt *r);
+
 static ox_status cuda_err(ox_error *err, cudaError_t e, const char *what)
 {
     return ox_errorf(err, e == cudaErrorMemoryAllocation ? OX_ENOMEM : OX_EINVAL,
                      "%s: CUDA error %d: %s", what, (int)e, cudaGetErrorString(e));
 }
 
-void ox_cuda_rt_caps(const ox_cuda_rt *r, ox_cuda_caps *caps)
+static void real_cuda_rt_caps(const ox_cuda_rt *r, ox_cuda_caps *caps)
 {
     caps->cublas = r && r->blas;
     caps->cudnn = r && r->dnn;
 }
 
-ox_status ox_cuda_rt_new(int n_slots, ox_cuda_rt **out, ox_error *err)
+static ox_status real_cuda_rt_new(int n_slots, ox_cuda_rt **out, ox_error *err)
 {
-    char why[256];
+    char why[512];
     *out = NULL;
-    if (ox_cuda_probe(why, sizeof why) != OX_CUDA_AVAILABLE)
+    if (real_probe(why, sizeof why) != OX_CUDA_AVAILABLE)
         return ox_errorf(err, OX_EUNSUPPORTED, "%s", why);
     ox_cuda_rt *r = calloc(1, sizeof *r);
     if (!r)
@@ -349,7 +351,7 @@ ox_status ox_cuda_rt_new(int n_slots, ox_cuda_rt **out, ox_error *err)
     r->dev_valid = calloc((size_t)n_slots + 1, 1);
     r->host_has = calloc((size_t)n_slots + 1, 1);
     if (!r->w || !r->dev_valid || !r->host_has) {
-        ox_cuda_rt_free(r);
+        real_cuda_rt_free(r);
         return ox_errorf(err, OX_ENOMEM, "out of memory");
     }
     cudaError_t e = cudaSetDevice(0);
@@ -358,7 +360,7 @@ ox_status ox_cuda_rt_new(int n_slots, ox_cuda_rt **out, ox_error *err)
     if (e == cudaSuccess)
         e = cudaEventCreateWithFlags(&r->staged, cudaEventDisableTiming);
     if (e != cudaSuccess) {
-        ox_cuda_rt_free(r);
+        real_cuda_rt_free(r);
         return cuda_err(err, e, "cannot start the CUDA device");
     }
     libs_load();
@@ -374,7 +376,7 @@ ox_status ox_cuda_rt_new(int n_slots, ox_cuda_rt **out, ox_error *err)
     return OX_OK;
 }
 
-void ox_cuda_rt_free(ox_cuda_rt *r)
+static void real_cuda_rt_free(ox_cuda_rt *r)
 {
     if (!r)
         return;
@@ -403,7 +405,7 @@ void ox_cuda_rt_free(ox_cuda_rt *r)
     free(r);
 }
 
-ox_status ox_cuda_run_begin(ox_cuda_rt *r, const ox_cuda_plan *p, ox_error *err)
+static ox_status real_cuda_run_begin(ox_cuda_rt *r, const ox_cuda_plan *p, ox_error *err)
 {
     if (p->n_slots > r->n_slots)
         return ox_errorf(err, OX_EINVAL, "CUDA plan has more slots than the runtime");
@@ -531,12 +533,12 @@ static ox_status in_ptr(ox_cuda_rt *r, const ox_cuda_plan *p, int s, const ox_rv
     return OX_OK;
 }
 
-bool ox_cuda_device_only(const ox_cuda_rt *r, int s)
+static bool real_cuda_device_only(const ox_cuda_rt *r, int s)
 {
     return r && s >= 0 && s < r->n_slots && r->dev_valid[s] && !r->host_has[s];
 }
 
-ox_status ox_cuda_fetch(ox_cuda_rt *r, const ox_cuda_plan *p, int s, ox_rval **out,
+static ox_status real_cuda_fetch(ox_cuda_rt *r, const ox_cuda_plan *p, int s, ox_rval **out,
                         ox_error *err)
 {
     *out = NULL;
@@ -570,7 +572,7 @@ ox_status ox_cuda_fetch(ox_cuda_rt *r, const ox_cuda_plan *p, int s, ox_rval **o
     return OX_OK;
 }
 
-void ox_cuda_release(ox_cuda_rt *r, int s)
+static void real_cuda_release(ox_cuda_rt *r, int s)
 {
     if (r && s >= 0 && s < r->n_slots) {
         r->dev_valid[s] = 0;
@@ -578,13 +580,13 @@ void ox_cuda_release(ox_cuda_rt *r, int s)
     }
 }
 
-ox_status ox_cuda_sync(ox_cuda_rt *r, ox_error *err)
+static ox_status real_cuda_sync(ox_cuda_rt *r, ox_error *err)
 {
     cudaError_t e = cudaStreamSynchronize(r->stream);
     return e == cudaSuccess ? OX_OK : cuda_err(err, e, "CUDA node");
 }
 
-ox_status ox_cuda_run_end(ox_cuda_rt *r, int64_t *h2d, int64_t *d2h, ox_error *err)
+static ox_status real_cuda_run_end(ox_cuda_rt *r, int64_t *h2d, int64_t *d2h, ox_error *err)
 {
     cudaError_t e = cudaStreamSynchronize(r->stream);
     *h2d = r->h2d;
@@ -801,15 +803,17 @@ static ox_status run_split(nctx *c)
     int64_t xs[OX_MAX_RANK], at = 0;
     contig(x->rank, x->dims, xs);
     for (int i = 0; i < c->n_out; i++) {
+        /* The clone's type gives every output's extent, written or not. */
+        const ox_value *ov = c->n->outputs[i];
+        if (!ov || !ov->type || ov->type->rank != x->rank)
+            return ox_errorf(c->err, OX_EINVAL, "Split output %d has no static shape", i);
         const ox_cuda_slot *y = c->os[i];
-        if (!y)
-            continue;
-        if (c->out[i]) {
+        if (y && c->out[i]) {
             ox_status st = strided(c, c->in[0], c->out[i], y, at * xs[axis], xs);
             if (st)
                 return st;
         }
-        at += y->dims[axis];
+        at += ov->type->dims[axis].value;
     }
     return OX_OK;
 }
@@ -1242,7 +1246,7 @@ static ox_status run_attention(nctx *c)
     return kchk(c, ox_ck_copy(ctx, c->out[0], 4, 4, dims4, 0, xs4, 0, ys4, n_ctx, c->r->stream));
 }
 
-ox_status ox_cuda_run_node(ox_cuda_rt *r, const ox_cuda_plan *p, int k, const int *in_slot,
+static ox_status real_cuda_run_node(ox_cuda_rt *r, const ox_cuda_plan *p, int k, const int *in_slot,
                            const int *out_slot, ox_rval *const *host_in, ox_error *err)
 {
     nctx c = {.r = r, .p = p, .n = p->cnode[k], .err = err};
@@ -1307,3 +1311,98 @@ ox_status ox_cuda_run_node(ox_cuda_rt *r, const ox_cuda_plan *p, int k, const in
 }
 
 #endif /* OX_HAVE_CUDA */
+
+/* ---- the public entry points: the emulated device (tests) or the real one -- */
+
+ox_cuda_state ox_cuda_probe(char *line, size_t len)
+{
+    /* ONNXSCOPE_NO_CUDA=1 hides the GPU (tests of the fallback paths). */
+    const char *off = getenv("ONNXSCOPE_NO_CUDA");
+    if (off && *off && strcmp(off, "0")) {
+        if (line && len)
+            snprintf(line, len, "CUDA disabled by ONNXSCOPE_NO_CUDA");
+        return OX_CUDA_NO_DEVICE;
+    }
+    if (ox_cuda_emu_enabled()) {
+        if (line && len)
+            snprintf(line, len, "emulated CUDA device (ONNXSCOPE_CUDA_EMULATE: CPU kernels, "
+                                "for tests)");
+        return OX_CUDA_AVAILABLE;
+    }
+    return real_probe(line, len);
+}
+
+ox_status ox_cuda_rt_new(int n_slots, ox_cuda_rt **out, ox_error *err)
+{
+    char why[512];
+    *out = NULL;
+    if (ox_cuda_probe(why, sizeof why) != OX_CUDA_AVAILABLE)
+        return ox_errorf(err, OX_EUNSUPPORTED, "%s", why);
+    if (ox_cuda_emu_enabled())
+        return ox_cuda_emu_new(n_slots, (void **)out, err);
+    return real_cuda_rt_new(n_slots, out, err);
+}
+
+void ox_cuda_rt_free(ox_cuda_rt *r)
+{
+    if (r && r->emu)
+        ox_cuda_emu_free(r);
+    else
+        real_cuda_rt_free(r);
+}
+
+void ox_cuda_rt_caps(const ox_cuda_rt *r, ox_cuda_caps *caps)
+{
+    if (r && r->emu)
+        caps->cublas = caps->cudnn = true;
+    else
+        real_cuda_rt_caps(r, caps);
+}
+
+ox_status ox_cuda_run_begin(ox_cuda_rt *r, const ox_cuda_plan *p, ox_error *err)
+{
+    return r->emu ? ox_cuda_emu_begin(r, p, err) : real_cuda_run_begin(r, p, err);
+}
+
+ox_status ox_cuda_run_node(ox_cuda_rt *r, const ox_cuda_plan *p, int k, const int *in_slot,
+                           const int *out_slot, ox_rval *const *host_in, ox_error *err)
+{
+    if (r->emu)
+        return ox_cuda_emu_run_node(r, p, k, in_slot, out_slot, host_in, err);
+    return real_cuda_run_node(r, p, k, in_slot, out_slot, host_in, err);
+}
+
+bool ox_cuda_device_only(const ox_cuda_rt *r, int s)
+{
+    if (!r)
+        return false;
+    return r->emu ? ox_cuda_emu_device_only(r, s) : real_cuda_device_only(r, s);
+}
+
+ox_status ox_cuda_fetch(ox_cuda_rt *r, const ox_cuda_plan *p, int s, ox_rval **out,
+                        ox_error *err)
+{
+    return r->emu ? ox_cuda_emu_fetch(r, p, s, out, err) : real_cuda_fetch(r, p, s, out, err);
+}
+
+void ox_cuda_release(ox_cuda_rt *r, int s)
+{
+    if (r && r->emu)
+        ox_cuda_emu_release(r, s);
+    else
+        real_cuda_release(r, s);
+}
+
+ox_status ox_cuda_sync(ox_cuda_rt *r, ox_error *err)
+{
+    return r->emu ? OX_OK : real_cuda_sync(r, err);
+}
+
+ox_status ox_cuda_run_end(ox_cuda_rt *r, int64_t *h2d, int64_t *d2h, ox_error *err)
+{
+    if (r->emu) {
+        ox_cuda_emu_end(r, h2d, d2h);
+        return OX_OK;
+    }
+    return real_cuda_run_end(r, h2d, d2h, err);
+}

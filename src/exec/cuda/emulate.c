@@ -1,0 +1,215 @@
+/* A CPU stand-in for the CUDA device, for tests only (ONNXSCOPE_CUDA_EMULATE=1;
+ * docs/EXECUTOR.md "CUDA backend"). Everything of a CUDA run except the CUDA
+ * kernels themselves runs as on a GPU: the placement plan, the device arena
+ * laid out by the device memory plan (host memory here), weights uploaded
+ * once, uploads before GPU nodes, downloads before CPU nodes and for the
+ * graph outputs, the per-node residency the executor keeps. A GPU node runs
+ * our CPU kernel on copies of its inputs taken out of the arena and writes
+ * its outputs back into their slots, after checking they have the planned
+ * shape. The arena starts poisoned (NaN bytes) and a slot is poisoned again
+ * when its value dies, so a wrong lifetime or a missing upload shows as a
+ * wrong result instead of passing by luck. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "emulate.h"
+
+typedef struct emu_rt {
+    bool emu;                 /* first, as in ox_cuda_rt (runtime.c dispatches on it) */
+    int n_slots;
+    unsigned char *arena;
+    int64_t arena_cap;
+    const ox_cuda_plan *plan; /* of the run in progress */
+    ox_tensor **w;            /* per slot: uploaded weight */
+    const void **wsrc;
+    unsigned char *dev_valid, *host_has;
+    int64_t h2d, d2h;
+} emu_rt;
+
+bool ox_cuda_emu_enabled(void)
+{
+    const char *s = getenv("ONNXSCOPE_CUDA_EMULATE");
+    return s && *s && strcmp(s, "0");
+}
+
+ox_status ox_cuda_emu_new(int n_slots, void **out, ox_error *err)
+{
+    emu_rt *r = calloc(1, sizeof *r);
+    if (!r)
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    r->emu = true;
+    r->n_slots = n_slots;
+    r->w = calloc((size_t)n_slots + 1, sizeof *r->w);
+    r->wsrc = calloc((size_t)n_slots + 1, sizeof *r->wsrc);
+    r->dev_valid = calloc((size_t)n_slots + 1, 1);
+    r->host_has = calloc((size_t)n_slots + 1, 1);
+    if (!r->w || !r->wsrc || !r->dev_valid || !r->host_has) {
+        ox_cuda_emu_free(r);
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    }
+    *out = r;
+    return OX_OK;
+}
+
+void ox_cuda_emu_free(void *rp)
+{
+    emu_rt *r = rp;
+    if (!r)
+        return;
+    for (int s = 0; r->w && s < r->n_slots; s++)
+        ox_tensor_free(r->w[s]);
+    free(r->w);
+    free(r->wsrc);
+    free(r->dev_valid);
+    free(r->host_has);
+    free(r->arena);
+    free(r);
+}
+
+ox_status ox_cuda_emu_begin(void *rp, const ox_cuda_plan *p, ox_error *err)
+{
+    emu_rt *r = rp;
+    if (p->n_slots > r->n_slots)
+        return ox_errorf(err, OX_EINVAL, "CUDA plan has more slots than the runtime");
+    if (p->arena_bytes > r->arena_cap) {
+        free(r->arena);
+        r->arena = malloc((size_t)p->arena_bytes);
+        r->arena_cap = r->arena ? p->arena_bytes : 0;
+        if (!r->arena)
+            return ox_errorf(err, OX_ENOMEM, "emulated device arena");
+    }
+    memset(r->arena, 0xff, (size_t)r->arena_cap);   /* NaN floats, -1 integers */
+    memset(r->dev_valid, 0, (size_t)r->n_slots);
+    memset(r->host_has, 0, (size_t)r->n_slots);
+    r->plan = p;
+    r->h2d = r->d2h = 0;
+    return OX_OK;
+}
+
+/* A host tensor of slot s's planned type holding its arena bytes. */
+static ox_tensor *from_arena(emu_rt *r, const ox_cuda_slot *sl)
+{
+    ox_tensor *t = ox_tensor_new(sl->dtype, sl->rank, sl->dims);
+    if (t && sl->nbytes)
+        memcpy(ox_tensor_mutable_data(t), r->arena + sl->off, (size_t)sl->nbytes);
+    return t;
+}
+
+/* The value a GPU kernel would read for input slot s. */
+static ox_status emu_input(emu_rt *r, const ox_cuda_plan *p, int s, const ox_rval *host,
+                           ox_rval **out, ox_error *err)
+{
+    *out = NULL;
+    const ox_cuda_slot *sl = &p->slot[s];
+    const ox_tensor *t = host && host->kind == OX_RV_TENSOR ? host->t : NULL;
+    if (sl->off < 0) {
+        if (!t)
+            return ox_errorf(err, OX_EINVAL, "weight of slot %d has no host value", s);
+        const void *src = ox_tensor_data(t);
+        if (!r->w[s] || (sl->init && r->wsrc[s] != src) || r->w[s]->nbytes != t->nbytes) {
+            ox_tensor_free(r->w[s]);
+            r->w[s] = ox_tensor_clone(t);
+            r->wsrc[s] = src;
+            if (!r->w[s])
+                return ox_errorf(err, OX_ENOMEM, "out of memory");
+            r->h2d++;
+        }
+        *out = ox_rval_tensor(ox_tensor_share(r->w[s]));
+        return *out ? OX_OK : ox_errorf(err, OX_ENOMEM, "out of memory");
+    }
+    if (!r->dev_valid[s]) {
+        if (!t || (int64_t)t->nbytes != sl->nbytes || t->dtype != sl->dtype)
+            return ox_errorf(err, OX_EINVAL,
+                             "value of slot %d is not where the CUDA plan expects it", s);
+        if (sl->nbytes)
+            memcpy(r->arena + sl->off, ox_tensor_data(t), (size_t)sl->nbytes);
+        r->dev_valid[s] = 1;
+        r->h2d++;
+    }
+    ox_tensor *c = from_arena(r, sl);
+    *out = c ? ox_rval_tensor(c) : NULL;
+    return *out ? OX_OK : ox_errorf(err, OX_ENOMEM, "out of memory");
+}
+
+ox_status ox_cuda_emu_run_node(void *rp, const ox_cuda_plan *p, int k, const int *in_slot,
+                               const int *out_slot, ox_rval *const *host_in, ox_error *err)
+{
+    emu_rt *r = rp;
+    const ox_node *n = p->cnode[k];
+    ox_rval *in[16] = {0}, *out[8] = {0};
+    ox_status st = OX_OK;
+    if (n->n_inputs > 16 || n->n_outputs > 8)
+        return ox_errorf(err, OX_EINVAL, "too many inputs for the CUDA backend");
+    for (int i = 0; i < n->n_inputs && !st; i++)
+        if (in_slot[i] >= 0)
+            st = emu_input(r, p, in_slot[i], host_in[i], &in[i], err);
+    if (!st)
+        st = ox_exec_node(p->clone, n, n->n_inputs, in, n->n_outputs, out, err);
+    for (int i = 0; i < n->n_outputs && !st; i++) {
+        int s = out_slot[i];
+        if (s < 0 || p->slot[s].off < 0 || !out[i])
+            continue;
+        const ox_cuda_slot *sl = &p->slot[s];
+        const ox_tensor *t = out[i]->kind == OX_RV_TENSOR ? out[i]->t : NULL;
+        bool same = t && t->dtype == sl->dtype && t->rank == sl->rank &&
+                    (int64_t)t->nbytes == sl->nbytes;
+        for (int d = 0; same && d < sl->rank; d++)
+            same = t->dims[d] == sl->dims[d];
+        if (!same) {
+            st = ox_errorf(err, OX_ESHAPE, "output %d differs from the CUDA plan's shape", i);
+            break;
+        }
+        if (sl->nbytes)
+            memcpy(r->arena + sl->off, ox_tensor_data(t), (size_t)sl->nbytes);
+        r->dev_valid[s] = 1;
+        r->host_has[s] = 0;
+    }
+    for (int i = 0; i < 16; i++)
+        ox_rval_free(in[i]);
+    for (int i = 0; i < 8; i++)
+        ox_rval_free(out[i]);
+    return st;
+}
+
+bool ox_cuda_emu_device_only(const void *rp, int s)
+{
+    const emu_rt *r = rp;
+    return s >= 0 && s < r->n_slots && r->dev_valid[s] && !r->host_has[s];
+}
+
+ox_status ox_cuda_emu_fetch(void *rp, const ox_cuda_plan *p, int s, ox_rval **out,
+                            ox_error *err)
+{
+    emu_rt *r = rp;
+    *out = NULL;
+    if (p->slot[s].off < 0 || !r->dev_valid[s])
+        return ox_errorf(err, OX_EINVAL, "slot %d is not on the device", s);
+    ox_tensor *t = from_arena(r, &p->slot[s]);
+    *out = t ? ox_rval_tensor(t) : NULL;
+    if (!*out)
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    r->host_has[s] = 1;
+    r->d2h++;
+    return OX_OK;
+}
+
+void ox_cuda_emu_release(void *rp, int s)
+{
+    emu_rt *r = rp;
+    if (s < 0 || s >= r->n_slots)
+        return;
+    /* A dead value's bytes are poisoned: a reader planned past its death
+     * would see NaNs. */
+    if (r->dev_valid[s] && r->plan && r->plan->slot[s].off >= 0)
+        memset(r->arena + r->plan->slot[s].off, 0xff, (size_t)r->plan->slot[s].nbytes);
+    r->dev_valid[s] = 0;
+    r->host_has[s] = 0;
+}
+
+void ox_cuda_emu_end(void *rp, int64_t *h2d, int64_t *d2h)
+{
+    emu_rt *r = rp;
+    *h2d = r->h2d;
+    *d2h = r->d2h;
+    r->plan = NULL;
+}
