@@ -1250,6 +1250,13 @@ static ox_status cuda_begin(ox_exec *e, frame *f, int n_inputs, ox_rval *const *
             e->cuda_off = true;   /* not in file order: never plannable */
             return OX_OK;
         }
+        /* ONNXSCOPE_CUDA_VERBOSE=1: where each node runs, and why not the GPU. */
+        const char *vb = getenv("ONNXSCOPE_CUDA_VERBOSE");
+        if (vb && *vb && strcmp(vb, "0"))
+            for (int k = 0; k < p->n_nodes; k++)
+                fprintf(stderr, "cuda: node %d '%s' (%s): %s%s\n", k, node_label(p->nodes[k].node),
+                        p->nodes[k].node->op_type, e->cplan->kind[k] ? "GPU" : "CPU: ",
+                        e->cplan->kind[k] ? "" : e->cplan->why[k] ? e->cplan->why[k] : "");
     }
     e->stats.nodes_on[0] = e->cplan->nodes_on[0];
     e->stats.nodes_on[1] = e->cplan->nodes_on[1];

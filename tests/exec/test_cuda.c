@@ -190,7 +190,7 @@ static void check_device_plan(const ox_cuda_plan *p)
 
 /* ---- placement --------------------------------------------------------------- */
 
-/* MatMul, Add, Relu on the GPU; Cast (no CUDA kernel) on the CPU with its
+/* MatMul, Add, Relu on the GPU; Round (no CUDA kernel) on the CPU with its
  * input copied down and its output copied up for Softmax; Shape on the
  * CPU; a Reshape to a constant shape on the GPU. */
 static void test_place_mixed(void **state)
@@ -208,8 +208,7 @@ static void test_place_mixed(void **state)
     in[0] = ox_graph_find(b.g, "c");
     gb_node(&b, "Relu", "", 1, in, "d", NULL);
     in[0] = ox_graph_find(b.g, "d");
-    ox_node *cast = gb_node(&b, "Cast", "", 1, in, "e", NULL);
-    ox_node_set_attr_i(cast, "to", OX_DT_FLOAT);
+    gb_node(&b, "Round", "", 1, in, "e", NULL);   /* no CUDA kernel */
     in[0] = ox_graph_find(b.g, "e");
     gb_node(&b, "Softmax", "", 1, in, "f", NULL);
     in[0] = ox_graph_find(b.g, "f");
@@ -631,6 +630,24 @@ static void b_where(gb *b)
     gb_output(b, "y");
 }
 
+static void b_cast_i64(gb *b)
+{
+    int64_t d[2] = {3, 5};
+    ox_tensor *t = ox_tensor_new(OX_DT_INT64, 2, d);
+    for (int i = 0; i < 15; i++)
+        ((int64_t *)ox_tensor_data(t))[i] = (int64_t)(rnd() % 2001) - 1000;
+    ox_value *in[1] = {gb_input_t(b, "x", t)};
+    ox_node_set_attr_i(gb_node(b, "Cast", "", 1, in, "y", NULL), "to", OX_DT_FLOAT);
+    gb_output(b, "y");
+}
+
+static void b_cast_bool(gb *b)
+{
+    ox_value *in[1] = {X(b, 2, 4, 6, 0, 0)};
+    ox_node_set_attr_i(gb_node(b, "Cast", "", 1, in, "y", NULL), "to", OX_DT_BOOL);
+    gb_output(b, "y");
+}
+
 static void b_transpose(gb *b)
 {
     ox_value *in[1] = {X(b, 4, 2, 3, 4, 5)};
@@ -838,7 +855,7 @@ static const ncase node_cases[] = {
     {"LeakyRelu", b_leaky}, {"HardSigmoid", b_hsig}, {"HardSwish", b_hswish}, {"Abs", b_abs},
     {"Add bias", b_add_bias}, {"Mul column", b_mul_col}, {"Sub same shape", b_sub_same},
     {"Div broadcast", b_div}, {"Max scalar-like", b_max}, {"Pow 2", b_pow2},
-    {"Where", b_where}, {"Transpose", b_transpose}, {"Concat", b_concat},
+    {"Where", b_where}, {"Cast int64 to float", b_cast_i64}, {"Cast float to bool", b_cast_bool}, {"Transpose", b_transpose}, {"Concat", b_concat},
     {"Slice negative steps", b_slice}, {"Split", b_split}, {"Gather negative index", b_gather},
     {"Expand", b_expand}, {"ReduceMean last", b_reduce_mean},
     {"ReduceMax two axes", b_reduce_sum_mid}, {"Softmax last", b_softmax_last},
@@ -905,7 +922,7 @@ static void test_emulated_nodes(void **state)
 static void test_emulated_mixed(void **state)
 {
     (void)state;
-    /* The placement test's graph: GPU -> CPU (Cast) -> GPU -> CPU (Shape). */
+    /* The placement test's graph: GPU -> CPU (Round) -> GPU -> CPU (Shape). */
     gb b = gb_new(17);
     int64_t xd[3] = {2, 4, 8}, wd[2] = {8, 8}, bd[1] = {8}, shp[2] = {2, 32};
     ox_value *in[3] = {gb_input(&b, "x", 3, xd), gb_init(&b, "w", 2, wd), NULL};
@@ -913,8 +930,7 @@ static void test_emulated_mixed(void **state)
     in[0] = ox_graph_find(b.g, "a"), in[1] = gb_init(&b, "bias", 1, bd);
     gb_node(&b, "Add", "", 2, in, "c", NULL);
     in[0] = ox_graph_find(b.g, "c");
-    ox_node *cast = gb_node(&b, "Cast", "", 1, in, "e", NULL);
-    ox_node_set_attr_i(cast, "to", OX_DT_FLOAT);
+    gb_node(&b, "Round", "", 1, in, "e", NULL);   /* no CUDA kernel */
     in[0] = ox_graph_find(b.g, "e");
     gb_node(&b, "Softmax", "", 1, in, "f", NULL);
     in[0] = ox_graph_find(b.g, "f");
@@ -943,8 +959,8 @@ static void test_emulated_mixed(void **state)
     ox_exec_get_stats(e, &s);
     assert_int_equal(s.nodes_on[OX_DEVICE_CUDA], 4);
     assert_int_equal(s.nodes_on[OX_DEVICE_CPU], 2);
-    /* Up: x (weights were uploaded by the first run), e. Down: c (for the
-     * Cast; the graph output then needs no second copy), f (Shape), y. */
+    /* Up: x (weights were uploaded by the first run), e. Down: c (for
+     * Round; the graph output then needs no second copy), f (Shape), y. */
     assert_int_equal(s.h2d_copies, 2);
     assert_int_equal(s.d2h_copies, 3);
     assert_true(s.device_arena_bytes > 0);

@@ -140,9 +140,21 @@ ox_status ox_cuda_emu_run_node(void *rp, const ox_cuda_plan *p, int k, const int
     ox_status st = OX_OK;
     if (n->n_inputs > 16 || n->n_outputs > 8)
         return ox_errorf(err, OX_EINVAL, "too many inputs for the CUDA backend");
-    for (int i = 0; i < n->n_inputs && !st; i++)
-        if (in_slot[i] >= 0)
-            st = emu_input(r, p, in_slot[i], host_in[i], &in[i], err);
+    for (int i = 0; i < n->n_inputs && !st; i++) {
+        if (in_slot[i] < 0)
+            continue;
+        if (ox_cuda_input_on_host((ox_cuda_kind)p->kind[k], i)) {
+            /* A parameter the real kernel reads on the host. */
+            if (host_in[i])
+                in[i] = ox_rval_clone(host_in[i]);
+            else if (p->slot[in_slot[i]].off >= 0 && r->dev_valid[in_slot[i]])
+                in[i] = ox_rval_tensor(from_arena(r, &p->slot[in_slot[i]]));  /* ignored */
+            else
+                st = ox_errorf(err, OX_EINVAL, "input %d is not on the host", i);
+            continue;
+        }
+        st = emu_input(r, p, in_slot[i], host_in[i], &in[i], err);
+    }
     if (!st)
         st = ox_exec_node(p->clone, n, n->n_inputs, in, n->n_outputs, out, err);
     for (int i = 0; i < n->n_outputs && !st; i++) {

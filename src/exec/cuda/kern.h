@@ -34,6 +34,14 @@ enum {
     OX_CK_N_BINARY
 };
 
+/* Element types of Cast (onnx TensorProto codes). */
+enum { OX_CK_T_F32 = 1, OX_CK_T_U8 = 2, OX_CK_T_I8 = 3, OX_CK_T_I32 = 6, OX_CK_T_I64 = 7,
+       OX_CK_T_BOOL = 9, OX_CK_T_F64 = 11 };
+
+/* Cast of n elements between the types above (float to integer truncates
+ * toward zero, to bool is != 0), as the CPU kernel does. */
+int ox_ck_cast(const void *x, int from, void *y, int to, int64_t n, void *stream);
+
 /* Reductions. */
 enum { OX_CK_RSUM = 0, OX_CK_RMEAN, OX_CK_RMAX, OX_CK_RMIN, OX_CK_RSUMSQ, OX_CK_RL2 };
 

@@ -6,6 +6,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "kern.h"
 
 namespace {
@@ -395,6 +397,35 @@ __global__ void k_pool2d(const float *x, float *y, int64_t n, int64_t c, int64_t
     }
 }
 
+template <typename A, typename B>
+__global__ void k_cast(const A *x, B *y, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        if constexpr (std::is_same<B, bool>::value)
+            y[i] = x[i] != A(0);
+        else
+            y[i] = (B)x[i];
+    }
+}
+
+template <typename A>
+int cast_to(const A *x, void *y, int to, int64_t n, cudaStream_t s)
+{
+    unsigned g = grid_for(n);
+    switch (to) {
+    case OX_CK_T_F32: k_cast<A, float><<<g, kThreads, 0, s>>>(x, (float *)y, n); break;
+    case OX_CK_T_U8: k_cast<A, uint8_t><<<g, kThreads, 0, s>>>(x, (uint8_t *)y, n); break;
+    case OX_CK_T_I8: k_cast<A, int8_t><<<g, kThreads, 0, s>>>(x, (int8_t *)y, n); break;
+    case OX_CK_T_I32: k_cast<A, int32_t><<<g, kThreads, 0, s>>>(x, (int32_t *)y, n); break;
+    case OX_CK_T_I64: k_cast<A, int64_t><<<g, kThreads, 0, s>>>(x, (int64_t *)y, n); break;
+    case OX_CK_T_BOOL: k_cast<A, bool><<<g, kThreads, 0, s>>>(x, (bool *)y, n); break;
+    case OX_CK_T_F64: k_cast<A, double><<<g, kThreads, 0, s>>>(x, (double *)y, n); break;
+    default: return (int)cudaErrorInvalidValue;
+    }
+    return done();
+}
+
 template <typename T>
 void launch_copy(const void *x, void *y, Dims d, int64_t xoff, Strides xs, int64_t yoff,
                  Strides ys, int64_t n, unsigned g, cudaStream_t s)
@@ -466,6 +497,23 @@ int ox_ck_copy(const void *x, void *y, int elem, int rank, const int64_t *dims, 
     default: return (int)cudaErrorInvalidValue;
     }
     return done();
+}
+
+int ox_ck_cast(const void *x, int from, void *y, int to, int64_t n, void *stream)
+{
+    if (n <= 0)
+        return 0;
+    cudaStream_t s = (cudaStream_t)stream;
+    switch (from) {
+    case OX_CK_T_F32: return cast_to((const float *)x, y, to, n, s);
+    case OX_CK_T_U8: return cast_to((const uint8_t *)x, y, to, n, s);
+    case OX_CK_T_I8: return cast_to((const int8_t *)x, y, to, n, s);
+    case OX_CK_T_I32: return cast_to((const int32_t *)x, y, to, n, s);
+    case OX_CK_T_I64: return cast_to((const int64_t *)x, y, to, n, s);
+    case OX_CK_T_BOOL: return cast_to((const bool *)x, y, to, n, s);
+    case OX_CK_T_F64: return cast_to((const double *)x, y, to, n, s);
+    default: return (int)cudaErrorInvalidValue;
+    }
 }
 
 int ox_ck_gather(const void *data, const void *idx, int idx32, void *y, int elem, int64_t outer,

@@ -196,6 +196,20 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
         }
         return OX_CK_K_RESHAPE;
     }
+    if (op_is(n, "Cast")) {
+        static const ox_dtype ok_types[] = {OX_DT_FLOAT, OX_DT_UINT8, OX_DT_INT8, OX_DT_INT32,
+                                            OX_DT_INT64, OX_DT_BOOL, OX_DT_DOUBLE};
+        bool from = false, to = false;
+        for (size_t i = 0; i < sizeof ok_types / sizeof ok_types[0]; i++) {
+            from |= elem_of(x) == ok_types[i];
+            to |= yt == ok_types[i];
+        }
+        if (!from || !to) {
+            *why = "Cast between these types";
+            return OX_CK_NONE;
+        }
+        return OX_CK_K_CAST;
+    }
     if (op_is(n, "Transpose"))
         return rank_of(x) == rank_of(y) ? OX_CK_K_TRANSPOSE : OX_CK_NONE;
     if (op_is(n, "Concat")) {
@@ -399,6 +413,21 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
         return OX_CK_K_ATTENTION;
     }
     return OX_CK_NONE;
+}
+
+bool ox_cuda_input_on_host(ox_cuda_kind kind, int i)
+{
+    switch (kind) {
+    case OX_CK_K_RESHAPE:   /* shape / axes: the plan's output shape is used */
+    case OX_CK_K_EXPAND:
+    case OX_CK_K_SPLIT:
+    case OX_CK_K_SLICE:     /* starts, ends, axes, steps */
+    case OX_CK_K_UNARY:     /* Clip's bounds */
+    case OX_CK_K_REDUCE:    /* axes */
+        return i >= 1;
+    default:
+        return false;
+    }
 }
 
 void ox_cuda_plan_free(ox_cuda_plan *p)
@@ -615,9 +644,6 @@ ox_status ox_cuda_plan_build(const ox_model *m, int n_nodes, const ox_node *cons
             for (int i = 0; i < n->n_inputs; i++) {
                 int s = n->inputs[i] ? (int)(intptr_t)ox_ptrmap_get(&idx, n->inputs[i]) - 1 : -1;
                 host_in[i] = s < 0 || p->slot[s].host;
-                /* An activation read on the GPU needs its device slot. */
-                if (s >= 0 && !p->slot[s].weight && p->slot[s].off < 0)
-                    ok = false;
                 if (s < 0 && n->inputs[i])
                     ok = false;   /* an outer-scope value: main graph has none */
             }
@@ -631,10 +657,21 @@ ox_status ox_cuda_plan_build(const ox_model *m, int n_nodes, const ox_node *cons
             int64_t opset = ox_model_opset(m, n->domain ? n->domain : "");
             if (opset < 0)
                 opset = 1000;
+            if (ok)
+                kind = ox_cuda_kind_of(cn, opset, host_in, caps, &why);
+            /* An activation the kernel reads on the GPU needs its device
+             * slot; parameters read on the host (a Reshape's shape, Slice's
+             * starts, ...) do not. */
+            for (int i = 0; kind && i < n->n_inputs; i++) {
+                int s = n->inputs[i] ? (int)(intptr_t)ox_ptrmap_get(&idx, n->inputs[i]) - 1 : -1;
+                if (s >= 0 && !ox_cuda_input_on_host(kind, i) && !p->slot[s].weight &&
+                    p->slot[s].off < 0) {
+                    kind = OX_CK_NONE;
+                    ok = false;
+                }
+            }
             if (!ok)
                 why = "a value without a device slot (dynamic size)";
-            else
-                kind = ox_cuda_kind_of(cn, opset, host_in, caps, &why);
         }
         p->kind[k] = (unsigned char)kind;
         p->why[k] = kind ? NULL : why;

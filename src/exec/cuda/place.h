@@ -26,6 +26,7 @@ typedef enum {
     OX_CK_K_CONCAT, OX_CK_K_SLICE, OX_CK_K_SPLIT, OX_CK_K_GATHER, OX_CK_K_EXPAND,
     OX_CK_K_REDUCE, OX_CK_K_SOFTMAX, OX_CK_K_LAYERNORM, OX_CK_K_BATCHNORM, OX_CK_K_MATMUL,
     OX_CK_K_GEMM, OX_CK_K_CONV, OX_CK_K_POOL, OX_CK_K_GLOBALPOOL, OX_CK_K_ATTENTION,
+    OX_CK_K_CAST,
 } ox_cuda_kind;
 
 /* What the runtime offers: cuBLAS (MatMul, Gemm, Attention) and cuDNN
@@ -83,6 +84,11 @@ void ox_cuda_plan_free(ox_cuda_plan *p);
  * kernel reads as parameters: Slice's starts, Clip's bounds, axes). */
 ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_in,
                              const ox_cuda_caps *caps, const char **why);
+
+/* True when a kernel of this kind reads input i on the host (a parameter:
+ * a Reshape's shape, Slice's starts, Clip's bounds, axes) or not at all:
+ * such an input is never uploaded and needs no device slot. */
+bool ox_cuda_input_on_host(ox_cuda_kind kind, int i);
 
 /* Checks the device memory plan: every planned slot fits the arena and no
  * two slots whose lifetimes overlap share bytes. false + err naming them. */

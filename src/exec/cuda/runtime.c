@@ -748,6 +748,15 @@ static ox_status strided(nctx *c, const void *x, void *y, const ox_cuda_slot *ys
                               ystr, numel_s(ys), c->r->stream));
 }
 
+static ox_status run_cast(nctx *c)
+{
+    /* The onnx type codes of place.c's Cast list are kern.h's OX_CK_T_*. */
+    if (c->is[0]->dtype == c->os[0]->dtype)
+        return run_reshape(c);
+    return kchk(c, ox_ck_cast(c->in[0], (int)c->is[0]->dtype, c->out[0], (int)c->os[0]->dtype,
+                              numel_s(c->os[0]), c->r->stream));
+}
+
 static ox_status run_transpose(nctx *c)
 {
     const ox_cuda_slot *x = c->is[0], *y = c->os[0];
@@ -1263,6 +1272,9 @@ static ox_status real_cuda_run_node(ox_cuda_rt *r, const ox_cuda_plan *p, int k,
         if (s < 0)
             continue;
         c.is[i] = &p->slot[s];
+        /* Parameters are read on the host (c.hin): never uploaded. */
+        if (ox_cuda_input_on_host((ox_cuda_kind)p->kind[k], i))
+            continue;
         ox_status st = in_ptr(r, p, s, host_in[i], &c.in[i], err);
         if (st)
             return st;
@@ -1298,6 +1310,7 @@ static ox_status real_cuda_run_node(ox_cuda_rt *r, const ox_cuda_plan *p, int k,
     case OX_CK_K_POOL: st = run_pool(&c); break;
     case OX_CK_K_GLOBALPOOL: st = run_globalpool(&c); break;
     case OX_CK_K_ATTENTION: st = run_attention(&c); break;
+    case OX_CK_K_CAST: st = run_cast(&c); break;
     default: return ox_errorf(err, OX_EINVAL, "node is not placed on the GPU");
     }
     if (st)
