@@ -924,9 +924,26 @@ static ox_status cuda_node(ox_exec *e, frame *f, int k, const plan_node *pn, boo
             if (st)
                 return st;
         }
+        /* Shape and Size read only the dims: the planned shape with zeroed
+         * bytes stands in (no download; a later reader of the data still
+         * downloads it, as the slot stays device-only). */
+        const char *op = pn->node->op_type;
+        bool dims_only = (!pn->node->domain || !pn->node->domain[0]) &&
+                         (!strcmp(op, "Shape") || !strcmp(op, "Size"));
         for (int i = 0; i < pn->n_in; i++)
             if (pn->in[i].depth == 0) {
-                ox_status st = cuda_to_host(f, pn->in[i].slot, err);
+                int s = pn->in[i].slot;
+                if (dims_only && i == 0 && ox_cuda_device_only(f->cuda, s) &&
+                    cp->slot[s].is_static) {
+                    ox_tensor *t = ox_tensor_new(cp->slot[s].dtype, cp->slot[s].rank,
+                                                 cp->slot[s].dims);
+                    ox_rval *v = t ? ox_rval_tensor(t) : NULL;
+                    if (!v)
+                        return ox_errorf(err, OX_ENOMEM, "out of memory");
+                    frame_set(f, s, v);
+                    continue;
+                }
+                ox_status st = cuda_to_host(f, s, err);
                 if (st)
                     return st;
             }

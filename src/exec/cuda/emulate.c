@@ -9,6 +9,7 @@
  * shape. The arena starts poisoned (NaN bytes) and a slot is poisoned again
  * when its value dies, so a wrong lifetime or a missing upload shows as a
  * wrong result instead of passing by luck. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,6 +126,8 @@ static ox_status emu_input(emu_rt *r, const ox_cuda_plan *p, int s, const ox_rva
             memcpy(r->arena + sl->off, ox_tensor_data(t), (size_t)sl->nbytes);
         r->dev_valid[s] = 1;
         r->h2d++;
+        if (getenv("ONNXSCOPE_CUDA_VERBOSE"))
+            fprintf(stderr, "cuda: upload slot %d (%lld bytes)\n", s, (long long)sl->nbytes);
     }
     ox_tensor *c = from_arena(r, sl);
     *out = c ? ox_rval_tensor(c) : NULL;

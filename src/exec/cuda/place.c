@@ -149,6 +149,20 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
     }
     ox_dtype yt = elem_of(y);
     bool f32 = yt == OX_DT_FLOAT;
+    /* Shape arithmetic (small integer results: a Concat of dims, an
+     * Unsqueeze of a size) stays on the CPU, where its readers (Reshape,
+     * Slice, Expand) want it: on the GPU it would cost an upload per piece. */
+    bool small_int = true;
+    for (int i = 0; i < n->n_outputs; i++) {
+        const ox_value *o = n->outputs[i];
+        if (o && (!(elem_of(o) == OX_DT_INT64 || elem_of(o) == OX_DT_INT32) ||
+                  !static_tensor(o) || numel_of(o) > 16))
+            small_int = false;
+    }
+    if (small_int) {
+        *why = "shape arithmetic (small integer values stay on the CPU)";
+        return OX_CK_NONE;
+    }
 
     if (in_list(n, unary_ops) || (op_is(n, "Gelu") && opset >= 20) ||
         (is_ms(n) && !strcmp(n->op_type, "Gelu"))) {
