@@ -19,6 +19,9 @@ typedef struct ox_chart {
     const char *top_label;       /* "p50 latency (ms)" */
     const double *bottom;        /* [group]; NAN: no bar ("n/a") */
     const char *bottom_label;    /* "accuracy loss (1 - cosine)" */
+    double bottom_min_top;       /* the lower axis reaches at least this (so
+                                  * that float rounding is not drawn as a
+                                  * full bar); 0: the data's maximum */
 } ox_chart;
 
 /* Whether PNG output is built in (cairo). */

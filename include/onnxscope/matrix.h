@@ -86,6 +86,9 @@ typedef struct ox_matrix_row {
     /* Against the original at the same threads, batch and device. */
     bool acc_known;
     bool acc_mismatch;        /* outputs differ in count, type or shape */
+    bool within_check;        /* every element within `optimize --check`'s
+                               * tolerance (1e-5 + 1e-4 * |original|):
+                               * lossless up to float rounding */
     double max_abs_err, max_rel_err;
     double cosine;            /* smallest over the float outputs (NAN: none) */
     double snr_db;            /* smallest over the float outputs */
@@ -154,5 +157,12 @@ ox_status ox_matrix_run(const ox_matrix_config *cfg, ox_matrix *mx, ox_error *er
  * calls it; exposed for front ends that change the budget). */
 void ox_matrix_summarize(const ox_matrix_config *cfg, ox_matrix *mx);
 void ox_matrix_free(ox_matrix *mx);
+
+/* The overrides a row at batch runs with: user's (may be NULL) plus every
+ * graph input's first dim set to batch (its symbol through a --dim, a
+ * fixed or unnamed first dim through a --shape); batch <= 0 copies user's.
+ * *n_resized: inputs that have a first dim. Free with ox_infer_opts_free. */
+ox_status ox_matrix_batch_opts(const ox_model *m, const ox_infer_opts *user, int batch,
+                               ox_infer_opts *out, int *n_resized, ox_error *err);
 
 #endif

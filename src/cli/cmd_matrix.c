@@ -246,6 +246,7 @@ static json_t *row_json(const ox_matrix_config *c, const ox_matrix_row *r)
         json_object_set_new(acc, "cosine", num(r->cosine));
         json_object_set_new(acc, "snr_db", num_inf(r->snr_db));
         json_object_set_new(acc, "shapes_match", json_boolean(!r->acc_mismatch));
+        json_object_set_new(acc, "within_check_tolerance", json_boolean(r->within_check));
         json_t *outs = json_array();
         for (int k = 0; k < r->n_outputs; k++) {
             const ox_matrix_out_acc *a = &r->outputs[k];
@@ -545,7 +546,8 @@ static ox_status write_chart(const char *out, const char *path, const ox_matrix_
     ox_chart ch = {.title = title, .n_groups = ng, .groups = groups, .n_series = ns,
                    .series = (const char *const *)series, .top = top,
                    .top_label = "p50 latency (ms)", .bottom = bottom,
-                   .bottom_label = "accuracy loss (1 - cosine, worst output and configuration)"};
+                   .bottom_label = "accuracy loss (1 - cosine, worst output and configuration)",
+                   .bottom_min_top = 1e-3};
     st = ox_chart_write(&ch, out, err);
 done:
     for (int i = 0; series && i < ns; i++)
@@ -673,9 +675,24 @@ int ox_cmd_matrix(int argc, char **argv)
         rc = 2;
         goto out;
     }
-    if (!ox_cli_check_inputs(path, m, &io, &inputs)) {
-        rc = 2;
-        goto out;
+    /* Checked with the first batch's overrides: --batch sets the batch
+     * dims the model leaves open. */
+    {
+        ox_infer_opts bo = {0};
+        int n_resized = 0;
+        if (ox_matrix_batch_opts(m, &io, cfg.batches[0], &bo, &n_resized, &err) != OX_OK) {
+            ox_cli_error(NULL, "%s", err.msg);
+            rc = 1;
+            goto out;
+        }
+        inputs.shapes = &bo;
+        bool ok = ox_cli_check_inputs(path, m, &bo, &inputs);
+        inputs.shapes = &io;
+        ox_infer_opts_free(&bo);
+        if (!ok) {
+            rc = 2;
+            goto out;
+        }
     }
     cfg.model = m;
     cfg.shapes = &io;

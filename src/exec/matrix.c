@@ -243,8 +243,8 @@ static const ox_shape_override *user_shape(const ox_infer_opts *u, const char *n
  * its symbol through a --dim, a fixed or unnamed first dim through a
  * --shape (a --shape the user gave keeps its other dims). *n_resized
  * counts the inputs that have a first dim. */
-static ox_status batch_opts(const ox_model *m, const ox_infer_opts *user, int batch,
-                            ox_infer_opts *o, int *n_resized, ox_error *err)
+ox_status ox_matrix_batch_opts(const ox_model *m, const ox_infer_opts *user, int batch,
+                               ox_infer_opts *o, int *n_resized, ox_error *err)
 {
     memset(o, 0, sizeof *o);
     *n_resized = 0;
@@ -639,7 +639,7 @@ static ox_status sweep_init(sweep *sw, const ox_matrix_config *c, ox_matrix *mx,
         sw->peaks[t] = -1;
     for (int b = 0; b < c->n_batches; b++) {
         int n_resized = 0;
-        ox_status st = batch_opts(c->model, c->shapes, c->batches[b], &sw->bopts[b], &n_resized,
+        ox_status st = ox_matrix_batch_opts(c->model, c->shapes, c->batches[b], &sw->bopts[b], &n_resized,
                                   err);
         if (st)
             return st;

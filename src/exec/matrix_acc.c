@@ -67,8 +67,11 @@ ox_status ox__matrix_accuracy(int n, ox_rval *const *a, ox_rval *const *b,
                               const char *const *names, ox_matrix_row *row)
 {
     ox_bench_check ck;
-    ox_bench_compare_outputs(n, a, b, 0, 0, &ck);
+    /* optimize --check's tolerance: within it, a rewrite only reordered
+     * float arithmetic (a fused conv+bn rounds differently). */
+    ox_bench_compare_outputs(n, a, b, 1e-4, 1e-5, &ck);
     row->acc_known = true;
+    row->within_check = ck.ok;
     row->max_abs_err = ck.max_abs_err;
     row->max_rel_err = ck.max_rel_err;
     row->cosine = NAN;

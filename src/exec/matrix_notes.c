@@ -159,10 +159,18 @@ static void note_batch(const ox_matrix_config *c, ox_matrix *mx, const ox_matrix
                     best->threads, best->threads == 1 ? "" : "s");
 }
 
-/* Per strategy: the worst output of a lossy one, and strategies slower
- * than the original, at the recommended row's threads/batch/device. */
+/* Per strategy: the worst output of a lossy one, those equal up to float
+ * rounding, and strategies clearly slower than the original (every timed
+ * run slower than the original's p90: beyond a loaded machine's noise), at
+ * the recommended row's threads/batch/device. */
 static void note_strategies(const ox_matrix_config *c, ox_matrix *mx, const ox_matrix_row *best)
 {
+    char rounding[256] = "";
+    double rounding_max = 0;
+    const ox_matrix_row *orig = NULL;
+    for (int s = 0; s < c->n_strategies && !orig; s++)
+        if (c->strategies[s].original)
+            orig = find(mx, s, best->threads, best->batch, best->device);
     for (int s = 0; s < c->n_strategies; s++) {
         const ox_matrix_row *r = find(mx, s, best->threads, best->batch, best->device);
         if (!r || c->strategies[s].original)
@@ -170,7 +178,12 @@ static void note_strategies(const ox_matrix_config *c, ox_matrix *mx, const ox_m
         if (r->acc_known && r->acc_mismatch)
             ox__matrix_note(mx, "%s changes the outputs' shapes or types: not a drop-in "
                             "replacement", c->strategies[s].label);
-        else if (r->acc_known && r->max_abs_err > 0) {
+        else if (r->acc_known && r->max_abs_err > 0 && r->within_check) {
+            size_t n = strlen(rounding);
+            snprintf(rounding + n, sizeof rounding - n, "%s%s", n ? ", " : "",
+                     c->strategies[s].label);
+            rounding_max = r->max_abs_err > rounding_max ? r->max_abs_err : rounding_max;
+        } else if (r->acc_known && r->max_abs_err > 0) {
             int w = -1;
             for (int k = 0; k < r->n_outputs; k++)
                 if (!isnan(r->outputs[k].cosine) &&
@@ -183,10 +196,14 @@ static void note_strategies(const ox_matrix_config *c, ox_matrix *mx, const ox_m
                                 r->outputs[w].snr_db, r->outputs[w].max_abs_err,
                                 in_budget(c, r) ? "" : ": outside the accuracy budget");
         }
-        if (r->speedup > 0 && r->speedup < 0.95)
-            ox__matrix_note(mx, "%s runs at x%.2f the original's speed here: its rewrites do "
-                            "not pay on %s", c->strategies[s].label, r->speedup, r->device);
+        if (orig && r->min > orig->p90 && r->speedup > 0)
+            ox__matrix_note(mx, "%s runs at x%.2f the original's speed here (every run slower "
+                            "than the original's p90): its rewrites do not pay on %s",
+                            c->strategies[s].label, r->speedup, r->device);
     }
+    if (rounding[0])
+        ox__matrix_note(mx, "%s: outputs equal the original's up to float rounding (max abs err "
+                        "%.3g, within optimize --check's tolerance)", rounding, rounding_max);
 }
 
 void ox_matrix_summarize(const ox_matrix_config *c, ox_matrix *mx)

@@ -60,9 +60,9 @@ static void fmt_val(double v, char *buf, size_t n)
 /* One panel: bars per group, vertical axis from 0 to a nice maximum. */
 static void panel(canvas *cv, const char *id, const char *const *names, double x0, double y0,
                   double w, double h, int n_groups, int per_group, const double *v,
-                  bool single_colour, const char *label, bool values)
+                  bool single_colour, const char *label, bool values, double min_top)
 {
-    double max = 0;
+    double max = min_top;
     for (int i = 0; i < n_groups * per_group; i++)
         if (isfinite(v[i]) && v[i] > max)
             max = v[i];
@@ -70,15 +70,17 @@ static void panel(canvas *cv, const char *id, const char *const *names, double x
     if (top <= 0)
         top = step;
     char buf[32];
+    /* Headroom above the highest tick for the value labels. */
+    double scale = top * 1.12;
     for (double t = 0; t <= top * 1.0001; t += step) {
-        double y = y0 + h - h * t / top;
+        double y = y0 + h - h * t / scale;
         cv->line(cv, x0, y, x0 + w, y, GRID_RGB);
         fmt_val(t, buf, sizeof buf);
         cv->text(cv, x0 - 6, y + 4, 11, ANCHOR_END, AXIS_RGB, buf);
     }
     cv->line(cv, x0, y0, x0, y0 + h, AXIS_RGB);
     cv->line(cv, x0, y0 + h, x0 + w, y0 + h, AXIS_RGB);
-    cv->text(cv, x0, y0 - 8, 12, ANCHOR_START, AXIS_RGB, label);
+    cv->text(cv, x0, y0 - 12, 12, ANCHOR_START, AXIS_RGB, label);
     double gw = w / n_groups, bw = (gw * 0.8) / per_group;
     for (int g = 0; g < n_groups; g++) {
         cv->group(cv, id, names[g], true);
@@ -89,7 +91,7 @@ static void panel(canvas *cv, const char *id, const char *const *names, double x
                 cv->text(cv, x + bw / 2, y0 + h - 4, 10, ANCHOR_MIDDLE, AXIS_RGB, "n/a");
                 continue;
             }
-            double bh = isfinite(val) ? h * (val > 0 ? val : 0) / top : h;
+            double bh = isfinite(val) ? h * (val > 0 ? val : 0) / scale : h;
             unsigned rgb = single_colour ? LOSS_RGB : palette[s % 8];
             cv->rect(cv, x + 1, y0 + h - bh, bw - 2, bh, rgb);
             if (values) {
@@ -101,23 +103,46 @@ static void panel(canvas *cv, const char *id, const char *const *names, double x
     }
 }
 
+/* Rows the legend wraps to: each entry a swatch and its text. */
+static int legend_rows(const ox_chart *c, double W, double left, double right)
+{
+    int rows = 1;
+    double x = left;
+    for (int s = 0; s < c->n_series; s++) {
+        double iw = 24 + 6.5 * (double)strlen(c->series[s]);
+        if (x > left && x + iw > W - right) {
+            x = left;
+            rows++;
+        }
+        x += iw;
+    }
+    return rows;
+}
+
 static void draw(canvas *cv, const ox_chart *c, double W, double H)
 {
-    const double left = 70, right = 20, top_y = 80, top_h = 220, bot_y = 350, bot_h = 100;
+    const double left = 70, right = 20, top_h = 220, bot_h = 100;
+    int rows = legend_rows(c, W, left, right);
+    double top_y = 64 + 16.0 * rows, bot_y = top_y + top_h + 50;
     double w = W - left - right;
     cv->rect(cv, 0, 0, W, H, 0xffffff);
     cv->text(cv, W / 2, 24, 15, ANCHOR_MIDDLE, AXIS_RGB, c->title ? c->title : "");
-    /* Legend of the upper panel's series. */
-    double lx = left;
+    /* Legend of the upper panel's series, wrapped to the width. */
+    double lx = left, ly = 38;
     for (int s = 0; s < c->n_series; s++) {
-        cv->rect(cv, lx, 38, 10, 10, palette[s % 8]);
-        cv->text(cv, lx + 14, 47, 11, ANCHOR_START, AXIS_RGB, c->series[s]);
-        lx += 24 + 7 * strlen(c->series[s]);
+        double iw = 24 + 6.5 * (double)strlen(c->series[s]);
+        if (lx > left && lx + iw > W - right) {
+            lx = left;
+            ly += 16;
+        }
+        cv->rect(cv, lx, ly, 10, 10, palette[s % 8]);
+        cv->text(cv, lx + 14, ly + 9, 11, ANCHOR_START, AXIS_RGB, c->series[s]);
+        lx += iw;
     }
     panel(cv, "top", c->groups, left, top_y, w, top_h, c->n_groups, c->n_series, c->top, false,
-          c->top_label ? c->top_label : "", false);
+          c->top_label ? c->top_label : "", false, 0);
     panel(cv, "bottom", c->groups, left, bot_y, w, bot_h, c->n_groups, 1, c->bottom, true,
-          c->bottom_label ? c->bottom_label : "", true);
+          c->bottom_label ? c->bottom_label : "", true, c->bottom_min_top);
     double gw = w / c->n_groups;
     for (int g = 0; g < c->n_groups; g++)
         cv->text(cv, left + g * gw + gw / 2, bot_y + bot_h + 18, 12, ANCHOR_MIDDLE, AXIS_RGB,
@@ -132,7 +157,7 @@ static void size_of(const ox_chart *c, double *W, double *H)
     *W = 90 + gw * c->n_groups;
     if (*W < 640)
         *W = 640;
-    *H = 490;
+    *H = 474 + 16.0 * legend_rows(c, *W, 70, 20);
 }
 
 /* ---- SVG ------------------------------------------------------------------- */
