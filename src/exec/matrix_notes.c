@@ -216,6 +216,12 @@ void ox_matrix_summarize(const ox_matrix_config *c, ox_matrix *mx)
     mx->recommended = mx->best_throughput = -1;
     mx->recommendation[0] = 0;
     recommend(c, mx);
+    int n_cancelled = 0;
+    for (int i = 0; i < mx->n_rows; i++)
+        n_cancelled += mx->rows[i].status == OX_MATRIX_CANCELLED;
+    if (n_cancelled)
+        ox__matrix_note(mx, "interrupted: %d of %d row(s) not measured", n_cancelled,
+                        mx->total);
     if (mx->recommended < 0)
         return;
     const ox_matrix_row *best = &mx->rows[mx->recommended];
@@ -236,10 +242,4 @@ void ox_matrix_summarize(const ox_matrix_config *c, ox_matrix *mx)
                         best->peak_gflops,
                         best->utilization < 0.05 ? ": far from compute-bound; overheads or "
                                                    "memory dominate" : "");
-    int n_cancelled = 0;
-    for (int i = 0; i < mx->n_rows; i++)
-        n_cancelled += mx->rows[i].status == OX_MATRIX_CANCELLED;
-    if (n_cancelled)
-        ox__matrix_note(mx, "interrupted: %d of %d row(s) not measured", n_cancelled,
-                        mx->total);
 }
