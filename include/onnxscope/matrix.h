@@ -112,6 +112,8 @@ typedef struct ox_matrix_config {
     char devices[OX_MATRIX_MAX_LIST][16];
     int n_devices;                                /* default {"cpu"} */
     int warmup, iters;        /* per row (defaults 1, 20) */
+    double time_budget_s;     /* > 0: a row stops timing after this long (at
+                               * least 3 runs; bench.h's time_budget_s) */
     uint32_t seed;
     const ox_infer_opts *shapes;        /* --shape/--dim (borrowed, may be NULL) */
     const ox_input_opts *inputs;        /* --input/--fill ... (borrowed, may be NULL) */

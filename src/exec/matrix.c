@@ -422,6 +422,7 @@ static void bench_cfg(const sweep *sw, int b, int t, int d, ox_bench_config *bc)
     bc->threads = c->threads[t];
     bc->warmup = c->warmup;
     bc->iters = c->iters;
+    bc->time_budget_s = c->time_budget_s;
     bc->seed = c->seed;
     bc->shapes = &sw->bopts[b];
     bc->inputs = c->inputs;
