@@ -18,7 +18,6 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
 #include "onnxscope/exec.h"
@@ -64,8 +63,6 @@ typedef struct ox_bench_config {
      * for accuracy figures beyond the equivalence check. Ignored with
      * compare. */
     ox_rval **outputs;
-    const char *device;       /* "cpu" (NULL means cpu) or "cuda": see
-                               * ox_bench_device_supported */
 } ox_bench_config;
 
 /* Time of one operator type over a run (main-graph nodes: an If/Loop/Scan
@@ -122,12 +119,6 @@ typedef struct ox_bench_result {
 /* Defaults: threads 0, warmup 1, iters 50, seed 1, rtol 1e-3,
  * atol 1e-4, no budget, no callbacks. */
 void ox_bench_config_init(ox_bench_config *cfg);
-
-/* Whether bench can run on device ("cpu", "cuda"): the one device check
- * of `bench --device`, `matrix --device` and the TUI. False with the
- * reason in why ("not built with CUDA support", "unknown device ...");
- * ox_bench_run refuses such a config with OX_EUNSUPPORTED. */
-bool ox_bench_device_supported(const char *device, char *why, size_t n);
 
 /* Runs the benchmark. On OX_OK r is complete; on OX_ECANCELLED r->cancelled
  * is set and r holds what was measured so far (free it all the same); on

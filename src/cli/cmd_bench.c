@@ -212,18 +212,18 @@ int ox_cmd_bench(int argc, char **argv)
     while ((c = ox_cli_getopt(argc, argv, "bench", "j:n:h", longopts)) != -1) {
         switch (c) {
         case 'c': compare_path = optarg; break;
-        case 'd': {
-            char why[128];
-            if (!ox_bench_device_supported(optarg, why, sizeof why)) {
-                if (strcmp(optarg, "cuda") == 0)
-                    ox_cli_error("cuda", "%s", why);
-                else
-                    ox_cli_error(NULL, "--device %s: unknown device (cpu or cuda)", optarg);
+        case 'd':
+            if (strcmp(optarg, "cuda") == 0) {
+                ox_cli_error("cuda", "not built with CUDA support");
+                rc = 2;
+                goto out;
+            }
+            if (strcmp(optarg, "cpu") != 0) {
+                ox_cli_error(NULL, "--device %s: unknown device (cpu or cuda)", optarg);
                 rc = 2;
                 goto out;
             }
             break;
-        }
         case 'j':
             if (!parse_int("--threads", optarg, 0, &v)) {
                 rc = 2;

@@ -505,17 +505,6 @@ static void free_vals(ox_rval **v, int n)
     free(v);
 }
 
-bool ox_bench_device_supported(const char *device, char *why, size_t n)
-{
-    if (!device || strcmp(device, "cpu") == 0)
-        return true;
-    if (strcmp(device, "cuda") == 0)
-        snprintf(why, n, "not built with CUDA support");
-    else
-        snprintf(why, n, "unknown device '%s' (cpu or cuda)", device);
-    return false;
-}
-
 static ox_status check_config(const ox_bench_config *cfg, ox_error *err)
 {
     if (!cfg || !cfg->model || !cfg->model->graph)
@@ -524,9 +513,6 @@ static ox_status check_config(const ox_bench_config *cfg, ox_error *err)
         return ox_errorf(err, OX_EINVAL, "bench: compare model has no graph");
     if (cfg->iters < 1 || cfg->warmup < 0 || cfg->threads < 0)
         return ox_errorf(err, OX_EINVAL, "bench: iters must be >= 1, warmup and threads >= 0");
-    char why[128];
-    if (!ox_bench_device_supported(cfg->device, why, sizeof why))
-        return ox_errorf(err, OX_EUNSUPPORTED, "%s: %s", cfg->device, why);
     return OX_OK;
 }
 

@@ -15,6 +15,42 @@
 #include "onnxscope/cost.h"
 #include "onnxscope/peak.h"
 
+/* The device selection is bench's: the CUDA backend (built in parallel
+ * with this file) brings onnxscope/device.h, ox_cuda_probe and
+ * ox_bench_config.device, and once it is in the tree the cuda rows use
+ * them; before, bench refuses cuda ("not built with CUDA support") and so
+ * do the rows. */
+#if defined(__has_include)
+#if __has_include("onnxscope/device.h")
+#include "onnxscope/device.h"
+#define OX_MATRIX_HAVE_DEVICE 1
+#endif
+#endif
+
+/* Whether bench runs on device here; the reason in why when not. */
+static bool device_ok(const char *device, ox_bench_config *bc, char *why, size_t n)
+{
+    if (strcmp(device, "cpu") == 0)
+        return true;
+#ifdef OX_MATRIX_HAVE_DEVICE
+    ox_device d;
+    if (!ox_device_parse(device, &d)) {
+        snprintf(why, n, "unknown device");
+        return false;
+    }
+    if (d == OX_DEVICE_CUDA && ox_cuda_probe(why, n) != OX_CUDA_AVAILABLE)
+        return false;
+    if (bc)
+        bc->device = d;
+    return true;
+#else
+    (void)bc;
+    snprintf(why, n, "%s", strcmp(device, "cuda") == 0 ? "not built with CUDA support"
+                                                       : "unknown device");
+    return false;
+#endif
+}
+
 const char *const ox_matrix_default_strategies = "original,basic,extended,all,fp16,int8";
 
 /* Precision aliases and the pass each one names (passes other helpers
@@ -428,7 +464,8 @@ static void bench_cfg(const sweep *sw, int b, int t, int d, ox_bench_config *bc)
     bc->inputs = c->inputs;
     bc->max_memory = c->max_memory;
     bc->cancel = c->cancel;
-    bc->device = c->devices[d];
+    char why[512];
+    device_ok(c->devices[d], bc, why, sizeof why);   /* sets bc->device */
 }
 
 /* The original's outputs at (b, t, d) when no "original" row made them:
@@ -499,8 +536,8 @@ static void measure(sweep *sw, int si, int b, int t, int d, ox_model *opt,
                     const ox_model_cost *cost, ox_matrix_row *row)
 {
     const ox_matrix_config *c = sw->cfg;
-    char why[128];
-    if (!ox_bench_device_supported(c->devices[d], why, sizeof why)) {
+    char why[512];
+    if (!device_ok(c->devices[d], NULL, why, sizeof why)) {
         row_fail(row, OX_MATRIX_NO_DEVICE, "%s: %s", c->devices[d], why);
         return;
     }
