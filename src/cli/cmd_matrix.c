@@ -94,18 +94,22 @@ static void release_interrupts(void)
 
 /* ---- progress ---------------------------------------------------------------- */
 
+static bool g_line_open;   /* a progress line waits for its row's result */
+
 static void on_progress(void *user, int row, int total, const char *what)
 {
     (void)user;
     fprintf(stderr, "matrix: [%d/%d] %s ...", row + 1, total, what);
     fflush(stderr);
+    g_line_open = true;
 }
 
 static void on_row(void *user, const ox_matrix_row *r)
 {
     (void)user;
-    if (r->status == OX_MATRIX_CANCELLED)
-        return;
+    if (!g_line_open)
+        return;   /* rows cancelled before they started print nothing */
+    g_line_open = false;
     if (r->status == OX_MATRIX_OK)
         fprintf(stderr, " p50 %.3f ms\n", r->p50);
     else
@@ -333,6 +337,14 @@ static void csv_num(double v, bool known)
         printf(",%.9g", v);
 }
 
+static void csv_int(int64_t v, bool known)
+{
+    if (known)
+        printf(",%lld", (long long)v);
+    else
+        printf(",");
+}
+
 static void print_csv(const ox_matrix_config *c, const ox_matrix *mx)
 {
     printf("strategy,threads,batch,device,status,reason,nodes,iters,p50_ms,p90_ms,"
@@ -355,9 +367,9 @@ static void print_csv(const ox_matrix_config *c, const ox_matrix *mx)
         csv_num(r->p90, ok);
         csv_num(r->runs_per_s, ok);
         csv_num(r->samples_per_s, ok);
-        csv_num((double)r->weights_bytes, ok);
-        csv_num((double)r->arena_bytes, ok && r->arena_bytes >= 0);
-        csv_num((double)r->peak_rss_bytes, ok);
+        csv_int(r->weights_bytes, ok);
+        csv_int(r->arena_bytes, ok && r->arena_bytes >= 0);
+        csv_int(r->peak_rss_bytes, ok);
         csv_num(r->max_abs_err, ok && r->acc_known);
         csv_num(r->max_rel_err, ok && r->acc_known);
         csv_num(r->cosine, ok && r->acc_known);
@@ -431,7 +443,7 @@ static void print_text(const char *path, const ox_matrix_config *c, const ox_mat
                    r->device, ox_matrix_status_name(r->status), r->reason);
             continue;
         }
-        printf("%-16.16s %3d %5s %-4s %9s %9s %9s %10s %10s %10s %9s %8.6s %7s %6s %7s  %s%s\n",
+        printf("%-16.16s %3d %5s %-4s %9s %9s %9s %10s %10s %10s %9s %8s %7s %6s %7s  %s%s\n",
                label(c, r), r->threads, k.batch, r->device, k.p50, k.p90, k.sps, k.w, k.arena,
                k.rss, k.abs, k.cos, k.snr, k.util, k.speed, i == mx->recommended ? "* " : "",
                "ok");
