@@ -233,6 +233,14 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
+/* The first dim of t when the model fixes it (a number, no symbol), else -1. */
+static int64_t fixed_dim0(const ox_type *t)
+{
+    if (!t || t->kind != OX_TYPE_TENSOR || !t->has_shape || t->rank < 1 || t->dims[0].param)
+        return -1;
+    return t->dims[0].value;
+}
+
 static bool add_shape(ox_infer_opts *o, const ox_shape_override *src)
 {
     ox_shape_override *v = realloc(o->shapes, (size_t)(o->n_shapes + 1) * sizeof *v);
@@ -299,6 +307,13 @@ ox_status ox_matrix_batch_opts(const ox_model *m, const ox_infer_opts *user, int
             continue;
         const ox_shape_override *us = user_shape(user, v->name);
         const ox_type *t = input_type(v);
+        if (fixed_dim0(t) >= 0) {
+            /* A fixed first dim cannot be overridden (the executor keeps
+             * the declared dims): batch_fits says so. */
+            if (us && batch > 0)
+                ok = add_shape(o, us);
+            continue;
+        }
         if (us) {
             if (us->rank < 1)
                 continue;
@@ -367,10 +382,22 @@ static int model_batch(const ox_model *m, const ox_infer_opts *user)
 static bool batch_fits(const ox_model *m, const ox_infer_opts *user, const ox_infer_opts *bo,
                        int n_resized, int batch, char *why, size_t n)
 {
-    if (n_resized == 0) {
+    for (int i = 0; i < m->graph->n_inputs; i++) {
+        const ox_value *v = m->graph->inputs[i];
+        int64_t d0 = v->init ? -1 : fixed_dim0(input_type(v));
+        if (d0 >= 0 && d0 != batch) {
+            char ty[96];
+            snprintf(why, n, "batch fixed: input '%.60s' is %s (its first dim is not symbolic)",
+                     v->name ? v->name : "", ox_type_str(input_type(v), ty, sizeof ty));
+            return false;
+        }
+    }
+    if (n_resized == 0 && batch != model_batch(m, user)) {
         snprintf(why, n, "batch fixed: no graph input has a batch (first) dim to resize");
         return false;
     }
+    if (n_resized == 0)
+        return true;
     ox_model *c = ox_model_clone(m);
     if (!c) {
         snprintf(why, n, "out of memory");

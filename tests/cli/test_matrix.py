@@ -164,41 +164,49 @@ def test_why_rows():
     for r in o["rows"]:
         if r["device"] == "cuda":
             # bench's own device check decides (cuda rows run once it has one).
-            if r["status"] != "ok":
+            if r["batch"] == 3:
+                check(r["status"] == "fixed_batch", f"cuda row batch 3: {r['status']}")
+            elif r["status"] != "ok":
                 check(r["status"] == "no_device" and r["reason"].startswith("cuda: "),
                       f"cuda row: {r['reason']}")
         else:
-            check(r["status"] in ("ok", "fixed_batch"), f"cpu row: {r['status']}")
-    # tiny_cnn flattens with a fixed Reshape? Either way a batch-3 row is
-    # measured at batch 3 or says the batch is fixed.
+            check(r["status"] == ("ok" if r["batch"] == 1 else "fixed_batch"),
+                  f"cpu row: {r['status']}")
+    # tiny_cnn's input is float32[1,3,32,32]: batch 3 rows say it is fixed.
     for r in o["rows"]:
-        if r["batch"] == 3 and r["status"] == "fixed_batch":
-            check("batch fixed" in r["reason"], "fixed batch reason")
+        if r["batch"] == 3 and r["device"] == "cpu":
+            check(r["status"] == "fixed_batch" and "input 'input' is float32[1,3,32,32]" in
+                  r["reason"], f"fixed batch reason: {r['reason']}")
 
 
 def test_fixed_batch():
-    # A model whose Reshape hard-codes batch 1 cannot take batch 2.
+    """A first dim fixed at 1, and a symbolic batch that a Reshape to a
+    hard-coded [1, 2, 2] cannot follow: batch 2 rows say the batch is fixed,
+    batch 1 rows run."""
     try:
         import onnx
         from onnx import helper, TensorProto
     except ImportError:
         print("skip fixed batch: no onnx module")
         return
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 2])
-    shape = helper.make_tensor("s", TensorProto.INT64, [3], [1, 2, 2])
-    g = helper.make_graph([helper.make_node("Reshape", ["x", "s"], ["y"])], "g", [x], [y], [shape])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 7
-    path = os.path.join(TMP, "fixed.onnx")
-    onnx.save(m, path)
-    o = json.loads(run("matrix", path, "--strategies", "original,basic", "--batch", "1,2",
-                       "--iters", "2", "--json").stdout)
-    st = {(r["strategy"], r["batch"]): r for r in o["rows"]}
-    check(st[("original", 1)]["status"] == "ok", "fixed: batch 1 runs")
-    check(st[("original", 2)]["status"] == "fixed_batch" and
-          "batch fixed" in st[("original", 2)]["reason"], f"fixed: batch 2 {st[('original', 2)]}")
-    check(st[("basic", 2)]["status"] == "fixed_batch", "fixed: every strategy's batch-2 row")
+    for dim0, why in ((1, "its first dim is not symbolic"), ("N", "does not take batch 2")):
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [dim0, 4])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 2])
+        shape = helper.make_tensor("s", TensorProto.INT64, [3], [1, 2, 2])
+        g = helper.make_graph([helper.make_node("Reshape", ["x", "s"], ["y"])], "g", [x], [y],
+                              [shape])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 7
+        path = os.path.join(TMP, f"fixed_{dim0}.onnx")
+        onnx.save(m, path)
+        o = json.loads(run("matrix", path, "--strategies", "original,basic", "--batch", "1,2",
+                           "--iters", "2", "--json").stdout)
+        st = {(r["strategy"], r["batch"]): r for r in o["rows"]}
+        check(st[("original", 1)]["status"] == "ok", f"fixed {dim0}: batch 1 runs")
+        r2 = st[("original", 2)]
+        check(r2["status"] == "fixed_batch" and "batch fixed" in r2["reason"] and
+              why in r2["reason"], f"fixed {dim0}: batch 2 {r2}")
+        check(st[("basic", 2)]["status"] == "fixed_batch", f"fixed {dim0}: every strategy")
 
 
 def test_chart():
