@@ -161,9 +161,10 @@ void ox_matrix_summarize(const ox_matrix_config *cfg, ox_matrix *mx);
 void ox_matrix_free(ox_matrix *mx);
 
 /* The overrides a row at batch runs with: user's (may be NULL) plus every
- * graph input's first dim set to batch (its symbol through a --dim, a
- * fixed or unnamed first dim through a --shape); batch <= 0 copies user's.
- * *n_resized: inputs that have a first dim. Free with ox_infer_opts_free. */
+ * graph input's first dim set to batch (its symbol through a --dim, an
+ * unnamed unknown first dim through a --shape; a first dim the model fixes
+ * to a number is left alone: such a model has a fixed batch); batch <= 0
+ * copies user's. *n_resized: inputs resized. Free with ox_infer_opts_free. */
 ox_status ox_matrix_batch_opts(const ox_model *m, const ox_infer_opts *user, int batch,
                                ox_infer_opts *out, int *n_resized, ox_error *err);
 

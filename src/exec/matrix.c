@@ -283,10 +283,8 @@ static const ox_shape_override *user_shape(const ox_infer_opts *u, const char *n
     return NULL;
 }
 
-/* The user's overrides with every graph input's first dim set to batch:
- * its symbol through a --dim, a fixed or unnamed first dim through a
- * --shape (a --shape the user gave keeps its other dims). *n_resized
- * counts the inputs that have a first dim. */
+/* The user's overrides with every graph input's first dim set to batch
+ * (matrix.h); a --shape the user gave keeps its other dims. */
 ox_status ox_matrix_batch_opts(const ox_model *m, const ox_infer_opts *user, int batch,
                                ox_infer_opts *o, int *n_resized, ox_error *err)
 {
