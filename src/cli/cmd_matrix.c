@@ -552,9 +552,16 @@ static ox_status write_chart(const char *out, const char *path, const ox_matrix_
         }
     }
     char title[512];
+    /* The file name, with its folder when that says more (".../gpt2/model.onnx"). */
     const char *base = strrchr(path, '/');
-    snprintf(title, sizeof title, "%s: strategies (p50 latency; accuracy loss vs original)",
-             base ? base + 1 : path);
+    base = base ? base + 1 : path;
+    if (strcmp(base, "model.onnx") == 0 && base > path + 1) {
+        const char *p = base - 2;
+        while (p > path && *p != '/')
+            p--;
+        base = *p == '/' ? p + 1 : p;
+    }
+    snprintf(title, sizeof title, "%s: strategies (p50 latency; accuracy loss vs original)", base);
     ox_chart ch = {.title = title, .n_groups = ng, .groups = groups, .n_series = ns,
                    .series = (const char *const *)series, .top = top,
                    .top_label = "p50 latency (ms)", .bottom = bottom,
