@@ -175,6 +175,11 @@ static void note_strategies(const ox_matrix_config *c, ox_matrix *mx, const ox_m
         const ox_matrix_row *r = find(mx, s, best->threads, best->batch, best->device);
         if (!r || c->strategies[s].original)
             continue;
+        if (orig && r->acc_known && !r->acc_mismatch && r->max_abs_err == 0 &&
+            r->nodes == orig->nodes && r->weights_bytes == orig->weights_bytes)
+            ox__matrix_note(mx, "%s leaves this model as it is (same node count and weights, "
+                            "identical outputs): its passes found nothing to rewrite",
+                            c->strategies[s].label);
         if (r->acc_known && r->acc_mismatch)
             ox__matrix_note(mx, "%s changes the outputs' shapes or types: not a drop-in "
                             "replacement", c->strategies[s].label);
