@@ -8,7 +8,7 @@ Deterministic fields are compared exactly (FLOPs, node counts, weight bytes,
 iteration counts, accuracy figures); latencies only within a factor that a
 loaded machine keeps (a timing assertion that can flake would test the load,
 not the code). Standard library only; small models from samples/ and
---iters 3 keep it fast. Usage: test_matrix.py (ONNXSCOPE_BIN, ONNXSCOPE_SOURCE
+--iters 2 to 10 keep it fast. Usage: test_matrix.py (ONNXSCOPE_BIN, ONNXSCOPE_SOURCE
 set by meson)."""
 import csv
 import io
@@ -48,7 +48,7 @@ def check(cond, what):
 
 def test_json():
     p = run("matrix", CNN, "--strategies", "original,basic,extended,all,fp16,int8",
-            "--threads", "1,2", "--iters", "3", "--seed", "0", "--json")
+            "--threads", "1,2", "--iters", "10", "--seed", "0", "--json")
     o = json.loads(p.stdout)
     check(o["complete"] is True, "json: complete")
     check([s["name"] for s in o["strategies"]] ==
@@ -69,7 +69,7 @@ def test_json():
                       "not available in this build" in r["reason"], f"json: {r['strategy']} why")
             continue
         check(r["status"] == "ok" and r["reason"] is None, f"json: {r['strategy']} ok")
-        check(r["iters"] == 3, "json: iters")
+        check(r["iters"] == 10, "json: iters")
         lat = r["latency_ms"]
         check(0 < lat["min"] <= lat["p50"] <= lat["p90"], f"json: latency order {lat}")
         check(abs(r["runs_per_s"] * lat["mean"] - 1000) < 1e-3 * 1000, "json: runs/s = 1000/mean")
@@ -114,17 +114,26 @@ def test_agrees_with_bench_and_check(o):
         check(r["nodes"] == opt["after"]["nodes"], f"{level}: nodes {r['nodes']} vs "
               f"{opt['after']['nodes']}")
         for t in (1, 2):
-            b = json.loads(run("bench", out, "--json", "--iters", "10", "--threads", str(t),
-                               "--no-profile", "--seed", "0").stdout)
+            b = bench(out, t)
             r = rows[(level, t)]
             check(b["flops"] == r["flops"], f"{level}: flops {r['flops']} vs bench {b['flops']}")
             # The cache keeps one decimal: a figure measured now differs below it.
             check(abs(b["peak"]["gflops"] - r["peak_gflops"]) <= 0.051,
                   f"{level}: same calibrated peak {b['peak']['gflops']} {r['peak_gflops']}")
-            # A loaded machine moves sub-millisecond latencies a lot: a
-            # factor of 5 still catches a row timing the wrong model.
-            ratio = r["latency_ms"]["p50"] / b["latency_ms"]["p50"]
-            check(0.2 < ratio < 5, f"{level} t{t}: p50 ratio to bench {ratio:.2f}")
+            # Latency: the fastest runs (a load spike moves p50, rarely the
+            # minimum of 10), within a factor of 5 - enough to catch a row
+            # timing another model; one re-measurement of both before failing.
+            ratio = r["latency_ms"]["min"] / b["latency_ms"]["min"]
+            if not 0.2 < ratio < 5:
+                again = json.loads(run("matrix", CNN, "--strategies", level, "--threads", str(t),
+                                       "--iters", "10", "--json").stdout)["rows"][0]
+                ratio = again["latency_ms"]["min"] / bench(out, t)["latency_ms"]["min"]
+            check(0.2 < ratio < 5, f"{level} t{t}: min latency ratio to bench {ratio:.2f}")
+
+
+def bench(model, threads):
+    return json.loads(run("bench", model, "--json", "--iters", "10", "--threads", str(threads),
+                          "--no-profile", "--seed", "0").stdout)
 
 
 def test_csv_markdown():
