@@ -61,6 +61,11 @@ typedef struct ox_bench_config {
     ox_device device;         /* OX_DEVICE_CUDA: executors run on the GPU
                                * (ox_exec_opts.device); every model of the
                                * benchmark on the same device */
+    /* Optional (matrix, issue 16): model's n_outputs slots that receive the
+     * outputs of its first run (the caller frees them with ox_rval_free),
+     * for accuracy figures beyond the equivalence check. Ignored with
+     * compare. */
+    ox_rval **outputs;
 } ox_bench_config;
 
 /* Time of one operator type over a run (main-graph nodes: an If/Loop/Scan
