@@ -382,9 +382,11 @@ int ox_cmd_optimize(int argc, char **argv)
         case 'f': force = true; break;
         case 'B': bisect = true; break;
         case 'K':
-            if (!*optarg || strspn(optarg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                   "0123456789_,") != strlen(optarg)) {
-                ox_cli_error(NULL, "--keep-fp32: expected op types separated by commas");
+            if (strspn(optarg + (*optarg == '='),
+                       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_,") !=
+                    strlen(optarg + (*optarg == '=')) || !*optarg) {
+                ox_cli_error(NULL, "--keep-fp32: expected op types separated by commas "
+                             "(a leading '=' replaces the default block list)");
                 rc = 2;
             }
             keep32 = optarg;

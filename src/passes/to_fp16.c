@@ -43,6 +43,16 @@ static const char *const always_kept[] = {
     "OptionalGetElement", "OptionalHasElement", "Constant", "ConstantOfShape", NULL,
 };
 
+/* Inputs a schema types tensor(float) only, whatever T is: they stay
+ * float32 when the op itself runs in float16 (--keep-fp32 "=..."). */
+static bool fixed_f32_input(const ox_node *n, int j)
+{
+    if (!ox_node_is_default_domain(n))
+        return false;
+    return (j == 2 && !strcmp(n->op_type, "Resize")) ||
+           (j == 1 && !strcmp(n->op_type, "Upsample"));
+}
+
 const char *const *ox__fp16_block_list(void)
 {
     return default_block;
@@ -144,8 +154,10 @@ static int classify(fp16_run *r, const ox_node *n)
     if (std && !strcmp(n->op_type, "Cast"))
         return K_CAST;
     bool known = std || !strcmp(d, "ai.onnx.ml") || !strcmp(d, "com.microsoft");
-    if (!known || in_list(default_block, n->op_type) || in_list(always_kept, n->op_type) ||
-        in_csv(r->keep, n->op_type))
+    /* "=A,B" replaces the default list, "A,B" adds to it. */
+    bool own = r->keep && r->keep[0] == '=';
+    if (!known || (!own && in_list(default_block, n->op_type)) ||
+        in_list(always_kept, n->op_type) || in_csv(own ? r->keep + 1 : r->keep, n->op_type))
         return K_KEEP;
     for (int i = 0; i < n->n_attrs; i++)
         if (n->attrs[i].type == OX_ATTR_GRAPH || n->attrs[i].type == OX_ATTR_GRAPHS)
@@ -185,7 +197,8 @@ static bool readers_all_conv(fp16_run *r, const ox_value *v)
         const ox_node *u = v->uses[i].node;
         if (!u || ox__pass_gone(u))
             continue;
-        if (v->uses[i].input < 0 || kind_of(r, u) != K_CONV)
+        if (v->uses[i].input < 0 || kind_of(r, u) != K_CONV ||
+            fixed_f32_input(u, v->uses[i].input))
             return false;
     }
     return true;
@@ -452,7 +465,8 @@ static void convert_graph(fp16_run *r, ox_graph *g, bool main)
         int k = kind_of(r, n);
         if (k == K_CAST || (k == K_KEEP && (ox_node_is(n, "Constant") ||
                                             ox_node_is(n, "ConstantOfShape")) &&
-                                           !in_csv(r->keep, n->op_type))) {
+                                           !in_csv(r->keep, n->op_type) &&
+                                           !(r->keep && in_csv(r->keep + 1, n->op_type)))) {
             retarget(r, n);
             continue;
         }
@@ -490,7 +504,13 @@ static void convert_graph(fp16_run *r, ox_graph *g, bool main)
         if (k == K_CONV) {
             for (int j = 0; j < n->n_inputs && !r->oom; j++) {
                 ox_value *v = n->inputs[j];
-                if (!v || !is_float_tensor(v, OX_DT_FLOAT))
+                if (v && fixed_f32_input(n, j) && lowered(r, v)) {
+                    ox_value *w = as_fp32(r, g, v, &c32);
+                    if (w)
+                        ox__pass_set_input(r->c, n, j, w);
+                    continue;
+                }
+                if (!v || !is_float_tensor(v, OX_DT_FLOAT) || fixed_f32_input(n, j))
                     continue;
                 ox_value *w = as_fp16(r, g, v, &c16);
                 if (w)
