@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/commands.h"
 #include "onnxscope/bisect.h"
@@ -551,6 +552,7 @@ int ox_cmd_optimize(int argc, char **argv)
             bisected = true;
         }
     }
+    int64_t out_bytes = -1;
     if (write) {
         ox_save_opts so = {0};
         ox_error serr = {0};
@@ -560,7 +562,12 @@ int ox_cmd_optimize(int argc, char **argv)
             rc = ox_status_exit_code(st) ? ox_status_exit_code(st) : 3;
             goto out;
         }
+        struct stat sb;
+        if (stat(out_path, &sb) == 0 && S_ISREG(sb.st_mode))
+            out_bytes = (int64_t)sb.st_size;
     }
+    bool dt_changed = memcmp(cb.weights_bytes_by_dtype, ca.weights_bytes_by_dtype,
+                             sizeof cb.weights_bytes_by_dtype) != 0;
     if (json) {
         json_t *o = json_object();
         json_object_set_new(o, "model", json_string(path));
@@ -581,6 +588,13 @@ int ox_cmd_optimize(int argc, char **argv)
         }
         json_object_set_new(o, "before", ox_cli_info_json(m, &cb));
         json_object_set_new(o, "after", ox_cli_info_json(opt, &ca));
+        /* Size change (issue 15): the written file against the input's. */
+        json_object_set_new(o, "output_bytes", out_bytes >= 0 ? json_integer(out_bytes)
+                                                              : json_null());
+        json_object_set_new(o, "size_ratio", out_bytes >= 0 && m->file_size
+                                                 ? json_real((double)out_bytes /
+                                                             (double)m->file_size)
+                                                 : json_null());
         json_object_set_new(o, "iterations", json_integer(rep.iterations));
         json_t *arr = json_array();
         for (int i = 0; i < rep.n_passes; i++)
@@ -613,6 +627,11 @@ int ox_cmd_optimize(int argc, char **argv)
         printf("%s: nodes %d -> %d, weights %s -> %s, %d round(s)\n", path, rep.nodes_before,
                rep.nodes_after, ox_cli_bytes((double)rep.init_bytes_before, b1, sizeof b1),
                ox_cli_bytes((double)rep.init_bytes_after, b2, sizeof b2), rep.iterations);
+        if (dt_changed) {
+            char d1[512], d2[512];
+            printf("  weights by dtype: %s -> %s\n", ox_cli_dtype_bytes(&cb, d1, sizeof d1),
+                   ox_cli_dtype_bytes(&ca, d2, sizeof d2));
+        }
         if (note[0])
             printf("  %s\n", note);
         for (int i = 0; i < rep.n_passes; i++) {
@@ -631,6 +650,12 @@ int ox_cmd_optimize(int argc, char **argv)
                    chk.ok || !chk.why[0] ? "" : " - ", chk.ok ? "" : chk.why);
         if (bisect)
             bisect_print(&bis, bisected);
+        if (write && out_bytes >= 0 && m->file_size && dt_changed) {
+            char s1[32], s2[32];
+            printf("file size %s -> %s (%.1f %%)\n", ox_cli_bytes((double)m->file_size, s1, sizeof s1),
+                   ox_cli_bytes((double)out_bytes, s2, sizeof s2),
+                   100.0 * (double)out_bytes / (double)m->file_size);
+        }
         if (write)
             printf("wrote %s\n", out_path);
         else

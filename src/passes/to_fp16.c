@@ -40,16 +40,17 @@ static const char *const always_kept[] = {
     "Multinomial", "Bernoulli", "CastLike", "If", "Loop", "Scan", "SequenceMap",
     "SequenceConstruct", "SequenceInsert", "SequenceAt", "SequenceErase", "SequenceLength",
     "SequenceEmpty", "SplitToSequence", "ConcatFromSequence", "Optional",
-    "OptionalGetElement", "OptionalHasElement", "Constant", "ConstantOfShape", NULL,
+    "OptionalGetElement", "OptionalHasElement", "Constant", "ConstantOfShape", "BitCast", NULL,
 };
 
-/* Inputs a schema types tensor(float) only, whatever T is: they stay
- * float32 when the op itself runs in float16 (--keep-fp32 "=..."). */
+/* Inputs a schema types tensor(float) only, whatever T is, and Resize's
+ * roi (crop coordinates lose too much in float16): they stay float32 when
+ * the op itself runs in float16 (--keep-fp32 "=..."). */
 static bool fixed_f32_input(const ox_node *n, int j)
 {
     if (!ox_node_is_default_domain(n))
         return false;
-    return (j == 2 && !strcmp(n->op_type, "Resize")) ||
+    return ((j == 1 || j == 2) && !strcmp(n->op_type, "Resize")) ||
            (j == 1 && !strcmp(n->op_type, "Upsample"));
 }
 
@@ -202,6 +203,18 @@ static bool readers_all_conv(fp16_run *r, const ox_value *v)
             return false;
     }
     return true;
+}
+
+/* Some reader of v is a float16 node reading it as T. */
+static bool any_conv_reader(fp16_run *r, const ox_value *v)
+{
+    for (int i = 0; i < v->n_uses; i++) {
+        const ox_node *u = v->uses[i].node;
+        if (u && !ox__pass_gone(u) && v->uses[i].input >= 0 && kind_of(r, u) == K_CONV &&
+            !fixed_f32_input(u, v->uses[i].input))
+            return true;
+    }
+    return false;
 }
 
 static void set_elem(ox_value *v, ox_dtype dt)
@@ -428,10 +441,11 @@ static void convert_graph(fp16_run *r, ox_graph *g, bool main)
     ox_ptrmap c16 = {0}, c32 = {0};
     bool io16 = main && r->io16;
     int n0 = g->n_nodes;
-    /* Graph inputs (main graph, --fp16-io). */
+    /* Graph inputs (main graph, --fp16-io) that a float16 node reads (one
+     * read only by float32 ops, e.g. Resize's roi, keeps its precision). */
     for (int i = 0; io16 && i < g->n_inputs; i++) {
         ox_value *v = g->inputs[i];
-        if (v && !v->init && is_float_tensor(v, OX_DT_FLOAT)) {
+        if (v && !v->init && is_float_tensor(v, OX_DT_FLOAT) && any_conv_reader(r, v)) {
             lower(r, v);
             ox__pass_did(r->c);
         }
@@ -568,6 +582,12 @@ static ox_status pass_to_fp16(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 {
     if (g != c->m->graph || !ox__pass_may(c))
         return OX_OK;
+    if (ox_model_opset(c->m, "") < 0) {
+        /* The boundary Casts would need the default domain. */
+        ox__pass_note(c, "to_fp16 not applied: the model does not import the default ONNX "
+                      "domain (its Casts would need it)");
+        return OX_OK;
+    }
     fp16_run r = {.c = c};
     const char *io = ox_pm_option(c->pm, "fp16-io");
     r.keep = ox_pm_option(c->pm, "keep-fp32");
