@@ -40,7 +40,11 @@ static const char *const always_kept[] = {
     "Multinomial", "Bernoulli", "CastLike", "If", "Loop", "Scan", "SequenceMap",
     "SequenceConstruct", "SequenceInsert", "SequenceAt", "SequenceErase", "SequenceLength",
     "SequenceEmpty", "SplitToSequence", "ConcatFromSequence", "Optional",
-    "OptionalGetElement", "OptionalHasElement", "Constant", "ConstantOfShape", "BitCast", NULL,
+    "OptionalGetElement", "OptionalHasElement", "Constant", "ConstantOfShape", "BitCast",
+    /* float32-only schemas (or, MeanVarianceNormalization, a function body
+     * typed float32) and output types chosen by attribute */
+    "Range", "NonMaxSuppression", "MeanVarianceNormalization", "TfIdfVectorizer",
+    "MelWeightMatrix", "BlackmanWindow", "HannWindow", "HammingWindow", NULL,
 };
 
 /* Inputs a schema types tensor(float) only, whatever T is, and Resize's
@@ -154,7 +158,8 @@ static int classify(fp16_run *r, const ox_node *n)
     bool std = !*d || !strcmp(d, "ai.onnx");
     if (std && !strcmp(n->op_type, "Cast"))
         return K_CAST;
-    bool known = std || !strcmp(d, "ai.onnx.ml") || !strcmp(d, "com.microsoft");
+    /* ai.onnx.ml schemas are float32 (or double) only. */
+    bool known = std || !strcmp(d, "com.microsoft");
     /* "=A,B" replaces the default list, "A,B" adds to it. */
     bool own = r->keep && r->keep[0] == '=';
     if (!known || (!own && in_list(default_block, n->op_type)) ||
