@@ -915,15 +915,11 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
     diff_line(&v, y++, "weights", ox_fmt_bytes(co->weights_bytes, true, a, sizeof a),
               ox_fmt_bytes(cn->weights_bytes, true, b, sizeof b),
               co->weights_bytes != cn->weights_bytes);
-    /* Weights by element type (issue 15: to_fp16 moves float32 to
-     * float16), whenever more than one type is involved or one changed. */
-    int ndt = 0;
-    bool dt_changed = false;
-    for (int d = 0; d < OX_DT_COUNT; d++) {
-        ndt += co->weights_bytes_by_dtype[d] || cn->weights_bytes_by_dtype[d];
-        dt_changed |= co->weights_bytes_by_dtype[d] != cn->weights_bytes_by_dtype[d];
-    }
-    for (int d = 0; d < OX_DT_COUNT && (ndt > 1 || dt_changed); d++) {
+    /* Weights by element type when a pass changed the split (issue 15:
+     * to_fp16 moves float32 to float16); no extra rows otherwise. */
+    bool dt_changed = memcmp(co->weights_bytes_by_dtype, cn->weights_bytes_by_dtype,
+                             sizeof co->weights_bytes_by_dtype) != 0;
+    for (int d = 0; d < OX_DT_COUNT && dt_changed; d++) {
         int64_t x = co->weights_bytes_by_dtype[d], z = cn->weights_bytes_by_dtype[d];
         if (!x && !z)
             continue;
@@ -941,14 +937,15 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
               ox_fmt_bytes(cn->peak_activation_bytes, cn->peak_known, b, sizeof b),
               co->peak_activation_bytes != cn->peak_activation_bytes);
     ensure_size(t);
-    diff_line(&v, y++, "file size", ox_fmt_bytes((int64_t)t->orig->file_size, true, a, sizeof a),
+    diff_line(&v, y, "file size", ox_fmt_bytes((int64_t)t->orig->file_size, true, a, sizeof a),
               ox_fmt_bytes(t->size_cur, t->size_cur >= 0, b, sizeof b),
               (int64_t)t->orig->file_size != t->size_cur);
+    /* The size change, on the same row (issue 15). */
     if (t->size_cur >= 0 && t->orig->file_size > 0 && (int64_t)t->orig->file_size != t->size_cur)
-        dputf(&v, y++, 2, OX_SLOT_UI_CHANGED, "%-20s %14s %13.1f%%", "file size change", "",
+        dputf(&v, y, 2 + 20 + 1 + 14 + 1 + 14, OX_SLOT_UI_CHANGED, " %+.1f%%",
               100.0 * ((double)t->size_cur - (double)t->orig->file_size) /
                   (double)t->orig->file_size);
-    y++;
+    y += 2;
     /* Narrow: the per-pass table comes first (it is what stepping
      * changes), the op counts below it; wide: side by side. */
     bool wide = w >= 100;
