@@ -413,6 +413,77 @@ static void test_subgraph(void **state)
     ox_model_free(m);
 }
 
+/* x -> Relu -> h; Loop 3 times: v <- v * h + w_body, v starting at x. The
+ * body runs in float16 between its float32 carried value's Casts. */
+static void test_loop(void **state)
+{
+    (void)state;
+    ox_model *m = fh_model(13);
+    ox_graph *g = m->graph;
+    fh_input(m, "x", 2, d24);
+    fh_node(m, "Relu", "h", "x", NULL);
+    fh_ints(m, "trip", 1, (int64_t[]){3});
+    ox_value *cond0 = ox_graph_value(g, "cond0");
+    ox_tensor *ct = ox_tensor_new(OX_DT_BOOL, 0, NULL);
+    ox_tensor_set_i64(ct, 0, 1);
+    ox_graph_set_initializer(g, cond0, ct);
+    ox_value *lin[3] = {ox_graph_value(g, "trip"), cond0, ox_graph_value(g, "x")};
+    ox_value *z = ox_graph_value(g, "z");
+    ox_node *loop = ox_node_new(g, "Loop", "", "loop", 3, lin, 1, &z);
+    ox_graph_add_output(g, z);
+    ox_graph *b = ox_graph_new(m, g);
+    b->owner = loop;
+    ox_value *it = ox_graph_value(b, "it"), *ci = ox_graph_value(b, "ci"),
+             *v = ox_graph_value(b, "v");
+    it->decl = ox_type_new_tensor(OX_DT_INT64, 0, NULL);
+    ci->decl = ox_type_new_tensor(OX_DT_BOOL, 0, NULL);
+    v->decl = ox_type_new_tensor(OX_DT_FLOAT, 2, d24);
+    it->type = ox_type_clone(it->decl);
+    ci->type = ox_type_clone(ci->decl);
+    v->type = ox_type_clone(v->decl);
+    ox_graph_add_input(b, it);
+    ox_graph_add_input(b, ci);
+    ox_graph_add_input(b, v);
+    ox_tensor *wt = ox_tensor_new(OX_DT_FLOAT, 1, (int64_t[]){4});
+    for (int k = 0; k < 4; k++)
+        ox_tensor_set_f64(wt, k, 0.25 * k);
+    ox_value *w = ox_graph_value(b, "w_body");
+    ox_graph_set_initializer(b, w, wt);
+    ox_value *h = ox_graph_value(g, "h"), *p = ox_graph_value(b, "p"),
+             *vo = ox_graph_value(b, "vo"), *co = ox_graph_value(b, "co");
+    vo->decl = ox_type_new_tensor(OX_DT_FLOAT, 2, d24);
+    ox_value *mi[2] = {v, h}, *ai[2] = {p, w};
+    ox_node_new(b, "Mul", "", "mul", 2, mi, 1, &p);
+    ox_node_new(b, "Add", "", "add", 2, ai, 1, &vo);
+    ox_node_new(b, "Identity", "", "idc", 1, &ci, 1, &co);
+    ox_graph_add_output(b, co);
+    ox_graph_add_output(b, vo);
+    loop->attrs = calloc(1, sizeof(ox_attr));
+    loop->attrs[0].name = strdup("body");
+    loop->attrs[0].type = OX_ATTR_GRAPH;
+    loop->attrs[0].g = b;
+    loop->n_attrs = 1;
+    ox_graph_relink(g);
+    ox_model *o = fp16_opt(m, NULL, false, NULL);
+    ox_graph *ob = ox_node_attr(find_op(o->graph, "Loop"), "body")->g;
+    ox_node *mul = find_op(ob, "Mul"), *add = find_op(ob, "Add");
+    assert_int_equal(elem(mul->inputs[0]), OX_DT_FLOAT16);   /* a Cast of v */
+    assert_int_equal(elem(mul->inputs[1]), OX_DT_FLOAT16);   /* the outer h */
+    assert_int_equal(elem(add->outputs[0]), OX_DT_FLOAT16);
+    assert_int_equal(add->inputs[1]->init->dtype, OX_DT_FLOAT16);
+    assert_int_equal(elem(ob->inputs[2]), OX_DT_FLOAT);      /* interface unchanged */
+    assert_int_equal(elem(ob->outputs[1]), OX_DT_FLOAT);
+    /* Main: x -> float16 for Relu (the Loop reads x as is, and h is read
+     * by the body only). Body: v -> float16, vo_fp16 -> vo. */
+    assert_int_equal(fh_count(o, "Cast"), 1);
+    int body_casts = 0;
+    for (int k = 0; k < ob->n_nodes; k++)
+        body_casts += ox_node_is(ob->nodes[k], "Cast");
+    assert_int_equal(body_casts, 2);
+    ox_model_free(o);
+    ox_model_free(m);
+}
+
 /* ---- kernel sweep: each op end to end in float16 ---------------------------- */
 
 typedef struct kcase {
@@ -627,7 +698,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_block_list),   cmocka_unit_test(test_clamping),
         cmocka_unit_test(test_casts),        cmocka_unit_test(test_fp16_io),
-        cmocka_unit_test(test_subgraph),     cmocka_unit_test(test_kernel_sweep),
+        cmocka_unit_test(test_subgraph),     cmocka_unit_test(test_loop),
+        cmocka_unit_test(test_kernel_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
