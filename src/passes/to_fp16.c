@@ -119,7 +119,10 @@ ox_tensor *ox__fp16_tensor(const ox_tensor *t, ox_fp16_clamp *cl)
 
 /* ---- the conversion ------------------------------------------------------ */
 
-enum { K_OTHER = 0, K_CONV, K_KEEP, K_CAST };
+/* K_CONV runs in float16; K_KEEP stays float32; K_CAST is a Cast (reads
+ * any type, its `to` decides); K_ANY reads any type and writes no float
+ * (Shape, Size): neither needs a Cast in front. */
+enum { K_OTHER = 0, K_CONV, K_KEEP, K_CAST, K_ANY };
 
 typedef struct fp16_run {
     ox_pass_ctx *c;
@@ -158,6 +161,8 @@ static int classify(fp16_run *r, const ox_node *n)
     bool std = !*d || !strcmp(d, "ai.onnx");
     if (std && !strcmp(n->op_type, "Cast"))
         return K_CAST;
+    if (std && (!strcmp(n->op_type, "Shape") || !strcmp(n->op_type, "Size")))
+        return K_ANY;
     /* ai.onnx.ml schemas are float32 (or double) only. */
     bool known = std || !strcmp(d, "com.microsoft");
     /* "=A,B" replaces the default list, "A,B" adds to it. */
@@ -177,7 +182,7 @@ static int classify(fp16_run *r, const ox_node *n)
     /* LayerNormalization's Mean/InvStdDev are float32 by schema (U). */
     if (std && !strcmp(n->op_type, "LayerNormalization"))
         for (int k = 1; k < n->n_outputs; k++)
-            if (n->outputs[k] && n->outputs[k]->n_uses)
+            if (n->outputs[k] && (n->outputs[k]->n_uses || n->outputs[k]->is_output))
                 return K_KEEP;
     return K_CONV;
 }
@@ -193,21 +198,26 @@ static int kind_of(fp16_run *r, const ox_node *n)
     return v;
 }
 
-/* Every reader of v is a float16 node of v's graph (no subgraph reads, not
- * a graph output), so v itself can become float16. */
+/* Every reader of v is a float16 node of v's graph, or reads any type (no
+ * subgraph reads, not a graph output), and one is float16: v itself can
+ * become float16. */
 static bool readers_all_conv(fp16_run *r, const ox_value *v)
 {
     if (v->is_output || !v->n_uses)
         return false;
+    bool conv = false;
     for (int i = 0; i < v->n_uses; i++) {
         const ox_node *u = v->uses[i].node;
         if (!u || ox__pass_gone(u))
             continue;
-        if (v->uses[i].input < 0 || kind_of(r, u) != K_CONV ||
-            fixed_f32_input(u, v->uses[i].input))
+        int k = v->uses[i].input < 0 ? K_KEEP : kind_of(r, u);
+        if (k == K_ANY)
+            continue;
+        if (k != K_CONV || fixed_f32_input(u, v->uses[i].input))
             return false;
+        conv = true;
     }
-    return true;
+    return conv;
 }
 
 /* Some reader of v is a float16 node reading it as T. */

@@ -300,6 +300,20 @@ static void test_casts(void **state)
     ox_model_free(o);
     ox_model_free(m);
 
+    /* Shape reads any type: no Cast in front of it. */
+    m = fh_model(13);
+    fh_input(m, "x", 2, d24);
+    fh_node(m, "Shape", "s", "x", NULL);
+    fh_node(m, "Reshape", "r", "x", "s", NULL);
+    fh_node(m, "Relu", "y", "r", NULL);
+    fh_output(m, "y");
+    o = fp16_opt(m, NULL, false, NULL);
+    assert_ptr_equal(find_op(o->graph, "Shape")->inputs[0], ox_graph_find(o->graph, "x"));
+    assert_int_equal(elem(find_op(o->graph, "Reshape")->inputs[0]), OX_DT_FLOAT16);
+    assert_int_equal(fh_count(o, "Cast"), 2);
+    ox_model_free(o);
+    ox_model_free(m);
+
     /* Two blocked ops in a row share float32 with no Cast between them;
      * a float16 node between them gets one Cast on each side. */
     m = fh_model(13);
