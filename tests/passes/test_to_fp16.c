@@ -5,7 +5,12 @@
  * within float16 accuracy of its float32 original. */
 #include "fuse_harness.h"
 
+#include <unistd.h>
+
+#include "onnxscope/cost.h"
+#include "onnxscope/io.h"
 #include "passes/to_fp16.h"
+#include "testutil.h"
 
 /* Runs to_fp16 alone with the given options; returns its rewrites. */
 static int fp16_run(ox_model *m, const char *keep, bool io16)
@@ -707,13 +712,83 @@ static void test_kernel_sweep(void **state)
     }
 }
 
+/* ---- weights by dtype: the cost model, `info` and `optimize` (item 4) ---- */
+
+static void test_dtype_report(void **state)
+{
+    (void)state;
+    ox_model *m = fh_model(13);
+    fh_input(m, "x", 2, d24);
+    fh_init(m, "w", 2, (int64_t[]){4, 3}, NULL, -1, 1);   /* 48 B */
+    fh_node(m, "MatMul", "a", "x", "w", NULL);
+    fh_ints(m, "shape", 2, (int64_t[]){3, 2});             /* 16 B */
+    fh_node(m, "Reshape", "y", "a", "shape", NULL);
+    fh_output(m, "y");
+    ox_error err = {0};
+    assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
+    ox_model_cost c = {0};
+    assert_int_equal(ox_model_cost_compute(m, &c, &err), OX_OK);
+    assert_int_equal(c.weights_bytes, 64);
+    assert_int_equal(c.weights_bytes_by_dtype[OX_DT_FLOAT], 48);
+    assert_int_equal(c.weights_bytes_by_dtype[OX_DT_INT64], 16);
+    ox_model *o = ox_model_clone(m);
+    fp16_run(o, NULL, false);
+    assert_int_equal(ox_model_cost_compute(o, &c, &err), OX_OK);
+    assert_int_equal(c.weights_bytes, 40);
+    assert_int_equal(c.weights_bytes_by_dtype[OX_DT_FLOAT], 0);
+    assert_int_equal(c.weights_bytes_by_dtype[OX_DT_FLOAT16], 24);
+    assert_int_equal(c.weights_bytes_by_dtype[OX_DT_INT64], 16);
+    ox_model_free(o);
+
+    /* The CLI says the same (text and JSON). */
+    const char *bin = ox_test_bin();
+    if (!bin) {
+        print_message("onnxscope binary absent: CLI part skipped\n");
+        ox_model_free(m);
+        return;
+    }
+    char dir[] = "/tmp/ox_fp16cli_XXXXXX", path[256], out[256], cmd[1024];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/m.onnx", dir);
+    snprintf(out, sizeof out, "%s/o.onnx", dir);
+    assert_int_equal(ox_save(m, path, NULL, &err), OX_OK);
+    char *text = NULL;
+    snprintf(cmd, sizeof cmd, "%s optimize %s -o %s --passes to_fp16", bin, path, out);
+    assert_int_equal(ox_test_run(cmd, &text), 0);
+    if (!strstr(text, "weights by dtype: float32 48 B, int64 16 B -> int64 16 B, float16 24 B") ||
+        !strstr(text, "file size ") || !strstr(text, "note: to_fp16: 1 constant(s) converted"))
+        fail_msg("optimize output:\n%s", text);
+    free(text);
+    snprintf(cmd, sizeof cmd, "%s optimize %s -o %s --passes to_fp16 --json", bin, path, out);
+    assert_int_equal(ox_test_run(cmd, &text), 0);
+    if (!strstr(text, "\"float32\": 48") || !strstr(text, "\"float16\": 24") ||
+        !strstr(text, "\"size_ratio\": ") || !strstr(text, "\"output_bytes\": "))
+        fail_msg("optimize --json output:\n%s", text);
+    free(text);
+    snprintf(cmd, sizeof cmd, "%s info %s", bin, out);
+    assert_int_equal(ox_test_run(cmd, &text), 0);
+    if (!strstr(text, "weights by dtype: int64 16 B, float16 24 B"))
+        fail_msg("info output:\n%s", text);
+    free(text);
+    /* --keep-fp32 needs op types; a bad list is a usage error. */
+    snprintf(cmd, sizeof cmd, "%s optimize %s -o %s --passes to_fp16 --keep-fp32 'a b'", bin,
+             path, out);
+    assert_int_equal(ox_test_run(cmd, &text), 2);
+    assert_non_null(strstr(text, "--keep-fp32"));
+    free(text);
+    unlink(out);
+    unlink(path);
+    rmdir(dir);
+    ox_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_block_list),   cmocka_unit_test(test_clamping),
         cmocka_unit_test(test_casts),        cmocka_unit_test(test_fp16_io),
         cmocka_unit_test(test_subgraph),     cmocka_unit_test(test_loop),
-        cmocka_unit_test(test_kernel_sweep),
+        cmocka_unit_test(test_kernel_sweep), cmocka_unit_test(test_dtype_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
