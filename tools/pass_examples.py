@@ -201,6 +201,19 @@ def ex_fuse_rmsnorm():
                  [c("eps", 1e-6), c("gamma", rnd(4))], opset=23)
 
 
+def ex_fuse_rmsnorm_ort():
+    m = ex_fuse_rmsnorm()
+    m.opset_import[0].version = 13
+    return m
+
+
+def ex_residual_sum():
+    return model([N("Add", ["x", "r"], ["s"]),
+                  N("LayerNormalization", ["s", "gamma", "beta"], ["y"], axis=-1)],
+                 [("x", [1, 3, 4]), ("r", [1, 3, 4])], [("y", [1, 3, 4])],
+                 [c("gamma", rnd(4)), c("beta", rnd(4))], opset=17)
+
+
 def ex_fuse_norm_cast():
     return model([N("Cast", ["x"], ["xf"], to=F),
                   N("LayerNormalization", ["xf", "gamma", "beta"], ["n"], axis=-1),
