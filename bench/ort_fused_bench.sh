@@ -42,7 +42,7 @@ json.dump(spec, open(out, "w"))
 PY
   echo "== $m (load: $(cut -d' ' -f1-3 /proc/loadavg))"
   NODE_PATH=$ORT node "$HERE/ort_versus.js" "$TMP/$m.json" "$ROUNDS" "$RUNS" \
-    "original=$d/model.onnx" "ours=$TMP/$m.ours.onnx" "ours_skip_residual_sum=$TMP/$m.noguard.onnx" 2>&1 |
+    "original=$d/model.onnx" "ours=$TMP/$m.ours.onnx" "ours_without_residual_sum=$TMP/$m.noguard.onnx" 2>&1 |
     grep -v 'Serializing\|W:onnxruntime'
   echo "   load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 done
