@@ -63,10 +63,13 @@ typedef struct attn_match {
     ox_value *qkv_in[3], *mask_add;
     ox_node *keep[8];
     int n_keep;
-    /* fuse_multihead_attention: K and V may project another input (kv_x)
-     * than Q (cross-attention). */
+    /* fuse_multihead_attention: K and V may project other inputs (k_x,
+     * v_x; the same one or two) than Q (cross-attention), and a branch may
+     * have no projection at all (then its source is the head-split value
+     * itself, e.g. keys and values computed elsewhere). */
     bool allow_cross;
-    ox_value *kv_x;
+    ox_value *k_x, *v_x;
+    bool raw;                 /* some branch has no projection */
 } attn_match;
 
 static bool push(attn_match *a, ox_node *n)
@@ -187,7 +190,7 @@ static bool projection(const ox_graph *g, ox_value *v, int which, attn_match *a)
         mm = ox__fuse_prod(g, v, "MatMul");
     }
     const ox_tensor *w = mm && mm->n_inputs == 2 ? ox__fuse_const(mm->inputs[1]) : NULL;
-    ox_value **src = a->allow_cross && which > 0 ? &a->kv_x : &a->x;
+    ox_value **src = !a->allow_cross || which == 0 ? &a->x : which == 1 ? &a->k_x : &a->v_x;
     if (!w || w->rank != 2 || w->dtype != OX_DT_FLOAT || !mm->inputs[0] ||
         (*src && mm->inputs[0] != *src) || (ad && !push(a, ad)) || !push(a, mm))
         return false;
@@ -221,7 +224,22 @@ static bool branch(const ox_graph *g, const ox_value *v, const int64_t *perm, in
         a->split = sp;
         return true;
     }
-    return !a->split && projection(g, p, which, a);
+    if (a->split)
+        return false;
+    int nn = a->nn, nk = a->n_keep;
+    if (projection(g, p, which, a))
+        return true;
+    a->nn = nn; /* what a failed projection pushed is no part of the block */
+    a->n_keep = nk;
+    /* MultiHeadAttention takes any [B, S, D] float tensor as q, k or v. */
+    ox_value **src = which == 0 ? &a->x : which == 1 ? &a->k_x : &a->v_x;
+    if (!a->allow_cross || ox__fuse_const(p) || ox__fuse_rank(p) != 3 ||
+        ox__pass_elem(p) != OX_DT_FLOAT || (*src && *src != p))
+        return false;
+    *src = p;
+    a->w[which] = a->b[which] = NULL;
+    a->raw = true;
+    return true;
 }
 
 /* The packed form: Split(X W + b) on the last axis into three equal parts
@@ -499,29 +517,41 @@ static bool match_attn(const ox_graph *g, ox_node *sm, attn_match *a, int64_t op
         if (!packed(g, a))
             return false;
     } else {
-        /* Same projection sizes. */
-        const ox_tensor *w0 = ox__fuse_const(a->w[0]);
-        for (int k = 1; k < 3; k++) {
-            const ox_tensor *wk = ox__fuse_const(a->w[k]);
-            if (wk->dims[0] != w0->dims[0] || wk->dims[1] != w0->dims[1])
+        /* Same projection sizes (cross-attention: K and V may project
+         * inputs of another width than Q's). Without a projection the
+         * head split fixed the width already. */
+        const ox_tensor *w0 = a->w[0] ? ox__fuse_const(a->w[0]) : NULL;
+        for (int k = 0; k < 3; k++) {
+            const ox_tensor *wk = a->w[k] ? ox__fuse_const(a->w[k]) : NULL;
+            if (wk && (wk->dims[1] != hd ||
+                       (!a->allow_cross && w0 && wk->dims[0] != w0->dims[0])))
                 return false;
         }
-        if (w0->dims[1] != hd)
-            return false;
     }
     /* Runtime shapes read batch and sequence from a tensor whose first
      * two dims are X's; the causal mask ends at X's sequence length. */
-    /* Cross-attention: K and V from kv_x of the same batch; no packed
-     * Split, no causal mask (both need one sequence). A runtime shape may
-     * read its sequence from either input: a Reshape the original runs
-     * without error has the right one (B and N h fix the rest). */
-    ox_value *kv = a->kv_x ? a->kv_x : a->x;
-    if (a->kv_x && (a->split || a->causal || ox__fuse_rank(kv) != 3 ||
-                    ox__pass_elem(kv) != OX_DT_FLOAT || !same_dim(kv, 0, a->x, 0)))
-        return false;
+    /* Cross-attention: K and V from k_x and v_x of the same batch (MatMul
+     * would broadcast a batch of 1); no packed Split, no causal mask (both
+     * need one sequence). K and V have the same length: P V would not run
+     * otherwise. A runtime shape may read its sequence from any of the
+     * inputs: a Reshape the original runs without error has the right one
+     * (B and N h fix the rest). */
+    ox_value *kv = a->k_x ? a->k_x : a->x;
+    if (a->allow_cross) {
+        ox_value *src[2] = {kv, a->v_x ? a->v_x : a->x};
+        for (int k = 0; k < 2; k++)
+            if (src[k] != a->x &&
+                (a->split || a->causal || ox__fuse_rank(src[k]) != 3 ||
+                 ox__pass_elem(src[k]) != OX_DT_FLOAT || !same_dim(src[k], 0, a->x, 0)))
+                return false;
+        if (src[1] != a->x && a->causal)
+            return false;
+    }
+    ox_value *vx = a->v_x ? a->v_x : a->x;
     for (int i = 0; i < a->n_dyn; i++)
         if (!same_dim(a->dyn[i], 0, a->x, 0) ||
-            !(same_dim(a->dyn[i], 1, a->x, 1) || same_dim(a->dyn[i], 1, kv, 1)))
+            !(same_dim(a->dyn[i], 1, a->x, 1) || same_dim(a->dyn[i], 1, kv, 1) ||
+              same_dim(a->dyn[i], 1, vx, 1)))
             return false;
     /* mask_index is [batch, key sequence]: a mask that broadcasts instead
      * ([B, 1]) has no Attention form. */
@@ -953,8 +983,10 @@ static ox_status pass_multihead_attention(ox_pass_ctx *c, ox_graph *g, ox_error 
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n = g->nodes[i];
         attn_match a;
-        if (ox__pass_gone(n) || !match_attn(g, n, &a, opset, false, true) || !a.kv_x ||
-            a.kv_x == a.x)
+        /* Self-attention with its three projections on one input is
+         * fuse_attention's (one packed MatMul instead of three). */
+        if (ox__pass_gone(n) || !match_attn(g, n, &a, opset, false, true) ||
+            (!a.raw && (!a.k_x || a.k_x == a.x) && (!a.v_x || a.v_x == a.x)))
             continue;
         if (!emit_mha(c, g, &a))
             return ox_errorf(err, OX_ENOMEM, "out of memory");
@@ -969,7 +1001,8 @@ const ox_pass ox__passes_fuse_attn[] = {
      "[+ 0/1 mask | causal Where], Softmax, V, head merge -> com.microsoft Attention, packed QKV",
      OX_PASS_FUSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, pass_attention},
     {"fuse_multihead_attention",
-     "cross-attention (Q from one input, K/V from another), the BERT-form block otherwise -> "
+     "cross-attention (Q from one input, K/V from one or two others, or unprojected), the "
+     "BERT-form block otherwise -> "
      "com.microsoft MultiHeadAttention on the projections, 0/1 mask as key_padding_mask",
      OX_PASS_FUSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, pass_multihead_attention},
     /* After the ort form: under --target ort a block it fused is gone. */
