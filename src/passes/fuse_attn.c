@@ -924,20 +924,68 @@ static bool emit_onnx(ox_pass_ctx *c, ox_graph *g, attn_match *a)
            (!a->causal || ox_node_set_attr_i(f, "is_causal", 1));
 }
 
+/* The sequence-first block (PyTorch nn.MultiheadAttention) in the standard
+ * form: the packed projection reads X itself instead of Xs = Transpose(X)
+ * (X W + b is [B, S, 3D], batch-first), a Split cuts it into the 3-D q, k,
+ * v that Attention takes, and Attention's [B, S, D] output is transposed
+ * to [S, B, D], the element order of the context that the block's readers
+ * (Reshapes without 0 entries) expect. */
+static bool emit_onnx_sf(ox_pass_ctx *c, ox_graph *g, attn_match *a)
+{
+    int64_t d = a->heads * a->hsize, n3 = 3;
+    double sizes[3] = {(double)d, (double)d, (double)d};
+    ox_value *split = ox__fuse_new_init(g, "qkv_split", OX_DT_INT64, 1, &n3, sizes);
+    ox_value *proj = ox_graph_new_value(g, "qkv_proj"), *ao = ox_graph_new_value(g, "attention_out");
+    ox_value *qkv[3] = {ox_graph_new_value(g, "q"), ox_graph_new_value(g, "k"),
+                        ox_graph_new_value(g, "v")};
+    ox_value *pb = a->packed_b ? ox_graph_new_value(g, "qkv_proj_bias") : proj;
+    if (!split || !proj || !ao || !qkv[0] || !qkv[1] || !qkv[2] || !pb)
+        return false;
+    for (int i = 0; i < a->n_shape_readers; i++)
+        ox__pass_set_input(c, a->shape_readers[i], 0, a->xs);
+    ox_value *y = a->y;
+    char site[256];
+    ox__fuse_site_name(y->producer, "Attention", site, sizeof site);
+    ox__fuse_drop_all(c, a->nodes, a->nn);
+    ox_value *mm_in[2] = {a->x, a->packed_w}, *add_in[2] = {proj, a->packed_b};
+    if (!ox__fuse_node(c, g, "MatMul", "", 2, mm_in, proj) ||
+        (a->packed_b && !ox__fuse_node(c, g, "Add", "", 2, add_in, pb)))
+        return false;
+    ox_value *sp_in[2] = {pb, split};
+    char *name = ox_model_unique_node_name(c->m, "qkv_split");
+    ox_node *sp = name ? ox_node_new(g, "Split", "", name, 2, sp_in, 3, qkv) : NULL;
+    free(name);
+    if (!sp || !ox_node_set_attr_i(sp, "axis", -1))
+        return false;
+    ox_node *f = ox__fuse_node_named(c, g, site, "Attention", "", 3, qkv, ao);
+    static const int64_t p102[3] = {1, 0, 2};
+    ox_node *t = ox__fuse_node(c, g, "Transpose", "", 1, &ao, y);
+    return f && t && ox_node_set_attr_ints(t, "perm", 3, p102) &&
+           ox_node_set_attr_i(f, "q_num_heads", a->heads) &&
+           ox_node_set_attr_i(f, "kv_num_heads", a->heads) &&
+           ox_node_set_attr_f(f, "scale", (float)a->scale);
+}
+
 static ox_status pass_attention_onnx(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 {
     int64_t opset = ox_model_opset(c->m, "");
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n = g->nodes[i];
         attn_match a;
-        if (ox__pass_gone(n) || !match_attn(g, n, &a, opset, true, false))
+        bool sf = false;
+        if (ox__pass_gone(n))
             continue;
+        if (!match_attn(g, n, &a, opset, true, true)) {
+            if (!match_seq_first(g, n, &a, opset))
+                continue;
+            sf = true;
+        }
         if (opset < 23) {
             ox__pass_note(c, "fuse_attention_onnx not applied: needs opset 23 (model has %lld)",
                           (long long)opset);
             return OX_OK;
         }
-        if (!emit_onnx(c, g, &a))
+        if (!(sf ? emit_onnx_sf(c, g, &a) : emit_onnx(c, g, &a)))
             return ox_errorf(err, OX_ENOMEM, "out of memory");
         ox__pass_did(c);
     }

@@ -579,28 +579,61 @@ static ox_status pass_skip_layernorm(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 /* ---- keeping Add + LayerNormalization apart for ONNX Runtime ---------- */
 
 /* ONNX Runtime's extended level (part of its default) fuses an Add whose
- * only reader is a LayerNormalization into com.microsoft
- * SkipLayerNormalization, and its CPU kernel (1.30) is slower than the
- * pair it replaces (docs/PASSES.md). On an export it rarely gets the
- * chance, because the residual's shape is unknown to it behind runtime
- * Reshapes; once our fusions made every shape known, it takes every
- * residual. Its matcher looks for op type Add only, so the Add becomes
- * Sum: the same for two inputs (multidirectional broadcast from opset 8),
- * run by the same elementwise loop in ONNX Runtime and in our executor. */
+ * only reader is a LayerNormalization (after its own LayerNormFusion, also
+ * a decomposed one) into com.microsoft SkipLayerNormalization, and its CPU
+ * kernel (1.30) is slower than the pair it replaces (docs/PASSES.md). On
+ * an export it rarely gets the chance, because the residual's shape is
+ * unknown to it behind runtime Reshapes; once our folds and fusions made
+ * every shape known, it takes every residual. Its matcher looks for op
+ * type Add only, so the Add becomes Sum: the same for two inputs
+ * (multidirectional broadcast from opset 8), run by the same elementwise
+ * loop in ONNX Runtime and in our executor, standard ONNX either way. */
+
+/* s is read exactly by the head of a decomposed LayerNorm: ReduceMean(s)
+ * and Sub(s, that mean). */
+static bool read_by_ln_head(const ox_graph *g, const ox_value *s)
+{
+    if (s->n_uses != 2 || s->is_output)
+        return false;
+    ox_node *rm = NULL, *sub = NULL;
+    for (int k = 0; k < 2; k++) {
+        ox_node *r = s->uses[k].node;
+        if (r->graph != g || !ox_node_is_default_domain(r))
+            return false;
+        if (ox_node_is(r, "ReduceMean") && s->uses[k].input == 0)
+            rm = r;
+        else if (ox_node_is(r, "Sub") && s->uses[k].input == 0 && r->n_inputs == 2)
+            sub = r;
+    }
+    return rm && sub && rm->n_outputs == 1 && sub->inputs[1] == rm->outputs[0];
+}
+
+/* The residual sum a normalization reads: LayerNormalization's input, or
+ * the x of a decomposed LayerNorm whose mean node is n. */
+static ox_value *normalized_input(const ox_graph *g, const ox_node *n)
+{
+    if (ox_node_is(n, "LayerNormalization") && n->n_inputs >= 1 && n->inputs[0] &&
+        ox__fuse_single(n->inputs[0]))
+        return n->inputs[0];
+    if (ox_node_is(n, "ReduceMean") && n->n_inputs >= 1 && n->inputs[0] &&
+        read_by_ln_head(g, n->inputs[0]))
+        return n->inputs[0];
+    return NULL;
+}
+
 static ox_status pass_residual_sum(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 {
     if (ox_model_opset(c->m, "") < 8)
         return OX_OK;
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *ln = g->nodes[i];
-        if (ox__pass_gone(ln) || !ox_node_is(ln, "LayerNormalization") ||
-            !ox_node_is_default_domain(ln) || ln->n_inputs < 1 || !ln->inputs[0])
+        if (ox__pass_gone(ln) || !ox_node_is_default_domain(ln))
             continue;
-        ox_value *s = ln->inputs[0];
-        ox_node *add = ox__fuse_prod(g, s, "Add");
-        ox_dtype dt = ox__pass_elem(s);
+        ox_value *s = normalized_input(g, ln);
+        ox_node *add = s ? ox__fuse_prod(g, s, "Add") : NULL;
+        ox_dtype dt = s ? ox__pass_elem(s) : OX_DT_UNDEFINED;
         if (!add || !ox_node_is_default_domain(add) || add->n_inputs != 2 ||
-            add->n_outputs != 1 || !ox__fuse_single(s) || ox__pass_read_by_subgraph(s) ||
+            add->n_outputs != 1 || ox__pass_read_by_subgraph(s) ||
             !add->inputs[0] || !add->inputs[1] || ox__fuse_const(add->inputs[0]) ||
             ox__fuse_const(add->inputs[1]) ||
             !(dt == OX_DT_FLOAT || dt == OX_DT_FLOAT16 || dt == OX_DT_DOUBLE ||
@@ -650,8 +683,8 @@ const ox_pass ox__passes_fuse_norm[] = {
      OX_PASS_FUSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, pass_skip_layernorm, true},
     /* After fuse_skip_layernorm, which takes the pairs when asked to. */
     {"residual_sum",
-     "a residual Add read only by a LayerNormalization -> Sum, which ONNX Runtime does not "
-     "re-fuse into its slower CPU SkipLayerNormalization",
-     OX_PASS_CONVERSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, pass_residual_sum},
+     "a residual Add read only by a LayerNormalization (or a decomposed one) -> Sum, which ONNX "
+     "Runtime does not re-fuse into its slower CPU SkipLayerNormalization",
+     OX_PASS_CONVERSION, OX_TARGET_ONNX, OX_LEVEL_EXTENDED, true, pass_residual_sum},
     {0},
 };

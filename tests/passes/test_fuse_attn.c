@@ -306,9 +306,9 @@ static void test_attention_gpt2(void **state)
  * [S, B*N, h] reshapes read from Shape at run time (K's from Shape of its
  * own slice, as the exporter writes), the context reshaped to [S*B, D] for
  * the output projection. leak: the context also a graph output. */
-static ox_model *seq_first_model(bool leak)
+static ox_model *seq_first_model(bool leak, int64_t op)
 {
-    ox_model *m = fh_model(13);
+    ox_model *m = fh_model(op);
     int64_t xd[3] = {B, S, H};
     fh_input(m, "x", 3, xd);
     static const int64_t p102[3] = {1, 0, 2}, p120[3] = {1, 2, 0};
@@ -379,7 +379,7 @@ static ox_model *seq_first_model(bool leak)
 static void test_attention_seq_first(void **state)
 {
     (void)state;
-    ox_model *m = seq_first_model(false);
+    ox_model *m = seq_first_model(false, 13);
     int rw;
     ox_model *o = fh_opt(m, "fuse_attention", OX_TARGET_ORT, &rw);
     assert_int_equal(rw, 1);
@@ -388,8 +388,38 @@ static void test_attention_seq_first(void **state)
     assert_int_equal(fh_count(o, "Slice"), 0);
     ox_model_free(o);
     ox_model_free(m);
-    m = seq_first_model(true);
+    m = seq_first_model(true, 13);
     fh_nofire(m, "fuse_attention", OX_TARGET_ORT);
+    ox_model_free(m);
+    /* The standard form at opset 23: the packed projection reads x
+     * (batch-first), a Split gives q, k, v, and Attention's output is
+     * transposed back to [S, B, D]. */
+    m = seq_first_model(false, 23);
+    o = fh_opt(m, "fuse_attention_onnx", OX_TARGET_ONNX, &rw);
+    assert_int_equal(rw, 1);
+    assert_int_equal(fh_count(o, "Attention"), 1);
+    assert_int_equal(fh_count(o, "Softmax"), 0);
+    assert_int_equal(fh_count(o, "Slice"), 0);
+    assert_int_equal(fh_count(o, "Split"), 1);
+    for (int i = 0; i < o->graph->n_nodes; i++) {
+        ox_node *n = o->graph->nodes[i];
+        if (ox_node_is(n, "Attention")) {
+            assert_string_equal(n->domain, "");
+            assert_int_equal(ox_node_attr_i(n, "q_num_heads", 0), NH);
+            assert_int_equal(n->n_inputs, 3);
+            assert_string_equal(n->inputs[0]->producer->op_type, "Split");
+        }
+        if (ox_node_is(n, "MatMul") && ox_node_is(n->outputs[0]->uses[0].node, "Add"))
+            assert_string_equal(n->inputs[0]->name, "x"); /* batch-first */
+    }
+    ox_model_free(o);
+    ox_model_free(m);
+    m = seq_first_model(true, 23);
+    fh_nofire(m, "fuse_attention_onnx", OX_TARGET_ONNX);
+    ox_model_free(m);
+    /* Below 23: the note. */
+    m = seq_first_model(false, 17);
+    fh_nofire(m, "fuse_attention_onnx", OX_TARGET_ONNX);
     ox_model_free(m);
 }
 
@@ -400,7 +430,10 @@ static void test_attention_onnx(void **state)
     (void)state;
     opset = 23;
     static const int variants[] = {A_NOMASK, A_FLOATMASK, A_MULSCALE | A_NOMASK,
-                                   A_QSCALE | A_FLOATMASK, A_NOBIAS | A_FLOATMASK};
+                                   A_QSCALE | A_FLOATMASK, A_NOBIAS | A_FLOATMASK,
+                                   /* cross-attention: Attention takes q, k, v apart */
+                                   A_CROSS | A_NOMASK, A_CROSS | A_VSEP | A_NOMASK,
+                                   A_CROSS | A_RAWKV | A_NOMASK};
     for (size_t k = 0; k < sizeof variants / sizeof *variants; k++) {
         int v = variants[k];
         ox_model *m = attn_model(v);
@@ -409,7 +442,7 @@ static void test_attention_onnx(void **state)
         assert_int_equal(rw, 1);
         assert_int_equal(fh_count(o, "Attention"), 1);
         assert_int_equal(fh_count(o, "Softmax"), 0);
-        assert_int_equal(fh_count(o, "MatMul"), 3);
+        assert_int_equal(fh_count(o, "MatMul"), v & A_RAWKV ? 1 : 3);
         for (int i = 0; i < o->graph->n_nodes; i++) {
             ox_node *n = o->graph->nodes[i];
             if (!ox_node_is(n, "Attention"))

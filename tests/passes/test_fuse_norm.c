@@ -429,7 +429,7 @@ static void test_residual_sum(void **state)
         ox_model *m = skip_model(bias, false, -1, false);
         fh_output(m, "y");
         int rw;
-        ox_model *o = fh_opt(m, "residual_sum", OX_TARGET_ORT, &rw);
+        ox_model *o = fh_opt(m, "residual_sum", OX_TARGET_ONNX, &rw);
         assert_int_equal(rw, 1);
         assert_int_equal(fh_count(o, "Sum"), 1);
         assert_int_equal(fh_count(o, "Add"), bias ? 1 : 0); /* the bias Add stays */
@@ -449,7 +449,7 @@ static void test_residual_sum(void **state)
      * not fuse that one either), or is a graph output. */
     m = skip_model(true, true, -1, false);
     fh_output(m, "y");
-    fh_nofire(m, "residual_sum", OX_TARGET_ORT);
+    fh_nofire(m, "residual_sum", OX_TARGET_ONNX);
     ox_model_free(m);
     m = skip_model(true, false, -1, false);
     fh_output(m, "y");
@@ -473,11 +473,35 @@ static void test_residual_sum(void **state)
     assert_int_equal(fh_count(o, "Sum"), 0);
     ox_model_free(o);
     ox_model_free(m);
-    /* In the default --level all --target ort set, not at extended. */
+    /* A decomposed LayerNorm (opset 13, --target onnx: it stays so) read
+     * from a residual Add: ONNX Runtime fuses it to LayerNormalization and
+     * then the pair, so the Add becomes Sum here too. */
+    m = norm_model(13, 0, false, 1e-5f, NULL, 0);
+    fh_input(m, "r", 3, X3);
+    ox_node *sh = ox_graph_value(m->graph, "x")->producer;
+    ox_node_set_input(sh, 1, ox_graph_value(m->graph, "r"));
+    fh_output(m, "y");
+    o = fh_opt(m, "fuse_layernorm,residual_sum", OX_TARGET_ONNX, &rw);
+    assert_int_equal(rw, 1);
+    assert_int_equal(fh_count(o, "Sum"), 1);
+    assert_int_equal(fh_count(o, "ReduceMean"), 2);
+    ox_model_free(o);
+    ox_model_free(m);
+    /* ... but not when the sum is read by a third node. */
+    m = norm_model(13, 0, false, 1e-5f, NULL, 0);
+    fh_input(m, "r", 3, X3);
+    sh = ox_graph_value(m->graph, "x")->producer;
+    ox_node_set_input(sh, 1, ox_graph_value(m->graph, "r"));
+    fh_node(m, "Relu", "xr", "x", NULL);
+    fh_output(m, "y");
+    fh_output(m, "xr");
+    fh_nofire(m, "residual_sum", OX_TARGET_ONNX);
+    ox_model_free(m);
+    /* Standard ONNX: at extended under either target, not opt-in. */
     const ox_pass *p = ox_pass_find("residual_sum");
     assert_non_null(p);
-    assert_int_equal(p->target, OX_TARGET_ORT);
-    assert_int_equal(p->level, OX_LEVEL_ALL);
+    assert_int_equal(p->target, OX_TARGET_ONNX);
+    assert_int_equal(p->level, OX_LEVEL_EXTENDED);
     assert_false(p->opt_in);
 }
 
