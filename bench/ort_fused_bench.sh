@@ -4,8 +4,10 @@
 # at ONNX Runtime's default level (all), on the transformer models of
 # ../shared/models with test_data_set_0 inputs: interleaved in one process,
 # one intra-op thread, ROUNDS rounds of RUNS runs each (bench/ort_versus.js).
-# Also times our output without residual_sum (`--skip residual_sum`), which
-# ONNX Runtime turns into SkipLayerNormalization, to show what it changes.
+# Also times `--level extended` (--target onnx) output, and both without
+# residual_sum (`--skip residual_sum`: ONNX Runtime then turns the residual
+# Add + LayerNormalization pairs into its SkipLayerNormalization), to show
+# what that pass changes.
 # Usage (from the repository root, after building):
 #   bench/ort_fused_bench.sh [ROUNDS] [RUNS]     (default 7 rounds of 40 runs)
 set -eu
@@ -23,6 +25,9 @@ for m in bert_l2_h128_nofold_op13 torch_transformer_encoder_l4_h256_op17 gpt2_li
   d=$SHARED/$m
   "$BIN" optimize "$d/model.onnx" -o "$TMP/$m.ours.onnx" --level all --target ort >/dev/null 2>&1
   "$BIN" optimize "$d/model.onnx" -o "$TMP/$m.noguard.onnx" --level all --target ort \
+    --skip residual_sum >/dev/null 2>&1
+  "$BIN" optimize "$d/model.onnx" -o "$TMP/$m.ext.onnx" --level extended >/dev/null 2>&1
+  "$BIN" optimize "$d/model.onnx" -o "$TMP/$m.ext_noguard.onnx" --level extended \
     --skip residual_sum >/dev/null 2>&1
   /usr/bin/python3 - "$d" "$TMP/$m.json" <<'PY'
 import json, os, sys, onnx
@@ -42,7 +47,8 @@ json.dump(spec, open(out, "w"))
 PY
   echo "== $m (load: $(cut -d' ' -f1-3 /proc/loadavg))"
   NODE_PATH=$ORT node "$HERE/ort_versus.js" "$TMP/$m.json" "$ROUNDS" "$RUNS" \
-    "original=$d/model.onnx" "ours=$TMP/$m.ours.onnx" "ours_without_residual_sum=$TMP/$m.noguard.onnx" 2>&1 |
+    "original=$d/model.onnx" "all_ort=$TMP/$m.ours.onnx" "all_ort_no_rsum=$TMP/$m.noguard.onnx" \
+    "ext_onnx=$TMP/$m.ext.onnx" "ext_onnx_no_rsum=$TMP/$m.ext_noguard.onnx" 2>&1 |
     grep -v 'Serializing\|W:onnxruntime'
   echo "   load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 done

@@ -316,6 +316,17 @@ def ex_fuse_matmul_scale():
                  [("x", [2, 3])], [("y", [2, 4])], [c("W", rnd(3, 4)), c("s", 0.5)])
 
 
+def ex_fuse_token_transpose_gemm():
+    return model([N("Transpose", ["x"], ["xt"], perm=[1, 0, 2]),
+                  N("Reshape", ["xt", "flat"], ["r1"]),
+                  N("Gemm", ["r1", "w", "c"], ["g"], transB=1),
+                  N("Reshape", ["g", "back"], ["r2"]),
+                  N("Transpose", ["r2"], ["y"], perm=[1, 0, 2])],
+                 [("x", [2, 3, 4])], [("y", [2, 3, 4])],
+                 [c("flat", [-1, 4], np.int64), c("w", rnd(4, 4)), c("c", rnd(4)),
+                  c("back", [3, 2, 4], np.int64)])
+
+
 def ex_fuse_transpose_matmul():
     return model([N("Transpose", ["x"], ["t"], perm=[0, 2, 1]),
                   N("MatMul", ["t", "w"], ["y"])],

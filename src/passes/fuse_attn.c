@@ -1055,8 +1055,8 @@ const ox_pass ox__passes_fuse_attn[] = {
      OX_PASS_FUSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, pass_multihead_attention},
     /* After the ort form: under --target ort a block it fused is gone. */
     {"fuse_attention_onnx",
-     "the same blocks (batch-first, any additive mask that broadcasts) -> Attention (opset 23) "
-     "on the projections",
+     "the same blocks (batch- or sequence-first, cross-attention; any additive mask that "
+     "broadcasts) -> Attention (opset 23) on the projections",
      OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_EXTENDED, true, pass_attention_onnx},
     {0},
 };
