@@ -544,8 +544,6 @@ static bool match_attn(const ox_graph *g, ox_node *sm, attn_match *a, int64_t op
                 (a->split || a->causal || ox__fuse_rank(src[k]) != 3 ||
                  ox__pass_elem(src[k]) != OX_DT_FLOAT || !same_dim(src[k], 0, a->x, 0)))
                 return false;
-        if (src[1] != a->x && a->causal)
-            return false;
     }
     ox_value *vx = a->v_x ? a->v_x : a->x;
     for (int i = 0; i < a->n_dyn; i++)
