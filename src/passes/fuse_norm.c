@@ -514,8 +514,11 @@ static ox_status pass_skip_layernorm(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         if (!ox_node_is(ln, "LayerNormalization") || !ox_node_is_default_domain(ln) ||
             ln->n_inputs < 2 || !ox__fuse_only_out0(ln))
             continue;
-        ox_node *add = ox__fuse_prod(g, ln->inputs[0], "Add");
+        ox_node *add = ox__fuse_prod(g, ln->inputs[0], NULL);
         ox_value *s = ln->inputs[0];
+        /* Also residual_sum's two-input Sum (a model it already wrote). */
+        if (add && !ox_node_is(add, "Add") && !ox_node_is(add, "Sum"))
+            add = NULL;
         int r = ox__fuse_rank(s);
         ox_dtype dt = ox__pass_elem(s);
         if (!add || add->n_inputs != 2 || add->n_outputs != 1 || (r != 2 && r != 3) ||

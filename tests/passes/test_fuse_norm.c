@@ -464,6 +464,18 @@ static void test_residual_sum(void **state)
     assert_int_equal(r2, 1);
     fh_nofire(m, "residual_sum", OX_TARGET_ORT);
     ox_model_free(m);
+    /* fuse_skip_layernorm also takes a Sum residual_sum wrote earlier (a
+     * model optimized again with +fuse_skip_layernorm). */
+    m = skip_model(true, false, -1, false);
+    fh_output(m, "y");
+    ox_error err = {0};
+    assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
+    assert_int_equal(fh_run(m, "residual_sum", OX_TARGET_ONNX), 1);
+    o = fh_opt(m, "fuse_skip_layernorm", OX_TARGET_ORT, &rw);
+    assert_int_equal(fh_count(o, "SkipLayerNormalization"), 1);
+    assert_int_equal(fh_count(o, "Sum"), 0);
+    ox_model_free(o);
+    ox_model_free(m);
     /* With +fuse_skip_layernorm the pair becomes SkipLayerNormalization
      * (it runs first), no Sum is left. */
     m = skip_model(true, false, -1, false);
@@ -842,6 +854,18 @@ static void test_embed_layernorm(void **state)
         fh_nofire(m, "fuse_embed_layernorm", OX_TARGET_ORT);
         ox_model_free(m);
     }
+    /* A model residual_sum already wrote (the embedding sum as Sum). */
+    ox_model *m = embed_model(E_SEG);
+    ox_error err = {0};
+    assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
+    assert_int_equal(fh_run(m, "residual_sum", OX_TARGET_ONNX), 1);
+    assert_int_equal(fh_count(m, "Sum"), 1);
+    int rw;
+    ox_model *o = fh_opt(m, "fuse_embed_layernorm", OX_TARGET_ORT, &rw);
+    assert_int_equal(fh_count(o, "EmbedLayerNormalization"), 1);
+    assert_int_equal(fh_count(o, "Sum"), 0);
+    ox_model_free(o);
+    ox_model_free(m);
     /* A contrib op: only under --target ort. */
     assert_int_equal(ox_pass_find("fuse_embed_layernorm")->target, OX_TARGET_ORT);
 }
