@@ -443,6 +443,25 @@ static bool per_column(ox_pass_ctx *c, ox_node *n, ox_node *s)
     return ok;
 }
 
+/* v = Mul(u, Add(Erf(..) | Tanh(..), c)) (either order): the tail of a
+ * decomposed GELU left unfused (fuse_gelu needs opset 20 under --target
+ * onnx). Its last * 0.5 stays out of the next MatMul's weights: ONNX
+ * Runtime fuses the whole GELU (+ bias) only while it is there, which
+ * saves far more than the one Mul. */
+static bool gelu_tail(const ox_graph *g, const ox_value *v)
+{
+    ox_node *m = ox__fuse_prod(g, v, "Mul");
+    for (int k = 0; m && m->n_inputs == 2 && k < 2; k++) {
+        ox_node *a = ox__fuse_prod(g, m->inputs[k], "Add");
+        for (int j = 0; a && a->n_inputs == 2 && j < 2; j++) {
+            ox_node *e = ox__fuse_prod(g, a->inputs[j], NULL);
+            if (e && (ox_node_is(e, "Erf") || ox_node_is(e, "Tanh")))
+                return true;
+        }
+    }
+    return false;
+}
+
 static ox_status pass_matmul_scale(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 {
     (void)err;
@@ -485,7 +504,7 @@ static ox_status pass_matmul_scale(ox_pass_ctx *c, ox_graph *g, ox_error *err)
             ox_value *v = n->inputs[q];
             ox_node *s = ox__fuse_prod(g, v, NULL);
             int k = s && ox__fuse_single(v) ? scaled(s, &f) : -1;
-            if (k < 0)
+            if (k < 0 || gelu_tail(g, s->inputs[k]))
                 continue;
             if (gemm) {
                 ox_node_set_attr_f(n, "alpha", (float)(ox_node_attr_f(n, "alpha", 1.0f) * f));
