@@ -1098,6 +1098,7 @@ static bool tested_elsewhere(const char *name)
         "fuse_silu", "fuse_silu_ort", "fuse_conv_act", "fuse_conv_add_act", "fuse_gemm_act",
         "fuse_layernorm", "fuse_rmsnorm", "fuse_skip_layernorm", "fuse_norm_cast", "fuse_embed_layernorm", "fuse_gelu", "fuse_bias_gelu",
         "fuse_attention", "fuse_attention_onnx", "fuse_multihead_attention",
+        "fuse_rmsnorm_ort", "residual_sum", "fuse_token_transpose_gemm",
         "to_fp16", /* tests/passes/test_to_fp16.c */
         NULL};
     for (int i = 0; names[i]; i++)
