@@ -23,6 +23,8 @@ static const command commands[] = {
     {"run", ox_cmd_run, "run a model on given or random inputs"},
     {"bench", ox_cmd_bench, "time a model (optionally against another) on random inputs"},
     {"test-backend", ox_cmd_test_backend, "run ONNX backend test cases"},
+    /* tui4 */
+    {"diff", ox_cmd_diff, "compare two models: totals and the nodes removed/added/changed"},
 };
 
 static void usage(FILE *fp)
