@@ -16,6 +16,7 @@
 #include "onnxscope/cost.h"
 #include "onnxscope/infer.h"
 #include "onnxscope/ir.h"
+#include "onnxscope/modeldiff.h"
 #include "onnxscope/passes.h"
 #include "onnxscope/randinput.h"
 #include "onnxscope/theme.h"
@@ -295,6 +296,16 @@ struct tui {
     tui_job *job;
     atomic_int job_bg;     /* abandoned model jobs still ending */
 
+    /* two models (`onnxscope A B`): A, the base, is what the shown model
+     * (B, or its optimized copy) is compared with in the Diff panel */
+    const char *base_path;
+    ox_model *base;
+    ox_model_cost cost_base;
+    ox_model_diff mdiff;          /* base vs mdiff_of */
+    const ox_model *mdiff_of;     /* the cur the diff was computed for */
+    ox_type **base_in;            /* A's input types as the file declares them */
+    int n_base_in;
+
     /* timing log */
     FILE *timing;
 };
@@ -352,6 +363,19 @@ int tui_passes_footer_lines(tui *t);
 void tui_passes_footer(tui *t, int y0, int h, int w);
 void tui_diff_draw(tui *t, int y0, int h, int w);
 int tui_diff_scroll(tui *t, tui_action a, int h);
+
+/* tui_compare.c: two models */
+ox_status tui_compare_load(tui *t, ox_error *err);   /* loads, infers and costs t->base_path */
+void tui_compare_refresh(tui *t);                    /* after cur changed */
+void tui_compare_reinfer(tui *t);                    /* after the shape overrides changed */
+void tui_compare_free(tui *t);
+/* The comparison marks the nodes (instead of the last step) while the shown
+ * model is B as loaded. */
+bool tui_compare_marks(const tui *t);
+int tui_compare_mark(const tui *t, const ox_node *n);         /* B's node: '+', '*' or 0 */
+int tui_compare_base_mark(const tui *t, const ox_node *n);    /* A's node: '-', '*' or 0 */
+ox_node *tui_compare_partner(const tui *t, const ox_node *n); /* A's node matched with B's n */
+const char *tui_base_name(const tui *t);                      /* A's file name without directories */
 
 /* tui_panels.c */
 void tui_panels_init(tui *t);

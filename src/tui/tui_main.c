@@ -190,8 +190,9 @@ static void draw_tabs(tui *t)
     base = base ? base + 1 : t->path;
     /* The panels show the optimized copy after a step or `a`: say so. */
     bool opt = t->cur != t->orig;
-    char lbl[600];
-    snprintf(lbl, sizeof lbl, "%s%s", base, opt ? " (optimized)" : "");
+    char lbl[900];
+    snprintf(lbl, sizeof lbl, "%s%s%s%s", base, opt ? " (optimized)" : "",
+             t->base ? " vs " : "", t->base ? tui_base_name(t) : "");
     int bl = tui_utf8_cols(lbl);
     if (x + bl + 2 < COLS)
         tui_put(0, COLS - bl - 1, bl, opt ? OX_SLOT_UI_CHANGED : OX_SLOT_UI_TITLE, t, lbl);
@@ -557,7 +558,7 @@ static void export_do(tui *t, const char *path)
         e->o.radius = t->neigh_radius > 0 ? t->neigh_radius : 2;
         e->what = "neighbourhood";
     } else if (t->export_scope == 2) {
-        src = t->orig;
+        src = t->base ? t->base : t->orig;
         e->after = ox_model_clone(t->cur);
         e->o.diff_after = e->after;
         e->what = "diff";
@@ -1046,6 +1047,8 @@ static void *load_main(void *arg)
         atomic_store(&l->phase, 2);
         if (l->status == OX_OK)
             l->status = tui_model_refresh(t, &l->err);
+        if (l->status == OX_OK && t->base_path)
+            l->status = tui_compare_load(t, &l->err);
     }
     l->total_ms = mono_ms() - t0;
     atomic_store(&l->phase, 3);
@@ -1102,6 +1105,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: onnxscope [OPTIONS] MODEL\n"
+            "       onnxscope [OPTIONS] A.onnx B.onnx   (browse B, the Diff panel compares A with it)\n"
             "Opens the interactive viewer.\n"
             "  --theme NAME|FILE  colour theme: default, light, high-contrast, mono, or a\n"
             "                     user theme from $XDG_CONFIG_HOME/onnxscope/themes/\n"
@@ -1155,6 +1159,7 @@ static void tui_free(tui *t)
         ox_model_free(t->bench_b);
     }
     tui_model_free_views(t);
+    tui_compare_free(t);
     tui_passes_free(t);
     tui_free_input_types(t);
     if (t->cur != t->orig)
@@ -1230,6 +1235,11 @@ int ox_tui_main(int argc, char **argv)
             goto fail;
         }
     }
+    if (optind == argc - 2) {
+        /* Two models: the first is the base the second is compared with. */
+        t->base_path = argv[optind];
+        optind++;
+    }
     if (optind != argc - 1) {
         if (optind >= argc)
             usage(stderr);
@@ -1246,10 +1256,13 @@ int ox_tui_main(int argc, char **argv)
         ox_infer_opts_free(&t->iopts);
         ox_input_opts_free(&t->bench_inputs);
         memmove(shape_args + 1, shape_args, (size_t)n_shape_args * sizeof *shape_args);
-        shape_args[0] = "info";
-        shape_args[n_shape_args + 1] = (char *)t->path;
-        shape_args[n_shape_args + 2] = NULL;
-        rc = ox_cmd_info(n_shape_args + 2, shape_args);
+        int na = n_shape_args + 1;
+        shape_args[0] = t->base_path ? "diff" : "info";
+        if (t->base_path)
+            shape_args[na++] = (char *)t->base_path;
+        shape_args[na++] = (char *)t->path;
+        shape_args[na] = NULL;
+        rc = t->base_path ? ox_cmd_diff(na, shape_args) : ox_cmd_info(na, shape_args);
         free(shape_args);
         return rc;
     }

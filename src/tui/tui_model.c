@@ -417,6 +417,7 @@ static void reinfer(tui *t, ox_error *err)
     if (t->cur != t->orig)
         ox_infer_model(t->orig, &t->iopts, NULL);
     ox_model_cost_compute(t->orig, &t->cost_orig, NULL);
+    tui_compare_reinfer(t);
 }
 
 /* Re-inference after a shape change on a large model runs in a worker on
@@ -475,6 +476,7 @@ static void shape_done(tui *t, tui_job *j)
     t->iopts.stats = &t->istats;
     t->iopts.reset = true;
     t->cost_orig = q->cost_orig;
+    tui_compare_reinfer(t);   /* the base (if any): in this thread, it is small or rare */
     t->shapes_edited = true;
     tui_stepper_touch(&t->st);
     t->gdepth = 0;

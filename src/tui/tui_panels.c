@@ -58,6 +58,17 @@ static void overview_draw(tui *t, int y0, int h, int w)
                  t->st.label, t->orig->graph->n_nodes, m->graph->n_nodes);
         y++;
     }
+    if (t->base && y < end) {
+        tui_put(y, 1, lw, OX_SLOT_UI_HEADER, t, "Compared with");
+        if (t->mdiff_of == t->cur)
+            tui_putf(y, lw + 1, vw, OX_SLOT_UI_CHANGED, t,
+                     "A %s: %d nodes; %d changed, %d added, %d removed (9 Diff, ] [ go to them)",
+                     tui_base_name(t), t->base->graph->n_nodes, t->mdiff.changed, t->mdiff.added,
+                     t->mdiff.removed);
+        else
+            tui_putf(y, lw + 1, vw, OX_SLOT_UI_CHANGED, t, "%s", t->base_path);
+        y++;
+    }
     ROW("Producer", "%s %s   IR version %lld   model version %lld",
         m->producer_name && m->producer_name[0] ? m->producer_name : "(none)",
         m->producer_version ? m->producer_version : "", (long long)m->ir_version,
@@ -229,7 +240,11 @@ static int nodes_key(tui *t, tui_action a)
     case TUI_A_CHANGED_ONLY:
         t->changed_only = !t->changed_only;
         tui_model_resort(t);
-        if (t->changed_only)
+        if (t->changed_only && tui_compare_marks(t))
+            tui_set_status(t, OX_SLOT_UI_OK,
+                           "only the %d nodes added or changed since A %s (C shows all)",
+                           t->n_order, tui_base_name(t));
+        else if (t->changed_only)
             tui_set_status(t, OX_SLOT_UI_OK, "only the %d nodes the last action changed (C shows all)",
                            t->n_order);
         else
@@ -728,6 +743,8 @@ static const char *nb_piece(const tui *t, bool up, bool down, bool left, bool ri
  * '*' edited (kept, rewritten). */
 static int before_mark(const tui *t, const ox_node *n)
 {
+    if (tui_compare_marks(t))
+        return tui_compare_base_mark(t, n);
     const ox_pass_report *r = &t->st.rep;
     if (!t->st.have_rep)
         return 0;
@@ -893,6 +910,8 @@ static void nb_view(tui *t, ox_node *centre, const ox_node *sel, int r, int y0, 
  * node the step removed. NULL: no before/after view. */
 static ox_node *before_centre(tui *t, const ox_node *n)
 {
+    if (tui_compare_marks(t))   /* two models: A's node matched with this changed one */
+        return tui_node_mark(t, n) == '*' && t->gdepth == 0 ? tui_compare_partner(t, n) : NULL;
     if (!tui_node_mark(t, n) || t->st.from_orig || t->gdepth > 0)
         return NULL;
     const ox_model *b = tui_stepper_before(&t->st);
@@ -930,7 +949,10 @@ static void neigh_draw(tui *t, int y0, int h, int w)
     }
     /* The step just taken: before on the left, after on the right. */
     int half = w / 2;
-    tui_putf(y0, 1, half - 2, OX_SLOT_UI_HEADER, t, "before %s", t->st.label);
+    if (tui_compare_marks(t))
+        tui_putf(y0, 1, half - 2, OX_SLOT_UI_HEADER, t, "A %s", tui_base_name(t));
+    else
+        tui_putf(y0, 1, half - 2, OX_SLOT_UI_HEADER, t, "before %s", t->st.label);
     tui_putf(y0, half + 1, w - half - 2, OX_SLOT_UI_HEADER, t, "after (radius %d, +/-)", r);
     for (int y = y0; y < y0 + h; y++)
         tui_put(y, half - 1, 1, OX_SLOT_UI_BORDER, t, tui_vline(t));

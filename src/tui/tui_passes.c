@@ -36,12 +36,14 @@ void tui_passes_free(tui *t)
 
 int tui_node_mark(const tui *t, const ox_node *n)
 {
+    if (tui_compare_marks(t))
+        return tui_compare_mark(t, n);
     return tui_stepper_mark(&t->st, n);
 }
 
 bool tui_node_touched(const tui *t, const ox_node *n)
 {
-    return tui_stepper_mark(&t->st, n) != 0;
+    return tui_node_mark(t, n) != 0;
 }
 
 /* After cur changed: back to the main graph, recompute every view. The
@@ -58,6 +60,7 @@ static void after_change(tui *t)
     t->lazy_sorts = true;
     tui_model_refresh(t, &err);
     t->lazy_sorts = false;
+    tui_compare_refresh(t);
     if (t->cur == t->orig) {
         t->size_cur = (int64_t)t->orig->file_size;
         t->size_valid = true;
@@ -791,7 +794,7 @@ static void build_dtab(tui *t)
     if (!tab)
         return;
     int n = 0;
-    count_ops(t->orig->graph, tab, &n, false);
+    count_ops((t->base ? t->base : t->orig)->graph, tab, &n, false);
     count_ops(t->cur->graph, tab, &n, true);
     int k = 0;
     for (int i = 0; i < OPTAB_SIZE; i++)
@@ -882,6 +885,49 @@ static int diff_passes(dview *v, int yr, int x)
     return yr;
 }
 
+/* Two models: the nodes only A has, those only B has and the changed
+ * pairs, the first DIFF_LIST of each (the Nodes list has them all: C). */
+#define DIFF_LIST 500
+
+static int diff_nodes(dview *v, int yr)
+{
+    tui *t = v->t;
+    const ox_model_diff *d = &t->mdiff;
+    static const struct { ox_ndiff_kind k; const char *title; int slot; char mark; } kinds[] = {
+        {OX_NDIFF_REMOVED, "removed (only in A)", OX_SLOT_UI_REMOVED, '-'},
+        {OX_NDIFF_ADDED, "added (only in B)", OX_SLOT_UI_ADDED, '+'},
+        {OX_NDIFF_CHANGED, "changed", OX_SLOT_UI_CHANGED, '*'},
+    };
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        int total = kinds[k].k == OX_NDIFF_REMOVED ? d->removed
+                    : kinds[k].k == OX_NDIFF_ADDED ? d->added
+                                                   : d->changed;
+        if (!total)
+            continue;
+        dputf(v, yr++, 2, OX_SLOT_UI_HEADER, "%s: %d", kinds[k].title, total);
+        int shown = 0;
+        for (int i = 0; i < d->n_items; i++) {
+            const ox_node_diff *it = &d->items[i];
+            if (it->kind != kinds[k].k)
+                continue;
+            if (shown == DIFF_LIST) {
+                dputf(v, yr++, 4, OX_SLOT_UI_DIM, "... %d more", total - shown);
+                break;
+            }
+            shown++;
+            const ox_node *n = it->b ? it->b : it->a;
+            char lb[256], wb[96] = "";
+            if (it->kind == OX_NDIFF_CHANGED) {
+                char x[80];
+                snprintf(wb, sizeof wb, "  [%s]", ox_node_diff_what(it->what, x, sizeof x));
+            }
+            dputf(v, yr++, 2, kinds[k].slot, "%c #%-6d %-18s %s%s", kinds[k].mark, n->index,
+                  n->op_type ? n->op_type : "?", tui_node_label(n, lb, sizeof lb), wb);
+        }
+    }
+    return yr;
+}
+
 static void diff_clamp(tui *t, int h, int w)
 {
     if (t->diff_top > t->diff_rows - h)
@@ -897,16 +943,26 @@ static void diff_clamp(tui *t, int h, int w)
 void tui_diff_draw(tui *t, int y0, int h, int w)
 {
     char a[64], b[64];
-    const ox_model_cost *co = &t->cost_orig, *cn = &t->cost;
+    /* Two models: A (the base) against the shown model. */
+    const ox_model *before = t->base ? t->base : t->orig;
+    const ox_model_cost *co = t->base ? &t->cost_base : &t->cost_orig, *cn = &t->cost;
     /* The last row of the window says where the page continues. */
     int vh = h > 2 ? h - 1 : h;
     diff_clamp(t, vh, w);
     dview v = {.t = t, .y0 = y0, .h = vh, .w = w};
     int y = 0;
-    dputf(&v, y++, 2, OX_SLOT_UI_HEADER, "Diff: original -> %s",
-          t->cur == t->orig ? "original (no pass applied yet: 8, then a or s)" : t->st.label);
-    dputf(&v, y++, 2, OX_SLOT_UI_HEADER, "%-20s %14s %14s", "", "before", "after");
-    int nb = t->orig->graph->n_nodes, na = t->cur->graph->n_nodes;
+    if (t->base) {
+        const char *bn = strrchr(t->path, '/');
+        bn = bn ? bn + 1 : t->path;
+        dputf(&v, y++, 2, OX_SLOT_UI_HEADER, "Diff: A %s -> B %s%s%s", tui_base_name(t), bn,
+              t->cur == t->orig ? "" : " after ", t->cur == t->orig ? "" : t->st.label);
+        dputf(&v, y++, 2, OX_SLOT_UI_HEADER, "%-20s %14s %14s", "", "A", "B");
+    } else {
+        dputf(&v, y++, 2, OX_SLOT_UI_HEADER, "Diff: original -> %s",
+              t->cur == t->orig ? "original (no pass applied yet: 8, then a or s)" : t->st.label);
+        dputf(&v, y++, 2, OX_SLOT_UI_HEADER, "%-20s %14s %14s", "", "before", "after");
+    }
+    int nb = before->graph->n_nodes, na = t->cur->graph->n_nodes;
     snprintf(a, sizeof a, "%d", nb);
     snprintf(b, sizeof b, "%d", na);
     diff_line(&v, y++, "nodes", a, b, na != nb);
@@ -924,9 +980,19 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
               ox_fmt_bytes(cn->peak_activation_bytes, cn->peak_known, b, sizeof b),
               co->peak_activation_bytes != cn->peak_activation_bytes);
     ensure_size(t);
-    diff_line(&v, y++, "file size", ox_fmt_bytes((int64_t)t->orig->file_size, true, a, sizeof a),
+    diff_line(&v, y++, "file size", ox_fmt_bytes((int64_t)before->file_size, true, a, sizeof a),
               ox_fmt_bytes(t->size_cur, t->size_cur >= 0, b, sizeof b),
-              (int64_t)t->orig->file_size != t->size_cur);
+              (int64_t)before->file_size != t->size_cur);
+    if (t->base && t->mdiff_of == t->cur) {
+        const ox_model_diff *d = &t->mdiff;
+        dputf(&v, y++, 2, OX_SLOT_UI_NORMAL,
+              "nodes: %d same, %d changed, %d added, %d removed (matched %d by name, %d by "
+              "position and op)",
+              d->same, d->changed, d->added, d->removed, d->by_name, d->by_position);
+        if (tui_compare_marks(t))
+            dput(&v, y++, 2, OX_SLOT_UI_DIM,
+                 "] [ go to the next/previous added (+) or changed (*) node, C lists them (Nodes)");
+    }
     y++;
     /* Narrow: the per-pass table comes first (it is what stepping
      * changes), the op counts below it; wide: side by side. */
@@ -936,7 +1002,8 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
     if (!t->dtab_valid)
         build_dtab(t);
     int ytab = y;
-    dputf(&v, y++, 2, OX_SLOT_UI_HEADER, "%-18s %6s %6s %6s", "op", "before", "after", "delta");
+    dputf(&v, y++, 2, OX_SLOT_UI_HEADER, "%-18s %6s %6s %6s", "op", t->base ? "A" : "before",
+          t->base ? "B" : "after", "delta");
     /* Op counts, largest change first. */
     for (int i = 0; i < t->n_dtab; i++) {
         const op_delta *d = &t->dtab[i];
@@ -946,6 +1013,8 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
     }
     if (wide && t->st.have_totals)
         diff_passes(&v, ytab, w / 2);
+    if (t->base && t->mdiff_of == t->cur)
+        diff_nodes(&v, v.rows + 1);
     t->diff_rows = v.rows;
     t->diff_cols = v.cols + 1;
     if (vh < h) {
