@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "tui/tui.h"
 
 typedef struct command {
     const char *name;
@@ -25,11 +24,13 @@ static const command commands[] = {
     {"test-backend", ox_cmd_test_backend, "run ONNX backend test cases"},
     /* tui4 */
     {"diff", ox_cmd_diff, "compare two models: totals and the nodes removed/added/changed"},
+    {"view", ox_cmd_view, "the interactive viewer (what `onnxscope MODEL [MODEL]` runs)"},
 };
 
 static void usage(FILE *fp)
 {
     fprintf(fp, "usage: onnxscope [OPTIONS] MODEL    open the interactive viewer\n"
+                "       onnxscope [OPTIONS] A B      the viewer on B, its Diff panel comparing A\n"
                 "       onnxscope COMMAND [ARGS...]  (COMMAND --help for its options)\n\n"
                 "viewer options: --theme NAME|FILE, --ascii, --no-color, --shape NAME=DIMS,\n"
                 "                --dim SYMBOL=VALUE, --help-keys (onnxscope MODEL --help)\n\n"
@@ -107,5 +108,5 @@ int main(int argc, char **argv)
                     argv[1]);
         return 2;
     }
-    return ox_tui_main(argc, argv);
+    return ox_cmd_view(argc, argv);
 }

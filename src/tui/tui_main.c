@@ -3,7 +3,6 @@
  * one key table to actions and routes them to the focused panel, prompts,
  * the generated help screen, mouse, resize, export and save. */
 #include <errno.h>
-#include <getopt.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <stdarg.h>
@@ -14,7 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/commands.h"
 #include "onnxscope/export.h"
 #include "onnxscope/infer.h"
 #include "onnxscope/io.h"
@@ -61,7 +59,7 @@ static const char *action_name(tui_action a)
 
 /* The key map as a Markdown table: docs/TUI.md embeds this output and the
  * tui test checks that they agree. */
-static void print_keys_markdown(FILE *f)
+void ox_tui_print_keys(FILE *f)
 {
     fprintf(f, "| Keys | Where | Action |\n|---|---|---|\n");
     for (int i = 0; i < N_KEYS; i++)
@@ -1101,23 +1099,6 @@ static void draw_error(tui *t, const char *title, const char *msg)
 
 /* ---- options ------------------------------------------------------------------------------------- */
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: onnxscope [OPTIONS] MODEL\n"
-            "       onnxscope [OPTIONS] A.onnx B.onnx   (browse B, the Diff panel compares A with it)\n"
-            "Opens the interactive viewer.\n"
-            "  --theme NAME|FILE  colour theme: default, light, high-contrast, mono, or a\n"
-            "                     user theme from $XDG_CONFIG_HOME/onnxscope/themes/\n"
-            "  --ascii            ASCII-only drawing (automatic outside UTF-8 locales)\n"
-            "  --no-color         no colours (also when NO_COLOR is set)\n"
-            "  --shape NAME=1x3x224x224, --dim SYMBOL=VALUE   input shape overrides\n"
-            "  --input NAME=FILE.pb, --fill NAME=VALUE, --int-max M, --default-dim D\n"
-            "                     the Bench panel's inputs (as `onnxscope bench`)\n"
-            "  --help-keys        print the key map as a Markdown table\n"
-            "Keys: ? inside the viewer. Set ONNXSCOPE_TUI_TIMING=FILE to log redraw times.\n");
-}
-
 /* Theme lookup: a user theme in $XDG_CONFIG_HOME/onnxscope/themes/NAME.theme
  * (default ~/.config) wins over the shipped ones. */
 static void load_theme(tui *t, const char *name, char *warn, size_t wn)
@@ -1171,103 +1152,25 @@ static void tui_free(tui *t)
         fclose(t->timing);
 }
 
-int ox_tui_main(int argc, char **argv)
+bool ox_tui_available(void)
 {
-    static const struct option longopts[] = {
-        {"theme", required_argument, NULL, 't'},
-        {"ascii", no_argument, NULL, 'a'},
-        {"no-color", no_argument, NULL, 'C'},
-        {"shape", required_argument, NULL, 'S'},
-        {"dim", required_argument, NULL, 'D'},
-        {"input", required_argument, NULL, 'i'},
-        {"fill", required_argument, NULL, 'f'},
-        {"int-max", required_argument, NULL, 'I'},
-        {"default-dim", required_argument, NULL, 'd'},
-        {"help-keys", no_argument, NULL, 'K'},
-        {"help", no_argument, NULL, 'h'},
-        {0, 0, 0, 0},
-    };
+    return true;
+}
+
+int ox_tui_run(ox_tui_opts *o)
+{
     static tui T;   /* large; static keeps it off the stack */
     tui *t = &T;
     memset(t, 0, sizeof *t);
-    const char *theme = NULL;
-    bool ascii = false, nocolor = false;
-    int c, rc = 0, idx = 0;
-    /* --shape/--dim, kept to hand to `info` when there is no terminal */
-    char **shape_args = calloc((size_t)argc * 2 + 4, sizeof *shape_args);
-    int n_shape_args = 0;
-    if (!shape_args) {
-        fprintf(stderr, "onnxscope: out of memory\n");
-        return 1;
-    }
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", longopts, &idx)) != -1) {
-        ox_error oerr = {0};
-        switch (c) {
-        case 't': theme = optarg; break;
-        case 'a': ascii = true; break;
-        case 'C': nocolor = true; break;
-        case 'S': case 'D': case 'i': case 'f': case 'I': case 'd':
-            /* The library parses these for every command and the TUI alike. */
-            if (ox_input_option(&t->iopts, &t->bench_inputs, longopts[idx].name, optarg,
-                                &oerr) != OX_OK) {
-                fprintf(stderr, "onnxscope: %s\n", oerr.msg);
-                rc = 2;
-                goto fail;
-            }
-            if (c == 'S' || c == 'D') {
-                shape_args[n_shape_args++] = c == 'S' ? "--shape" : "--dim";
-                shape_args[n_shape_args++] = optarg;
-            }
-            break;
-        case 'K': print_keys_markdown(stdout); goto fail;
-        case 'h': usage(stdout); goto fail;
-        case ':':
-            fprintf(stderr, "onnxscope: option '%s' needs an argument (see onnxscope --help)\n",
-                    argv[optind - 1]);
-            rc = 2;
-            goto fail;
-        default:
-            fprintf(stderr, "onnxscope: unknown option '%s' (see onnxscope --help)\n",
-                    argv[optind - 1]);
-            rc = 2;
-            goto fail;
-        }
-    }
-    if (optind == argc - 2) {
-        /* Two models: the first is the base the second is compared with. */
-        t->base_path = argv[optind];
-        optind++;
-    }
-    if (optind != argc - 1) {
-        if (optind >= argc)
-            usage(stderr);
-        else
-            fprintf(stderr, "onnxscope: unknown command '%s' (see onnxscope --help)\n",
-                    argv[optind]);
-        rc = 2;
-        goto fail;
-    }
-    t->path = argv[optind];
-    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-        /* Not interactive (a pipe, CI): the summary is the useful answer,
-         * with the same --shape/--dim (which `info` validates). */
-        ox_infer_opts_free(&t->iopts);
-        ox_input_opts_free(&t->bench_inputs);
-        memmove(shape_args + 1, shape_args, (size_t)n_shape_args * sizeof *shape_args);
-        int na = n_shape_args + 1;
-        shape_args[0] = t->base_path ? "diff" : "info";
-        if (t->base_path)
-            shape_args[na++] = (char *)t->base_path;
-        shape_args[na++] = (char *)t->path;
-        shape_args[na] = NULL;
-        rc = t->base_path ? ox_cmd_diff(na, shape_args) : ox_cmd_info(na, shape_args);
-        free(shape_args);
-        return rc;
-    }
-    free(shape_args);
-    shape_args = NULL;
+    int rc = 0;
+    t->path = (char *)o->path;
+    t->base_path = o->base_path;
+    t->iopts = o->shapes;          /* taken over */
+    t->bench_inputs = o->inputs;
+    memset(&o->shapes, 0, sizeof o->shapes);
+    memset(&o->inputs, 0, sizeof o->inputs);
+    const char *theme = o->theme;
+    bool ascii = o->ascii, nocolor = o->no_color;
     setlocale(LC_ALL, "");
     const char *cs = nl_langinfo(CODESET);
     t->ascii = ascii || !cs || strcmp(cs, "UTF-8") != 0;
@@ -1288,11 +1191,13 @@ int ox_tui_main(int argc, char **argv)
     if (!initscr()) {
         fprintf(stderr, "onnxscope: cannot initialise the terminal\n");
         ox_infer_opts_free(&t->iopts);
+        ox_input_opts_free(&t->bench_inputs);
         return 1;
     }
     /* After initscr, so that ncurses' own handlers (which restore the
      * terminal) are in place to be chained. */
-    ox_cli_cleanup_on_signals();
+    if (o->on_terminal_ready)
+        o->on_terminal_ready();
     set_escdelay(25);
     cbreak();
     noecho();
@@ -1394,10 +1299,5 @@ int ox_tui_main(int argc, char **argv)
     }
     endwin();
     tui_free(t);
-    return rc;
-fail:   /* before the terminal was set up */
-    free(shape_args);
-    ox_infer_opts_free(&t->iopts);
-    ox_input_opts_free(&t->bench_inputs);
     return rc;
 }
