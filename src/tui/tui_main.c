@@ -69,28 +69,6 @@ void ox_tui_print_keys(FILE *f)
 
 /* ---- status, switching, prompts --------------------------------------------------- */
 
-void tui_set_status(tui *t, int slot, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(t->status, sizeof t->status, fmt, ap);
-    va_end(ap);
-    t->status_slot = slot;
-}
-
-void tui_switch(tui *t, int panel)
-{
-    if (panel >= 0 && panel < TUI_P_COUNT)
-        t->cur_panel = panel;
-}
-
-void tui_prompt_open(tui *t, tui_prompt_kind k, const char *initial)
-{
-    t->prompt = k;
-    snprintf(t->pbuf, sizeof t->pbuf, "%s", initial ? initial : "");
-    t->plen = (int)strlen(t->pbuf);
-}
-
 static const char *prompt_label(const tui *t)
 {
     switch (t->prompt) {
@@ -363,7 +341,7 @@ static void search_step(tui *t, int dir, bool include_current)
             tui_switch(t, pi);
             const char *tensor = NULL;
             if (pi == TUI_P_NODES) {
-                ox_node *n = t->rc[t->order[r]].node;
+                ox_node *n = t->nodes.rc[t->nodes.order[r]].node;
                 tui_node_match(n, t->search, &tensor);
                 tui_goto_node(t, n, false);
             }
@@ -429,8 +407,8 @@ static int hidden_matches(tui *t, const char *q)
         return 0;
     int n = 0;
     const char *tensor;
-    for (int i = 0; i < t->n_rc; i++)
-        if (!tui_node_visible(t, t->rc[i].node) && tui_node_match(t->rc[i].node, q, &tensor))
+    for (int i = 0; i < t->nodes.n_rc; i++)
+        if (!tui_node_visible(t, t->nodes.rc[i].node) && tui_node_match(t->nodes.rc[i].node, q, &tensor))
             n++;
     return n;
 }
@@ -452,10 +430,10 @@ static void export_open(tui *t)
 {
     char base[256], def[512];
     model_base(t, base, sizeof base);
-    if ((t->cur_panel == TUI_P_NEIGH || t->cur_panel == TUI_P_DETAIL) && t->neigh &&
+    if ((t->cur_panel == TUI_P_NEIGH || t->cur_panel == TUI_P_DETAIL) && t->nb.centre &&
         t->gdepth == 0) {
         t->export_scope = 1;
-        snprintf(def, sizeof def, "%s-around-%d.svg", base, t->neigh->index);
+        snprintf(def, sizeof def, "%s-around-%d.svg", base, t->nb.centre->index);
     } else if (t->cur_panel == TUI_P_DIFF) {
         t->export_scope = 2;
         snprintf(def, sizeof def, "%s-diff.svg", base);
@@ -547,13 +525,13 @@ static void export_do(tui *t, const char *path)
     e->o.theme = &t->theme;   /* t outlives every job: it is static */
     e->what = "graph";
     const ox_model *src = t->cur;
-    if (t->export_scope == 1 && t->neigh) {
-        if (t->neigh->name && t->neigh->name[0])
-            snprintf(e->around, sizeof e->around, "%s", t->neigh->name);
+    if (t->export_scope == 1 && t->nb.centre) {
+        if (t->nb.centre->name && t->nb.centre->name[0])
+            snprintf(e->around, sizeof e->around, "%s", t->nb.centre->name);
         else
-            snprintf(e->around, sizeof e->around, "%d", t->neigh->index);
+            snprintf(e->around, sizeof e->around, "%d", t->nb.centre->index);
         e->o.around = e->around;
-        e->o.radius = t->neigh_radius > 0 ? t->neigh_radius : 2;
+        e->o.radius = t->nb.radius > 0 ? t->nb.radius : 2;
         e->what = "neighbourhood";
     } else if (t->export_scope == 2) {
         src = t->base ? t->base : t->orig;
@@ -690,28 +668,28 @@ static int prompt_submit(tui *t)
         break;
     case TUI_PROMPT_FILTER: {
         char why[160];
-        if (!tui_filter_parse(&t->filt, s, why, sizeof why)) {
+        if (!tui_filter_parse(&t->nodes.filt, s, why, sizeof why)) {
             tui_set_status(t, OX_SLOT_UI_ERROR, "%s", why);
             break;
         }
-        snprintf(t->filter, sizeof t->filter, "%.127s", tui_filter_active(&t->filt) ? s : "");
-        if (!t->filter[0])
-            t->consumers[0] = 0;   /* an empty filter clears the consumer list too */
+        snprintf(t->nodes.filter, sizeof t->nodes.filter, "%.127s", tui_filter_active(&t->nodes.filt) ? s : "");
+        if (!t->nodes.filter[0])
+            t->nodes.consumers[0] = 0;   /* an empty filter clears the consumer list too */
         tui_model_resort(t);
-        if (t->filter[0])
-            tui_set_status(t, OX_SLOT_UI_OK, "filter: %s (%d of %d nodes)", t->filter, t->n_order,
-                           t->n_rc);
+        if (t->nodes.filter[0])
+            tui_set_status(t, OX_SLOT_UI_OK, "filter: %s (%d of %d nodes)", t->nodes.filter, t->nodes.n_order,
+                           t->nodes.n_rc);
         else
-            tui_set_status(t, OX_SLOT_UI_OK, "filter cleared (%d nodes)", t->n_order);
+            tui_set_status(t, OX_SLOT_UI_OK, "filter cleared (%d nodes)", t->nodes.n_order);
         break;
     }
     case TUI_PROMPT_GOTO:
         goto_index(t, s);
         break;
     case TUI_PROMPT_SHAPE: {
-        if (t->bench_running || tui_job_busy(t, true)) {
+        if (t->bench.running || tui_job_busy(t, true)) {
             tui_set_status(t, OX_SLOT_UI_WARNING, "wait for the %s to finish",
-                           t->bench_running ? "benchmark" : "running job");
+                           t->bench.running ? "benchmark" : "running job");
             break;
         }
         ox_error err = {0};
@@ -837,7 +815,7 @@ static int global_key(tui *t, tui_action a, int ch)
     case TUI_A_PREV_MATCH: search_step(t, -1, false); return TUI_REDRAW;
     case TUI_A_FILTER:
         tui_switch(t, TUI_P_NODES);
-        tui_prompt_open(t, TUI_PROMPT_FILTER, t->filter);
+        tui_prompt_open(t, TUI_PROMPT_FILTER, t->nodes.filter);
         return TUI_REDRAW;
     case TUI_A_GOTO: tui_prompt_open(t, TUI_PROMPT_GOTO, ""); return TUI_REDRAW;
     case TUI_A_BENCH:
@@ -845,7 +823,7 @@ static int global_key(tui *t, tui_action a, int ch)
         tui_bench_start(t);
         return TUI_REDRAW;
     case TUI_A_CANCEL:
-        if (t->bench_running) {
+        if (t->bench.running) {
             tui_bench_cancel(t);
             tui_set_status(t, OX_SLOT_UI_WARNING, "cancelling the benchmark ...");
         }
@@ -863,7 +841,7 @@ static int global_key(tui *t, tui_action a, int ch)
     case TUI_A_BACK:
         if (t->gdepth > 0) {
             t->graph = t->gstack[--t->gdepth];
-            t->detail = t->neigh = NULL;
+            t->det.node = t->nb.centre = NULL;
             ox_error err = {0};
             tui_model_refresh(t, &err);
             tui_set_status(t, OX_SLOT_UI_OK, "left the subgraph");
@@ -1132,12 +1110,12 @@ static void load_theme(tui *t, const char *name, char *warn, size_t wn)
 static void tui_free(tui *t)
 {
     tui_job_quit(t);
-    if (t->bench_running) {
+    if (t->bench.running) {
         tui_bench_cancel(t);
-        pthread_join(t->bench_thread, NULL);
-        t->bench_running = false;
-        ox_model_free(t->bench_a);
-        ox_model_free(t->bench_b);
+        pthread_join(t->bench.thread, NULL);
+        t->bench.running = false;
+        ox_model_free(t->bench.a);
+        ox_model_free(t->bench.b);
     }
     tui_model_free_views(t);
     tui_compare_free(t);
@@ -1184,8 +1162,8 @@ int ox_tui_run(ox_tui_opts *o)
     if (tf && tf[0])
         t->timing = fopen(tf, "a");
     const char *bi = getenv("ONNXSCOPE_TUI_BENCH_ITERS");
-    t->bench_iters = bi ? atoi(bi) : 50;
-    t->bench_warmup = 1;   /* as `onnxscope bench` */
+    t->bench.iters = bi ? atoi(bi) : 50;
+    t->bench.warmup = 1;   /* as `onnxscope bench` */
     tui_panels_init(t);
 
     if (!initscr()) {
@@ -1274,7 +1252,7 @@ int ox_tui_run(ox_tui_opts *o)
         /* Idle time finds out which passes have no match (one pass per
          * turn, small models only): a key is never kept waiting longer. */
         bool idle = !t->job && tui_passes_idle_pending(t);
-        timeout(idle ? 0 : t->job ? 50 : t->bench_running ? 100 : -1);
+        timeout(idle ? 0 : t->job ? 50 : t->bench.running ? 100 : -1);
         int ch = getch();
         double k0 = mono_ms();
         int flags = TUI_REDRAW;
@@ -1287,7 +1265,7 @@ int ox_tui_run(ox_tui_opts *o)
             flags |= TUI_REDRAW;
         if (flags & TUI_QUIT)
             break;
-        if (!(flags & TUI_REDRAW) && ch == ERR && !t->bench_running && !t->job)
+        if (!(flags & TUI_REDRAW) && ch == ERR && !t->bench.running && !t->job)
             continue;
         draw(t);
         refresh();

@@ -22,8 +22,8 @@ void tui_passes_init(tui *t)
         ox_pm_set_infer_opts(t->pm, &t->iopts);
     tui_stepper_init(&t->st, t->orig);
     t->cost_orig = t->cost;
-    t->size_cur = (int64_t)t->orig->file_size;
-    t->size_valid = true;
+    t->diff.size_cur = (int64_t)t->orig->file_size;
+    t->diff.size_valid = true;
 }
 
 void tui_passes_free(tui *t)
@@ -53,31 +53,31 @@ static void after_change(tui *t)
     t->cur = t->st.cur;
     t->gdepth = 0;
     t->graph = t->cur->graph;
-    t->detail = t->neigh = NULL;
-    t->dtab_valid = false;
+    t->det.node = t->nb.centre = NULL;
+    t->diff.dtab_valid = false;
     ox_error err = {0};
     /* A step must not pay for three sorts of 100k rows it may never show. */
-    t->lazy_sorts = true;
+    t->nodes.lazy_sorts = true;
     tui_model_refresh(t, &err);
-    t->lazy_sorts = false;
+    t->nodes.lazy_sorts = false;
     tui_compare_refresh(t);
     if (t->cur == t->orig) {
-        t->size_cur = (int64_t)t->orig->file_size;
-        t->size_valid = true;
+        t->diff.size_cur = (int64_t)t->orig->file_size;
+        t->diff.size_valid = true;
     } else {
-        t->size_valid = false;
+        t->diff.size_valid = false;
     }
 }
 
 static void ensure_size(tui *t)
 {
-    if (t->size_valid)
+    if (t->diff.size_valid)
         return;
     void *buf = NULL;
     size_t len = 0;
-    t->size_cur = ox_save_buffer(t->cur, &buf, &len, NULL) == OX_OK ? (int64_t)len : -1;
+    t->diff.size_cur = ox_save_buffer(t->cur, &buf, &len, NULL) == OX_OK ? (int64_t)len : -1;
     free(buf);
-    t->size_valid = true;
+    t->diff.size_valid = true;
 }
 
 /* Shown before a possibly long operation on a big model. */
@@ -141,7 +141,7 @@ static void node_desc(const ox_node *n, char *buf, size_t len)
  * model before the action). */
 static void describe_changes(tui *t, char *brief, size_t blen)
 {
-    t->n_step_msg = 0;
+    t->diff.n_step_msg = 0;
     brief[0] = 0;
     if (!t->st.have_rep)
         return;
@@ -188,7 +188,7 @@ static void describe_changes(tui *t, char *brief, size_t blen)
             size_t l = strlen(lists[k]);
             snprintf(lists[k] + l, sizeof lists[k] - l, " (+%d more)", totals[k] - counts[k]);
         }
-        snprintf(t->step_msg[t->n_step_msg++], sizeof t->step_msg[0], "%s", lists[k]);
+        snprintf(t->diff.step_msg[t->diff.n_step_msg++], sizeof t->diff.step_msg[0], "%s", lists[k]);
         if (off < blen)
             off += (size_t)snprintf(brief + off, blen - off, "; %s", lists[k]);
     }
@@ -540,7 +540,7 @@ static void reset(tui *t)
     t->live = false;
     if (tui_stepper_reset(&t->st))
         after_change(t);
-    t->n_step_msg = 0;
+    t->diff.n_step_msg = 0;
     tui_set_status(t, OX_SLOT_UI_OK, "reset to the original model (u undoes)");
 }
 
@@ -548,10 +548,10 @@ static void reset(tui *t)
 static void goto_changed(tui *t, int dir)
 {
     tui_panel *p = &t->panels[TUI_P_NODES];
-    int n = t->n_order;
+    int n = t->nodes.n_order;
     for (int k = 1; k <= n; k++) {
         int r = ((p->sel + dir * k) % n + n) % n;
-        ox_node *nd = t->rc[t->order[r]].node;
+        ox_node *nd = t->nodes.rc[t->nodes.order[r]].node;
         if (tui_node_touched(t, nd)) {
             tui_goto_node(t, nd, false);
             p->sel = r;
@@ -569,13 +569,13 @@ static void goto_changed(tui *t, int dir)
 
 bool tui_passes_idle_pending(tui *t)
 {
-    return t->pm && !t->bench_running && !tui_job_busy(t, true) &&
+    return t->pm && !t->bench.running && !tui_job_busy(t, true) &&
            tui_stepper_probe_pending(&t->st, t->pm);
 }
 
 bool tui_passes_idle(tui *t)
 {
-    if (t->bench_running || !t->pm)
+    if (t->bench.running || !t->pm)
         return false;
     return tui_stepper_probe_one(&t->st, t->pm) && t->cur_panel == TUI_P_PASSES;
 }
@@ -596,7 +596,7 @@ int tui_passes_key(tui *t, tui_action a)
         }
         return TUI_UNHANDLED;
     }
-    if (t->bench_running && model_action) {
+    if (t->bench.running && model_action) {
         tui_set_status(t, OX_SLOT_UI_WARNING, "wait for the benchmark to finish");
         return TUI_REDRAW;
     }
@@ -786,10 +786,10 @@ static void count_ops(const ox_graph *g, op_delta *tab, int *n, bool after)
 
 static void build_dtab(tui *t)
 {
-    free(t->dtab);
-    t->dtab = NULL;
-    t->n_dtab = 0;
-    t->dtab_valid = true;
+    free(t->diff.dtab);
+    t->diff.dtab = NULL;
+    t->diff.n_dtab = 0;
+    t->diff.dtab_valid = true;
     op_delta *tab = calloc(OPTAB_SIZE, sizeof *tab);
     if (!tab)
         return;
@@ -801,13 +801,13 @@ static void build_dtab(tui *t)
         if (tab[i].op)
             tab[k++] = tab[i];
     qsort(tab, (size_t)k, sizeof *tab, cmp_delta);
-    t->dtab = tab;
-    t->n_dtab = k;
+    t->diff.dtab = tab;
+    t->diff.n_dtab = k;
 }
 
 /* The Diff panel is laid out on a virtual page (rows from 0, columns from
- * the panel's left edge) and shown through a window at t->diff_top /
- * t->diff_left, so every row and column is reachable at 80x24. */
+ * the panel's left edge) and shown through a window at t->diff.top /
+ * t->diff.left, so every row and column is reachable at 80x24. */
 typedef struct dview {
     tui *t;
     int y0, h, w;     /* the window on the screen */
@@ -821,10 +821,10 @@ static void dput(dview *v, int row, int x, int slot, const char *s)
         v->rows = row + 1;
     if (x + len > v->cols)
         v->cols = x + len;
-    int sy = row - v->t->diff_top;
+    int sy = row - v->t->diff.top;
     if (sy < 0 || sy >= v->h)
         return;
-    int sx = x - v->t->diff_left;
+    int sx = x - v->t->diff.left;
     if (sx < 0) {
         if (-sx >= len)
             return;
@@ -875,13 +875,13 @@ static int diff_passes(dview *v, int yr, int x)
               ox_fmt_delta(pt->macs_delta, !pt->macs_unknown, false, macs, sizeof macs),
               ox_fmt_delta(pt->peak_delta, !pt->peak_unknown, true, peak, sizeof peak));
     }
-    if (t->n_step_msg)
+    if (t->diff.n_step_msg)
         dputf(v, yr++, x, OX_SLOT_UI_HEADER, "last: %s", t->st.label);
-    for (int k = 0; k < t->n_step_msg; k++)
-        dput(v, yr++, x, t->step_msg[k][0] == 'r'   ? OX_SLOT_UI_REMOVED
-                         : t->step_msg[k][0] == 'a' ? OX_SLOT_UI_ADDED
+    for (int k = 0; k < t->diff.n_step_msg; k++)
+        dput(v, yr++, x, t->diff.step_msg[k][0] == 'r'   ? OX_SLOT_UI_REMOVED
+                         : t->diff.step_msg[k][0] == 'a' ? OX_SLOT_UI_ADDED
                                                     : OX_SLOT_UI_CHANGED,
-             t->step_msg[k]);
+             t->diff.step_msg[k]);
     return yr;
 }
 
@@ -930,14 +930,14 @@ static int diff_nodes(dview *v, int yr)
 
 static void diff_clamp(tui *t, int h, int w)
 {
-    if (t->diff_top > t->diff_rows - h)
-        t->diff_top = t->diff_rows - h;
-    if (t->diff_top < 0)
-        t->diff_top = 0;
-    if (t->diff_left > t->diff_cols - w)
-        t->diff_left = t->diff_cols - w;
-    if (t->diff_left < 0)
-        t->diff_left = 0;
+    if (t->diff.top > t->diff.rows - h)
+        t->diff.top = t->diff.rows - h;
+    if (t->diff.top < 0)
+        t->diff.top = 0;
+    if (t->diff.left > t->diff.cols - w)
+        t->diff.left = t->diff.cols - w;
+    if (t->diff.left < 0)
+        t->diff.left = 0;
 }
 
 void tui_diff_draw(tui *t, int y0, int h, int w)
@@ -981,8 +981,8 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
               co->peak_activation_bytes != cn->peak_activation_bytes);
     ensure_size(t);
     diff_line(&v, y++, "file size", ox_fmt_bytes((int64_t)before->file_size, true, a, sizeof a),
-              ox_fmt_bytes(t->size_cur, t->size_cur >= 0, b, sizeof b),
-              (int64_t)before->file_size != t->size_cur);
+              ox_fmt_bytes(t->diff.size_cur, t->diff.size_cur >= 0, b, sizeof b),
+              (int64_t)before->file_size != t->diff.size_cur);
     if (t->base && t->mdiff_of == t->cur) {
         const ox_model_diff *d = &t->mdiff;
         dputf(&v, y++, 2, OX_SLOT_UI_NORMAL,
@@ -999,14 +999,14 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
     bool wide = w >= 100;
     if (!wide && t->st.have_totals)
         y = diff_passes(&v, y, 2) + 1;
-    if (!t->dtab_valid)
+    if (!t->diff.dtab_valid)
         build_dtab(t);
     int ytab = y;
     dputf(&v, y++, 2, OX_SLOT_UI_HEADER, "%-18s %6s %6s %6s", "op", t->base ? "A" : "before",
           t->base ? "B" : "after", "delta");
     /* Op counts, largest change first. */
-    for (int i = 0; i < t->n_dtab; i++) {
-        const op_delta *d = &t->dtab[i];
+    for (int i = 0; i < t->diff.n_dtab; i++) {
+        const op_delta *d = &t->diff.dtab[i];
         int dd = d->after - d->before;
         dputf(&v, y++, 2, dd ? (dd < 0 ? OX_SLOT_UI_REMOVED : OX_SLOT_UI_ADDED) : OX_SLOT_UI_DIM,
               "%-18.18s %6d %6d %+6d", d->op, d->before, d->after, dd);
@@ -1015,15 +1015,15 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
         diff_passes(&v, ytab, w / 2);
     if (t->base && t->mdiff_of == t->cur)
         diff_nodes(&v, v.rows + 1);
-    t->diff_rows = v.rows;
-    t->diff_cols = v.cols + 1;
+    t->diff.rows = v.rows;
+    t->diff.cols = v.cols + 1;
     if (vh < h) {
-        bool below = t->diff_top + vh < v.rows, right = t->diff_left + w < t->diff_cols;
-        if (below || right || t->diff_top || t->diff_left)
+        bool below = t->diff.top + vh < v.rows, right = t->diff.left + w < t->diff.cols;
+        if (below || right || t->diff.top || t->diff.left)
             tui_putf(y0 + vh, 2, w - 4, OX_SLOT_UI_DIM, t,
                      "rows %d-%d of %d%s, col %d%s: j/k g/G PgDn h/l scroll",
-                     t->diff_top + 1, t->diff_top + vh < v.rows ? t->diff_top + vh : v.rows,
-                     v.rows, below ? " (more below)" : "", t->diff_left + 1,
+                     t->diff.top + 1, t->diff.top + vh < v.rows ? t->diff.top + vh : v.rows,
+                     v.rows, below ? " (more below)" : "", t->diff.left + 1,
                      right ? " (more right)" : "");
     }
 }
@@ -1033,14 +1033,14 @@ int tui_diff_scroll(tui *t, tui_action a, int h)
 {
     int page = h > 3 ? h - 2 : 1;
     switch (a) {
-    case TUI_A_UP: t->diff_top--; break;
-    case TUI_A_DOWN: t->diff_top++; break;
-    case TUI_A_PGUP: t->diff_top -= page; break;
-    case TUI_A_PGDN: t->diff_top += page; break;
-    case TUI_A_HOME: t->diff_top = 0; t->diff_left = 0; break;
-    case TUI_A_END: t->diff_top = t->diff_rows; break;
-    case TUI_A_LEFT: t->diff_left -= 8; break;
-    case TUI_A_RIGHT: t->diff_left += 8; break;
+    case TUI_A_UP: t->diff.top--; break;
+    case TUI_A_DOWN: t->diff.top++; break;
+    case TUI_A_PGUP: t->diff.top -= page; break;
+    case TUI_A_PGDN: t->diff.top += page; break;
+    case TUI_A_HOME: t->diff.top = 0; t->diff.left = 0; break;
+    case TUI_A_END: t->diff.top = t->diff.rows; break;
+    case TUI_A_LEFT: t->diff.left -= 8; break;
+    case TUI_A_RIGHT: t->diff.left += 8; break;
     default: return TUI_UNHANDLED;
     }
     diff_clamp(t, h > 2 ? h - 1 : h, COLS);
