@@ -284,6 +284,9 @@ struct tui {
     ox_graph *gstack[32];
     int gdepth;
     ox_model_cost cost;
+    /* cost already holds this model's costs (a worker computed them): the
+     * next refresh keeps them instead of computing again; one use. */
+    const ox_model *cost_preset;
     ox_infer_opts iopts;   /* shape overrides, re-applied on edit */
     ox_type **in_types;    /* the file's graph input types (overrides rewrite them) */
     int n_in_types;
@@ -371,6 +374,8 @@ void tui_model_free_views(tui *t);
 ox_status tui_apply_shape(tui *t, const char *input, const char *shape, ox_error *err);
 void tui_clear_shapes(tui *t, ox_error *err);
 void tui_reinfer_cur(tui *t);   /* after an undo, with today's shape overrides */
+/* The same on m (a copy in the history), touching nothing of t: for a worker. */
+void tui_reinfer_model(const tui *t, ox_model *m);
 void tui_save_input_types(tui *t);
 void tui_free_input_types(tui *t);
 const char *tui_node_label(const ox_node *n, char *buf, size_t len);

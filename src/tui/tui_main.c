@@ -1118,6 +1118,13 @@ static void tui_free(tui *t)
         ox_model_free(t->bench.b);
     }
     tui_model_free_views(t);
+    if (atomic_load(&t->job_bg) > 0) {
+        /* An abandoned job (bisect, apply-all) still reads the manager
+         * and the models: leave them to the process's exit. */
+        if (t->timing)
+            fclose(t->timing);
+        return;
+    }
     tui_compare_free(t);
     tui_passes_free(t);
     tui_free_input_types(t);
@@ -1261,8 +1268,15 @@ int ox_tui_run(ox_tui_opts *o)
         else if (idle)
             flags = tui_passes_idle(t) ? TUI_REDRAW : 0;
         tui_bench_poll(t);
-        if (tui_job_poll(t))
+        double p0 = mono_ms();
+        if (tui_job_poll(t)) {
             flags |= TUI_REDRAW;
+            /* What a finished job costs the UI thread (its done()). */
+            if (t->timing) {
+                fprintf(t->timing, "job_done_ms %.1f\n", mono_ms() - p0);
+                fflush(t->timing);
+            }
+        }
         if (flags & TUI_QUIT)
             break;
         if (!(flags & TUI_REDRAW) && ch == ERR && !t->bench.running && !t->job)

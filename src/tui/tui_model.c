@@ -325,7 +325,9 @@ ox_status tui_model_refresh(tui *t, ox_error *err)
     ox_node *keep_detail = t->det.node;
     tui_model_free_views(t);
     ox_graph *g = t->graph;
-    if (ox_model_cost_compute(t->cur, &t->cost, err) != OX_OK)
+    bool preset = t->cost_preset == t->cur;
+    t->cost_preset = NULL;
+    if (!preset && ox_model_cost_compute(t->cur, &t->cost, err) != OX_OK)
         return err ? err->status : OX_ENOMEM;
     t->nodes.rc = calloc((size_t)g->n_nodes + 1, sizeof *t->nodes.rc);
     t->nodes.order = calloc((size_t)g->n_nodes + 1, sizeof *t->nodes.order);
@@ -646,6 +648,22 @@ void tui_reinfer_cur(tui *t)
     t->iopts.stats = NULL;
     ox_infer_model(t->cur, &t->iopts, NULL);
     t->iopts.stats = &t->istats;
+}
+
+void tui_reinfer_model(const tui *t, ox_model *m)
+{
+    const ox_graph *o = t->orig->graph;
+    for (int i = 0; i < t->n_in_types && i < o->n_inputs; i++) {
+        ox_value *v = ox_graph_find(m->graph, o->inputs[i]->name);
+        if (!v || !v->is_input)
+            continue;
+        ox_type_free(v->type);
+        v->type = t->in_types[i] ? ox_type_clone(t->in_types[i]) : NULL;
+    }
+    ox_infer_opts io = t->iopts;
+    io.reset = true;
+    io.stats = NULL;
+    ox_infer_model(m, &io, NULL);
 }
 
 void tui_clear_shapes(tui *t, ox_error *err)

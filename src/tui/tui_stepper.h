@@ -152,6 +152,12 @@ void tui_stepper_apply_all_commit(tui_stepper *s, ox_pass_manager *pm, ox_model 
 bool tui_stepper_reset(tui_stepper *s);
 /* Undoes the last step, apply-all or reset. False when the history is empty. */
 bool tui_stepper_undo(tui_stepper *s);
+/* The same, handing the copy it drops to *dropped (NULL when none) instead
+ * of freeing it: freeing 100k nodes takes ~0.3 s, which the TUI does in a
+ * thread of its own. */
+bool tui_stepper_undo_keep(tui_stepper *s, ox_model **dropped);
+/* The model an undo would show (NULL when the history is empty). */
+ox_model *tui_stepper_undo_target(const tui_stepper *s);
 /* cur was edited outside the stepper (input shapes re-inferred). */
 void tui_stepper_touch(tui_stepper *s);
 

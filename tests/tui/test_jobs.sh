@@ -113,8 +113,51 @@ run_step_search() {
     quit_clean
 }
 
+# Undo and bisect on 100k nodes run in the worker (issue 13, item 3): the
+# panels answer meanwhile, Esc abandons (nothing changes), a second undo
+# completes. The gate holds each job at its end while the test looks.
+run_undo_bisect() {
+    SCEN="undo and bisect in a worker, Esc abandons"
+    echo "== $SCEN"
+    touch "$TMP/gate"
+    start 80 24 TERM=xterm-256color "ONNXSCOPE_TUI_JOB_GATE=$TMP/gate" -- "$MODEL"
+    wait_for "Peak activ." 120 || return
+    keys s
+    wait_for "dedup_initializers #1:" 180 || return
+    wait_for "[opt]" || return
+    rm -f "$TMP/gate"
+    keys u
+    wait_for "undo step 1: dedup_initializers #1" 30 || return
+    keys 2
+    both "of 100000 nodes" "undo step 1: dedup_initializers #1" || return
+    keys Escape
+    wait_for "cancelled: undo step 1" || return
+    # Still the optimized copy: the abandoned undo changed nothing.
+    wait_for "[opt]" || return
+    # Once the abandoned worker ends, model keys are taken again.
+    touch "$TMP/gate"
+    local i
+    for i in $(seq 1 60); do
+        keys u
+        sleep 1
+        screen | grep -qF "busy (the model is in use)" || break
+    done
+    wait_for "undid step 1: dedup_initializers #1: nodes 100000; 0 more to undo" 120 || return
+    assert_not_screen "[opt]"
+    rm -f "$TMP/gate"
+    keys 8 B
+    wait_for "bisecting: running the model after each pass (Esc abandons)" 30 || return
+    keys 1
+    both "Peak activ." "bisecting" || return
+    keys Escape
+    wait_for "cancelled: bisecting" || return
+    touch "$TMP/gate"
+    quit_clean
+}
+
 run_export
 run_step_search
+run_undo_bisect
 
 echo "$CHECKS checks, $FAILS failures"
 [ "$FAILS" -eq 0 ]
