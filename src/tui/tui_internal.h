@@ -300,6 +300,8 @@ struct tui {
     ox_pass_level level;
     bool live;             /* cur = all enabled passes: toggles re-run them */
     tui_stepper st;
+    struct tui_bgprobe *bgp;       /* idle probing of a large model (tui_bgprobe.c) */
+    unsigned bgp_tried;            /* the stepper version + 1 last probed */
     ox_model_cost cost_orig;
     char saved_name[512];         /* where the optimized model was last saved */
     const ox_model *saved_model;  /* ... and which copy (a later step makes another) */
@@ -413,6 +415,13 @@ void tui_passes_footer(tui *t, int y0, int h, int w);
 void tui_diff_draw(tui *t, int y0, int h, int w);
 int tui_diff_scroll(tui *t, tui_action a, int h);
 
+/* tui_bgprobe.c: idle probing of a model above the probe limit */
+typedef struct tui_bgprobe tui_bgprobe;
+bool tui_bgprobe_tick(tui *t);        /* event loop: collect / start; true: redraw */
+bool tui_bgprobe_running(const tui *t);
+void tui_bgprobe_settle(tui *t);      /* before a key that changes the model */
+void tui_bgprobe_quit(tui *t);
+
 /* tui_compare.c: two models */
 ox_status tui_compare_load(tui *t, ox_error *err);   /* loads, infers and costs t->base_path */
 void tui_compare_refresh(tui *t);                    /* after cur changed */
@@ -441,5 +450,6 @@ void tui_set_status(tui *t, int slot, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void tui_switch(tui *t, int panel);
 void tui_prompt_open(tui *t, tui_prompt_kind k, const char *initial);
+void tui_free_model_async(ox_model *m);   /* frees m in a detached thread */
 
 #endif

@@ -956,6 +956,8 @@ static int handle_key(tui *t, int ch)
         tui_job_escape(t);
         return TUI_REDRAW;
     }
+    if (model_key(t, a))
+        tui_bgprobe_settle(t);
     if (model_key(t, a) && tui_job_busy(t, true)) {
         char jb[300];
         tui_job_status(t, jb, sizeof jb);
@@ -1109,6 +1111,7 @@ static void load_theme(tui *t, const char *name, char *warn, size_t wn)
 
 static void tui_free(tui *t)
 {
+    tui_bgprobe_quit(t);
     tui_job_quit(t);
     if (t->bench.running) {
         tui_bench_cancel(t);
@@ -1256,10 +1259,15 @@ int ox_tui_run(ox_tui_opts *o)
         fflush(t->timing);
     }
     while (!quit_after) {
+        /* A large model is probed in a worker when idle (tui_bgprobe.c). */
+        if (tui_bgprobe_tick(t)) {
+            draw(t);
+            refresh();
+        }
         /* Idle time finds out which passes have no match (one pass per
          * turn, small models only): a key is never kept waiting longer. */
         bool idle = !t->job && tui_passes_idle_pending(t);
-        timeout(idle ? 0 : t->job ? 50 : t->bench.running ? 100 : -1);
+        timeout(idle ? 0 : t->job ? 50 : t->bench.running || tui_bgprobe_running(t) ? 100 : -1);
         int ch = getch();
         double k0 = mono_ms();
         int flags = TUI_REDRAW;

@@ -3,7 +3,6 @@
  * apply all, reset, level presets) on top of tui_stepper.c, which owns the
  * optimized copy; the status line, cursor jumps and change marks after a
  * step; the before/after table with the per-pass totals. */
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -486,30 +485,10 @@ static void step(tui *t, bool rest)
     step_finish(t, st, &in, &err, &before);
 }
 
-/* Frees a dropped copy off the UI thread: freeing 100k nodes takes ~0.3 s. */
-static void *free_main(void *arg)
-{
-    ox_model_free(arg);
-    return NULL;
-}
-
-static void free_async(ox_model *m)
-{
-    if (!m)
-        return;
-    pthread_t th;
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&th, &at, free_main, m) != 0)
-        ox_model_free(m);
-    pthread_attr_destroy(&at);
-}
-
 /* After the history popped: the views, the cursor and the status. */
 static void undo_finish(tui *t, const char *label, ox_model *dropped)
 {
-    free_async(dropped);
+    tui_free_model_async(dropped);
     t->live = false;
     t->cur = t->st.cur;
     after_change(t);

@@ -155,9 +155,47 @@ run_undo_bisect() {
     quit_clean
 }
 
+# Above 20,000 nodes the no-match check runs idle in a worker: with no key
+# pressed the Passes panel greys every pass (none matches on this model),
+# the panel answers meanwhile, and `s` then knows at once.
+run_idle_probe() {
+    SCEN="idle no-match probe of a 100k-node model in a worker"
+    echo "== $SCEN"
+    local gen
+    gen=$(dirname "$BIN")/tools/gen_samples
+    if [ ! -x "$gen" ]; then
+        echo "SKIP [$SCEN]: $gen not built"
+        return
+    fi
+    [ -f "$TMP/wide.onnx" ] || "$gen" --wide 100000 "$TMP/wide.onnx" >/dev/null ||
+        { fail "gen_samples --wide"; return; }
+    start 100 40 TERM=xterm-256color -- "$TMP/wide.onnx"
+    wait_for "Peak activ." 120 || return
+    keys 8
+    wait_for "fuse_reshapes" || return
+    keys j
+    wait_re "^ \[x\] fold_shape_chains" || return
+    # Every enabled pass shown ([x]) gets greyed.
+    local i n=0 left=1
+    for i in $(seq 1 600); do
+        n=$(screen | grep -E '^.\[x\]' | grep -c "no match")
+        left=$(screen | grep -E '^.\[x\]' | grep -vc "no match")
+        [ "$n" -ge 10 ] && [ "$left" -eq 0 ] && break
+        sleep 0.2
+    done
+    CHECKS=$((CHECKS + 1))
+    [ "$n" -ge 10 ] && [ "$left" -eq 0 ] ||
+        fail "$left enabled passes not greyed 'no match' after 120 s idle"
+    keys s
+    wait_for "no enabled pass has a match" 5 || return
+    assert_not_screen "passes tried; Esc stops"
+    quit_clean
+}
+
 run_export
 run_step_search
 run_undo_bisect
+run_idle_probe
 
 echo "$CHECKS checks, $FAILS failures"
 [ "$FAILS" -eq 0 ]
