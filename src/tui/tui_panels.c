@@ -965,11 +965,13 @@ static void neigh_draw(tui *t, int y0, int h, int w)
     }
     /* The step just taken: before on the left, after on the right. */
     int half = w / 2;
-    if (tui_compare_marks(t))
+    if (tui_compare_marks(t)) {
         tui_putf(y0, 1, half - 2, OX_SLOT_UI_HEADER, t, "A %s", tui_base_name(t));
-    else
+        tui_putf(y0, half + 1, w - half - 2, OX_SLOT_UI_HEADER, t, "B (radius %d, +/-)", r);
+    } else {
         tui_putf(y0, 1, half - 2, OX_SLOT_UI_HEADER, t, "before %s", t->st.label);
-    tui_putf(y0, half + 1, w - half - 2, OX_SLOT_UI_HEADER, t, "after (radius %d, +/-)", r);
+        tui_putf(y0, half + 1, w - half - 2, OX_SLOT_UI_HEADER, t, "after (radius %d, +/-)", r);
+    }
     for (int y = y0; y < y0 + h; y++)
         tui_put(y, half - 1, 1, OX_SLOT_UI_BORDER, t, tui_vline(t));
     nb_view(t, bc, NULL, r, y0 + 1, h - 1, 0, half - 1, true);
