@@ -451,5 +451,6 @@ void tui_set_status(tui *t, int slot, const char *fmt, ...)
 void tui_switch(tui *t, int panel);
 void tui_prompt_open(tui *t, tui_prompt_kind k, const char *initial);
 void tui_free_model_async(ox_model *m);   /* frees m in a detached thread */
+void tui_free_model_wait(void);           /* until every such free has ended */
 
 #endif

@@ -1113,6 +1113,7 @@ static void tui_free(tui *t)
 {
     tui_bgprobe_quit(t);
     tui_job_quit(t);
+    tui_free_model_wait();
     if (t->bench.running) {
         tui_bench_cancel(t);
         pthread_join(t->bench.thread, NULL);
