@@ -164,6 +164,11 @@ static bool collect(tui *t)
     tui_free_model_async(b->copy);
     b->copy = NULL;
     bgp_free(b);
+    /* Learnt something: passes still unknown (stopped early, or enabled
+     * since) may be probed on the next idle turn; learnt nothing (no copy,
+     * stale): not again for this version. */
+    if (learnt)
+        t->bgp_tried = 0;
     return learnt;
 }
 
