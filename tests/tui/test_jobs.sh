@@ -152,7 +152,10 @@ run_undo_bisect() {
     keys Escape
     wait_for "cancelled: bisecting" || return
     touch "$TMP/gate"
-    quit_clean
+    # The exit leaves the abandoned bisect to the process's end; slow under
+    # the sanitizers (the leak check walks the 100k-node model).
+    keys q
+    wait_for "EXIT=0" 180 || return
 }
 
 # Above 20,000 nodes the no-match check runs idle in a worker: with no key
