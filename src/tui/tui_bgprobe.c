@@ -25,7 +25,28 @@ struct tui_bgprobe {
     int n;
     int *order, n_order;       /* the passes to try, from the stepper's position */
     signed char *result;       /* per pass: -1 not tried, 0 no match, 1 match */
+    atomic_llong *last_key;    /* the event loop's last key (monotonic ms) */
 };
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Idle means idle: while keys come (the last one under KEY_QUIET_MS ago)
+ * the probe waits before its next try, so that on a loaded machine it does
+ * not take the CPU from the keys' redraws. */
+#define KEY_QUIET_MS 300
+
+static void wait_quiet(tui_bgprobe *b)
+{
+    while (!atomic_load(&b->cancel) && now_ms() - atomic_load(b->last_key) < KEY_QUIET_MS) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
 
 static void bgp_free(tui_bgprobe *b)
 {
@@ -45,6 +66,9 @@ static void *bgp_main(void *arg)
     ox_model *work = NULL;
     for (int k = 0; b->copy && k < b->n_order && !atomic_load(&b->cancel); k++) {
         int i = b->order[k];
+        wait_quiet(b);
+        if (atomic_load(&b->cancel))
+            break;
         if (!work && !(work = ox_model_clone(b->copy)))
             break;
         ox_error err = {0};
@@ -132,6 +156,7 @@ static void start(tui *t)
     }
     b->src = t->cur;
     b->version = s->version;
+    b->last_key = &t->last_key_ms;
     if (pthread_create(&b->th, NULL, bgp_main, b) != 0) {
         bgp_free(b);
         return;
@@ -201,6 +226,11 @@ void tui_bgprobe_settle(tui *t)
         nanosleep(&ts, NULL);
     }
     atomic_store(&b->cancel, 1);
+}
+
+void tui_bgprobe_key(tui *t)
+{
+    atomic_store(&t->last_key_ms, now_ms());
 }
 
 void tui_bgprobe_quit(tui *t)

@@ -302,6 +302,7 @@ struct tui {
     tui_stepper st;
     struct tui_bgprobe *bgp;       /* idle probing of a large model (tui_bgprobe.c) */
     unsigned bgp_tried;            /* the stepper version + 1 last probed */
+    atomic_llong last_key_ms;      /* when the last key came (the probe waits for quiet) */
     ox_model_cost cost_orig;
     char saved_name[512];         /* where the optimized model was last saved */
     const ox_model *saved_model;  /* ... and which copy (a later step makes another) */
@@ -420,6 +421,7 @@ typedef struct tui_bgprobe tui_bgprobe;
 bool tui_bgprobe_tick(tui *t);        /* event loop: collect / start; true: redraw */
 bool tui_bgprobe_running(const tui *t);
 void tui_bgprobe_settle(tui *t);      /* before a key that changes the model */
+void tui_bgprobe_key(tui *t);         /* a key came: the probe pauses while keys come */
 void tui_bgprobe_quit(tui *t);
 
 /* tui_compare.c: two models */

@@ -1272,8 +1272,10 @@ int ox_tui_run(ox_tui_opts *o)
         int ch = getch();
         double k0 = mono_ms();
         int flags = TUI_REDRAW;
-        if (ch != ERR)
+        if (ch != ERR) {
+            tui_bgprobe_key(t);
             flags = handle_key(t, ch);
+        }
         else if (idle)
             flags = tui_passes_idle(t) ? TUI_REDRAW : 0;
         tui_bench_poll(t);
