@@ -822,6 +822,10 @@ static int global_key(tui *t, tui_action a, int ch)
         tui_switch(t, TUI_P_BENCH);
         tui_bench_start(t);
         return TUI_REDRAW;
+    case TUI_A_MATRIX:
+        tui_switch(t, TUI_P_BENCH);
+        tui_matrix_start(t);
+        return TUI_REDRAW;
     case TUI_A_CANCEL:
         if (t->bench.running) {
             tui_bench_cancel(t);
@@ -1114,6 +1118,7 @@ static void tui_free(tui *t)
     tui_bgprobe_quit(t);
     tui_job_quit(t);
     tui_free_model_wait();
+    tui_matrix_free(t);
     if (t->bench.running) {
         tui_bench_cancel(t);
         pthread_join(t->bench.thread, NULL);
