@@ -5,9 +5,9 @@
  * a private copy of the shown model with a pass manager of its own, and the
  * event loop takes the answers ("no match" in the Passes panel, skipped by
  * `s`) when it ends. It never blocks a key: a key that changes the model
- * only waits for the copy to be made (the worker reads the shown model
- * until then), then the probe is told to stop after its current try, and
- * its answers are dropped if the model changed meanwhile. */
+ * tells it to stop after its current try, and its answers are dropped if
+ * the model changed meanwhile; a model it is still copying is freed only
+ * once the copy is made (tui_free_model_async waits for that). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -58,10 +58,23 @@ static void bgp_free(tui_bgprobe *b)
     free(b);
 }
 
+/* The model a probe is copying: nobody may free it until the copy is made
+ * (tui_bgprobe_wait_unread). One viewer per process, so one global. */
+static _Atomic(const ox_model *) g_reading;
+
+void tui_bgprobe_wait_unread(const ox_model *m)
+{
+    while (m && atomic_load(&g_reading) == m) {
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static void *bgp_main(void *arg)
 {
     tui_bgprobe *b = arg;
     b->copy = ox_model_clone(b->src);
+    atomic_store(&g_reading, NULL);
     atomic_store(&b->cloned, 1);
     ox_model *work = NULL;
     for (int k = 0; b->copy && k < b->n_order && !atomic_load(&b->cancel); k++) {
@@ -157,7 +170,9 @@ static void start(tui *t)
     b->src = t->cur;
     b->version = s->version;
     b->last_key = &t->last_key_ms;
+    atomic_store(&g_reading, b->src);
     if (pthread_create(&b->th, NULL, bgp_main, b) != 0) {
+        atomic_store(&g_reading, NULL);
         bgp_free(b);
         return;
     }
@@ -216,16 +231,13 @@ bool tui_bgprobe_running(const tui *t)
 
 void tui_bgprobe_settle(tui *t)
 {
-    tui_bgprobe *b = t->bgp;
-    if (!b)
-        return;
-    /* The copy takes ~0.1 s at 100k nodes; the shown model must not change
-     * while the worker reads it. */
-    while (!atomic_load(&b->cloned)) {
-        struct timespec ts = {0, 2 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    atomic_store(&b->cancel, 1);
+    /* Stop after the current try. The key goes on at once: what it does to
+     * the shown model while the worker may still be copying it is to
+     * replace it (other copies read it too, which is safe) or to free it,
+     * and frees of models go through tui_free_model_async, which waits for
+     * the copy to be made (tui_bgprobe_wait_unread). */
+    if (t->bgp)
+        atomic_store(&t->bgp->cancel, 1);
 }
 
 void tui_bgprobe_key(tui *t)

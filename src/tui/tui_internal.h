@@ -422,7 +422,8 @@ int tui_diff_scroll(tui *t, tui_action a, int h);
 typedef struct tui_bgprobe tui_bgprobe;
 bool tui_bgprobe_tick(tui *t);        /* event loop: collect / start; true: redraw */
 bool tui_bgprobe_running(const tui *t);
-void tui_bgprobe_settle(tui *t);      /* before a key that changes the model */
+void tui_bgprobe_settle(tui *t);      /* before a key that changes the model: stop soon */
+void tui_bgprobe_wait_unread(const ox_model *m);   /* until no probe is copying m */
 void tui_bgprobe_key(tui *t);         /* a key came: the probe pauses while keys come */
 void tui_bgprobe_quit(tui *t);
 

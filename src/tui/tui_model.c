@@ -482,9 +482,11 @@ static void shape_done(tui *t, tui_job *j)
     t->orig = t->st.orig = q->orig;
     t->cur = t->st.cur = q->cur ? q->cur : q->orig;
     q->orig = q->cur = NULL;
+    /* In threads: an idle probe may still be copying one, and freeing 100k
+     * nodes takes ~0.3 s. */
     if (old_cur != old_orig)
-        ox_model_free(old_cur);
-    ox_model_free(old_orig);
+        tui_free_model_async(old_cur);
+    tui_free_model_async(old_orig);
     ox_infer_opts_free(&t->iopts);
     t->iopts = q->io;
     memset(&q->io, 0, sizeof q->io);

@@ -21,6 +21,7 @@ void tui_passes_init(tui *t)
     if (t->pm)
         ox_pm_set_infer_opts(t->pm, &t->iopts);
     tui_stepper_init(&t->st, t->orig);
+    t->st.free_model = tui_free_model_async;
     t->cost_orig = t->cost;
     t->diff.size_cur = (int64_t)t->orig->file_size;
     t->diff.size_valid = true;
@@ -28,6 +29,7 @@ void tui_passes_init(tui *t)
 
 void tui_passes_free(tui *t)
 {
+    t->st.free_model = NULL;   /* at exit: free here, not in threads nobody waits for */
     tui_stepper_free(&t->st);
     t->cur = t->orig;
     ox_pm_free(t->pm);

@@ -52,7 +52,10 @@ static void entry_free(tui_stepper *s, tui_undo_entry *e)
 
 static void drop_probe(tui_stepper *s)
 {
-    ox_model_free(s->probe);
+    if (s->free_model && s->probe)
+        s->free_model(s->probe);
+    else
+        ox_model_free(s->probe);
     s->probe = NULL;
 }
 

@@ -89,6 +89,9 @@ typedef struct tui_stepper {
     int probe_max_nodes;
     int cur_nodes;         /* of cur, counted once per change (the probe test runs every turn) */
     int last_pass;         /* pass of the last step (-1: none): likely to match again */
+    /* Frees the probe's copy when the model changes (NULL: ox_model_free);
+     * the TUI frees a large one in a thread. */
+    void (*free_model)(ox_model *m);
 } tui_stepper;
 
 /* orig is borrowed and must outlive the stepper. */

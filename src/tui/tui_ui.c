@@ -38,6 +38,7 @@ static atomic_int frees_pending;
 
 static void *free_main(void *arg)
 {
+    tui_bgprobe_wait_unread(arg);   /* an idle probe may still be copying it */
     ox_model_free(arg);
     atomic_fetch_sub(&frees_pending, 1);
     return NULL;
@@ -62,6 +63,7 @@ void tui_free_model_async(ox_model *m)
     atomic_fetch_add(&frees_pending, 1);
     if (pthread_create(&th, &at, free_main, m) != 0) {
         atomic_fetch_sub(&frees_pending, 1);
+        tui_bgprobe_wait_unread(m);
         ox_model_free(m);
     }
     pthread_attr_destroy(&at);
