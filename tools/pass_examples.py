@@ -423,6 +423,14 @@ def ex_unique_node_names():
     return m
 
 
+def ex_to_fp16():
+    # MatMul and Relu run in float16; Max (default block list) stays float32
+    # between two Casts; Casts after the input and before the output.
+    return model([N("MatMul", ["x", "W"], ["m"]), N("Max", ["m", "k"], ["b"]),
+                  N("Relu", ["b"], ["y"])],
+                 [("x", [2, 3])], [("y", [2, 4])], [c("W", rnd(3, 4)), c("k", [0.0])])
+
+
 def passes(binary):
     out = subprocess.run([binary, "passes", "--json"], capture_output=True, text=True,
                          check=True).stdout

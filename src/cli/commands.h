@@ -91,5 +91,9 @@ void ox_cli_run_error(const char *path, const ox_error *err, double timeout_s);
 typedef struct json_t json_t;
 struct ox_model_cost;
 json_t *ox_cli_info_json(const ox_model *m, const struct ox_model_cost *c);
+/* Weights by element type: "float16 6.65 MiB, int64 88 B" into buf, and as
+ * {"float16": bytes, ...} (issue 15). */
+const char *ox_cli_dtype_bytes(const struct ox_model_cost *c, char *buf, size_t len);
+json_t *ox_cli_dtype_bytes_json(const struct ox_model_cost *c);
 
 #endif

@@ -1104,6 +1104,19 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
     diff_line(&v, y++, "weights", ox_fmt_bytes(co->weights_bytes, true, a, sizeof a),
               ox_fmt_bytes(cn->weights_bytes, true, b, sizeof b),
               co->weights_bytes != cn->weights_bytes);
+    /* Weights by element type when a pass changed the split (issue 15:
+     * to_fp16 moves float32 to float16); no extra rows otherwise. */
+    bool dt_changed = memcmp(co->weights_bytes_by_dtype, cn->weights_bytes_by_dtype,
+                             sizeof co->weights_bytes_by_dtype) != 0;
+    for (int d = 0; d < OX_DT_COUNT && dt_changed; d++) {
+        int64_t x = co->weights_bytes_by_dtype[d], z = cn->weights_bytes_by_dtype[d];
+        if (!x && !z)
+            continue;
+        char label[32];
+        snprintf(label, sizeof label, "  %s", ox_dtype_name((ox_dtype)d));
+        diff_line(&v, y++, label, ox_fmt_bytes(x, true, a, sizeof a),
+                  ox_fmt_bytes(z, true, b, sizeof b), x != z);
+    }
     diff_line(&v, y++, "MACs", ox_fmt_model_macs(co, a, sizeof a),
               ox_fmt_model_macs(cn, b, sizeof b), strcmp(a, b) != 0);
     diff_line(&v, y++, "FLOPs", ox_fmt_model_flops(co, a, sizeof a),
@@ -1113,9 +1126,16 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
               ox_fmt_bytes(cn->peak_activation_bytes, cn->peak_known, b, sizeof b),
               co->peak_activation_bytes != cn->peak_activation_bytes);
     ensure_size(t);
-    diff_line(&v, y++, "file size", ox_fmt_bytes((int64_t)before->file_size, true, a, sizeof a),
+    diff_line(&v, y, "file size", ox_fmt_bytes((int64_t)before->file_size, true, a, sizeof a),
               ox_fmt_bytes(t->diff.size_cur, t->diff.size_cur >= 0, b, sizeof b),
               (int64_t)before->file_size != t->diff.size_cur);
+    /* The size change, on the same row (issue 15). */
+    if (t->diff.size_cur >= 0 && before->file_size > 0 &&
+        (int64_t)before->file_size != t->diff.size_cur)
+        dputf(&v, y, 2 + 20 + 1 + 14 + 1 + 14, OX_SLOT_UI_CHANGED, " %+.1f%%",
+              100.0 * ((double)t->diff.size_cur - (double)before->file_size) /
+                  (double)before->file_size);
+    y++;
     if (t->base && t->mdiff_of == t->cur) {
         const ox_model_diff *d = &t->mdiff;
         dputf(&v, y++, 2, OX_SLOT_UI_NORMAL,
