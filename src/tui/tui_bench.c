@@ -20,7 +20,7 @@ static void on_progress(void *user, int which, int done, int total, double fract
     (void)which;
     (void)done;
     (void)total;
-    atomic_store(&t->bench_progress, (int)(fraction * 1000));
+    atomic_store(&t->bench.progress, (int)(fraction * 1000));
 }
 
 /* The worker: the benchmark library does the timing, percentiles and the
@@ -28,14 +28,14 @@ static void on_progress(void *user, int which, int done, int total, double fract
 static void *bench_main(void *arg)
 {
     tui *t = arg;
-    tui_bench_result *r = &t->bench;
+    tui_bench_result *r = &t->bench.res;
     ox_bench_config cfg;
     ox_bench_config_init(&cfg);
-    cfg.model = t->bench_a;
-    cfg.compare = t->bench_b;
-    cfg.iters = t->bench_iters;
-    cfg.warmup = t->bench_warmup;
-    cfg.threads = t->bench_threads;
+    cfg.model = t->bench.a;
+    cfg.compare = t->bench.b;
+    cfg.iters = t->bench.iters;
+    cfg.warmup = t->bench.warmup;
+    cfg.threads = t->bench.threads;
     /* The per-operator profile as `onnxscope bench` takes it. */
     cfg.profile_runs = cfg.iters < 10 ? cfg.iters : 10;
     cfg.time_budget_s = BENCH_TIME_BUDGET_S;
@@ -43,7 +43,7 @@ static void *bench_main(void *arg)
     cfg.inputs = &t->bench_inputs;   /* --input/--fill/--int-max/--default-dim */
     cfg.progress = on_progress;
     cfg.user = t;
-    cfg.cancel = &t->bench_cancel;
+    cfg.cancel = &t->bench.cancel;
     ox_bench_result br;
     memset(&br, 0, sizeof br);
     ox_error err = {0};
@@ -85,69 +85,69 @@ static void *bench_main(void *arg)
         r->n_ops = i + 1;
     }
     ox_bench_result_free(&br);
-    atomic_store(&t->bench_progress, 1000);
-    atomic_store(&t->bench_finished, 1);
+    atomic_store(&t->bench.progress, 1000);
+    atomic_store(&t->bench.finished, 1);
     return NULL;
 }
 
 void tui_bench_start(tui *t)
 {
     tui_matrix_hide(t);
-    if (t->bench_running) {
+    if (t->bench.running) {
         tui_set_status(t, OX_SLOT_UI_WARNING, "a benchmark is already running (Esc cancels)");
         return;
     }
     /* The worker gets private copies, so browsing (and re-inference) on the
      * main thread never races with it. Copies are made and freed here. */
-    t->bench_a = ox_model_clone(t->orig);
-    t->bench_b = t->cur != t->orig ? ox_model_clone(t->cur) : NULL;
-    if (!t->bench_a || (t->cur != t->orig && !t->bench_b)) {
-        ox_model_free(t->bench_a);
-        ox_model_free(t->bench_b);
-        t->bench_a = t->bench_b = NULL;
+    t->bench.a = ox_model_clone(t->orig);
+    t->bench.b = t->cur != t->orig ? ox_model_clone(t->cur) : NULL;
+    if (!t->bench.a || (t->cur != t->orig && !t->bench.b)) {
+        ox_model_free(t->bench.a);
+        ox_model_free(t->bench.b);
+        t->bench.a = t->bench.b = NULL;
         tui_set_status(t, OX_SLOT_UI_ERROR, "out of memory");
         return;
     }
-    memset(&t->bench, 0, sizeof t->bench);
-    atomic_store(&t->bench_cancel, 0);
-    atomic_store(&t->bench_progress, 0);
-    atomic_store(&t->bench_finished, 0);
-    if (t->bench_iters <= 0)
-        t->bench_iters = 50;
-    if (pthread_create(&t->bench_thread, NULL, bench_main, t) != 0) {
-        ox_model_free(t->bench_a);
-        ox_model_free(t->bench_b);
-        t->bench_a = t->bench_b = NULL;
+    memset(&t->bench.res, 0, sizeof t->bench.res);
+    atomic_store(&t->bench.cancel, 0);
+    atomic_store(&t->bench.progress, 0);
+    atomic_store(&t->bench.finished, 0);
+    if (t->bench.iters <= 0)
+        t->bench.iters = 50;
+    if (pthread_create(&t->bench.thread, NULL, bench_main, t) != 0) {
+        ox_model_free(t->bench.a);
+        ox_model_free(t->bench.b);
+        t->bench.a = t->bench.b = NULL;
         tui_set_status(t, OX_SLOT_UI_ERROR, "cannot start the benchmark thread");
         return;
     }
-    t->bench_running = true;
+    t->bench.running = true;
     tui_set_status(t, OX_SLOT_UI_OK, "benchmark running (Esc cancels)");
 }
 
 void tui_bench_cancel(tui *t)
 {
-    if (t->bench_running)
-        atomic_store(&t->bench_cancel, 1);
+    if (t->bench.running)
+        atomic_store(&t->bench.cancel, 1);
 }
 
 /* Called from the main loop: joins a finished worker. */
 void tui_bench_poll(tui *t)
 {
-    if (!t->bench_running || !atomic_load(&t->bench_finished))
+    if (!t->bench.running || !atomic_load(&t->bench.finished))
         return;
-    pthread_join(t->bench_thread, NULL);
-    t->bench_running = false;
-    ox_model_free(t->bench_a);
-    ox_model_free(t->bench_b);
-    t->bench_a = t->bench_b = NULL;
-    t->bench.done = true;
-    if (t->bench.cancelled)
+    pthread_join(t->bench.thread, NULL);
+    t->bench.running = false;
+    ox_model_free(t->bench.a);
+    ox_model_free(t->bench.b);
+    t->bench.a = t->bench.b = NULL;
+    t->bench.res.done = true;
+    if (t->bench.res.cancelled)
         tui_set_status(t, OX_SLOT_UI_WARNING, "benchmark cancelled");
-    else if (t->bench.ok)
-        tui_set_status(t, OX_SLOT_UI_OK, "benchmark done: p50 %.3f ms", t->bench.p50);
+    else if (t->bench.res.ok)
+        tui_set_status(t, OX_SLOT_UI_OK, "benchmark done: p50 %.3f ms", t->bench.res.p50);
     else
-        tui_set_status(t, OX_SLOT_UI_ERROR, "benchmark failed: %s", t->bench.msg);
+        tui_set_status(t, OX_SLOT_UI_ERROR, "benchmark failed: %s", t->bench.res.msg);
 }
 
 /* The two rows are named after the files: the model's own and the
@@ -166,15 +166,15 @@ static const char *label_b(const tui *t)
 /* Settings: j/k pick one, h/l change it by one, g sets its least value. */
 int tui_bench_key(tui *t, tui_action a)
 {
-    int *v[3] = {&t->bench_iters, &t->bench_warmup, &t->bench_threads};
+    int *v[3] = {&t->bench.iters, &t->bench.warmup, &t->bench.threads};
     static const int lo[3] = {1, 0, 0}, hi[3] = {100000, 1000, 256};
-    int k = t->bench_sel;
+    int k = t->bench.sel;
     /* The worker reads the settings as it starts: frozen while it runs. */
-    if (t->bench_running && (a == TUI_A_LEFT || a == TUI_A_RIGHT || a == TUI_A_HOME))
+    if (t->bench.running && (a == TUI_A_LEFT || a == TUI_A_RIGHT || a == TUI_A_HOME))
         return TUI_HANDLED;
     switch (a) {
-    case TUI_A_UP: t->bench_sel = (k + 2) % 3; return TUI_REDRAW;
-    case TUI_A_DOWN: t->bench_sel = (k + 1) % 3; return TUI_REDRAW;
+    case TUI_A_UP: t->bench.sel = (k + 2) % 3; return TUI_REDRAW;
+    case TUI_A_DOWN: t->bench.sel = (k + 1) % 3; return TUI_REDRAW;
     case TUI_A_LEFT: *v[k] -= 1; break;
     case TUI_A_RIGHT: *v[k] += 1; break;
     case TUI_A_HOME: *v[k] = lo[k]; break;
@@ -190,20 +190,20 @@ int tui_bench_key(tui *t, tui_action a)
 static void draw_settings(tui *t, int y, int w)
 {
     char th[32];
-    if (t->bench_threads)
-        snprintf(th, sizeof th, "%d", t->bench_threads);
+    if (t->bench.threads)
+        snprintf(th, sizeof th, "%d", t->bench.threads);
     else
         snprintf(th, sizeof th, "auto");
     const char *name[3] = {"runs", "warm-up", "threads"};
     char val[3][32];
-    snprintf(val[0], sizeof val[0], "%d", t->bench_iters);
-    snprintf(val[1], sizeof val[1], "%d", t->bench_warmup);
+    snprintf(val[0], sizeof val[0], "%d", t->bench.iters);
+    snprintf(val[1], sizeof val[1], "%d", t->bench.warmup);
     snprintf(val[2], sizeof val[2], "%s", th);
     int x = 2;
     for (int i = 0; i < 3 && x < w - 2; i++) {
         char cell[48];
         snprintf(cell, sizeof cell, " %s %s ", name[i], val[i]);
-        x += tui_put(y, x, w - 2 - x, i == t->bench_sel ? OX_SLOT_UI_SELECTED : OX_SLOT_UI_NORMAL,
+        x += tui_put(y, x, w - 2 - x, i == t->bench.sel ? OX_SLOT_UI_SELECTED : OX_SLOT_UI_NORMAL,
                      t, cell) + 1;
     }
     if (x < w - 2)
@@ -222,14 +222,14 @@ void tui_bench_draw(tui *t, int y0, int h, int w)
                 : "Benchmark on the CPU (b starts, Esc cancels); random inputs, seed 1");
     draw_settings(t, y++, w);
     y++;
-    if (t->bench_running) {
+    if (t->bench.running) {
         tui_put(y++, 2, w - 4, OX_SLOT_UI_NORMAL, t,
-                t->bench_b ? "running original, then optimized ..." : "running ...");
+                t->bench.b ? "running original, then optimized ..." : "running ...");
         tui_progress(t, y++, 2, w - 4 < 60 ? w - 4 : 60,
-                     atomic_load(&t->bench_progress) / 1000.0);
+                     atomic_load(&t->bench.progress) / 1000.0);
         return;
     }
-    const tui_bench_result *r = &t->bench;
+    const tui_bench_result *r = &t->bench.res;
     if (!r->done) {
         tui_put(y++, 2, w - 4, OX_SLOT_UI_DIM, t, "no result yet: press b");
         return;
