@@ -201,6 +201,19 @@ def ex_fuse_rmsnorm():
                  [c("eps", 1e-6), c("gamma", rnd(4))], opset=23)
 
 
+def ex_fuse_rmsnorm_ort():
+    m = ex_fuse_rmsnorm()
+    m.opset_import[0].version = 13
+    return m
+
+
+def ex_residual_sum():
+    return model([N("Add", ["x", "r"], ["s"]),
+                  N("LayerNormalization", ["s", "gamma", "beta"], ["y"], axis=-1)],
+                 [("x", [1, 3, 4]), ("r", [1, 3, 4])], [("y", [1, 3, 4])],
+                 [c("gamma", rnd(4)), c("beta", rnd(4))], opset=17)
+
+
 def ex_fuse_norm_cast():
     return model([N("Cast", ["x"], ["xf"], to=F),
                   N("LayerNormalization", ["xf", "gamma", "beta"], ["n"], axis=-1),
@@ -301,6 +314,17 @@ def ex_fuse_transpose_gemm():
 def ex_fuse_matmul_scale():
     return model([N("MatMul", ["x", "W"], ["m"]), N("Mul", ["m", "s"], ["y"])],
                  [("x", [2, 3])], [("y", [2, 4])], [c("W", rnd(3, 4)), c("s", 0.5)])
+
+
+def ex_fuse_token_transpose_gemm():
+    return model([N("Transpose", ["x"], ["xt"], perm=[1, 0, 2]),
+                  N("Reshape", ["xt", "flat"], ["r1"]),
+                  N("Gemm", ["r1", "w", "c"], ["g"], transB=1),
+                  N("Reshape", ["g", "back"], ["r2"]),
+                  N("Transpose", ["r2"], ["y"], perm=[1, 0, 2])],
+                 [("x", [2, 3, 4])], [("y", [2, 3, 4])],
+                 [c("flat", [-1, 4], np.int64), c("w", rnd(4, 4)), c("c", rnd(4)),
+                  c("back", [3, 2, 4], np.int64)])
 
 
 def ex_fuse_transpose_matmul():
@@ -421,6 +445,14 @@ def ex_unique_node_names():
     m.graph.node[0].name = "n"
     m.graph.node[1].name = "n"
     return m
+
+
+def ex_to_fp16():
+    # MatMul and Relu run in float16; Max (default block list) stays float32
+    # between two Casts; Casts after the input and before the output.
+    return model([N("MatMul", ["x", "W"], ["m"]), N("Max", ["m", "k"], ["b"]),
+                  N("Relu", ["b"], ["y"])],
+                 [("x", [2, 3])], [("y", [2, 4])], [c("W", rnd(3, 4)), c("k", [0.0])])
 
 
 def passes(binary):

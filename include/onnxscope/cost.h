@@ -95,6 +95,9 @@ typedef struct ox_model_cost {
     int64_t params_dedup;      /* counting byte-identical weights once */
     int64_t weights_bytes;
     int64_t weights_bytes_dedup;
+    /* weights_bytes split by element type (index: ox_dtype); the entries
+     * sum to weights_bytes. `info` and `optimize` show them (issue 15). */
+    int64_t weights_bytes_by_dtype[OX_DT_COUNT];
     int64_t macs, flops;       /* sums over the main graph's nodes */
     int64_t bytes_read, bytes_written;
     int64_t peak_activation_bytes;   /* arena size of the memory plan */

@@ -199,6 +199,16 @@ int ox_pm_add_pass(ox_pass_manager *pm, const ox_pass *p, int pos);
 ox_status ox_pm_only(ox_pass_manager *pm, const char *list, ox_error *err);
 ox_status ox_pm_skip(ox_pass_manager *pm, const char *list, ox_error *err);
 
+/* Options of individual passes, by key (copied; value NULL removes one;
+ * a later call replaces the value): to_fp16 reads "keep-fp32" (comma-
+ * separated op types kept in float32) and "fp16-io" (graph inputs and
+ * outputs become float16 too). At most OX_PM_MAX_OPTIONS keys. */
+#define OX_PM_MAX_OPTIONS 16
+ox_status ox_pm_set_option(ox_pass_manager *pm, const char *key, const char *value,
+                           ox_error *err);
+/* The option's value, or NULL when unset. */
+const char *ox_pm_option(const ox_pass_manager *pm, const char *key);
+
 /* Shape overrides used by the inference the passes rely on (borrowed: it
  * must outlive the runs). NULL = none. */
 void ox_pm_set_infer_opts(ox_pass_manager *pm, const ox_infer_opts *io);

@@ -1613,6 +1613,9 @@ ox_status ox_model_cost_compute(const ox_model *m, ox_model_cost *out,
     for (int i = 0; i < l.n; i++) {
         out->params = sat_add(out->params, l.v[i].numel);
         out->weights_bytes = sat_add(out->weights_bytes, l.v[i].nbytes);
+        unsigned dt = (unsigned)l.v[i].dt < OX_DT_COUNT ? (unsigned)l.v[i].dt : 0;
+        out->weights_bytes_by_dtype[dt] = sat_add(out->weights_bytes_by_dtype[dt],
+                                                   l.v[i].nbytes);
     }
     dedup_totals(&l, out);
     free(l.v);

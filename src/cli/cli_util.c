@@ -1,6 +1,7 @@
 /* Small helpers shared by the subcommands: uniform error lines, model
  * loading with exit codes, option parsing, number formatting. */
 #include <errno.h>
+#include <jansson.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "onnxscope/cost.h"
 #include "onnxscope/io.h"
 #include "onnxscope/outfile.h"
 
@@ -186,4 +188,31 @@ const char *ox_cli_bytes(double v, char *buf, size_t len)
     else
         snprintf(buf, len, "%s%.1f %s", sign, v, units[u]);
     return buf;
+}
+
+const char *ox_cli_dtype_bytes(const struct ox_model_cost *c, char *buf, size_t len)
+{
+    size_t pos = 0;
+    if (len)
+        buf[0] = 0;
+    for (int d = 0; d < OX_DT_COUNT && pos < len; d++) {
+        if (!c->weights_bytes_by_dtype[d])
+            continue;
+        char b[32];
+        int w = snprintf(buf + pos, len - pos, "%s%s %s", pos ? ", " : "",
+                         ox_dtype_name((ox_dtype)d),
+                         ox_cli_bytes((double)c->weights_bytes_by_dtype[d], b, sizeof b));
+        pos += w > 0 ? (size_t)w : 0;
+    }
+    return buf;
+}
+
+json_t *ox_cli_dtype_bytes_json(const struct ox_model_cost *c)
+{
+    json_t *o = json_object();
+    for (int d = 0; d < OX_DT_COUNT; d++)
+        if (c->weights_bytes_by_dtype[d])
+            json_object_set_new(o, ox_dtype_name((ox_dtype)d),
+                                json_integer(c->weights_bytes_by_dtype[d]));
+    return o;
 }

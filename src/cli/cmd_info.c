@@ -125,6 +125,7 @@ json_t *ox_cli_info_json(const ox_model *m, const ox_model_cost *c)
     json_object_set_new(o, "params", json_integer(c->params));
     json_object_set_new(o, "params_dedup", json_integer(c->params_dedup));
     json_object_set_new(o, "weights_bytes", json_integer(c->weights_bytes));
+    json_object_set_new(o, "weights_bytes_by_dtype", ox_cli_dtype_bytes_json(c));
     json_object_set_new(o, "macs", maybe_int(c->known, c->macs));
     json_object_set_new(o, "flops", maybe_int(c->known, c->flops));
     json_object_set_new(o, "peak_activation_bytes",
@@ -179,6 +180,10 @@ static void print_text(const ox_model *m, const ox_model_cost *c)
     if (c->params_dedup != c->params)
         printf(" (%s distinct)", ox_cli_si((double)c->params_dedup, b, sizeof b));
     printf(", weights %s\n", ox_cli_bytes((double)c->weights_bytes, a, sizeof a));
+    if (c->weights_bytes) {
+        char dt[512];
+        printf("weights by dtype: %s\n", ox_cli_dtype_bytes(c, dt, sizeof dt));
+    }
     if (c->known)
         printf("MACs:        %s (FLOPs %s)%s\n", ox_fmt_model_macs(c, a, sizeof a),
                ox_fmt_model_flops(c, b, sizeof b),

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/commands.h"
 #include "onnxscope/bisect.h"
@@ -26,7 +27,7 @@ static void usage(FILE *f)
             "usage: onnxscope optimize MODEL -o OUT [--level basic|extended|all]\n"
             "          [--passes a,b] [--skip a,b] [--target onnx|ort]\n"
             "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE] [--json] [--force]\n"
-            "          [--max-memory SIZE] [--device cpu|cuda]\n"
+            "          [--max-memory SIZE] [--keep-fp32 OP,...] [--fp16-io] [--device cpu|cuda]\n"
             "          [--check N [--bisect] [--input NAME=FILE.pb] [--fill NAME=VALUE]\n"
             "                     [--int-max M] [--default-dim D]]\n"
             "--check N runs the original and the optimized model on N input sets: the\n"
@@ -35,19 +36,35 @@ static void usage(FILE *f)
             "written (exit 1) unless --force. --max-memory caps the tensor memory of those\n"
             "runs (default 3/4 of RAM; K/M/G suffixes). --bisect: when the check fails, find\n"
             "the first pass, and in it the first rewrite, whose result diverges, and name\n"
-            "the nodes it touched. `onnxscope passes` lists the passes. --device cuda runs\n"
-            "both models of --check on the GPU (exit 4 when no GPU is usable).\n");
+            "the nodes it touched. `onnxscope passes` lists the passes.\n"
+            "to_fp16 (opt-in: --passes +to_fp16) converts to float16; --keep-fp32 adds op\n"
+            "types to its block list, --fp16-io makes graph inputs/outputs float16 too.\n"
+            "With to_fp16 on, --check passes an output within rtol 1e-2 / atol 1e-3 or\n"
+            "with cosine similarity >= 0.999 to the original's. --device cuda runs both\n"
+            "models of --check on the GPU (exit 4 when no GPU is usable).\n");
 }
 
 typedef struct check_res {
     int runs;
     double max_abs, max_rel;
+    double min_cos;       /* lowest cosine similarity of an output (1 when none) */
     bool ok;
     char why[256];
 } check_res;
 
+/* What --check accepts: |a-b| <= atol + rtol*|b| everywhere, or (min_cos
+ * > 0) a cosine similarity of at least min_cos over the output. */
+typedef struct check_tol {
+    double rtol, atol, min_cos;
+} check_tol;
+
+static bool float_dt(ox_dtype d)
+{
+    return d == OX_DT_FLOAT || d == OX_DT_FLOAT16 || d == OX_DT_BFLOAT16 || d == OX_DT_DOUBLE;
+}
+
 /* Accumulates the error between two runtime values into r. */
-static void compare(const ox_rval *a, const ox_rval *b, check_res *r)
+static void compare(const ox_rval *a, const ox_rval *b, const check_tol *tol, check_res *r)
 {
     if (!a || !b || a->kind != b->kind) {
         if (a != b) {
@@ -63,11 +80,13 @@ static void compare(const ox_rval *a, const ox_rval *b, check_res *r)
             return;
         }
         for (int i = 0; i < a->n_items; i++)
-            compare(a->items[i], b->items[i], r);
+            compare(a->items[i], b->items[i], tol, r);
         return;
     }
     const ox_tensor *x = a->t, *y = b->t;
-    if (x->dtype != y->dtype || x->rank != y->rank ||
+    /* --fp16-io: a float16 output stands for a float32 one. */
+    bool same_dt = x->dtype == y->dtype || (float_dt(x->dtype) && float_dt(y->dtype));
+    if (!same_dt || x->rank != y->rank ||
         memcmp(x->dims, y->dims, (size_t)x->rank * sizeof *x->dims)) {
         r->ok = false;
         snprintf(r->why, sizeof r->why, "output types or shapes differ");
@@ -80,8 +99,15 @@ static void compare(const ox_rval *a, const ox_rval *b, check_res *r)
         }
         return;
     }
+    bool close = true;
+    double dot = 0, nx = 0, ny = 0;
     for (int64_t i = 0; i < x->numel; i++) {
         double p = ox_tensor_get_f64(x, i), q = ox_tensor_get_f64(y, i);
+        if (isfinite(p) && isfinite(q)) {
+            dot += p * q;
+            nx += p * p;
+            ny += q * q;
+        }
         if (isnan(p) && isnan(q))
             continue;
         if (p == q)
@@ -94,9 +120,31 @@ static void compare(const ox_rval *a, const ox_rval *b, check_res *r)
             r->max_abs = d;
         if (rel > r->max_rel)
             r->max_rel = rel;
-        if (!(d <= CHECK_ATOL + CHECK_RTOL * fabs(q)))
-            r->ok = false;
+        if (!(d <= tol->atol + tol->rtol * fabs(q)))
+            close = false;
     }
+    /* Both all zero: identical directions. */
+    double cos = nx > 0 && ny > 0 ? dot / sqrt(nx * ny) : (nx == ny ? 1.0 : 0.0);
+    if (cos < r->min_cos)
+        r->min_cos = cos;
+    if (!close && !(tol->min_cos > 0 && cos >= tol->min_cos))
+        r->ok = false;
+}
+
+/* The input set for a model whose float inputs may be float16 where the
+ * original's are float32 (--fp16-io): a converted copy; else a share. */
+static ox_rval *input_for(const ox_model *b, int i, const ox_rval *v)
+{
+    const ox_value *gi = i < b->graph->n_inputs ? b->graph->inputs[i] : NULL;
+    ox_dtype want = gi && gi->type && gi->type->kind == OX_TYPE_TENSOR ? gi->type->elem
+                                                                        : OX_DT_UNDEFINED;
+    if (!v || v->kind != OX_RV_TENSOR || !float_dt(want) || !float_dt(v->t->dtype) ||
+        v->t->dtype == want)
+        return v ? ox_rval_clone(v) : NULL;
+    ox_tensor *t = ox_tensor_new(want, v->t->rank, v->t->dims);
+    for (int64_t k = 0; t && k < t->numel; k++)
+        ox_tensor_set_f64(t, k, ox_tensor_get_f64(v->t, k));
+    return t ? ox_rval_tensor(t) : NULL;
 }
 
 static ox_status run_once(ox_exec *e, const ox_model *m, ox_rval **in, ox_rval ***out,
@@ -119,11 +167,13 @@ static void free_vals(ox_rval **v, int n)
 /* Runs both models on n input sets (--input/--fill values, the rest drawn
  * with seeds 0..n-1). */
 static ox_status check_models(ox_model *a, ox_model *b, const ox_input_opts *inputs, int n,
-                              int64_t max_memory, ox_device device, check_res *r, ox_error *err)
+                              int64_t max_memory, ox_device device, const check_tol *tol,
+                              check_res *r, ox_error *err)
 {
     ox_exec *ea = NULL, *eb = NULL;
     ox_exec_opts eo = {.max_memory = max_memory, .device = device};
     r->ok = true;
+    r->min_cos = 1;
     ox_status st = ox_exec_new(a, &eo, &ea, err);
     if (!st)
         st = ox_exec_new(b, &eo, &eb, err);
@@ -135,7 +185,10 @@ static ox_status check_models(ox_model *a, ox_model *b, const ox_input_opts *inp
     for (int s = 0; !st && s < n; s++) {
         int ni = b->graph->n_inputs;
         ox_rval **in = calloc((size_t)ni + 1, sizeof *in), **oa = NULL, **ob = NULL;
-        if (!in) {
+        ox_rval **inb = calloc((size_t)ni + 1, sizeof *inb);
+        if (!in || !inb) {
+            free(in);
+            free(inb);
             st = ox_errorf(err, OX_ENOMEM, "out of memory");
             break;
         }
@@ -148,16 +201,19 @@ static ox_status check_models(ox_model *a, ox_model *b, const ox_input_opts *inp
                      "(give values with --fill NAME=VALUE or --input NAME=FILE.pb)", err->msg);
             snprintf(err->msg, sizeof err->msg, "%s", m2);
         }
-        if (!st && (st = run_once(eb, b, in, &ob, err)) != OX_OK) {
+        for (int k = 0; !st && k < ni; k++)
+            inb[k] = input_for(b, k, in[k]);
+        if (!st && (st = run_once(eb, b, inb, &ob, err)) != OX_OK) {
             char m2[OX_ERROR_MAX];
             snprintf(m2, sizeof m2, "the optimized model fails: %.400s", err->msg);
             snprintf(err->msg, sizeof err->msg, "%s", m2);
         }
         for (int k = 0; !st && k < a->graph->n_outputs; k++)
-            compare(oa[k], ob[k], r);
+            compare(oa[k], ob[k], tol, r);
         free_vals(oa, a->graph->n_outputs);
         free_vals(ob, b->graph->n_outputs);
         free_vals(in, ni);
+        free_vals(inb, ni);
         if (!st)
             r->runs++;
     }
@@ -255,6 +311,14 @@ static void bisect_print(const ox_bisect_result *b, bool ran)
                b->nodes[i].in_subgraph ? " in a subgraph" : "");
 }
 
+static bool pass_on(const ox_pass_manager *pm, const char *name)
+{
+    for (int i = 0; i < ox_pm_count(pm); i++)
+        if (!strcmp(ox_pm_pass(pm, i)->name, name))
+            return ox_pm_enabled(pm, i);
+    return false;
+}
+
 int ox_cmd_optimize(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -271,13 +335,16 @@ int ox_cmd_optimize(int argc, char **argv)
         {"max-memory", required_argument, NULL, 'M'},
         {"bisect", no_argument, NULL, 'B'},
         {"device", required_argument, NULL, 'D'},
+        {"keep-fp32", required_argument, NULL, 'K'},
+        {"fp16-io", no_argument, NULL, 'F'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
     ox_infer_opts io = {0};
     ox_input_opts inputs = {.shapes = &io};
     bool inputs_given = false;
-    const char *out_path = NULL, *only = NULL, *skip = NULL;
+    const char *out_path = NULL, *only = NULL, *skip = NULL, *keep32 = NULL;
+    bool fp16_io = false;
     ox_pass_level level = OX_LEVEL_BASIC;
     ox_pass_target target = OX_TARGET_ONNX;
     bool level_given = false;
@@ -327,6 +394,17 @@ int ox_cmd_optimize(int argc, char **argv)
             }
             break;
         }
+        case 'K':
+            if (strspn(optarg + (*optarg == '='),
+                       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_,") !=
+                    strlen(optarg + (*optarg == '=')) || !*optarg) {
+                ox_cli_error(NULL, "--keep-fp32: expected op types separated by commas "
+                             "(a leading '=' replaces the default block list)");
+                rc = 2;
+            }
+            keep32 = optarg;
+            break;
+        case 'F': fp16_io = true; break;
         case 'M':
             if (!ox_cli_parse_size("--max-memory", optarg, &max_memory))
                 rc = 2;
@@ -390,6 +468,7 @@ int ox_cmd_optimize(int argc, char **argv)
     ox_pass_manager *pm = NULL;
     ox_pass_report rep = {0};
     check_res chk = {0};
+    check_tol tol = {.rtol = CHECK_RTOL, .atol = CHECK_ATOL};
     ox_bisect_result bis = {0};
     bool bisected = false;
     ox_error err = {0};
@@ -421,6 +500,18 @@ int ox_cmd_optimize(int argc, char **argv)
         rc = 2;
         goto out;
     }
+    if ((keep32 || fp16_io) && !pass_on(pm, "to_fp16"))
+        ox_cli_error(NULL, "--keep-fp32/--fp16-io have no effect without to_fp16 (add "
+                     "--passes +to_fp16)");
+    if ((keep32 && ox_pm_set_option(pm, "keep-fp32", keep32, &err)) ||
+        (fp16_io && ox_pm_set_option(pm, "fp16-io", "1", &err))) {
+        ox_cli_error(NULL, "%s", err.msg);
+        rc = 1;
+        goto out;
+    }
+    /* float16 results are compared with a float16 tolerance. */
+    if (pass_on(pm, "to_fp16"))
+        tol = (check_tol){.rtol = 1e-2, .atol = 1e-3, .min_cos = 0.999};
     ox_pm_set_infer_opts(pm, &io);
     if (ox_pm_run(pm, opt, &rep, &err) != OX_OK) {
         ox_cli_error(path, "optimize: %s", err.msg);
@@ -447,7 +538,8 @@ int ox_cmd_optimize(int argc, char **argv)
     bool write = true;
     if (n_check > 0) {
         ox_error cerr = {0};
-        ox_status cst = check_models(m, opt, &inputs, n_check, max_memory, device, &chk, &cerr);
+        ox_status cst = check_models(m, opt, &inputs, n_check, max_memory, device, &tol, &chk,
+                                      &cerr);
         if (cst != OX_OK) {
             ox_cli_error(path, "--check: %s", cerr.msg);
             chk.ok = false;
@@ -462,8 +554,8 @@ int ox_cmd_optimize(int argc, char **argv)
             write = force;
         }
         if (!chk.ok && bisect) {
-            ox_bisect_opts bo = {.inputs = &inputs, .n_sets = n_check, .rtol = CHECK_RTOL,
-                                 .atol = CHECK_ATOL, .max_memory = max_memory};
+            ox_bisect_opts bo = {.inputs = &inputs, .n_sets = n_check, .rtol = tol.rtol,
+                                 .atol = tol.atol, .max_memory = max_memory};
             ox_error berr = {0};
             if (ox_pm_bisect(pm, m, &bo, &bis, &berr) != OX_OK) {
                 ox_cli_error(path, "--bisect: %s", berr.msg);
@@ -472,6 +564,7 @@ int ox_cmd_optimize(int argc, char **argv)
             bisected = true;
         }
     }
+    int64_t out_bytes = -1;
     if (write) {
         ox_save_opts so = {0};
         ox_error serr = {0};
@@ -481,7 +574,12 @@ int ox_cmd_optimize(int argc, char **argv)
             rc = ox_status_exit_code(st) ? ox_status_exit_code(st) : 3;
             goto out;
         }
+        struct stat sb;
+        if (stat(out_path, &sb) == 0 && S_ISREG(sb.st_mode))
+            out_bytes = (int64_t)sb.st_size;
     }
+    bool dt_changed = memcmp(cb.weights_bytes_by_dtype, ca.weights_bytes_by_dtype,
+                             sizeof cb.weights_bytes_by_dtype) != 0;
     if (json) {
         json_t *o = json_object();
         json_object_set_new(o, "model", json_string(path));
@@ -502,6 +600,13 @@ int ox_cmd_optimize(int argc, char **argv)
         }
         json_object_set_new(o, "before", ox_cli_info_json(m, &cb));
         json_object_set_new(o, "after", ox_cli_info_json(opt, &ca));
+        /* Size change (issue 15): the written file against the input's. */
+        json_object_set_new(o, "output_bytes", out_bytes >= 0 ? json_integer(out_bytes)
+                                                              : json_null());
+        json_object_set_new(o, "size_ratio", out_bytes >= 0 && m->file_size
+                                                 ? json_real((double)out_bytes /
+                                                             (double)m->file_size)
+                                                 : json_null());
         json_object_set_new(o, "iterations", json_integer(rep.iterations));
         json_t *arr = json_array();
         for (int i = 0; i < rep.n_passes; i++)
@@ -512,6 +617,11 @@ int ox_cmd_optimize(int argc, char **argv)
             json_object_set_new(k, "runs", json_integer(chk.runs));
             json_object_set_new(k, "max_abs_err", json_real(chk.max_abs));
             json_object_set_new(k, "max_rel_err", json_real(chk.max_rel));
+            json_object_set_new(k, "min_cosine", json_real(chk.min_cos));
+            json_object_set_new(k, "rtol", json_real(tol.rtol));
+            json_object_set_new(k, "atol", json_real(tol.atol));
+            json_object_set_new(k, "min_cosine_accepted",
+                                tol.min_cos > 0 ? json_real(tol.min_cos) : json_null());
             json_object_set_new(k, "ok", json_boolean(chk.ok));
             if (!chk.ok && chk.why[0])
                 json_object_set_new(k, "reason", json_string(chk.why));
@@ -529,6 +639,11 @@ int ox_cmd_optimize(int argc, char **argv)
         printf("%s: nodes %d -> %d, weights %s -> %s, %d round(s)\n", path, rep.nodes_before,
                rep.nodes_after, ox_cli_bytes((double)rep.init_bytes_before, b1, sizeof b1),
                ox_cli_bytes((double)rep.init_bytes_after, b2, sizeof b2), rep.iterations);
+        if (dt_changed) {
+            char d1[512], d2[512];
+            printf("  weights by dtype: %s -> %s\n", ox_cli_dtype_bytes(&cb, d1, sizeof d1),
+                   ox_cli_dtype_bytes(&ca, d2, sizeof d2));
+        }
         if (note[0])
             printf("  %s\n", note);
         for (int i = 0; i < rep.n_passes; i++) {
@@ -538,12 +653,21 @@ int ox_cmd_optimize(int argc, char **argv)
             if (rep.passes[i].rewrites)
                 printf("  %s\n", ox_pass_stat_line(&rep.passes[i], line, sizeof line));
         }
+        char cosbuf[64] = "";
+        if (tol.min_cos > 0)   /* the float16 tolerance: say how close */
+            snprintf(cosbuf, sizeof cosbuf, ", min cosine %.6f", chk.min_cos);
         if (n_check > 0)
-            printf("check: %d run(s), max abs err %.3g, max rel err %.3g: %s%s%s\n", chk.runs,
-                   chk.max_abs, chk.max_rel, chk.ok ? "ok" : "FAILED",
+            printf("check: %d run(s), max abs err %.3g, max rel err %.3g%s: %s%s%s\n", chk.runs,
+                   chk.max_abs, chk.max_rel, cosbuf, chk.ok ? "ok" : "FAILED",
                    chk.ok || !chk.why[0] ? "" : " - ", chk.ok ? "" : chk.why);
         if (bisect)
             bisect_print(&bis, bisected);
+        if (write && out_bytes >= 0 && m->file_size && dt_changed) {
+            char s1[32], s2[32];
+            printf("file size %s -> %s (%.1f %%)\n", ox_cli_bytes((double)m->file_size, s1, sizeof s1),
+                   ox_cli_bytes((double)out_bytes, s2, sizeof s2),
+                   100.0 * (double)out_bytes / (double)m->file_size);
+        }
         if (write)
             printf("wrote %s\n", out_path);
         else

@@ -20,6 +20,10 @@ int ox_cmd_dot(int argc, char **argv);
 int ox_cmd_passes(int argc, char **argv);
 int ox_cmd_optimize(int argc, char **argv);
 int ox_cmd_bench(int argc, char **argv);
+/* tui4: two-model comparison and the viewer */
+int ox_cmd_diff(int argc, char **argv);
+/* `onnxscope [OPTIONS] MODEL [MODEL]`: the viewer (argv[0] is the program) */
+int ox_cmd_view(int argc, char **argv);
 int ox_cmd_matrix(int argc, char **argv);
 
 /* Helpers shared by the commands (cli_util.c). */
@@ -94,5 +98,9 @@ int ox_cli_precision(const char *arg);
 typedef struct json_t json_t;
 struct ox_model_cost;
 json_t *ox_cli_info_json(const ox_model *m, const struct ox_model_cost *c);
+/* Weights by element type: "float16 6.65 MiB, int64 88 B" into buf, and as
+ * {"float16": bytes, ...} (issue 15). */
+const char *ox_cli_dtype_bytes(const struct ox_model_cost *c, char *buf, size_t len);
+json_t *ox_cli_dtype_bytes_json(const struct ox_model_cost *c);
 
 #endif

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
-#include "tui/tui.h"
 
 typedef struct command {
     const char *name;
@@ -24,11 +23,15 @@ static const command commands[] = {
     {"bench", ox_cmd_bench, "time a model (optionally against another) on random inputs"},
     {"matrix", ox_cmd_matrix, "compare optimization strategies x threads x batch sizes"},
     {"test-backend", ox_cmd_test_backend, "run ONNX backend test cases"},
+    /* tui4 */
+    {"diff", ox_cmd_diff, "compare two models: totals and the nodes removed/added/changed"},
+    {"view", ox_cmd_view, "the interactive viewer (what `onnxscope MODEL [MODEL]` runs)"},
 };
 
 static void usage(FILE *fp)
 {
     fprintf(fp, "usage: onnxscope [OPTIONS] MODEL    open the interactive viewer\n"
+                "       onnxscope [OPTIONS] A B      the viewer on B, its Diff panel comparing A\n"
                 "       onnxscope COMMAND [ARGS...]  (COMMAND --help for its options)\n\n"
                 "viewer options: --theme NAME|FILE, --ascii, --no-color, --shape NAME=DIMS,\n"
                 "                --dim SYMBOL=VALUE, --help-keys (onnxscope MODEL --help)\n\n"
@@ -106,5 +109,5 @@ int main(int argc, char **argv)
                     argv[1]);
         return 2;
     }
-    return ox_tui_main(argc, argv);
+    return ox_cmd_view(argc, argv);
 }

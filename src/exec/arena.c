@@ -116,7 +116,9 @@ static bool inplace_op(const ox_node *n)
     for (int i = 0; inplace_ops[i]; i++)
         if (!strcmp(n->op_type, inplace_ops[i]))
             return true;
-    return false;
+    /* Two-input Sum runs Add's kernel (variadic() -> binary()); the
+     * residual_sum pass writes residual Adds that way. */
+    return !strcmp(n->op_type, "Sum") && n->n_inputs == 2;
 }
 
 /* In-place rule: node k's output o may take the bytes of its input x when

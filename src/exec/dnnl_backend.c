@@ -56,7 +56,7 @@ typedef struct act_ops {
 typedef struct entry {
     bool used, declined;       /* declined: oneDNN refused this shape */
     int n_key;
-    int64_t key[3 * (MAXD + 1)];
+    int64_t key[3 * (MAXD + 2)];
     dnnl_primitive_t prim;
     dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md;
     bool has_bias;
@@ -755,6 +755,11 @@ static int make_key(const ox_kernel_ctx *c, int64_t *key)
         }
         if (t->rank > MAXD)
             return -1;
+        /* The element type too: a primitive built for float32 must not
+         * read a float16 input of the same shape (an untyped graph input
+         * may change type between runs); float16 declines and stays on
+         * our kernels. */
+        key[n++] = t->dtype;
         key[n++] = t->rank;
         for (int j = 0; j < t->rank; j++)
             key[n++] = t->dims[j];
@@ -764,7 +769,7 @@ static int make_key(const ox_kernel_ctx *c, int64_t *key)
 
 static entry *lookup(ox_dnnl_node *d, const ox_kernel_ctx *c)
 {
-    int64_t key[3 * (MAXD + 1)];
+    int64_t key[3 * (MAXD + 2)];
     int n = make_key(c, key);
     if (n < 0)
         return NULL;

@@ -63,10 +63,13 @@ typedef struct attn_match {
     ox_value *qkv_in[3], *mask_add;
     ox_node *keep[8];
     int n_keep;
-    /* fuse_multihead_attention: K and V may project another input (kv_x)
-     * than Q (cross-attention). */
+    /* fuse_multihead_attention: K and V may project other inputs (k_x,
+     * v_x; the same one or two) than Q (cross-attention), and a branch may
+     * have no projection at all (then its source is the head-split value
+     * itself, e.g. keys and values computed elsewhere). */
     bool allow_cross;
-    ox_value *kv_x;
+    ox_value *k_x, *v_x;
+    bool raw;                 /* some branch has no projection */
 } attn_match;
 
 static bool push(attn_match *a, ox_node *n)
@@ -187,7 +190,7 @@ static bool projection(const ox_graph *g, ox_value *v, int which, attn_match *a)
         mm = ox__fuse_prod(g, v, "MatMul");
     }
     const ox_tensor *w = mm && mm->n_inputs == 2 ? ox__fuse_const(mm->inputs[1]) : NULL;
-    ox_value **src = a->allow_cross && which > 0 ? &a->kv_x : &a->x;
+    ox_value **src = !a->allow_cross || which == 0 ? &a->x : which == 1 ? &a->k_x : &a->v_x;
     if (!w || w->rank != 2 || w->dtype != OX_DT_FLOAT || !mm->inputs[0] ||
         (*src && mm->inputs[0] != *src) || (ad && !push(a, ad)) || !push(a, mm))
         return false;
@@ -221,7 +224,22 @@ static bool branch(const ox_graph *g, const ox_value *v, const int64_t *perm, in
         a->split = sp;
         return true;
     }
-    return !a->split && projection(g, p, which, a);
+    if (a->split)
+        return false;
+    int nn = a->nn, nk = a->n_keep;
+    if (projection(g, p, which, a))
+        return true;
+    a->nn = nn; /* what a failed projection pushed is no part of the block */
+    a->n_keep = nk;
+    /* MultiHeadAttention takes any [B, S, D] float tensor as q, k or v. */
+    ox_value **src = which == 0 ? &a->x : which == 1 ? &a->k_x : &a->v_x;
+    if (!a->allow_cross || ox__fuse_const(p) || ox__fuse_rank(p) != 3 ||
+        ox__pass_elem(p) != OX_DT_FLOAT || (*src && *src != p))
+        return false;
+    *src = p;
+    a->w[which] = a->b[which] = NULL;
+    a->raw = true;
+    return true;
 }
 
 /* The packed form: Split(X W + b) on the last axis into three equal parts
@@ -499,29 +517,39 @@ static bool match_attn(const ox_graph *g, ox_node *sm, attn_match *a, int64_t op
         if (!packed(g, a))
             return false;
     } else {
-        /* Same projection sizes. */
-        const ox_tensor *w0 = ox__fuse_const(a->w[0]);
-        for (int k = 1; k < 3; k++) {
-            const ox_tensor *wk = ox__fuse_const(a->w[k]);
-            if (wk->dims[0] != w0->dims[0] || wk->dims[1] != w0->dims[1])
+        /* Same projection sizes (cross-attention: K and V may project
+         * inputs of another width than Q's). Without a projection the
+         * head split fixed the width already. */
+        const ox_tensor *w0 = a->w[0] ? ox__fuse_const(a->w[0]) : NULL;
+        for (int k = 0; k < 3; k++) {
+            const ox_tensor *wk = a->w[k] ? ox__fuse_const(a->w[k]) : NULL;
+            if (wk && (wk->dims[1] != hd ||
+                       (!a->allow_cross && w0 && wk->dims[0] != w0->dims[0])))
                 return false;
         }
-        if (w0->dims[1] != hd)
-            return false;
     }
     /* Runtime shapes read batch and sequence from a tensor whose first
      * two dims are X's; the causal mask ends at X's sequence length. */
-    /* Cross-attention: K and V from kv_x of the same batch; no packed
-     * Split, no causal mask (both need one sequence). A runtime shape may
-     * read its sequence from either input: a Reshape the original runs
-     * without error has the right one (B and N h fix the rest). */
-    ox_value *kv = a->kv_x ? a->kv_x : a->x;
-    if (a->kv_x && (a->split || a->causal || ox__fuse_rank(kv) != 3 ||
-                    ox__pass_elem(kv) != OX_DT_FLOAT || !same_dim(kv, 0, a->x, 0)))
-        return false;
+    /* Cross-attention: K and V from k_x and v_x of the same batch (MatMul
+     * would broadcast a batch of 1); no packed Split, no causal mask (both
+     * need one sequence). K and V have the same length: P V would not run
+     * otherwise. A runtime shape may read its sequence from any of the
+     * inputs: a Reshape the original runs without error has the right one
+     * (B and N h fix the rest). */
+    ox_value *kv = a->k_x ? a->k_x : a->x;
+    if (a->allow_cross) {
+        ox_value *src[2] = {kv, a->v_x ? a->v_x : a->x};
+        for (int k = 0; k < 2; k++)
+            if (src[k] != a->x &&
+                (a->split || a->causal || ox__fuse_rank(src[k]) != 3 ||
+                 ox__pass_elem(src[k]) != OX_DT_FLOAT || !same_dim(src[k], 0, a->x, 0)))
+                return false;
+    }
+    ox_value *vx = a->v_x ? a->v_x : a->x;
     for (int i = 0; i < a->n_dyn; i++)
         if (!same_dim(a->dyn[i], 0, a->x, 0) ||
-            !(same_dim(a->dyn[i], 1, a->x, 1) || same_dim(a->dyn[i], 1, kv, 1)))
+            !(same_dim(a->dyn[i], 1, a->x, 1) || same_dim(a->dyn[i], 1, kv, 1) ||
+              same_dim(a->dyn[i], 1, vx, 1)))
             return false;
     /* mask_index is [batch, key sequence]: a mask that broadcasts instead
      * ([B, 1]) has no Attention form. */
@@ -894,20 +922,68 @@ static bool emit_onnx(ox_pass_ctx *c, ox_graph *g, attn_match *a)
            (!a->causal || ox_node_set_attr_i(f, "is_causal", 1));
 }
 
+/* The sequence-first block (PyTorch nn.MultiheadAttention) in the standard
+ * form: the packed projection reads X itself instead of Xs = Transpose(X)
+ * (X W + b is [B, S, 3D], batch-first), a Split cuts it into the 3-D q, k,
+ * v that Attention takes, and Attention's [B, S, D] output is transposed
+ * to [S, B, D], the element order of the context that the block's readers
+ * (Reshapes without 0 entries) expect. */
+static bool emit_onnx_sf(ox_pass_ctx *c, ox_graph *g, attn_match *a)
+{
+    int64_t d = a->heads * a->hsize, n3 = 3;
+    double sizes[3] = {(double)d, (double)d, (double)d};
+    ox_value *split = ox__fuse_new_init(g, "qkv_split", OX_DT_INT64, 1, &n3, sizes);
+    ox_value *proj = ox_graph_new_value(g, "qkv_proj"), *ao = ox_graph_new_value(g, "attention_out");
+    ox_value *qkv[3] = {ox_graph_new_value(g, "q"), ox_graph_new_value(g, "k"),
+                        ox_graph_new_value(g, "v")};
+    ox_value *pb = a->packed_b ? ox_graph_new_value(g, "qkv_proj_bias") : proj;
+    if (!split || !proj || !ao || !qkv[0] || !qkv[1] || !qkv[2] || !pb)
+        return false;
+    for (int i = 0; i < a->n_shape_readers; i++)
+        ox__pass_set_input(c, a->shape_readers[i], 0, a->xs);
+    ox_value *y = a->y;
+    char site[256];
+    ox__fuse_site_name(y->producer, "Attention", site, sizeof site);
+    ox__fuse_drop_all(c, a->nodes, a->nn);
+    ox_value *mm_in[2] = {a->x, a->packed_w}, *add_in[2] = {proj, a->packed_b};
+    if (!ox__fuse_node(c, g, "MatMul", "", 2, mm_in, proj) ||
+        (a->packed_b && !ox__fuse_node(c, g, "Add", "", 2, add_in, pb)))
+        return false;
+    ox_value *sp_in[2] = {pb, split};
+    char *name = ox_model_unique_node_name(c->m, "qkv_split");
+    ox_node *sp = name ? ox_node_new(g, "Split", "", name, 2, sp_in, 3, qkv) : NULL;
+    free(name);
+    if (!sp || !ox_node_set_attr_i(sp, "axis", -1))
+        return false;
+    ox_node *f = ox__fuse_node_named(c, g, site, "Attention", "", 3, qkv, ao);
+    static const int64_t p102[3] = {1, 0, 2};
+    ox_node *t = ox__fuse_node(c, g, "Transpose", "", 1, &ao, y);
+    return f && t && ox_node_set_attr_ints(t, "perm", 3, p102) &&
+           ox_node_set_attr_i(f, "q_num_heads", a->heads) &&
+           ox_node_set_attr_i(f, "kv_num_heads", a->heads) &&
+           ox_node_set_attr_f(f, "scale", (float)a->scale);
+}
+
 static ox_status pass_attention_onnx(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 {
     int64_t opset = ox_model_opset(c->m, "");
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n = g->nodes[i];
         attn_match a;
-        if (ox__pass_gone(n) || !match_attn(g, n, &a, opset, true, false))
+        bool sf = false;
+        if (ox__pass_gone(n))
             continue;
+        if (!match_attn(g, n, &a, opset, true, true)) {
+            if (!match_seq_first(g, n, &a, opset))
+                continue;
+            sf = true;
+        }
         if (opset < 23) {
             ox__pass_note(c, "fuse_attention_onnx not applied: needs opset 23 (model has %lld)",
                           (long long)opset);
             return OX_OK;
         }
-        if (!emit_onnx(c, g, &a))
+        if (!(sf ? emit_onnx_sf(c, g, &a) : emit_onnx(c, g, &a)))
             return ox_errorf(err, OX_ENOMEM, "out of memory");
         ox__pass_did(c);
     }
@@ -953,8 +1029,10 @@ static ox_status pass_multihead_attention(ox_pass_ctx *c, ox_graph *g, ox_error 
     for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
         ox_node *n = g->nodes[i];
         attn_match a;
-        if (ox__pass_gone(n) || !match_attn(g, n, &a, opset, false, true) || !a.kv_x ||
-            a.kv_x == a.x)
+        /* Self-attention with its three projections on one input is
+         * fuse_attention's (one packed MatMul instead of three). */
+        if (ox__pass_gone(n) || !match_attn(g, n, &a, opset, false, true) ||
+            (!a.raw && (!a.k_x || a.k_x == a.x) && (!a.v_x || a.v_x == a.x)))
             continue;
         if (!emit_mha(c, g, &a))
             return ox_errorf(err, OX_ENOMEM, "out of memory");
@@ -969,13 +1047,14 @@ const ox_pass ox__passes_fuse_attn[] = {
      "[+ 0/1 mask | causal Where], Softmax, V, head merge -> com.microsoft Attention, packed QKV",
      OX_PASS_FUSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, pass_attention},
     {"fuse_multihead_attention",
-     "cross-attention (Q from one input, K/V from another), the BERT-form block otherwise -> "
+     "cross-attention (Q from one input, K/V from one or two others, or unprojected), the "
+     "BERT-form block otherwise -> "
      "com.microsoft MultiHeadAttention on the projections, 0/1 mask as key_padding_mask",
      OX_PASS_FUSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, pass_multihead_attention},
     /* After the ort form: under --target ort a block it fused is gone. */
     {"fuse_attention_onnx",
-     "the same blocks (batch-first, any additive mask that broadcasts) -> Attention (opset 23) "
-     "on the projections",
+     "the same blocks (batch- or sequence-first, cross-attention; any additive mask that "
+     "broadcasts) -> Attention (opset 23) on the projections",
      OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_EXTENDED, true, pass_attention_onnx},
     {0},
 };

@@ -29,7 +29,8 @@ static bool add_leaves(const ox_graph *g, ox_value *v, embed_match *m, bool root
     ox_node *n = ox__fuse_prod(g, v, NULL);
     if (!n || (!root && !ox__fuse_single(v)) || n->n_outputs != 1)
         return false;
-    if (ox_node_is(n, "Add") && n->n_inputs == 2 && m->nn < 4) {
+    /* A two-input Sum is residual_sum's form of the Add. */
+    if ((ox_node_is(n, "Add") || ox_node_is(n, "Sum")) && n->n_inputs == 2 && m->nn < 4) {
         m->nodes[m->nn++] = n;
         return add_leaves(g, n->inputs[0], m, false) && add_leaves(g, n->inputs[1], m, false);
     }

@@ -443,6 +443,25 @@ static bool per_column(ox_pass_ctx *c, ox_node *n, ox_node *s)
     return ok;
 }
 
+/* v = Mul(u, Add(Erf(..) | Tanh(..), c)) (either order): the tail of a
+ * decomposed GELU left unfused (fuse_gelu needs opset 20 under --target
+ * onnx). Its last * 0.5 stays out of the next MatMul's weights: ONNX
+ * Runtime fuses the whole GELU (+ bias) only while it is there, which
+ * saves far more than the one Mul. */
+static bool gelu_tail(const ox_graph *g, const ox_value *v)
+{
+    ox_node *m = ox__fuse_prod(g, v, "Mul");
+    for (int k = 0; m && m->n_inputs == 2 && k < 2; k++) {
+        ox_node *a = ox__fuse_prod(g, m->inputs[k], "Add");
+        for (int j = 0; a && a->n_inputs == 2 && j < 2; j++) {
+            ox_node *e = ox__fuse_prod(g, a->inputs[j], NULL);
+            if (e && (ox_node_is(e, "Erf") || ox_node_is(e, "Tanh")))
+                return true;
+        }
+    }
+    return false;
+}
+
 static ox_status pass_matmul_scale(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 {
     (void)err;
@@ -485,7 +504,7 @@ static ox_status pass_matmul_scale(ox_pass_ctx *c, ox_graph *g, ox_error *err)
             ox_value *v = n->inputs[q];
             ox_node *s = ox__fuse_prod(g, v, NULL);
             int k = s && ox__fuse_single(v) ? scaled(s, &f) : -1;
-            if (k < 0)
+            if (k < 0 || gelu_tail(g, s->inputs[k]))
                 continue;
             if (gemm) {
                 ox_node_set_attr_f(n, "alpha", (float)(ox_node_attr_f(n, "alpha", 1.0f) * f));
@@ -509,6 +528,149 @@ static ox_status pass_matmul_scale(ox_pass_ctx *c, ox_graph *g, ox_error *err)
     return OX_OK;
 }
 
+/* ---- a row-wise Gemm between two token-order Transposes ---------------- */
+
+/* PyTorch's nn.MultiheadAttention runs its output projection
+ * sequence-first: Transpose(x [B, S, D], [1, 0, 2]) -> Reshape([S*B, D])
+ * -> Gemm -> Reshape([S, B, N]) -> Transpose([1, 0, 2]), the reshape
+ * shapes read from Shape at run time. A Gemm maps each row alone, so the
+ * order of the rows does not matter: MatMul(x, W) [+ Add(bias)] gives the
+ * same [B, S, N] without the two copies and the shape chains. Once
+ * fuse_attention made x the Attention output ([B, S, D]) this is the
+ * layout work left around the block. */
+
+static bool is_swap01(const ox_node *n)
+{
+    const int64_t *perm;
+    return n && n->n_inputs == 1 && ox_node_attr_ints(n, "perm", &perm) == 3 && perm[0] == 1 &&
+           perm[1] == 0 && perm[2] == 2;
+}
+
+/* Dim i of a and dim j of b are the same: equal known values or the same
+ * symbol. */
+static bool dims_same(const ox_value *a, int i, const ox_value *b, int j)
+{
+    const ox_type *x = a->type, *y = b->type;
+    if (!x || !y || x->kind != OX_TYPE_TENSOR || y->kind != OX_TYPE_TENSOR || !x->has_shape ||
+        !y->has_shape || i >= x->rank || j >= y->rank)
+        return false;
+    const ox_dim *p = &x->dims[i], *q = &y->dims[j];
+    if (p->value > 0 || q->value > 0)
+        return p->value == q->value;
+    return p->param && q->param && !strcmp(p->param, q->param);
+}
+
+/* v is no graph output and its readers are r (once) and Shape nodes of g:
+ * the runtime reshape shapes read the transposed tensor's dims. */
+static bool read_by_and_shapes(const ox_graph *g, const ox_value *v, const ox_node *r)
+{
+    int by_r = 0;
+    if (v->is_output)
+        return false;
+    for (int i = 0; i < v->n_uses; i++) {
+        const ox_node *u = v->uses[i].node;
+        if (v->uses[i].input < 0 || u->graph != g)
+            return false;
+        if (u == r)
+            by_r++;
+        else if (!ox_node_is(u, "Shape"))
+            return false;
+    }
+    return by_r == 1;
+}
+
+static int rank_of(const ox_value *v)
+{
+    const ox_type *t = v->type;
+    return t && t->kind == OX_TYPE_TENSOR && t->has_shape ? t->rank : -1;
+}
+
+static ox_status pass_token_transpose_gemm(ox_pass_ctx *c, ox_graph *g, ox_error *err)
+{
+    for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
+        ox_node *t2 = g->nodes[i];
+        if (ox__pass_gone(t2) || !ox_node_is(t2, "Transpose") || !ox_node_is_default_domain(t2) ||
+            !is_swap01(t2) || t2->n_outputs != 1)
+            continue;
+        ox_node *r2 = ox__fuse_prod(g, t2->inputs[0], "Reshape");
+        ox_node *gm = r2 && ox__fuse_single(t2->inputs[0]) ? ox__fuse_prod(g, r2->inputs[0], "Gemm")
+                                                           : NULL;
+        ox_node *r1 = gm && gm->n_inputs >= 2 && ox__fuse_single(r2->inputs[0])
+                          ? ox__fuse_prod(g, gm->inputs[0], "Reshape")
+                          : NULL;
+        ox_node *t1 = r1 && ox__fuse_single(gm->inputs[0]) ? ox__fuse_prod(g, r1->inputs[0], "Transpose")
+                                                           : NULL;
+        if (!t1 || !is_swap01(t1) || !t1->inputs[0] || !read_by_and_shapes(g, r1->inputs[0], r1))
+            continue;
+        /* Shape nodes reading the transposed x keep it (they mostly feed
+         * the second Reshape's shape and go with it, at dce). */
+        bool keep_t1 = !ox__fuse_single(r1->inputs[0]);
+        ox_value *x = t1->inputs[0], *xt = t1->outputs[0], *y = t2->outputs[0];
+        ox_value *mid = r2->outputs[0];
+        const ox_tensor *w = ox__fuse_const(gm->inputs[1]);
+        ox_value *cv = ox__fuse_in(gm, 2);
+        const ox_tensor *ct = cv ? ox__fuse_const(cv) : NULL;
+        int64_t d = dim_of(x, 2);
+        bool tb = ox_node_attr_i(gm, "transB", 0) != 0;
+        if (!w || w->rank != 2 || !ox__fuse_float(w->dtype) || w->dtype != ox__pass_elem(x) ||
+            ox_node_attr_i(gm, "transA", 0) || ox_node_attr_f(gm, "alpha", 1.0f) != 1.0f ||
+            (cv && (!ct || ct->dtype != w->dtype || ox_node_attr_f(gm, "beta", 1.0f) != 1.0f)) ||
+            rank_of(x) != 3 || d <= 0 || w->dims[tb ? 1 : 0] != d)
+            continue;
+        int64_t n = w->dims[tb ? 0 : 1];
+        /* The first Reshape flattens the token dims ([S*B, D]); the second
+         * restores them ([S, B, N]) in the same order. */
+        if (rank_of(r1->outputs[0]) != 2 || dim_of(r1->outputs[0], 1) != d ||
+            rank_of(mid) != 3 || dim_of(mid, 2) != n || !dims_same(mid, 0, xt, 0) ||
+            !dims_same(mid, 1, xt, 1))
+            continue;
+        /* A bias of one row: [N], [1, N] or a scalar. */
+        if (ct && !(ct->numel == 1 || (ct->numel == n && ct->dims[ct->rank - 1] == n)))
+            continue;
+        double *wv = ox__fuse_f64(w), *wt = NULL;
+        if (!wv)
+            return ox_errorf(err, OX_ENOMEM, "out of memory");
+        ox_value *wnew = gm->inputs[1];
+        if (tb) {
+            wt = malloc((size_t)(d * n) * sizeof *wt);
+            if (!wt) {
+                free(wv);
+                return ox_errorf(err, OX_ENOMEM, "out of memory");
+            }
+            for (int64_t r = 0; r < d; r++)
+                for (int64_t k = 0; k < n; k++)
+                    wt[r * n + k] = wv[k * d + r];
+            int64_t wd[2] = {d, n};
+            wnew = ox__fuse_new_init(g, "proj_weight", w->dtype, 2, wd, wt);
+        }
+        ox_value *bnew = NULL;
+        if (ct && wnew) {
+            double *bv = malloc((size_t)n * sizeof *bv);
+            if (bv)
+                for (int64_t k = 0; k < n; k++)
+                    bv[k] = ox_tensor_get_f64(ct, ct->numel == 1 ? 0 : k);
+            bnew = bv ? ox__fuse_new_init(g, "proj_bias", w->dtype, 1, &n, bv) : NULL;
+            free(bv);
+        }
+        free(wv);
+        free(wt);
+        ox_value *mm_out = ct ? ox_graph_new_value(g, "proj") : y;
+        if (!wnew || (ct && (!bnew || !mm_out)))
+            return ox_errorf(err, OX_ENOMEM, "out of memory");
+        char site[256];
+        ox__fuse_site_name(gm, "MatMul", site, sizeof site);
+        ox_node *nodes[5] = {r1, gm, r2, t2, t1};
+        ox__fuse_drop_all(c, nodes, keep_t1 ? 4 : 5);
+        ox_value *mi[2] = {x, wnew}, *ai[2] = {mm_out, bnew};
+        if (!ox__fuse_node_named(c, g, site, "MatMul", "", 2, mi, mm_out) ||
+            (ct && !ox__fuse_node(c, g, "Add", "", 2, ai, y)))
+            return ox_errorf(err, OX_ENOMEM, "out of memory");
+        ox_infer_forget_value(y);
+        ox__pass_did(c);
+    }
+    return OX_OK;
+}
+
 const ox_pass ox__passes_fuse_gemm[] = {
     {"fuse_matmul_add", "2-D MatMul + Add of a broadcastable bias -> Gemm", OX_PASS_FUSION,
      OX_TARGET_ONNX, OX_LEVEL_BASIC, true, pass_matmul_add},
@@ -521,6 +683,10 @@ const ox_pass ox__passes_fuse_gemm[] = {
      OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_EXTENDED, true, pass_transpose_gemm},
     {"fuse_matmul_scale", "fold a constant Mul/Div (scalar, or per column after a MatMul) into the weights or alpha",
      OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_EXTENDED, true, pass_matmul_scale},
+    {"fuse_token_transpose_gemm",
+     "Transpose(x, [1,0,2]) + flatten Reshape + Gemm + Reshape + Transpose([1,0,2]) -> "
+     "MatMul(x, W) [+ bias] (a row-wise product ignores the token order)",
+     OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_EXTENDED, true, pass_token_transpose_gemm},
     {"fuse_transpose_matmul", "fold a last-two-axes Transpose into com.microsoft FusedMatMul",
      OX_PASS_FUSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, pass_transpose_matmul_ort},
     {0},

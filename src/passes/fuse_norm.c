@@ -271,21 +271,28 @@ static bool liftable_to_17(ox_model *m)
     return ox_model_opset(m, "") >= 13 && !roi;
 }
 
-static ox_status fuse_norms(ox_pass_ctx *c, ox_graph *g, ox_error *err, bool rms)
+/* simplified: fuse_rmsnorm_ort, the opt-in ONNX Runtime form below 23. */
+static ox_status fuse_norms(ox_pass_ctx *c, ox_graph *g, ox_error *err, bool rms,
+                            bool simplified)
 {
     int64_t opset = ox_model_opset(c->m, "");
     int64_t need = rms ? 23 : 17;
     const char *op = rms ? "RMSNormalization" : "LayerNormalization";
     bool lift = false;
-    if (opset < need) {
+    if (simplified) {
+        /* At 23 and above fuse_rmsnorm emits the standard op. */
+        if (opset >= 23 || c->target != OX_TARGET_ORT)
+            return OX_OK;
+        op = "SimplifiedLayerNormalization";
+    } else if (opset < need) {
         /* Under --target ort: LayerNormalization by raising opset 13..16 to
          * 17 (ONNX Runtime also takes it in the ONNX domain at any opset,
-         * but ONNX's checker does not); the RMS form as ONNX Runtime's
-         * SimplifiedLayerNormalization (ONNX domain; no standard op before
-         * 23, and 13 -> 23 is too far to raise safely). */
-        if (c->target == OX_TARGET_ORT && rms)
-            op = "SimplifiedLayerNormalization";
-        else if (c->target == OX_TARGET_ORT && liftable_to_17(c->m))
+         * but ONNX's checker does not). The RMS form has no standard op
+         * before 23 and 13 -> 23 is too far to raise safely; ONNX Runtime's
+         * SimplifiedLayerNormalization lives in the ONNX domain, where
+         * ONNX's checker rejects it (and ONNX Runtime rejects it in
+         * com.microsoft), so it is the opt-in fuse_rmsnorm_ort. */
+        if (c->target == OX_TARGET_ORT && !rms && liftable_to_17(c->m))
             lift = true;
         else
             op = NULL;
@@ -296,9 +303,16 @@ static ox_status fuse_norms(ox_pass_ctx *c, ox_graph *g, ox_error *err, bool rms
         if (ox__pass_gone(n) || !match_norm(g, n, rms, &m))
             continue;
         if (!op) {
-            ox__pass_note(c, "%s not applied: needs opset %lld (model has %lld)",
-                          rms ? "fuse_rmsnorm" : "fuse_layernorm", (long long)need,
-                          (long long)opset);
+            if (rms && c->target == OX_TARGET_ORT)
+                ox__pass_note(c,
+                              "fuse_rmsnorm not applied: needs opset 23 (model has %lld); "
+                              "--passes +fuse_rmsnorm_ort emits ONNX Runtime's "
+                              "SimplifiedLayerNormalization, which ONNX's checker rejects",
+                              (long long)opset);
+            else
+                ox__pass_note(c, "%s not applied: needs opset %lld (model has %lld)",
+                              rms ? "fuse_rmsnorm" : "fuse_layernorm", (long long)need,
+                              (long long)opset);
             return OX_OK;
         }
         if (lift && ox_model_opset(c->m, "") < 17) {
@@ -315,12 +329,17 @@ static ox_status fuse_norms(ox_pass_ctx *c, ox_graph *g, ox_error *err, bool rms
 
 static ox_status pass_layernorm(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 {
-    return fuse_norms(c, g, err, false);
+    return fuse_norms(c, g, err, false, false);
 }
 
 static ox_status pass_rmsnorm(ox_pass_ctx *c, ox_graph *g, ox_error *err)
 {
-    return fuse_norms(c, g, err, true);
+    return fuse_norms(c, g, err, true, false);
+}
+
+static ox_status pass_rmsnorm_ort(ox_pass_ctx *c, ox_graph *g, ox_error *err)
+{
+    return fuse_norms(c, g, err, true, true);
 }
 
 /* ---- fp16 Casts around a normalization --------------------------------- */
@@ -495,8 +514,11 @@ static ox_status pass_skip_layernorm(ox_pass_ctx *c, ox_graph *g, ox_error *err)
         if (!ox_node_is(ln, "LayerNormalization") || !ox_node_is_default_domain(ln) ||
             ln->n_inputs < 2 || !ox__fuse_only_out0(ln))
             continue;
-        ox_node *add = ox__fuse_prod(g, ln->inputs[0], "Add");
+        ox_node *add = ox__fuse_prod(g, ln->inputs[0], NULL);
         ox_value *s = ln->inputs[0];
+        /* Also residual_sum's two-input Sum (a model it already wrote). */
+        if (add && !ox_node_is(add, "Add") && !ox_node_is(add, "Sum"))
+            add = NULL;
         int r = ox__fuse_rank(s);
         ox_dtype dt = ox__pass_elem(s);
         if (!add || add->n_inputs != 2 || add->n_outputs != 1 || (r != 2 && r != 3) ||
@@ -557,14 +579,94 @@ static ox_status pass_skip_layernorm(ox_pass_ctx *c, ox_graph *g, ox_error *err)
     return OX_OK;
 }
 
+/* ---- keeping Add + LayerNormalization apart for ONNX Runtime ---------- */
+
+/* ONNX Runtime's extended level (part of its default) fuses an Add whose
+ * only reader is a LayerNormalization (after its own LayerNormFusion, also
+ * a decomposed one) into com.microsoft SkipLayerNormalization, and its CPU
+ * kernel (1.30) is slower than the pair it replaces (docs/PASSES.md). On
+ * an export it rarely gets the chance, because the residual's shape is
+ * unknown to it behind runtime Reshapes; once our folds and fusions made
+ * every shape known, it takes every residual. Its matcher looks for op
+ * type Add only, so the Add becomes Sum: the same for two inputs
+ * (multidirectional broadcast from opset 8), run by the same elementwise
+ * loop in ONNX Runtime and in our executor, standard ONNX either way. */
+
+/* s is read exactly by the head of a decomposed LayerNorm: ReduceMean(s)
+ * and Sub(s, that mean). */
+static bool read_by_ln_head(const ox_graph *g, const ox_value *s)
+{
+    if (s->n_uses != 2 || s->is_output)
+        return false;
+    ox_node *rm = NULL, *sub = NULL;
+    for (int k = 0; k < 2; k++) {
+        ox_node *r = s->uses[k].node;
+        if (r->graph != g || !ox_node_is_default_domain(r))
+            return false;
+        if (ox_node_is(r, "ReduceMean") && s->uses[k].input == 0)
+            rm = r;
+        else if (ox_node_is(r, "Sub") && s->uses[k].input == 0 && r->n_inputs == 2)
+            sub = r;
+    }
+    return rm && sub && rm->n_outputs == 1 && sub->inputs[1] == rm->outputs[0];
+}
+
+/* The residual sum a normalization reads: LayerNormalization's input, or
+ * the x of a decomposed LayerNorm whose mean node is n. */
+static ox_value *normalized_input(const ox_graph *g, const ox_node *n)
+{
+    if (ox_node_is(n, "LayerNormalization") && n->n_inputs >= 1 && n->inputs[0] &&
+        ox__fuse_single(n->inputs[0]))
+        return n->inputs[0];
+    if (ox_node_is(n, "ReduceMean") && n->n_inputs >= 1 && n->inputs[0] &&
+        read_by_ln_head(g, n->inputs[0]))
+        return n->inputs[0];
+    return NULL;
+}
+
+static ox_status pass_residual_sum(ox_pass_ctx *c, ox_graph *g, ox_error *err)
+{
+    if (ox_model_opset(c->m, "") < 8)
+        return OX_OK;
+    for (int i = 0; i < g->n_nodes && ox__pass_may(c); i++) {
+        ox_node *ln = g->nodes[i];
+        if (ox__pass_gone(ln) || !ox_node_is_default_domain(ln))
+            continue;
+        ox_value *s = normalized_input(g, ln);
+        ox_node *add = s ? ox__fuse_prod(g, s, "Add") : NULL;
+        ox_dtype dt = s ? ox__pass_elem(s) : OX_DT_UNDEFINED;
+        if (!add || !ox_node_is_default_domain(add) || add->n_inputs != 2 ||
+            add->n_outputs != 1 || ox__pass_read_by_subgraph(s) ||
+            !add->inputs[0] || !add->inputs[1] || ox__fuse_const(add->inputs[0]) ||
+            ox__fuse_const(add->inputs[1]) ||
+            !(dt == OX_DT_FLOAT || dt == OX_DT_FLOAT16 || dt == OX_DT_DOUBLE ||
+              (dt == OX_DT_BFLOAT16 && ox_model_opset(c->m, "") >= 13)))
+            continue;
+        ox_value *in[2] = {add->inputs[0], add->inputs[1]};
+        char site[256];
+        ox__fuse_site_name(add, "Sum", site, sizeof site);
+        ox_node *one[1] = {add};
+        ox__fuse_drop_all(c, one, 1);
+        if (!ox__fuse_node_named(c, g, site, "Sum", "", 2, in, s))
+            return ox_errorf(err, OX_ENOMEM, "out of memory");
+        ox__pass_did(c);
+    }
+    return OX_OK;
+}
+
 const ox_pass ox__passes_fuse_norm[] = {
     {"fuse_layernorm",
      "ReduceMean/Sub/Pow|Mul/ReduceMean/Add eps/Sqrt/Div|Reciprocal [*scale] [+bias] -> "
      "LayerNormalization (opset 17; any opset under --target ort)",
      OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_EXTENDED, true, pass_layernorm},
+    /* Opt-in: SimplifiedLayerNormalization is an ONNX-domain op that only
+     * ONNX Runtime knows, so the model no longer passes ONNX's checker. */
+    {"fuse_rmsnorm_ort",
+     "below opset 23, the RMSNorm pattern -> ONNX Runtime's SimplifiedLayerNormalization "
+     "(ONNX domain; the model fails ONNX's checker; opt-in: --passes)",
+     OX_PASS_FUSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, pass_rmsnorm_ort, true},
     {"fuse_rmsnorm",
-     "x / Sqrt(ReduceMean(x^2) + eps) [*scale] (T5/Llama) -> RMSNormalization (opset 23), "
-     "SimplifiedLayerNormalization under --target ort",
+     "x / Sqrt(ReduceMean(x^2) + eps) [*scale] (T5/Llama) -> RMSNormalization (opset 23)",
      OX_PASS_FUSION, OX_TARGET_ONNX, OX_LEVEL_EXTENDED, true, pass_rmsnorm},
     {"fuse_norm_cast",
      "Cast(x16 -> float) + LayerNormalization | RMSNormalization | "
@@ -582,5 +684,10 @@ const ox_pass ox__passes_fuse_norm[] = {
      "residual Add [+ projection bias] + LayerNormalization -> com.microsoft "
      "SkipLayerNormalization (opt-in: --passes)",
      OX_PASS_FUSION, OX_TARGET_ORT, OX_LEVEL_ALL, true, pass_skip_layernorm, true},
+    /* After fuse_skip_layernorm, which takes the pairs when asked to. */
+    {"residual_sum",
+     "a residual Add read only by a LayerNormalization (or a decomposed one) -> Sum, which ONNX "
+     "Runtime does not re-fuse into its slower CPU SkipLayerNormalization",
+     OX_PASS_CONVERSION, OX_TARGET_ONNX, OX_LEVEL_EXTENDED, true, pass_residual_sum},
     {0},
 };

@@ -27,7 +27,10 @@ static void reg_build(void)
                                 * MatMul's weights, breaking the pattern. */
                                ox__passes_fuse_norm,    ox__passes_fuse_gelu,
                                ox__passes_fuse_attn,    ox__passes_fuse_gemm,    ox__passes_fuse_conv,
-                               ox__passes_fuse_act,     ox__passes_cleanup};
+                               ox__passes_fuse_act,
+                               /* Precision last: the fusions see float32. */
+                               ox__passes_to_fp16,
+                               ox__passes_cleanup};
     int k = 0;
     for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
         for (const ox_pass *p = tables[t]; p->name && k < 128; p++)
@@ -120,6 +123,9 @@ struct ox_pass_manager {
     int max_iter;
     ox_pass_target target;
     int last_rewrites;    /* of the last ox_pm_step, report or not */
+    /* Options of individual passes (ox_pm_set_option), owned strings. */
+    char *opt_keys[OX_PM_MAX_OPTIONS], *opt_vals[OX_PM_MAX_OPTIONS];
+    int n_opts;
 };
 
 ox_pass_manager *ox_pm_new(ox_pass_level level, ox_pass_target target)
@@ -153,7 +159,48 @@ void ox_pm_free(ox_pass_manager *pm)
         return;
     free(pm->passes);
     free(pm->on);
+    for (int i = 0; i < pm->n_opts; i++) {
+        free(pm->opt_keys[i]);
+        free(pm->opt_vals[i]);
+    }
     free(pm);
+}
+
+ox_status ox_pm_set_option(ox_pass_manager *pm, const char *key, const char *value,
+                           ox_error *err)
+{
+    if (!pm || !key || !*key)
+        return ox_errorf(err, OX_EINVAL, "pass option: no key");
+    int i = 0;
+    while (i < pm->n_opts && strcmp(pm->opt_keys[i], key))
+        i++;
+    if (i == pm->n_opts && pm->n_opts == OX_PM_MAX_OPTIONS)
+        return ox_errorf(err, OX_EINVAL, "pass option '%s': too many options", key);
+    char *v = value ? ox_strdup(value) : NULL, *k = NULL;
+    if (i == pm->n_opts && !(k = ox_strdup(key))) {
+        free(v);
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    }
+    if (value && !v) {
+        free(k);
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    }
+    if (i == pm->n_opts) {
+        pm->opt_keys[i] = k;
+        pm->opt_vals[i] = NULL;
+        pm->n_opts++;
+    }
+    free(pm->opt_vals[i]);
+    pm->opt_vals[i] = v;
+    return OX_OK;
+}
+
+const char *ox_pm_option(const ox_pass_manager *pm, const char *key)
+{
+    for (int i = 0; pm && key && i < pm->n_opts; i++)
+        if (!strcmp(pm->opt_keys[i], key))
+            return pm->opt_vals[i];
+    return NULL;
 }
 
 int ox_pm_count(const ox_pass_manager *pm)
@@ -733,7 +780,8 @@ static ox_status run_pass(ox_pass_manager *pm, ox_model *m, const ox_pass *p, in
                           int *rewrites, char **note, ox_error *err)
 {
     int first_new = m->next_node_id;
-    ox_pass_ctx c = {.m = m, .io = pm->io, .target = pm->target, .fold_limit = pm->fold_limit,
+    ox_pass_ctx c = {.m = m, .io = pm->io, .pm = pm, .target = pm->target,
+                     .fold_limit = pm->fold_limit,
                      .fold_room = &pm->fold_room, .budget = budget};
     glist l = {0};
     ox_graph_visit(m->graph, collect, &l);

@@ -10,6 +10,8 @@
 struct ox_pass_ctx {
     ox_model *m;
     const ox_infer_opts *io;
+    /* The running manager: passes read their options with ox_pm_option. */
+    const ox_pass_manager *pm;
     /* The run's target: a fusion whose standard form needs a newer opset
      * than the model's may emit ONNX Runtime's form under ort. */
     ox_pass_target target;
@@ -92,6 +94,8 @@ extern const ox_pass ox__passes_fuse_norm[];
 ox_status ox__fuse_embed_layernorm(ox_pass_ctx *c, ox_graph *g, ox_error *err);
 extern const ox_pass ox__passes_fuse_gelu[];
 extern const ox_pass ox__passes_fuse_attn[];
+/* to_fp16.c (category precision, opt-in). */
+extern const ox_pass ox__passes_to_fp16[];
 
 /* The constant tensor of v when it is a real constant: an initializer that
  * is not also a graph input (those can be overridden at run time). */

@@ -20,7 +20,7 @@ static void on_progress(void *user, int which, int done, int total, double fract
     (void)which;
     (void)done;
     (void)total;
-    atomic_store(&t->bench_progress, (int)(fraction * 1000));
+    atomic_store(&t->bench.progress, (int)(fraction * 1000));
 }
 
 /* The worker: the benchmark library does the timing, percentiles and the
@@ -28,15 +28,15 @@ static void on_progress(void *user, int which, int done, int total, double fract
 static void *bench_main(void *arg)
 {
     tui *t = arg;
-    tui_bench_result *r = &t->bench;
+    tui_bench_result *r = &t->bench.res;
     ox_bench_config cfg;
     ox_bench_config_init(&cfg);
-    cfg.model = t->bench_a;
-    cfg.compare = t->bench_b;
-    cfg.iters = t->bench_iters;
-    cfg.warmup = t->bench_warmup;
-    cfg.threads = t->bench_threads;
-    cfg.device = (ox_device)t->bench_device;
+    cfg.model = t->bench.a;
+    cfg.compare = t->bench.b;
+    cfg.iters = t->bench.iters;
+    cfg.warmup = t->bench.warmup;
+    cfg.threads = t->bench.threads;
+    cfg.device = (ox_device)t->bench.device;
     /* The per-operator profile as `onnxscope bench` takes it. */
     cfg.profile_runs = cfg.iters < 10 ? cfg.iters : 10;
     cfg.time_budget_s = BENCH_TIME_BUDGET_S;
@@ -44,7 +44,7 @@ static void *bench_main(void *arg)
     cfg.inputs = &t->bench_inputs;   /* --input/--fill/--int-max/--default-dim */
     cfg.progress = on_progress;
     cfg.user = t;
-    cfg.cancel = &t->bench_cancel;
+    cfg.cancel = &t->bench.cancel;
     ox_bench_result br;
     memset(&br, 0, sizeof br);
     ox_error err = {0};
@@ -70,13 +70,16 @@ static void *bench_main(void *arg)
     r->check_ok = br.check.ok;
     r->threads = br.threads;
     r->warmup = br.warmup;
+    {
+        const ox_bench_stats *gs = br.compared ? &br.b : &br.a;
+        int64_t fl = gs->flops_on[0] + gs->flops_on[1];
+        r->on_gpu = cfg.device == OX_DEVICE_CUDA;
+        r->gpu_nodes = gs->nodes_on[1];
+        r->cpu_nodes = gs->nodes_on[0];
+        r->gpu_flops_share = fl > 0 ? (double)gs->flops_on[1] / (double)fl : -1;
+    }
     /* Names are borrowed from the models, freed after the join: copy. */
     const ox_bench_stats *ps = br.compared ? &br.b : &br.a;
-    r->on_gpu = cfg.device == OX_DEVICE_CUDA;
-    r->gpu_nodes = ps->nodes_on[1];
-    r->cpu_nodes = ps->nodes_on[0];
-    int64_t fl = ps->flops_on[0] + ps->flops_on[1];
-    r->gpu_flops_share = fl > 0 ? (double)ps->flops_on[1] / (double)fl : -1;
     r->n_ops_all = ps->n_ops;
     r->profile_runs = ps->profile_runs;
     r->profile_ms = ps->profile_ms;
@@ -91,69 +94,69 @@ static void *bench_main(void *arg)
         r->n_ops = i + 1;
     }
     ox_bench_result_free(&br);
-    atomic_store(&t->bench_progress, 1000);
-    atomic_store(&t->bench_finished, 1);
+    atomic_store(&t->bench.progress, 1000);
+    atomic_store(&t->bench.finished, 1);
     return NULL;
 }
 
 void tui_bench_start(tui *t)
 {
     tui_matrix_hide(t);
-    if (t->bench_running) {
+    if (t->bench.running) {
         tui_set_status(t, OX_SLOT_UI_WARNING, "a benchmark is already running (Esc cancels)");
         return;
     }
     /* The worker gets private copies, so browsing (and re-inference) on the
      * main thread never races with it. Copies are made and freed here. */
-    t->bench_a = ox_model_clone(t->orig);
-    t->bench_b = t->cur != t->orig ? ox_model_clone(t->cur) : NULL;
-    if (!t->bench_a || (t->cur != t->orig && !t->bench_b)) {
-        ox_model_free(t->bench_a);
-        ox_model_free(t->bench_b);
-        t->bench_a = t->bench_b = NULL;
+    t->bench.a = ox_model_clone(t->orig);
+    t->bench.b = t->cur != t->orig ? ox_model_clone(t->cur) : NULL;
+    if (!t->bench.a || (t->cur != t->orig && !t->bench.b)) {
+        ox_model_free(t->bench.a);
+        ox_model_free(t->bench.b);
+        t->bench.a = t->bench.b = NULL;
         tui_set_status(t, OX_SLOT_UI_ERROR, "out of memory");
         return;
     }
-    memset(&t->bench, 0, sizeof t->bench);
-    atomic_store(&t->bench_cancel, 0);
-    atomic_store(&t->bench_progress, 0);
-    atomic_store(&t->bench_finished, 0);
-    if (t->bench_iters <= 0)
-        t->bench_iters = 50;
-    if (pthread_create(&t->bench_thread, NULL, bench_main, t) != 0) {
-        ox_model_free(t->bench_a);
-        ox_model_free(t->bench_b);
-        t->bench_a = t->bench_b = NULL;
+    memset(&t->bench.res, 0, sizeof t->bench.res);
+    atomic_store(&t->bench.cancel, 0);
+    atomic_store(&t->bench.progress, 0);
+    atomic_store(&t->bench.finished, 0);
+    if (t->bench.iters <= 0)
+        t->bench.iters = 50;
+    if (pthread_create(&t->bench.thread, NULL, bench_main, t) != 0) {
+        ox_model_free(t->bench.a);
+        ox_model_free(t->bench.b);
+        t->bench.a = t->bench.b = NULL;
         tui_set_status(t, OX_SLOT_UI_ERROR, "cannot start the benchmark thread");
         return;
     }
-    t->bench_running = true;
+    t->bench.running = true;
     tui_set_status(t, OX_SLOT_UI_OK, "benchmark running (Esc cancels)");
 }
 
 void tui_bench_cancel(tui *t)
 {
-    if (t->bench_running)
-        atomic_store(&t->bench_cancel, 1);
+    if (t->bench.running)
+        atomic_store(&t->bench.cancel, 1);
 }
 
 /* Called from the main loop: joins a finished worker. */
 void tui_bench_poll(tui *t)
 {
-    if (!t->bench_running || !atomic_load(&t->bench_finished))
+    if (!t->bench.running || !atomic_load(&t->bench.finished))
         return;
-    pthread_join(t->bench_thread, NULL);
-    t->bench_running = false;
-    ox_model_free(t->bench_a);
-    ox_model_free(t->bench_b);
-    t->bench_a = t->bench_b = NULL;
-    t->bench.done = true;
-    if (t->bench.cancelled)
+    pthread_join(t->bench.thread, NULL);
+    t->bench.running = false;
+    ox_model_free(t->bench.a);
+    ox_model_free(t->bench.b);
+    t->bench.a = t->bench.b = NULL;
+    t->bench.res.done = true;
+    if (t->bench.res.cancelled)
         tui_set_status(t, OX_SLOT_UI_WARNING, "benchmark cancelled");
-    else if (t->bench.ok)
-        tui_set_status(t, OX_SLOT_UI_OK, "benchmark done: p50 %.3f ms", t->bench.p50);
+    else if (t->bench.res.ok)
+        tui_set_status(t, OX_SLOT_UI_OK, "benchmark done: p50 %.3f ms", t->bench.res.p50);
     else
-        tui_set_status(t, OX_SLOT_UI_ERROR, "benchmark failed: %s", t->bench.msg);
+        tui_set_status(t, OX_SLOT_UI_ERROR, "benchmark failed: %s", t->bench.res.msg);
 }
 
 /* The two rows are named after the files: the model's own and the
@@ -174,25 +177,25 @@ static const char *label_b(const tui *t)
  * probe finds a usable GPU (else the status line says why not). */
 int tui_bench_key(tui *t, tui_action a)
 {
-    int *v[4] = {&t->bench_iters, &t->bench_warmup, &t->bench_threads, &t->bench_device};
+    int *v[4] = {&t->bench.iters, &t->bench.warmup, &t->bench.threads, &t->bench.device};
     static const int lo[4] = {1, 0, 0, 0}, hi[4] = {100000, 1000, 256, 1};
-    int k = t->bench_sel;
+    int k = t->bench.sel;
     /* The worker reads the settings as it starts: frozen while it runs. */
-    if (t->bench_running && (a == TUI_A_LEFT || a == TUI_A_RIGHT || a == TUI_A_HOME))
+    if (t->bench.running && (a == TUI_A_LEFT || a == TUI_A_RIGHT || a == TUI_A_HOME))
         return TUI_HANDLED;
     if (k == 3 && (a == TUI_A_LEFT || a == TUI_A_RIGHT)) {
         char why[512];
-        if (t->bench_device == OX_DEVICE_CPU &&
+        if (t->bench.device == OX_DEVICE_CPU &&
             ox_cuda_probe(why, sizeof why) != OX_CUDA_AVAILABLE) {
             tui_set_status(t, OX_SLOT_UI_WARNING, "no GPU: %s", why);
             return TUI_REDRAW;
         }
-        t->bench_device = t->bench_device == OX_DEVICE_CPU ? OX_DEVICE_CUDA : OX_DEVICE_CPU;
+        t->bench.device = t->bench.device == OX_DEVICE_CPU ? OX_DEVICE_CUDA : OX_DEVICE_CPU;
         return TUI_REDRAW;
     }
     switch (a) {
-    case TUI_A_UP: t->bench_sel = (k + 3) % 4; return TUI_REDRAW;
-    case TUI_A_DOWN: t->bench_sel = (k + 1) % 4; return TUI_REDRAW;
+    case TUI_A_UP: t->bench.sel = (k + 3) % 4; return TUI_REDRAW;
+    case TUI_A_DOWN: t->bench.sel = (k + 1) % 4; return TUI_REDRAW;
     case TUI_A_LEFT: *v[k] -= 1; break;
     case TUI_A_RIGHT: *v[k] += 1; break;
     case TUI_A_HOME: *v[k] = lo[k]; break;
@@ -208,21 +211,21 @@ int tui_bench_key(tui *t, tui_action a)
 static void draw_settings(tui *t, int y, int w)
 {
     char th[32];
-    if (t->bench_threads)
-        snprintf(th, sizeof th, "%d", t->bench_threads);
+    if (t->bench.threads)
+        snprintf(th, sizeof th, "%d", t->bench.threads);
     else
         snprintf(th, sizeof th, "auto");
     const char *name[4] = {"runs", "warm-up", "threads", "device"};
     char val[4][32];
-    snprintf(val[0], sizeof val[0], "%d", t->bench_iters);
-    snprintf(val[1], sizeof val[1], "%d", t->bench_warmup);
+    snprintf(val[0], sizeof val[0], "%d", t->bench.iters);
+    snprintf(val[1], sizeof val[1], "%d", t->bench.warmup);
     snprintf(val[2], sizeof val[2], "%s", th);
-    snprintf(val[3], sizeof val[3], "%s", ox_device_name((ox_device)t->bench_device));
+    snprintf(val[3], sizeof val[3], "%s", ox_device_name((ox_device)t->bench.device));
     int x = 2;
     for (int i = 0; i < 4 && x < w - 2; i++) {
         char cell[48];
         snprintf(cell, sizeof cell, " %s %s ", name[i], val[i]);
-        x += tui_put(y, x, w - 2 - x, i == t->bench_sel ? OX_SLOT_UI_SELECTED : OX_SLOT_UI_NORMAL,
+        x += tui_put(y, x, w - 2 - x, i == t->bench.sel ? OX_SLOT_UI_SELECTED : OX_SLOT_UI_NORMAL,
                      t, cell) + 1;
     }
     if (x < w - 2)
@@ -235,7 +238,7 @@ void tui_bench_draw(tui *t, int y0, int h, int w)
         return;
     int end = y0 + h;
     int y = y0 + 1;
-    const char *on = t->bench_device == OX_DEVICE_CUDA ? "GPU" : "CPU";
+    const char *on = t->bench.device == OX_DEVICE_CUDA ? "GPU" : "CPU";
     tui_putf(y++, 2, w - 4, OX_SLOT_UI_HEADER, t,
              t->bench_inputs.n_src
                  ? "Benchmark on the %s (b starts, Esc cancels); --input/--fill, rest random"
@@ -249,14 +252,14 @@ void tui_bench_draw(tui *t, int y0, int h, int w)
     else
         tui_putf(y++, 2, w - 4, OX_SLOT_UI_DIM, t, "GPU: none (%s)", gpu);
     y++;
-    if (t->bench_running) {
+    if (t->bench.running) {
         tui_put(y++, 2, w - 4, OX_SLOT_UI_NORMAL, t,
-                t->bench_b ? "running original, then optimized ..." : "running ...");
+                t->bench.b ? "running original, then optimized ..." : "running ...");
         tui_progress(t, y++, 2, w - 4 < 60 ? w - 4 : 60,
-                     atomic_load(&t->bench_progress) / 1000.0);
+                     atomic_load(&t->bench.progress) / 1000.0);
         return;
     }
-    const tui_bench_result *r = &t->bench;
+    const tui_bench_result *r = &t->bench.res;
     if (!r->done) {
         tui_put(y++, 2, w - 4, OX_SLOT_UI_DIM, t, "no result yet: press b");
         return;

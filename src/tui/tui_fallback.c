@@ -1,15 +1,20 @@
-/* Entry of `onnxscope MODEL` in builds without ncursesw: print the model
- * summary (the `info` command) instead of the interactive viewer. */
-#include <stdio.h>
-
-#include "cli/commands.h"
+/* Builds without ncursesw: no viewer (the view command prints the
+ * summary instead, src/cli/cmd_view.c). */
 #include "tui/tui.h"
 
-int ox_tui_main(int argc, char **argv)
+bool ox_tui_available(void)
 {
-    if (argc != 2)
-        return ox_cmd_info(argc, argv); /* prints usage */
-    fprintf(stderr, "onnxscope: built without ncursesw: printing the summary\n");
-    char *args[3] = {"info", argv[1], NULL};
-    return ox_cmd_info(2, args);
+    return false;
+}
+
+int ox_tui_run(ox_tui_opts *opts)
+{
+    ox_infer_opts_free(&opts->shapes);
+    ox_input_opts_free(&opts->inputs);
+    return 1;
+}
+
+void ox_tui_print_keys(FILE *f)
+{
+    fprintf(f, "(built without ncursesw: no viewer)\n");
 }

@@ -16,6 +16,7 @@
 #include "onnxscope/cost.h"
 #include "onnxscope/infer.h"
 #include "onnxscope/ir.h"
+#include "onnxscope/modeldiff.h"
 #include "onnxscope/passes.h"
 #include "onnxscope/randinput.h"
 #include "onnxscope/theme.h"
@@ -178,22 +179,19 @@ typedef struct tui_bench_result {
     double gpu_flops_share;   /* of the cost model's FLOPs; < 0 unknown */
 } tui_bench_result;
 
-struct tui {
-    /* model side */
-    char *path;
-    ox_model *orig;        /* as loaded */
-    ox_model *cur;         /* what is shown: orig, or the optimized copy */
-    ox_graph *graph;       /* graph being browsed (main or a subgraph body) */
-    ox_graph *gstack[32];
-    int gdepth;
-    ox_model_cost cost;
-    ox_infer_opts iopts;   /* shape overrides, re-applied on edit */
-    ox_type **in_types;    /* the file's graph input types (overrides rewrite them) */
-    int n_in_types;
-    ox_infer_stats istats;
-    bool shapes_edited;    /* an input shape was edited this session (undo re-infers) */
+/* ---- per-panel state -------------------------------------------------------
+ * Each panel's own fields live in its struct; `struct tui` holds the model
+ * side every panel reads, one of each, and the UI. */
 
-    /* node list of the current graph */
+/* Overview (1): the cached op histogram. */
+typedef struct tui_overview_state {
+    char **ophist;         /* "Conv 12" items, most frequent first (cached) */
+    int n_ophist;
+    int n_nodes_rec;       /* nodes of the model, subgraphs included */
+} tui_overview_state;
+
+/* Nodes (2): the rows of the browsed graph, their order and filters. */
+typedef struct tui_nodes_state {
     tui_row_cache *rc;
     int n_rc;
     int64_t sum_macs;
@@ -211,38 +209,132 @@ struct tui {
     tui_filter filt;       /* ... parsed */
     bool hide_const;       /* H: Constant nodes hidden */
     char consumers[256];   /* Enter on an initializer: list the nodes reading it */
-    char **ophist;         /* "Conv 12" items, most frequent first (cached) */
-    int n_ophist;
-    int n_nodes_rec;       /* nodes of the model, subgraphs included */
-    int op_w;              /* widest op type of the browsed graph (Nodes column) */
+    bool changed_only;     /* lists only the nodes the last action changed */
+    int op_w;              /* widest op type of the browsed graph (op column) */
     int name_w;            /* widest node label of the browsed graph */
-    int io_name_w;         /* widest graph input/output name (I/O column) */
+} tui_nodes_state;
 
-    /* detail */
-    ox_node *detail;
+/* Detail (3): the node shown, the way back, its lines. */
+typedef struct tui_detail_state {
+    ox_node *node;
     ox_node *hist[64];
     int n_hist;
     tui_line *lines;
     int n_lines;
+} tui_detail_state;
 
-    /* neighbourhood */
-    ox_node *neigh;
-    int neigh_sel;         /* index into producers then consumers */
-    int neigh_radius;      /* 1..3 (+/-); 0 reads as 1 */
-
-    /* initializers of the current graph */
-    ox_value **inits;
-    int n_inits;
+/* Initializers (4): the list and the statistics of the selected one. */
+typedef struct tui_inits_state {
+    ox_value **vals;       /* initializers, then the outputs of Constant nodes holding a tensor */
+    int n_vals;
+    int n_const;           /* ... the last n_const of vals */
     const ox_value *stats_for;
     bool stats_ok;
     double st_min, st_max, st_mean, st_std, st_zero;
     int64_t st_nan, st_inf;
+} tui_inits_state;
 
-    /* subgraphs: (node, graph) pairs of the current graph */
-    ox_node **sg_node;
-    ox_graph **sg_graph;
-    char **sg_attr;
-    int n_sg;
+/* Inputs/Outputs (5). */
+typedef struct tui_io_state {
+    int name_w;            /* widest graph input/output name (name column) */
+} tui_io_state;
+
+/* Neighbourhood (6). */
+typedef struct tui_neigh_state {
+    ox_node *centre;
+    int sel;               /* index into producers then consumers */
+    int radius;            /* 1..3 (+/-); 0 reads as 1 */
+} tui_neigh_state;
+
+/* Subgraphs (7): (node, graph, attribute) of the browsed graph. */
+typedef struct tui_subgraphs_state {
+    ox_node **node;
+    ox_graph **graph;
+    char **attr;
+    int n;
+} tui_subgraphs_state;
+
+/* Diff (9). */
+typedef struct tui_diff_state {
+    char step_msg[4][160]; /* the last step's removed/added/edited nodes */
+    int n_step_msg;
+    int64_t size_cur;      /* serialized size of cur (orig: the file size) */
+    bool size_valid;       /* size_cur is computed lazily: serializing 100k nodes takes long */
+    struct tui_op_delta *dtab;   /* op table, computed once per change */
+    int n_dtab;
+    bool dtab_valid;
+    int top, left;         /* scroll offsets (rows, columns) */
+    int rows, cols;        /* the content's extent at the last draw */
+} tui_diff_state;
+
+/* Bench (0): the worker and its settings. */
+typedef struct tui_bench_state {
+    pthread_t thread;
+    bool running;
+    atomic_int cancel;
+    atomic_int progress;   /* 0..1000 */
+    atomic_int finished;
+    ox_model *a, *b;
+    tui_bench_result res;
+    struct tui_matrix *matrix;    /* the Matrix view (tui_matrix.c) */
+    int iters, warmup, threads;   /* editable in the panel */
+    int sel;               /* the setting the cursor is on (0 runs, 1 warm-up, 2 threads,
+                            * 3 device) */
+    int device;            /* ox_device: cpu, or cuda when the probe allows */
+} tui_bench_state;
+
+struct tui {
+    /* model side */
+    char *path;
+    ox_model *orig;        /* as loaded */
+    ox_model *cur;         /* what is shown: orig, or the optimized copy */
+    ox_graph *graph;       /* graph being browsed (main or a subgraph body) */
+    ox_graph *gstack[32];
+    int gdepth;
+    ox_model_cost cost;
+    /* cost already holds this model's costs (a worker computed them): the
+     * next refresh keeps them instead of computing again; one use. */
+    const ox_model *cost_preset;
+    ox_infer_opts iopts;   /* shape overrides, re-applied on edit */
+    ox_type **in_types;    /* the file's graph input types (overrides rewrite them) */
+    int n_in_types;
+    ox_infer_stats istats;
+    bool shapes_edited;    /* an input shape was edited this session (undo re-infers) */
+    ox_input_opts bench_inputs;   /* --input/--fill/--int-max/--default-dim (Bench, bisect) */
+
+    /* passes: the manager, the stepper (owns cur when it is not orig, the
+     * last report, the undo history) and the original's costs */
+    ox_pass_manager *pm;
+    ox_pass_level level;
+    bool live;             /* cur = all enabled passes: toggles re-run them */
+    tui_stepper st;
+    struct tui_bgprobe *bgp;       /* idle probing of a large model (tui_bgprobe.c) */
+    unsigned bgp_tried;            /* the stepper version + 1 last probed */
+    atomic_llong last_key_ms;      /* when the last key came (the probe waits for quiet) */
+    ox_model_cost cost_orig;
+    char saved_name[512];         /* where the optimized model was last saved */
+    const ox_model *saved_model;  /* ... and which copy (a later step makes another) */
+
+    /* two models (`onnxscope A B`): A, the base, is what the shown model
+     * (B, or its optimized copy) is compared with in the Diff panel */
+    const char *base_path;
+    ox_model *base;
+    ox_model_cost cost_base;
+    ox_model_diff mdiff;          /* base vs mdiff_of */
+    const ox_model *mdiff_of;     /* the cur the diff was computed for */
+    ox_type **base_in;            /* A's input types as the file declares them */
+    int n_base_in;
+
+    /* the panels' own state */
+    tui_overview_state ov;
+    tui_nodes_state nodes;
+    tui_detail_state det;
+    tui_inits_state init;
+    tui_io_state io;
+    tui_neigh_state nb;
+    tui_subgraphs_state sg;
+    tui_diff_state diff;
+    tui_bench_state bench;
 
     /* UI */
     tui_panel panels[TUI_P_COUNT];
@@ -263,41 +355,6 @@ struct tui {
     char confirm_msg[160];
     char dims_msg[200];    /* the keep/fix question of a save with shape overrides */
     int export_scope;      /* 0 graph, 1 neighbourhood, 2 diff */
-
-    /* passes: the manager, the stepper (owns cur when it is not orig, the
-     * last report, the undo history) and the before/after numbers */
-    ox_pass_manager *pm;
-    ox_pass_level level;
-    bool live;             /* cur = all enabled passes: toggles re-run them */
-    tui_stepper st;
-    char step_msg[4][160]; /* the last step's removed/added/edited nodes (Diff) */
-    int n_step_msg;
-    bool changed_only;     /* Nodes lists only the nodes the last action changed */
-    ox_model_cost cost_orig;
-    int64_t size_cur;      /* serialized size of cur (orig: the file size) */
-    bool size_valid;       /* size_cur is computed lazily: serializing 100k nodes takes long */
-    struct tui_op_delta *dtab;   /* Diff op table, computed once per change */
-    int n_dtab;
-    bool dtab_valid;
-    int diff_top, diff_left;     /* Diff panel scroll offsets (rows, columns) */
-    int diff_rows, diff_cols;    /* its content's extent at the last draw */
-
-    /* bench worker */
-    pthread_t bench_thread;
-    bool bench_running;
-    atomic_int bench_cancel;
-    atomic_int bench_progress;   /* 0..1000 */
-    atomic_int bench_finished;
-    ox_model *bench_a, *bench_b;
-    tui_bench_result bench;
-    struct tui_matrix *matrix;    /* the Bench panel's Matrix view (tui_matrix.c) */
-    int bench_iters, bench_warmup, bench_threads;   /* editable in the panel */
-    int bench_sel;                /* the setting the cursor is on (0 runs, 1 warm-up, 2 threads,
-                                   * 3 device) */
-    int bench_device;             /* ox_device: cpu, or cuda when the probe allows */
-    char saved_name[512];         /* where the optimized model was last saved */
-    const ox_model *saved_model;  /* ... and which copy (a later step makes another) */
-    ox_input_opts bench_inputs;   /* --input/--fill/--int-max/--default-dim */
 
     /* the worker-thread job (tui_job.h): NULL when none runs */
     tui_job *job;
@@ -328,6 +385,8 @@ void tui_model_free_views(tui *t);
 ox_status tui_apply_shape(tui *t, const char *input, const char *shape, ox_error *err);
 void tui_clear_shapes(tui *t, ox_error *err);
 void tui_reinfer_cur(tui *t);   /* after an undo, with today's shape overrides */
+/* The same on m (a copy in the history), touching nothing of t: for a worker. */
+void tui_reinfer_model(const tui *t, ox_model *m);
 void tui_save_input_types(tui *t);
 void tui_free_input_types(tui *t);
 const char *tui_node_label(const ox_node *n, char *buf, size_t len);
@@ -343,6 +402,10 @@ bool tui_nodes_filtered(const tui *t);        /* any filter of the Nodes list is
 bool tui_node_match(const ox_node *n, const char *q, const char **tensor);
 void tui_nodes_clear_filters(tui *t);
 void tui_compute_stats(tui *t, const ox_value *v);
+/* The weights v holds: its initializer, or the tensor of the Constant node
+ * producing it (exporters such as Paddle's keep every weight there);
+ * NULL when neither. */
+const ox_tensor *tui_value_tensor(const ox_value *v);
 
 /* tui_passes.c */
 void tui_passes_init(tui *t);
@@ -361,6 +424,28 @@ void tui_passes_footer(tui *t, int y0, int h, int w);
 void tui_diff_draw(tui *t, int y0, int h, int w);
 int tui_diff_scroll(tui *t, tui_action a, int h);
 
+/* tui_bgprobe.c: idle probing of a model above the probe limit */
+typedef struct tui_bgprobe tui_bgprobe;
+bool tui_bgprobe_tick(tui *t);        /* event loop: collect / start; true: redraw */
+bool tui_bgprobe_running(const tui *t);
+void tui_bgprobe_settle(tui *t);      /* before a key that changes the model: stop soon */
+void tui_bgprobe_wait_unread(const ox_model *m);   /* until no probe is copying m */
+void tui_bgprobe_key(tui *t);         /* a key came: the probe pauses while keys come */
+void tui_bgprobe_quit(tui *t);
+
+/* tui_compare.c: two models */
+ox_status tui_compare_load(tui *t, ox_error *err);   /* loads, infers and costs t->base_path */
+void tui_compare_refresh(tui *t);                    /* after cur changed */
+void tui_compare_reinfer(tui *t);                    /* after the shape overrides changed */
+void tui_compare_free(tui *t);
+/* The comparison marks the nodes (instead of the last step) while the shown
+ * model is B as loaded. */
+bool tui_compare_marks(const tui *t);
+int tui_compare_mark(const tui *t, const ox_node *n);         /* B's node: '+', '*' or 0 */
+int tui_compare_base_mark(const tui *t, const ox_node *n);    /* A's node: '-', '*' or 0 */
+ox_node *tui_compare_partner(const tui *t, const ox_node *n); /* A's node matched with B's n */
+const char *tui_base_name(const tui *t);                      /* A's file name without directories */
+
 /* tui_panels.c */
 void tui_panels_init(tui *t);
 
@@ -377,10 +462,12 @@ void tui_matrix_hide(tui *t);
 bool tui_matrix_draw(tui *t, int y0, int h, int w);
 void tui_matrix_free(tui *t);
 
-/* tui_main.c */
+/* tui_ui.c: what panels set (the event loop in tui_main.c draws it) */
 void tui_set_status(tui *t, int slot, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void tui_switch(tui *t, int panel);
 void tui_prompt_open(tui *t, tui_prompt_kind k, const char *initial);
+void tui_free_model_async(ox_model *m);   /* frees m in a detached thread */
+void tui_free_model_wait(void);           /* until every such free has ended */
 
 #endif

@@ -3,7 +3,6 @@
  * one key table to actions and routes them to the focused panel, prompts,
  * the generated help screen, mouse, resize, export and save. */
 #include <errno.h>
-#include <getopt.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <stdarg.h>
@@ -14,7 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/commands.h"
 #include "onnxscope/export.h"
 #include "onnxscope/infer.h"
 #include "onnxscope/io.h"
@@ -61,7 +59,7 @@ static const char *action_name(tui_action a)
 
 /* The key map as a Markdown table: docs/TUI.md embeds this output and the
  * tui test checks that they agree. */
-static void print_keys_markdown(FILE *f)
+void ox_tui_print_keys(FILE *f)
 {
     fprintf(f, "| Keys | Where | Action |\n|---|---|---|\n");
     for (int i = 0; i < N_KEYS; i++)
@@ -70,28 +68,6 @@ static void print_keys_markdown(FILE *f)
 }
 
 /* ---- status, switching, prompts --------------------------------------------------- */
-
-void tui_set_status(tui *t, int slot, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(t->status, sizeof t->status, fmt, ap);
-    va_end(ap);
-    t->status_slot = slot;
-}
-
-void tui_switch(tui *t, int panel)
-{
-    if (panel >= 0 && panel < TUI_P_COUNT)
-        t->cur_panel = panel;
-}
-
-void tui_prompt_open(tui *t, tui_prompt_kind k, const char *initial)
-{
-    t->prompt = k;
-    snprintf(t->pbuf, sizeof t->pbuf, "%s", initial ? initial : "");
-    t->plen = (int)strlen(t->pbuf);
-}
 
 static const char *prompt_label(const tui *t)
 {
@@ -190,8 +166,9 @@ static void draw_tabs(tui *t)
     base = base ? base + 1 : t->path;
     /* The panels show the optimized copy after a step or `a`: say so. */
     bool opt = t->cur != t->orig;
-    char lbl[600];
-    snprintf(lbl, sizeof lbl, "%s%s", base, opt ? " (optimized)" : "");
+    char lbl[900];
+    snprintf(lbl, sizeof lbl, "%s%s%s%s", base, opt ? " (optimized)" : "",
+             t->base ? " vs " : "", t->base ? tui_base_name(t) : "");
     int bl = tui_utf8_cols(lbl);
     if (x + bl + 2 < COLS)
         tui_put(0, COLS - bl - 1, bl, opt ? OX_SLOT_UI_CHANGED : OX_SLOT_UI_TITLE, t, lbl);
@@ -364,7 +341,7 @@ static void search_step(tui *t, int dir, bool include_current)
             tui_switch(t, pi);
             const char *tensor = NULL;
             if (pi == TUI_P_NODES) {
-                ox_node *n = t->rc[t->order[r]].node;
+                ox_node *n = t->nodes.rc[t->nodes.order[r]].node;
                 tui_node_match(n, t->search, &tensor);
                 tui_goto_node(t, n, false);
             }
@@ -430,8 +407,8 @@ static int hidden_matches(tui *t, const char *q)
         return 0;
     int n = 0;
     const char *tensor;
-    for (int i = 0; i < t->n_rc; i++)
-        if (!tui_node_visible(t, t->rc[i].node) && tui_node_match(t->rc[i].node, q, &tensor))
+    for (int i = 0; i < t->nodes.n_rc; i++)
+        if (!tui_node_visible(t, t->nodes.rc[i].node) && tui_node_match(t->nodes.rc[i].node, q, &tensor))
             n++;
     return n;
 }
@@ -453,10 +430,10 @@ static void export_open(tui *t)
 {
     char base[256], def[512];
     model_base(t, base, sizeof base);
-    if ((t->cur_panel == TUI_P_NEIGH || t->cur_panel == TUI_P_DETAIL) && t->neigh &&
+    if ((t->cur_panel == TUI_P_NEIGH || t->cur_panel == TUI_P_DETAIL) && t->nb.centre &&
         t->gdepth == 0) {
         t->export_scope = 1;
-        snprintf(def, sizeof def, "%s-around-%d.svg", base, t->neigh->index);
+        snprintf(def, sizeof def, "%s-around-%d.svg", base, t->nb.centre->index);
     } else if (t->cur_panel == TUI_P_DIFF) {
         t->export_scope = 2;
         snprintf(def, sizeof def, "%s-diff.svg", base);
@@ -548,16 +525,16 @@ static void export_do(tui *t, const char *path)
     e->o.theme = &t->theme;   /* t outlives every job: it is static */
     e->what = "graph";
     const ox_model *src = t->cur;
-    if (t->export_scope == 1 && t->neigh) {
-        if (t->neigh->name && t->neigh->name[0])
-            snprintf(e->around, sizeof e->around, "%s", t->neigh->name);
+    if (t->export_scope == 1 && t->nb.centre) {
+        if (t->nb.centre->name && t->nb.centre->name[0])
+            snprintf(e->around, sizeof e->around, "%s", t->nb.centre->name);
         else
-            snprintf(e->around, sizeof e->around, "%d", t->neigh->index);
+            snprintf(e->around, sizeof e->around, "%d", t->nb.centre->index);
         e->o.around = e->around;
-        e->o.radius = t->neigh_radius > 0 ? t->neigh_radius : 2;
+        e->o.radius = t->nb.radius > 0 ? t->nb.radius : 2;
         e->what = "neighbourhood";
     } else if (t->export_scope == 2) {
-        src = t->orig;
+        src = t->base ? t->base : t->orig;
         e->after = ox_model_clone(t->cur);
         e->o.diff_after = e->after;
         e->what = "diff";
@@ -691,28 +668,28 @@ static int prompt_submit(tui *t)
         break;
     case TUI_PROMPT_FILTER: {
         char why[160];
-        if (!tui_filter_parse(&t->filt, s, why, sizeof why)) {
+        if (!tui_filter_parse(&t->nodes.filt, s, why, sizeof why)) {
             tui_set_status(t, OX_SLOT_UI_ERROR, "%s", why);
             break;
         }
-        snprintf(t->filter, sizeof t->filter, "%.127s", tui_filter_active(&t->filt) ? s : "");
-        if (!t->filter[0])
-            t->consumers[0] = 0;   /* an empty filter clears the consumer list too */
+        snprintf(t->nodes.filter, sizeof t->nodes.filter, "%.127s", tui_filter_active(&t->nodes.filt) ? s : "");
+        if (!t->nodes.filter[0])
+            t->nodes.consumers[0] = 0;   /* an empty filter clears the consumer list too */
         tui_model_resort(t);
-        if (t->filter[0])
-            tui_set_status(t, OX_SLOT_UI_OK, "filter: %s (%d of %d nodes)", t->filter, t->n_order,
-                           t->n_rc);
+        if (t->nodes.filter[0])
+            tui_set_status(t, OX_SLOT_UI_OK, "filter: %s (%d of %d nodes)", t->nodes.filter, t->nodes.n_order,
+                           t->nodes.n_rc);
         else
-            tui_set_status(t, OX_SLOT_UI_OK, "filter cleared (%d nodes)", t->n_order);
+            tui_set_status(t, OX_SLOT_UI_OK, "filter cleared (%d nodes)", t->nodes.n_order);
         break;
     }
     case TUI_PROMPT_GOTO:
         goto_index(t, s);
         break;
     case TUI_PROMPT_SHAPE: {
-        if (t->bench_running || tui_job_busy(t, true)) {
+        if (t->bench.running || tui_job_busy(t, true)) {
             tui_set_status(t, OX_SLOT_UI_WARNING, "wait for the %s to finish",
-                           t->bench_running ? "benchmark" : "running job");
+                           t->bench.running ? "benchmark" : "running job");
             break;
         }
         ox_error err = {0};
@@ -838,7 +815,7 @@ static int global_key(tui *t, tui_action a, int ch)
     case TUI_A_PREV_MATCH: search_step(t, -1, false); return TUI_REDRAW;
     case TUI_A_FILTER:
         tui_switch(t, TUI_P_NODES);
-        tui_prompt_open(t, TUI_PROMPT_FILTER, t->filter);
+        tui_prompt_open(t, TUI_PROMPT_FILTER, t->nodes.filter);
         return TUI_REDRAW;
     case TUI_A_GOTO: tui_prompt_open(t, TUI_PROMPT_GOTO, ""); return TUI_REDRAW;
     case TUI_A_BENCH:
@@ -850,7 +827,7 @@ static int global_key(tui *t, tui_action a, int ch)
         tui_matrix_start(t);
         return TUI_REDRAW;
     case TUI_A_CANCEL:
-        if (t->bench_running) {
+        if (t->bench.running) {
             tui_bench_cancel(t);
             tui_set_status(t, OX_SLOT_UI_WARNING, "cancelling the benchmark ...");
         }
@@ -868,7 +845,7 @@ static int global_key(tui *t, tui_action a, int ch)
     case TUI_A_BACK:
         if (t->gdepth > 0) {
             t->graph = t->gstack[--t->gdepth];
-            t->detail = t->neigh = NULL;
+            t->det.node = t->nb.centre = NULL;
             ox_error err = {0};
             tui_model_refresh(t, &err);
             tui_set_status(t, OX_SLOT_UI_OK, "left the subgraph");
@@ -983,6 +960,8 @@ static int handle_key(tui *t, int ch)
         tui_job_escape(t);
         return TUI_REDRAW;
     }
+    if (model_key(t, a))
+        tui_bgprobe_settle(t);
     if (model_key(t, a) && tui_job_busy(t, true)) {
         char jb[300];
         tui_job_status(t, jb, sizeof jb);
@@ -1050,6 +1029,8 @@ static void *load_main(void *arg)
         atomic_store(&l->phase, 2);
         if (l->status == OX_OK)
             l->status = tui_model_refresh(t, &l->err);
+        if (l->status == OX_OK && t->base_path)
+            l->status = tui_compare_load(t, &l->err);
     }
     l->total_ms = mono_ms() - t0;
     atomic_store(&l->phase, 3);
@@ -1102,23 +1083,6 @@ static void draw_error(tui *t, const char *title, const char *msg)
 
 /* ---- options ------------------------------------------------------------------------------------- */
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: onnxscope [OPTIONS] MODEL\n"
-            "Opens the interactive viewer.\n"
-            "  --theme NAME|FILE  colour theme: default, light, high-contrast, mono, or a\n"
-            "                     user theme from $XDG_CONFIG_HOME/onnxscope/themes/\n"
-            "  --ascii            ASCII-only drawing (automatic outside UTF-8 locales)\n"
-            "  --no-color         no colours (also when NO_COLOR is set)\n"
-            "  --shape NAME=1x3x224x224, --dim SYMBOL=VALUE   input shape overrides\n"
-            "  --input NAME=FILE.pb, --fill NAME=VALUE, --int-max M, --default-dim D\n"
-            "                     the Bench panel's inputs (as `onnxscope bench`)\n"
-            "  --device cpu|cuda  the Bench panel's device (exit 4 when no GPU is usable)\n"
-            "  --help-keys        print the key map as a Markdown table\n"
-            "Keys: ? inside the viewer. Set ONNXSCOPE_TUI_TIMING=FILE to log redraw times.\n");
-}
-
 /* Theme lookup: a user theme in $XDG_CONFIG_HOME/onnxscope/themes/NAME.theme
  * (default ~/.config) wins over the shipped ones. */
 static void load_theme(tui *t, const char *name, char *warn, size_t wn)
@@ -1151,16 +1115,26 @@ static void load_theme(tui *t, const char *name, char *warn, size_t wn)
 
 static void tui_free(tui *t)
 {
+    tui_bgprobe_quit(t);
     tui_job_quit(t);
+    tui_free_model_wait();
     tui_matrix_free(t);
-    if (t->bench_running) {
+    if (t->bench.running) {
         tui_bench_cancel(t);
-        pthread_join(t->bench_thread, NULL);
-        t->bench_running = false;
-        ox_model_free(t->bench_a);
-        ox_model_free(t->bench_b);
+        pthread_join(t->bench.thread, NULL);
+        t->bench.running = false;
+        ox_model_free(t->bench.a);
+        ox_model_free(t->bench.b);
     }
     tui_model_free_views(t);
+    if (atomic_load(&t->job_bg) > 0) {
+        /* An abandoned job (bisect, apply-all) still reads the manager
+         * and the models: leave them to the process's exit. */
+        if (t->timing)
+            fclose(t->timing);
+        return;
+    }
+    tui_compare_free(t);
     tui_passes_free(t);
     tui_free_input_types(t);
     if (t->cur != t->orig)
@@ -1172,113 +1146,25 @@ static void tui_free(tui *t)
         fclose(t->timing);
 }
 
-int ox_tui_main(int argc, char **argv)
+bool ox_tui_available(void)
 {
-    static const struct option longopts[] = {
-        {"theme", required_argument, NULL, 't'},
-        {"ascii", no_argument, NULL, 'a'},
-        {"no-color", no_argument, NULL, 'C'},
-        {"shape", required_argument, NULL, 'S'},
-        {"dim", required_argument, NULL, 'D'},
-        {"input", required_argument, NULL, 'i'},
-        {"fill", required_argument, NULL, 'f'},
-        {"int-max", required_argument, NULL, 'I'},
-        {"default-dim", required_argument, NULL, 'd'},
-        {"device", required_argument, NULL, 'G'},
-        {"help-keys", no_argument, NULL, 'K'},
-        {"help", no_argument, NULL, 'h'},
-        {0, 0, 0, 0},
-    };
+    return true;
+}
+
+int ox_tui_run(ox_tui_opts *o)
+{
     static tui T;   /* large; static keeps it off the stack */
     tui *t = &T;
     memset(t, 0, sizeof *t);
-    const char *theme = NULL;
-    bool ascii = false, nocolor = false;
-    int c, rc = 0, idx = 0;
-    /* --shape/--dim, kept to hand to `info` when there is no terminal */
-    char **shape_args = calloc((size_t)argc * 2 + 4, sizeof *shape_args);
-    int n_shape_args = 0;
-    if (!shape_args) {
-        fprintf(stderr, "onnxscope: out of memory\n");
-        return 1;
-    }
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", longopts, &idx)) != -1) {
-        ox_error oerr = {0};
-        switch (c) {
-        case 't': theme = optarg; break;
-        case 'a': ascii = true; break;
-        case 'C': nocolor = true; break;
-        case 'S': case 'D': case 'i': case 'f': case 'I': case 'd':
-            /* The library parses these for every command and the TUI alike. */
-            if (ox_input_option(&t->iopts, &t->bench_inputs, longopts[idx].name, optarg,
-                                &oerr) != OX_OK) {
-                fprintf(stderr, "onnxscope: %s\n", oerr.msg);
-                rc = 2;
-                goto fail;
-            }
-            if (c == 'S' || c == 'D') {
-                shape_args[n_shape_args++] = c == 'S' ? "--shape" : "--dim";
-                shape_args[n_shape_args++] = optarg;
-            }
-            break;
-        case 'G': {
-            /* The Bench panel's device; refused here as every command does. */
-            ox_device dev;
-            char why[512];
-            if (!ox_device_parse(optarg, &dev)) {
-                fprintf(stderr, "onnxscope: --device %s: unknown device (cpu or cuda)\n", optarg);
-                rc = 2;
-                goto fail;
-            }
-            if (dev == OX_DEVICE_CUDA && ox_cuda_probe(why, sizeof why) != OX_CUDA_AVAILABLE) {
-                fprintf(stderr, "onnxscope: --device cuda: %s\n", why);
-                rc = OX_EXIT_NO_DEVICE;
-                goto fail;
-            }
-            t->bench_device = dev;
-            break;
-        }
-        case 'K': print_keys_markdown(stdout); goto fail;
-        case 'h': usage(stdout); goto fail;
-        case ':':
-            fprintf(stderr, "onnxscope: option '%s' needs an argument (see onnxscope --help)\n",
-                    argv[optind - 1]);
-            rc = 2;
-            goto fail;
-        default:
-            fprintf(stderr, "onnxscope: unknown option '%s' (see onnxscope --help)\n",
-                    argv[optind - 1]);
-            rc = 2;
-            goto fail;
-        }
-    }
-    if (optind != argc - 1) {
-        if (optind >= argc)
-            usage(stderr);
-        else
-            fprintf(stderr, "onnxscope: unknown command '%s' (see onnxscope --help)\n",
-                    argv[optind]);
-        rc = 2;
-        goto fail;
-    }
-    t->path = argv[optind];
-    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-        /* Not interactive (a pipe, CI): the summary is the useful answer,
-         * with the same --shape/--dim (which `info` validates). */
-        ox_infer_opts_free(&t->iopts);
-        ox_input_opts_free(&t->bench_inputs);
-        memmove(shape_args + 1, shape_args, (size_t)n_shape_args * sizeof *shape_args);
-        shape_args[0] = "info";
-        shape_args[n_shape_args + 1] = (char *)t->path;
-        shape_args[n_shape_args + 2] = NULL;
-        rc = ox_cmd_info(n_shape_args + 2, shape_args);
-        free(shape_args);
-        return rc;
-    }
-    free(shape_args);
-    shape_args = NULL;
+    int rc = 0;
+    t->path = (char *)o->path;
+    t->base_path = o->base_path;
+    t->iopts = o->shapes;          /* taken over */
+    t->bench_inputs = o->inputs;
+    memset(&o->shapes, 0, sizeof o->shapes);
+    memset(&o->inputs, 0, sizeof o->inputs);
+    const char *theme = o->theme;
+    bool ascii = o->ascii, nocolor = o->no_color;
     setlocale(LC_ALL, "");
     const char *cs = nl_langinfo(CODESET);
     t->ascii = ascii || !cs || strcmp(cs, "UTF-8") != 0;
@@ -1292,18 +1178,20 @@ int ox_tui_main(int argc, char **argv)
     if (tf && tf[0])
         t->timing = fopen(tf, "a");
     const char *bi = getenv("ONNXSCOPE_TUI_BENCH_ITERS");
-    t->bench_iters = bi ? atoi(bi) : 50;
-    t->bench_warmup = 1;   /* as `onnxscope bench` */
+    t->bench.iters = bi ? atoi(bi) : 50;
+    t->bench.warmup = 1;   /* as `onnxscope bench` */
     tui_panels_init(t);
 
     if (!initscr()) {
         fprintf(stderr, "onnxscope: cannot initialise the terminal\n");
         ox_infer_opts_free(&t->iopts);
+        ox_input_opts_free(&t->bench_inputs);
         return 1;
     }
     /* After initscr, so that ncurses' own handlers (which restore the
      * terminal) are in place to be chained. */
-    ox_cli_cleanup_on_signals();
+    if (o->on_terminal_ready)
+        o->on_terminal_ready();
     set_escdelay(25);
     cbreak();
     noecho();
@@ -1377,23 +1265,37 @@ int ox_tui_main(int argc, char **argv)
         fflush(t->timing);
     }
     while (!quit_after) {
+        /* A large model is probed in a worker when idle (tui_bgprobe.c). */
+        if (tui_bgprobe_tick(t)) {
+            draw(t);
+            refresh();
+        }
         /* Idle time finds out which passes have no match (one pass per
          * turn, small models only): a key is never kept waiting longer. */
         bool idle = !t->job && tui_passes_idle_pending(t);
-        timeout(idle ? 0 : t->job ? 50 : t->bench_running ? 100 : -1);
+        timeout(idle ? 0 : t->job ? 50 : t->bench.running || tui_bgprobe_running(t) ? 100 : -1);
         int ch = getch();
         double k0 = mono_ms();
         int flags = TUI_REDRAW;
-        if (ch != ERR)
+        if (ch != ERR) {
+            tui_bgprobe_key(t);
             flags = handle_key(t, ch);
+        }
         else if (idle)
             flags = tui_passes_idle(t) ? TUI_REDRAW : 0;
         tui_bench_poll(t);
-        if (tui_job_poll(t))
+        double p0 = mono_ms();
+        if (tui_job_poll(t)) {
             flags |= TUI_REDRAW;
+            /* What a finished job costs the UI thread (its done()). */
+            if (t->timing) {
+                fprintf(t->timing, "job_done_ms %.1f\n", mono_ms() - p0);
+                fflush(t->timing);
+            }
+        }
         if (flags & TUI_QUIT)
             break;
-        if (!(flags & TUI_REDRAW) && ch == ERR && !t->bench_running && !t->job)
+        if (!(flags & TUI_REDRAW) && ch == ERR && !t->bench.running && !t->job)
             continue;
         draw(t);
         refresh();
@@ -1405,10 +1307,5 @@ int ox_tui_main(int argc, char **argv)
     }
     endwin();
     tui_free(t);
-    return rc;
-fail:   /* before the terminal was set up */
-    free(shape_args);
-    ox_infer_opts_free(&t->iopts);
-    ox_input_opts_free(&t->bench_inputs);
     return rc;
 }

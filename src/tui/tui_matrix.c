@@ -62,9 +62,9 @@ static void job_discard(tui_job *j)
 
 static struct tui_matrix *state(tui *t)
 {
-    if (!t->matrix)
-        t->matrix = calloc(1, sizeof *t->matrix);
-    return t->matrix;
+    if (!t->bench.matrix)
+        t->bench.matrix = calloc(1, sizeof *t->bench.matrix);
+    return t->bench.matrix;
 }
 
 static void job_done(tui *t, tui_job *j)
@@ -106,9 +106,9 @@ void tui_matrix_start(tui *t)
         tui_set_status(t, OX_SLOT_UI_ERROR, "out of memory");
         return;
     }
-    if (t->job || t->bench_running) {
+    if (t->job || t->bench.running) {
         tui_set_status(t, OX_SLOT_UI_WARNING, "wait for the %s to finish (Esc cancels)",
-                       t->bench_running ? "benchmark" : "running job");
+                       t->bench.running ? "benchmark" : "running job");
         return;
     }
     s->shown = true;
@@ -136,8 +136,8 @@ void tui_matrix_start(tui *t)
     mj->cfg.threads[0] = 1;
     mj->cfg.threads[1] = 2;
     mj->cfg.n_threads = 2;
-    mj->cfg.iters = t->bench_iters > 0 ? t->bench_iters : 20;
-    mj->cfg.warmup = t->bench_warmup;
+    mj->cfg.iters = t->bench.iters > 0 ? t->bench.iters : 20;
+    mj->cfg.warmup = t->bench.warmup;
     mj->cfg.time_budget_s = MATRIX_ROW_BUDGET_S;
     mj->cfg.inputs = &t->bench_inputs;   /* read-only while the job runs */
     snprintf(j->what, sizeof j->what, "evaluation matrix");
@@ -152,18 +152,18 @@ void tui_matrix_start(tui *t)
 
 void tui_matrix_hide(tui *t)
 {
-    if (t->matrix)
-        t->matrix->shown = false;
+    if (t->bench.matrix)
+        t->bench.matrix->shown = false;
 }
 
 void tui_matrix_free(tui *t)
 {
-    if (!t->matrix)
+    if (!t->bench.matrix)
         return;
-    ox_matrix_free(&t->matrix->mx);
-    ox_matrix_config_free(&t->matrix->cfg);
-    free(t->matrix);
-    t->matrix = NULL;
+    ox_matrix_free(&t->bench.matrix->mx);
+    ox_matrix_config_free(&t->bench.matrix->cfg);
+    free(t->bench.matrix);
+    t->bench.matrix = NULL;
 }
 
 static void fmt(double v, bool known, const char *f, char *buf, size_t n)
@@ -180,7 +180,7 @@ static void fmt(double v, bool known, const char *f, char *buf, size_t n)
  * (the panel draws the benchmark). */
 bool tui_matrix_draw(tui *t, int y0, int h, int w)
 {
-    struct tui_matrix *s = t->matrix;
+    struct tui_matrix *s = t->bench.matrix;
     if (!s || !s->shown)
         return false;
     int y = y0 + 1, end = y0 + h;

@@ -67,37 +67,37 @@ const char *tui_out_shapes(const ox_node *n, char *buf, size_t len)
 
 void tui_model_free_views(tui *t)
 {
-    free(t->dtab);
-    t->dtab = NULL;
-    t->n_dtab = 0;
-    t->dtab_valid = false;
+    free(t->diff.dtab);
+    t->diff.dtab = NULL;
+    t->diff.n_dtab = 0;
+    t->diff.dtab_valid = false;
     for (int k = 0; k < TUI_SORT_COUNT; k++) {
-        free(t->perm[k]);
-        t->perm[k] = NULL;
+        free(t->nodes.perm[k]);
+        t->nodes.perm[k] = NULL;
     }
-    for (int i = 0; i < t->n_ophist; i++)
-        free(t->ophist[i]);
-    free(t->ophist);
-    t->ophist = NULL;
-    t->n_ophist = 0;
-    free(t->rc);
-    free(t->order);
-    free(t->inits);
-    free(t->sg_node);
-    free(t->sg_graph);
-    free(t->sg_attr);
-    t->rc = NULL;
-    t->order = NULL;
-    t->inits = NULL;
-    t->sg_node = NULL;
-    t->sg_graph = NULL;
-    t->sg_attr = NULL;
-    t->n_rc = t->n_order = t->n_inits = t->n_sg = 0;
-    for (int i = 0; i < t->n_lines; i++)
-        free(t->lines[i].text);
-    free(t->lines);
-    t->lines = NULL;
-    t->n_lines = 0;
+    for (int i = 0; i < t->ov.n_ophist; i++)
+        free(t->ov.ophist[i]);
+    free(t->ov.ophist);
+    t->ov.ophist = NULL;
+    t->ov.n_ophist = 0;
+    free(t->nodes.rc);
+    free(t->nodes.order);
+    free(t->init.vals);
+    free(t->sg.node);
+    free(t->sg.graph);
+    free(t->sg.attr);
+    t->nodes.rc = NULL;
+    t->nodes.order = NULL;
+    t->init.vals = NULL;
+    t->sg.node = NULL;
+    t->sg.graph = NULL;
+    t->sg.attr = NULL;
+    t->nodes.n_rc = t->nodes.n_order = t->init.n_vals = t->sg.n = 0;
+    for (int i = 0; i < t->det.n_lines; i++)
+        free(t->det.lines[i].text);
+    free(t->det.lines);
+    t->det.lines = NULL;
+    t->det.n_lines = 0;
 }
 
 typedef struct op_count {
@@ -123,14 +123,14 @@ static int cmp_opname(const void *a, const void *b)
  * count runs, then order by count. */
 static void build_histogram(tui *t)
 {
-    op_count *all = calloc((size_t)t->n_rc + 1, sizeof *all);
+    op_count *all = calloc((size_t)t->nodes.n_rc + 1, sizeof *all);
     if (!all)
         return;
-    for (int i = 0; i < t->n_rc; i++)
-        all[i].op = t->rc[i].node->op_type ? t->rc[i].node->op_type : "?";
-    qsort(all, (size_t)t->n_rc, sizeof *all, cmp_opname);
+    for (int i = 0; i < t->nodes.n_rc; i++)
+        all[i].op = t->nodes.rc[i].node->op_type ? t->nodes.rc[i].node->op_type : "?";
+    qsort(all, (size_t)t->nodes.n_rc, sizeof *all, cmp_opname);
     int n = 0;
-    for (int i = 0; i < t->n_rc; i++) {
+    for (int i = 0; i < t->nodes.n_rc; i++) {
         if (n && strcmp(all[n - 1].op, all[i].op) == 0) {
             all[n - 1].n++;
         } else {
@@ -140,13 +140,13 @@ static void build_histogram(tui *t)
         }
     }
     qsort(all, (size_t)n, sizeof *all, cmp_opc);
-    t->ophist = calloc((size_t)n + 1, sizeof *t->ophist);
-    for (int i = 0; t->ophist && i < n; i++) {
+    t->ov.ophist = calloc((size_t)n + 1, sizeof *t->ov.ophist);
+    for (int i = 0; t->ov.ophist && i < n; i++) {
         char buf[160];
         snprintf(buf, sizeof buf, "%.140s %d", all[i].op, all[i].n);
-        t->ophist[i] = ox_strdup(buf);
-        if (t->ophist[i])
-            t->n_ophist++;
+        t->ov.ophist[i] = ox_strdup(buf);
+        if (t->ov.ophist[i])
+            t->ov.n_ophist++;
     }
     free(all);
 }
@@ -155,10 +155,10 @@ static tui *sort_ctx;  /* qsort has no context argument; sorting is single-threa
 
 static int cmp_rows(const void *a, const void *b)
 {
-    const tui_row_cache *ra = &sort_ctx->rc[*(const int *)a];
-    const tui_row_cache *rb = &sort_ctx->rc[*(const int *)b];
+    const tui_row_cache *ra = &sort_ctx->nodes.rc[*(const int *)a];
+    const tui_row_cache *rb = &sort_ctx->nodes.rc[*(const int *)b];
     int c = 0;
-    switch (sort_ctx->sort) {
+    switch (sort_ctx->nodes.sort) {
     case TUI_SORT_MACS: c = ra->macs < rb->macs ? 1 : ra->macs > rb->macs ? -1 : 0; break;
     case TUI_SORT_OP: c = strcmp(ra->node->op_type, rb->node->op_type); break;
     case TUI_SORT_NAME:   /* unnamed nodes sort first, by position */
@@ -178,35 +178,35 @@ static int cmp_rows(const void *a, const void *b)
  * graph order. */
 static void build_perm(tui *t, tui_sort k)
 {
-    if (k == TUI_SORT_ORDER || t->perm[k])
+    if (k == TUI_SORT_ORDER || t->nodes.perm[k])
         return;
-    t->perm[k] = malloc(((size_t)t->n_rc + 1) * sizeof *t->perm[k]);
-    if (!t->perm[k])
+    t->nodes.perm[k] = malloc(((size_t)t->nodes.n_rc + 1) * sizeof *t->nodes.perm[k]);
+    if (!t->nodes.perm[k])
         return;
-    for (int i = 0; i < t->n_rc; i++)
-        t->perm[k][i] = i;
+    for (int i = 0; i < t->nodes.n_rc; i++)
+        t->nodes.perm[k][i] = i;
     sort_ctx = t;
-    tui_sort keep = t->sort;
-    t->sort = k;
-    qsort(t->perm[k], (size_t)t->n_rc, sizeof *t->perm[k], cmp_rows);
-    t->sort = keep;
+    tui_sort keep = t->nodes.sort;
+    t->nodes.sort = k;
+    qsort(t->nodes.perm[k], (size_t)t->nodes.n_rc, sizeof *t->nodes.perm[k], cmp_rows);
+    t->nodes.sort = keep;
 }
 
 void tui_model_resort(tui *t)
 {
     const ox_node *keep = NULL;
     tui_panel *p = &t->panels[TUI_P_NODES];
-    if (t->n_order && p->sel >= 0 && p->sel < t->n_order)
-        keep = t->rc[t->order[p->sel]].node;
-    t->n_order = 0;
-    build_perm(t, t->sort);
-    const int *perm = t->sort != TUI_SORT_ORDER ? t->perm[t->sort] : NULL;
+    if (t->nodes.n_order && p->sel >= 0 && p->sel < t->nodes.n_order)
+        keep = t->nodes.rc[t->nodes.order[p->sel]].node;
+    t->nodes.n_order = 0;
+    build_perm(t, t->nodes.sort);
+    const int *perm = t->nodes.sort != TUI_SORT_ORDER ? t->nodes.perm[t->nodes.sort] : NULL;
     bool any = tui_nodes_filtered(t);
-    for (int j = 0; j < t->n_rc; j++) {
+    for (int j = 0; j < t->nodes.n_rc; j++) {
         int i = perm ? perm[j] : j;
-        if (any && !tui_node_visible(t, t->rc[i].node))
+        if (any && !tui_node_visible(t, t->nodes.rc[i].node))
             continue;
-        t->order[t->n_order++] = i;
+        t->nodes.order[t->nodes.n_order++] = i;
     }
     p->sel = 0;
     p->top = 0;
@@ -219,7 +219,7 @@ void tui_model_resort(tui *t)
 
 bool tui_nodes_filtered(const tui *t)
 {
-    return tui_filter_active(&t->filt) || t->hide_const || t->changed_only || t->consumers[0];
+    return tui_filter_active(&t->nodes.filt) || t->nodes.hide_const || t->nodes.changed_only || t->nodes.consumers[0];
 }
 
 static bool reads(const ox_node *n, const char *value)
@@ -232,23 +232,23 @@ static bool reads(const ox_node *n, const char *value)
 
 bool tui_node_visible(tui *t, const ox_node *n)
 {
-    if (!tui_filter_match(&t->filt, n->op_type))
+    if (!tui_filter_match(&t->nodes.filt, n->op_type))
         return false;
-    if (t->hide_const && n->op_type && !strcmp(n->op_type, "Constant"))
+    if (t->nodes.hide_const && n->op_type && !strcmp(n->op_type, "Constant"))
         return false;
-    if (t->changed_only && !tui_node_touched(t, n))
+    if (t->nodes.changed_only && !tui_node_touched(t, n))
         return false;
-    if (t->consumers[0] && !reads(n, t->consumers))
+    if (t->nodes.consumers[0] && !reads(n, t->nodes.consumers))
         return false;
     return true;
 }
 
 void tui_nodes_clear_filters(tui *t)
 {
-    t->filter[0] = 0;
-    tui_filter_parse(&t->filt, "", NULL, 0);
-    t->hide_const = t->changed_only = false;
-    t->consumers[0] = 0;
+    t->nodes.filter[0] = 0;
+    tui_filter_parse(&t->nodes.filt, "", NULL, 0);
+    t->nodes.hide_const = t->nodes.changed_only = false;
+    t->nodes.consumers[0] = 0;
 }
 
 bool tui_node_match(const ox_node *n, const char *q, const char **tensor)
@@ -277,8 +277,8 @@ bool tui_node_match(const ox_node *n, const char *q, const char **tensor)
 
 int tui_node_row(tui *t, const ox_node *n)
 {
-    for (int i = 0; i < t->n_order; i++)
-        if (t->rc[t->order[i]].node == n)
+    for (int i = 0; i < t->nodes.n_order; i++)
+        if (t->nodes.rc[t->nodes.order[i]].node == n)
             return i;
     return -1;
 }
@@ -297,24 +297,24 @@ static void collect_subgraphs(tui *t, ox_graph *g)
                 ox_graph *body = at->type == OX_ATTR_GRAPH ? at->g : at->graphs[k];
                 if (!body)
                     continue;
-                if (t->n_sg == cap) {
+                if (t->sg.n == cap) {
                     cap = cap ? cap * 2 : 16;
-                    ox_node **nn = realloc(t->sg_node, (size_t)cap * sizeof *nn);
+                    ox_node **nn = realloc(t->sg.node, (size_t)cap * sizeof *nn);
                     if (nn)
-                        t->sg_node = nn;
-                    ox_graph **gg = realloc(t->sg_graph, (size_t)cap * sizeof *gg);
+                        t->sg.node = nn;
+                    ox_graph **gg = realloc(t->sg.graph, (size_t)cap * sizeof *gg);
                     if (gg)
-                        t->sg_graph = gg;
-                    char **aa = realloc(t->sg_attr, (size_t)cap * sizeof *aa);
+                        t->sg.graph = gg;
+                    char **aa = realloc(t->sg.attr, (size_t)cap * sizeof *aa);
                     if (aa)
-                        t->sg_attr = aa;
+                        t->sg.attr = aa;
                     if (!nn || !gg || !aa)
                         return;
                 }
-                t->sg_node[t->n_sg] = n;
-                t->sg_graph[t->n_sg] = body;
-                t->sg_attr[t->n_sg] = at->name;
-                t->n_sg++;
+                t->sg.node[t->sg.n] = n;
+                t->sg.graph[t->sg.n] = body;
+                t->sg.attr[t->sg.n] = at->name;
+                t->sg.n++;
             }
         }
     }
@@ -322,88 +322,104 @@ static void collect_subgraphs(tui *t, ox_graph *g)
 
 ox_status tui_model_refresh(tui *t, ox_error *err)
 {
-    ox_node *keep_detail = t->detail;
+    ox_node *keep_detail = t->det.node;
     tui_model_free_views(t);
     ox_graph *g = t->graph;
-    if (ox_model_cost_compute(t->cur, &t->cost, err) != OX_OK)
+    bool preset = t->cost_preset == t->cur;
+    t->cost_preset = NULL;
+    if (!preset && ox_model_cost_compute(t->cur, &t->cost, err) != OX_OK)
         return err ? err->status : OX_ENOMEM;
-    t->rc = calloc((size_t)g->n_nodes + 1, sizeof *t->rc);
-    t->order = calloc((size_t)g->n_nodes + 1, sizeof *t->order);
-    if (!t->rc || !t->order)
+    t->nodes.rc = calloc((size_t)g->n_nodes + 1, sizeof *t->nodes.rc);
+    t->nodes.order = calloc((size_t)g->n_nodes + 1, sizeof *t->nodes.order);
+    if (!t->nodes.rc || !t->nodes.order)
         return ox_errorf(err, OX_ENOMEM, "out of memory");
-    t->sum_macs = t->sum_lower = 0;
-    t->sum_known = true;
-    t->sum_upper = false;
-    t->sum_unknown = 0;
-    t->op_w = 2;
-    t->name_w = 4;
+    t->nodes.sum_macs = t->nodes.sum_lower = 0;
+    t->nodes.sum_known = true;
+    t->nodes.sum_upper = false;
+    t->nodes.sum_unknown = 0;
+    t->nodes.op_w = 2;
+    t->nodes.name_w = 4;
     for (int i = 0; i < g->n_nodes; i++) {
         ox_cost c;
         ox_node_cost(g->nodes[i], &c);
         /* Column widths follow the content (BatchNormalization is 18). */
         int ow = g->nodes[i]->op_type ? (int)strlen(g->nodes[i]->op_type) : 1;
-        if (ow > t->op_w)
-            t->op_w = ow;
+        if (ow > t->nodes.op_w)
+            t->nodes.op_w = ow;
         const char *nm = g->nodes[i]->name;
         int nw = nm && nm[0] ? (int)strlen(nm) : ow + 7;   /* "Op_1234" when unnamed */
-        if (nw > t->name_w)
-            t->name_w = nw;
-        t->rc[i].node = g->nodes[i];
-        t->rc[i].macs = c.macs;
-        t->rc[i].known = c.known;
-        t->rc[i].upper = c.upper;
-        t->sum_macs += c.macs;
-        t->sum_lower += c.macs_min;
-        t->sum_upper = t->sum_upper || c.upper;
+        if (nw > t->nodes.name_w)
+            t->nodes.name_w = nw;
+        t->nodes.rc[i].node = g->nodes[i];
+        t->nodes.rc[i].macs = c.macs;
+        t->nodes.rc[i].known = c.known;
+        t->nodes.rc[i].upper = c.upper;
+        t->nodes.sum_macs += c.macs;
+        t->nodes.sum_lower += c.macs_min;
+        t->nodes.sum_upper = t->nodes.sum_upper || c.upper;
         if (!c.known) {
-            t->sum_known = false;
-            t->sum_unknown++;
+            t->nodes.sum_known = false;
+            t->nodes.sum_unknown++;
         }
     }
-    t->n_rc = g->n_nodes;
-    t->io_name_w = 4;
+    t->nodes.n_rc = g->n_nodes;
+    t->io.name_w = 4;
     for (int i = 0; i < g->n_inputs + g->n_outputs; i++) {
         const ox_value *v = i < g->n_inputs ? g->inputs[i] : g->outputs[i - g->n_inputs];
         int nw = v && v->name ? tui_utf8_cols(v->name) : 0;
-        if (nw > t->io_name_w)
-            t->io_name_w = nw;
+        if (nw > t->io.name_w)
+            t->io.name_w = nw;
     }
-    if (!t->lazy_sorts)   /* opening (off the UI thread), a shape edit: sort now */
+    if (!t->nodes.lazy_sorts)   /* opening (off the UI thread), a shape edit: sort now */
         for (int k = TUI_SORT_MACS; k < TUI_SORT_COUNT; k++)
             build_perm(t, (tui_sort)k);
     tui_model_resort(t);
     build_histogram(t);
-    t->n_nodes_rec = ox_graph_count_nodes(t->cur->graph, true);
+    t->ov.n_nodes_rec = ox_graph_count_nodes(t->cur->graph, true);
     int ni = 0;
     for (int i = 0; i < g->n_values; i++)
         if (g->values[i]->init)
             ni++;
-    t->inits = calloc((size_t)ni + 1, sizeof *t->inits);
-    if (!t->inits)
+    int nc = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const ox_value *v = g->nodes[i]->n_outputs > 0 ? g->nodes[i]->outputs[0] : NULL;
+        nc += v && !v->init && tui_value_tensor(v);
+    }
+    t->init.vals = calloc((size_t)ni + (size_t)nc + 1, sizeof *t->init.vals);
+    if (!t->init.vals)
         return ox_errorf(err, OX_ENOMEM, "out of memory");
     for (int i = 0; i < g->n_values; i++)
         if (g->values[i]->init)
-            t->inits[t->n_inits++] = g->values[i];
-    t->stats_for = NULL;
+            t->init.vals[t->init.n_vals++] = g->values[i];
+    /* Weights in Constant nodes get the same list, statistics and preview. */
+    t->init.n_const = 0;
+    for (int i = 0; i < g->n_nodes && t->init.n_const < nc; i++) {
+        ox_value *v = g->nodes[i]->n_outputs > 0 ? g->nodes[i]->outputs[0] : NULL;
+        if (v && !v->init && tui_value_tensor(v)) {
+            t->init.vals[t->init.n_vals++] = v;
+            t->init.n_const++;
+        }
+    }
+    t->init.stats_for = NULL;
     collect_subgraphs(t, g);
     /* The detail view survives a refresh only if its node is still here. */
-    t->detail = NULL;
+    t->det.node = NULL;
     if (keep_detail)
         for (int i = 0; i < g->n_nodes; i++)
             if (g->nodes[i] == keep_detail)
-                t->detail = keep_detail;
-    if (!t->detail && g->n_nodes > 0)
-        t->detail = g->nodes[0];
-    if (t->neigh) {
+                t->det.node = keep_detail;
+    if (!t->det.node && g->n_nodes > 0)
+        t->det.node = g->nodes[0];
+    if (t->nb.centre) {
         bool found = false;
         for (int i = 0; i < g->n_nodes && !found; i++)
-            found = g->nodes[i] == t->neigh;
+            found = g->nodes[i] == t->nb.centre;
         if (!found)
-            t->neigh = NULL;
+            t->nb.centre = NULL;
     }
-    if (!t->neigh && g->n_nodes > 0)
-        t->neigh = g->nodes[0];
-    t->n_hist = 0;
+    if (!t->nb.centre && g->n_nodes > 0)
+        t->nb.centre = g->nodes[0];
+    t->det.n_hist = 0;
     tui_detail_build(t);
     return OX_OK;
 }
@@ -417,6 +433,7 @@ static void reinfer(tui *t, ox_error *err)
     if (t->cur != t->orig)
         ox_infer_model(t->orig, &t->iopts, NULL);
     ox_model_cost_compute(t->orig, &t->cost_orig, NULL);
+    tui_compare_reinfer(t);
 }
 
 /* Re-inference after a shape change on a large model runs in a worker on
@@ -465,9 +482,11 @@ static void shape_done(tui *t, tui_job *j)
     t->orig = t->st.orig = q->orig;
     t->cur = t->st.cur = q->cur ? q->cur : q->orig;
     q->orig = q->cur = NULL;
+    /* In threads: an idle probe may still be copying one, and freeing 100k
+     * nodes takes ~0.3 s. */
     if (old_cur != old_orig)
-        ox_model_free(old_cur);
-    ox_model_free(old_orig);
+        tui_free_model_async(old_cur);
+    tui_free_model_async(old_orig);
     ox_infer_opts_free(&t->iopts);
     t->iopts = q->io;
     memset(&q->io, 0, sizeof q->io);
@@ -475,14 +494,15 @@ static void shape_done(tui *t, tui_job *j)
     t->iopts.stats = &t->istats;
     t->iopts.reset = true;
     t->cost_orig = q->cost_orig;
+    tui_compare_reinfer(t);   /* the base (if any): in this thread, it is small or rare */
     t->shapes_edited = true;
     tui_stepper_touch(&t->st);
     t->gdepth = 0;
     t->graph = t->cur->graph;
-    t->detail = t->neigh = NULL;
-    t->n_hist = 0;
-    t->stats_for = NULL;
-    t->dtab_valid = false;
+    t->det.node = t->nb.centre = NULL;
+    t->det.n_hist = 0;
+    t->init.stats_for = NULL;
+    t->diff.dtab_valid = false;
     ox_error e3 = {0};
     tui_model_refresh(t, &e3);
     if (q->err.status)
@@ -632,6 +652,22 @@ void tui_reinfer_cur(tui *t)
     t->iopts.stats = &t->istats;
 }
 
+void tui_reinfer_model(const tui *t, ox_model *m)
+{
+    const ox_graph *o = t->orig->graph;
+    for (int i = 0; i < t->n_in_types && i < o->n_inputs; i++) {
+        ox_value *v = ox_graph_find(m->graph, o->inputs[i]->name);
+        if (!v || !v->is_input)
+            continue;
+        ox_type_free(v->type);
+        v->type = t->in_types[i] ? ox_type_clone(t->in_types[i]) : NULL;
+    }
+    ox_infer_opts io = t->iopts;
+    io.reset = true;
+    io.stats = NULL;
+    ox_infer_model(m, &io, NULL);
+}
+
 void tui_clear_shapes(tui *t, ox_error *err)
 {
     ox_infer_opts none = {0};
@@ -644,12 +680,12 @@ static void add_line(tui *t, int *cap, int slot, ox_node *target, ox_value *v,
 static void add_line(tui *t, int *cap, int slot, ox_node *target, ox_value *v,
                      const char *fmt, ...)
 {
-    if (t->n_lines == *cap) {
+    if (t->det.n_lines == *cap) {
         int nc = *cap ? *cap * 2 : 32;
-        tui_line *nl = realloc(t->lines, (size_t)nc * sizeof *nl);
+        tui_line *nl = realloc(t->det.lines, (size_t)nc * sizeof *nl);
         if (!nl)
             return;
-        t->lines = nl;
+        t->det.lines = nl;
         *cap = nc;
     }
     char buf[1024];
@@ -657,14 +693,14 @@ static void add_line(tui *t, int *cap, int slot, ox_node *target, ox_value *v,
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    tui_line *l = &t->lines[t->n_lines];
+    tui_line *l = &t->det.lines[t->det.n_lines];
     l->text = ox_strdup(buf);
     if (!l->text)
         return;
     l->slot = slot;
     l->target = target;
     l->value = v;
-    t->n_lines++;
+    t->det.n_lines++;
 }
 
 static void attr_str(const ox_attr *a, char *buf, size_t len)
@@ -706,13 +742,13 @@ static void attr_str(const ox_attr *a, char *buf, size_t len)
 
 void tui_detail_build(tui *t)
 {
-    for (int i = 0; i < t->n_lines; i++)
-        free(t->lines[i].text);
-    free(t->lines);
-    t->lines = NULL;
-    t->n_lines = 0;
+    for (int i = 0; i < t->det.n_lines; i++)
+        free(t->det.lines[i].text);
+    free(t->det.lines);
+    t->det.lines = NULL;
+    t->det.n_lines = 0;
     int cap = 0;
-    ox_node *n = t->detail;
+    ox_node *n = t->det.node;
     if (!n)
         return;
     char lb[256], tb[256], ab[512];
@@ -773,23 +809,23 @@ void tui_goto_node(tui *t, ox_node *n, bool push)
 {
     if (!n)
         return;
-    if (push && t->detail && t->detail != n) {
-        if (t->n_hist == (int)(sizeof t->hist / sizeof *t->hist)) {
-            memmove(t->hist, t->hist + 1, sizeof t->hist - sizeof *t->hist);
-            t->n_hist--;
+    if (push && t->det.node && t->det.node != n) {
+        if (t->det.n_hist == (int)(sizeof t->det.hist / sizeof *t->det.hist)) {
+            memmove(t->det.hist, t->det.hist + 1, sizeof t->det.hist - sizeof *t->det.hist);
+            t->det.n_hist--;
         }
-        t->hist[t->n_hist++] = t->detail;
+        t->det.hist[t->det.n_hist++] = t->det.node;
     }
-    t->detail = n;
-    t->neigh = n;
-    t->neigh_sel = 0;
+    t->det.node = n;
+    t->nb.centre = n;
+    t->nb.sel = 0;
     tui_detail_build(t);
     tui_panel *p = &t->panels[TUI_P_DETAIL];
     p->sel = 0;
     p->top = 0;
     /* The first followable line is the natural place for the cursor. */
-    for (int i = 0; i < t->n_lines; i++)
-        if (t->lines[i].target) {
+    for (int i = 0; i < t->det.n_lines; i++)
+        if (t->det.lines[i].target) {
             p->sel = i;
             break;
         }
@@ -798,20 +834,37 @@ void tui_goto_node(tui *t, ox_node *n, bool push)
         t->panels[TUI_P_NODES].sel = r;
 }
 
+const ox_tensor *tui_value_tensor(const ox_value *v)
+{
+    if (!v)
+        return NULL;
+    if (v->init)
+        return v->init;
+    const ox_node *p = v->producer;
+    if (!p || !p->op_type || strcmp(p->op_type, "Constant") != 0 || (p->domain && p->domain[0]))
+        return NULL;
+    const ox_attr *a = ox_node_attr(p, "value");
+    if (a && a->type == OX_ATTR_TENSOR && a->t)
+        return a->t;
+    /* value_float(s)/value_int(s)/value_string(s): what inference folded */
+    return v->known;
+}
+
 void tui_compute_stats(tui *t, const ox_value *v)
 {
-    if (t->stats_for == v)
+    if (t->init.stats_for == v)
         return;
-    t->stats_for = v;
+    t->init.stats_for = v;
     ox_tensor_stats st;
     memset(&st, 0, sizeof st);
-    t->stats_ok = v && v->init && v->init->dtype != OX_DT_STRING && v->init->numel > 0 &&
-                  ox_tensor_stats_compute(v->init, &st);
-    t->st_min = st.min;
-    t->st_max = st.max;
-    t->st_mean = st.mean;
-    t->st_std = st.std;
-    t->st_zero = st.zero_frac;
-    t->st_nan = st.nan_count;
-    t->st_inf = st.inf_count;
+    const ox_tensor *x = tui_value_tensor(v);
+    t->init.stats_ok = x && x->dtype != OX_DT_STRING && x->numel > 0 &&
+                       ox_tensor_stats_compute(x, &st);
+    t->init.st_min = st.min;
+    t->init.st_max = st.max;
+    t->init.st_mean = st.mean;
+    t->init.st_std = st.std;
+    t->init.st_zero = st.zero_frac;
+    t->init.st_nan = st.nan_count;
+    t->init.st_inf = st.inf_count;
 }

@@ -58,6 +58,17 @@ static void overview_draw(tui *t, int y0, int h, int w)
                  t->st.label, t->orig->graph->n_nodes, m->graph->n_nodes);
         y++;
     }
+    if (t->base && y < end) {
+        tui_put(y, 1, lw, OX_SLOT_UI_HEADER, t, "Compared with");
+        if (t->mdiff_of == t->cur)
+            tui_putf(y, lw + 1, vw, OX_SLOT_UI_CHANGED, t,
+                     "A %s: %d nodes; %d changed, %d added, %d removed (9 Diff, ] [ go to them)",
+                     tui_base_name(t), t->base->graph->n_nodes, t->mdiff.changed, t->mdiff.added,
+                     t->mdiff.removed);
+        else
+            tui_putf(y, lw + 1, vw, OX_SLOT_UI_CHANGED, t, "%s", t->base_path);
+        y++;
+    }
     ROW("Producer", "%s %s   IR version %lld   model version %lld",
         m->producer_name && m->producer_name[0] ? m->producer_name : "(none)",
         m->producer_version ? m->producer_version : "", (long long)m->ir_version,
@@ -71,9 +82,14 @@ static void overview_draw(tui *t, int y0, int h, int w)
                                     ? m->opsets[i].domain : "ai.onnx",
                                 (long long)m->opsets[i].version);
     ROW("Opsets", "%s", ops);
-    ROW("Graph", "%s   %d nodes (%d with subgraphs)   %d initializers",
-        graph_path(t, pb, sizeof pb), t->graph->n_nodes,
-        t->n_nodes_rec, t->n_inits);
+    {
+        char cb[64] = "";
+        if (t->init.n_const)
+            snprintf(cb, sizeof cb, " + %d in Constant nodes", t->init.n_const);
+        ROW("Graph", "%s   %d nodes (%d with subgraphs)   %d initializers%s",
+            graph_path(t, pb, sizeof pb), t->graph->n_nodes, t->ov.n_nodes_rec,
+            t->init.n_vals - t->init.n_const, cb);
+    }
     ROW("Params", "%s   (%s deduplicated)", ox_fmt_count(c->params, true, a, sizeof a),
         ox_fmt_count(c->params_dedup, true, b, sizeof b));
     ROW("Weights", "%s", ox_fmt_bytes(c->weights_bytes, true, a, sizeof a));
@@ -107,15 +123,15 @@ static void overview_draw(tui *t, int y0, int h, int w)
     char line[512];
     size_t ll = 0;
     line[0] = 0;
-    for (int k = 0; k <= t->n_ophist && y < end; k++) {
-        const char *item = k < t->n_ophist ? t->ophist[k] : "";
+    for (int k = 0; k <= t->ov.n_ophist && y < end; k++) {
+        const char *item = k < t->ov.n_ophist ? t->ov.ophist[k] : "";
         int il = (int)strlen(item);
-        if (k == t->n_ophist || (ll && (int)(ll + 2 + (size_t)il) > vw)) {
+        if (k == t->ov.n_ophist || (ll && (int)(ll + 2 + (size_t)il) > vw)) {
             if (ll)
                 tui_put(y++, lw + 1, vw, OX_SLOT_UI_NORMAL, t, line);
             ll = 0;
             line[0] = 0;
-            if (k == t->n_ophist)
+            if (k == t->ov.n_ophist)
                 break;
         }
         ll += (size_t)snprintf(line + ll, sizeof line - ll, "%s%s", ll ? "  " : "", item);
@@ -134,7 +150,7 @@ static void overview_draw(tui *t, int y0, int h, int w)
 
 static int nodes_rows(tui *t)
 {
-    return t->n_order;
+    return t->nodes.n_order;
 }
 
 /* "index op name shapes MACs %": the op column as wide as the widest op
@@ -142,7 +158,7 @@ static int nodes_rows(tui *t)
  * share the rest (widths measured once per refresh). */
 static void nodes_cols(const tui *t, int w, int *op_w, int *name_w, int *shape_w)
 {
-    int ow = t->op_w < 2 ? 2 : t->op_w;
+    int ow = t->nodes.op_w < 2 ? 2 : t->nodes.op_w;
     if (ow > w / 4)
         ow = w / 4 > 8 ? w / 4 : 8;
     *op_w = ow;
@@ -150,7 +166,7 @@ static void nodes_cols(const tui *t, int w, int *op_w, int *name_w, int *shape_w
     int rest = w - fixed;
     /* The name gets what it needs, keeping 12 columns for the shapes;
      * shapes take the rest up to 48 columns, then the name again. */
-    int nw = t->name_w < rest - 13 ? t->name_w : rest - 13;
+    int nw = t->nodes.name_w < rest - 13 ? t->nodes.name_w : rest - 13;
     if (nw < 8)
         nw = 8;
     int sw = rest - nw - 1;
@@ -173,9 +189,9 @@ static const char *nodes_header(tui *t, char *buf, int w)
 
 static void nodes_draw_row(tui *t, int row, int y, int w, bool sel)
 {
-    if (row < 0 || row >= t->n_order)
+    if (row < 0 || row >= t->nodes.n_order)
         return;
-    const tui_row_cache *r = &t->rc[t->order[row]];
+    const tui_row_cache *r = &t->nodes.rc[t->nodes.order[row]];
     const ox_node *n = r->node;
     int ow, nw, sw;
     nodes_cols(t, w, &ow, &nw, &sw);
@@ -184,8 +200,8 @@ static void nodes_draw_row(tui *t, int row, int y, int w, bool sel)
     tui_out_shapes(n, sb, sizeof sb);
     ox_fmt_cost(r->macs, 0, r->known, r->upper, 0, mb, sizeof mb);
     /* A share of a partial sum would be wrong: only of a known total. */
-    if (t->sum_known && t->sum_macs > 0 && r->known)
-        snprintf(pct, sizeof pct, "%5.1f", 100.0 * (double)r->macs / (double)t->sum_macs);
+    if (t->nodes.sum_known && t->nodes.sum_macs > 0 && r->known)
+        snprintf(pct, sizeof pct, "%5.1f", 100.0 * (double)r->macs / (double)t->nodes.sum_macs);
     else
         snprintf(pct, sizeof pct, "-");
     int mark = tui_node_mark(t, n);
@@ -206,7 +222,7 @@ static void nodes_draw_row(tui *t, int row, int y, int w, bool sel)
 static bool nodes_match(tui *t, int row, const char *q)
 {
     const char *tensor;
-    return tui_node_match(t->rc[t->order[row]].node, q, &tensor);
+    return tui_node_match(t->nodes.rc[t->nodes.order[row]].node, q, &tensor);
 }
 
 static int nodes_key(tui *t, tui_action a)
@@ -214,41 +230,45 @@ static int nodes_key(tui *t, tui_action a)
     tui_panel *p = &t->panels[TUI_P_NODES];
     switch (a) {
     case TUI_A_ENTER:
-        if (p->sel >= 0 && p->sel < t->n_order) {
-            tui_goto_node(t, t->rc[t->order[p->sel]].node, true);
-            t->n_hist = 0;
+        if (p->sel >= 0 && p->sel < t->nodes.n_order) {
+            tui_goto_node(t, t->nodes.rc[t->nodes.order[p->sel]].node, true);
+            t->det.n_hist = 0;
             tui_switch(t, TUI_P_DETAIL);
         }
         return TUI_REDRAW;
     case TUI_A_NEIGH:
-        if (p->sel >= 0 && p->sel < t->n_order) {
-            tui_goto_node(t, t->rc[t->order[p->sel]].node, false);
+        if (p->sel >= 0 && p->sel < t->nodes.n_order) {
+            tui_goto_node(t, t->nodes.rc[t->nodes.order[p->sel]].node, false);
             tui_switch(t, TUI_P_NEIGH);
         }
         return TUI_REDRAW;
     case TUI_A_CHANGED_ONLY:
-        t->changed_only = !t->changed_only;
+        t->nodes.changed_only = !t->nodes.changed_only;
         tui_model_resort(t);
-        if (t->changed_only)
+        if (t->nodes.changed_only && tui_compare_marks(t))
+            tui_set_status(t, OX_SLOT_UI_OK,
+                           "only the %d nodes added or changed since A %s (C shows all)",
+                           t->nodes.n_order, tui_base_name(t));
+        else if (t->nodes.changed_only)
             tui_set_status(t, OX_SLOT_UI_OK, "only the %d nodes the last action changed (C shows all)",
-                           t->n_order);
+                           t->nodes.n_order);
         else
             tui_set_status(t, OX_SLOT_UI_OK, "all nodes");
         return TUI_REDRAW;
     case TUI_A_HIDE_CONST:
-        t->hide_const = !t->hide_const;
+        t->nodes.hide_const = !t->nodes.hide_const;
         tui_model_resort(t);
         tui_set_status(t, OX_SLOT_UI_OK, "Constant nodes %s (%d of %d nodes listed)",
-                       t->hide_const ? "hidden" : "shown", t->n_order, t->n_rc);
+                       t->nodes.hide_const ? "hidden" : "shown", t->nodes.n_order, t->nodes.n_rc);
         return TUI_REDRAW;
     case TUI_A_SORT:
-        t->sort = (tui_sort)((t->sort + 1) % TUI_SORT_COUNT);
+        t->nodes.sort = (tui_sort)((t->nodes.sort + 1) % TUI_SORT_COUNT);
         tui_model_resort(t);
         p->sel = p->top = 0;   /* a new order starts at its top, not where the node went */
         {
             static const char *const names[] = {"topological order", "MACs (largest first)",
                                                 "op type", "name"};
-            tui_set_status(t, OX_SLOT_UI_OK, "sorted by %s", names[t->sort]);
+            tui_set_status(t, OX_SLOT_UI_OK, "sorted by %s", names[t->nodes.sort]);
         }
         return TUI_REDRAW;
     default:
@@ -268,32 +288,32 @@ static void nodes_footer(tui *t, int y0, int h, int w)
     static const char *const names[] = {"order", "MACs", "op", "name"};
     char mb[64];
     char fb[400];
-    size_t off = (size_t)snprintf(fb, sizeof fb, "%s", t->filter[0] ? t->filter : "");
-    if (t->consumers[0] && off < sizeof fb)
+    size_t off = (size_t)snprintf(fb, sizeof fb, "%s", t->nodes.filter[0] ? t->nodes.filter : "");
+    if (t->nodes.consumers[0] && off < sizeof fb)
         off += (size_t)snprintf(fb + off, sizeof fb - off, "%sreaders of %s", off ? " " : "",
-                                t->consumers);
-    if (t->hide_const && off < sizeof fb)
+                                t->nodes.consumers);
+    if (t->nodes.hide_const && off < sizeof fb)
         off += (size_t)snprintf(fb + off, sizeof fb - off, "%s!Constant (H)", off ? " " : "");
-    if (t->changed_only && off < sizeof fb)
+    if (t->nodes.changed_only && off < sizeof fb)
         off += (size_t)snprintf(fb + off, sizeof fb - off, "%schanged (C)", off ? " " : "");
     tui_putf(y0, 0, w, OX_SLOT_UI_DIM, t, "%d of %d nodes   sort: %s (o)   filter: %s (f)   total MACs %s",
-             t->n_order, t->n_rc, names[t->sort], off ? fb : "none",
-             ox_fmt_cost(t->sum_macs, t->sum_lower, t->sum_known, t->sum_upper,
-                         t->sum_unknown, mb, sizeof mb));
+             t->nodes.n_order, t->nodes.n_rc, names[t->nodes.sort], off ? fb : "none",
+             ox_fmt_cost(t->nodes.sum_macs, t->nodes.sum_lower, t->nodes.sum_known, t->nodes.sum_upper,
+                         t->nodes.sum_unknown, mb, sizeof mb));
 }
 
 /* ---- Node detail ---------------------------------------------------------- */
 
 static int detail_rows(tui *t)
 {
-    return t->n_lines;
+    return t->det.n_lines;
 }
 
 static void detail_draw_row(tui *t, int row, int y, int w, bool sel)
 {
-    if (row < 0 || row >= t->n_lines)
+    if (row < 0 || row >= t->det.n_lines)
         return;
-    const tui_line *l = &t->lines[row];
+    const tui_line *l = &t->det.lines[row];
     int slot = sel ? OX_SLOT_UI_SELECTED : l->slot;
     if (sel)
         tui_fill(y, 0, w, slot, t);
@@ -302,7 +322,7 @@ static void detail_draw_row(tui *t, int row, int y, int w, bool sel)
 
 static bool detail_match(tui *t, int row, const char *q)
 {
-    return strcasestr(t->lines[row].text, q) != NULL;
+    return strcasestr(t->det.lines[row].text, q) != NULL;
 }
 
 static int detail_key(tui *t, tui_action a)
@@ -310,15 +330,15 @@ static int detail_key(tui *t, tui_action a)
     tui_panel *p = &t->panels[TUI_P_DETAIL];
     switch (a) {
     case TUI_A_ENTER:
-        if (p->sel >= 0 && p->sel < t->n_lines) {
-            tui_line *l = &t->lines[p->sel];
+        if (p->sel >= 0 && p->sel < t->det.n_lines) {
+            tui_line *l = &t->det.lines[p->sel];
             if (l->target) {
                 tui_goto_node(t, l->target, true);
                 return TUI_REDRAW;
             }
-            if (l->value && l->value->init) {
-                for (int i = 0; i < t->n_inits; i++)
-                    if (t->inits[i] == l->value)
+            if (l->value && tui_value_tensor(l->value)) {
+                for (int i = 0; i < t->init.n_vals; i++)
+                    if (t->init.vals[i] == l->value)
                         t->panels[TUI_P_INITS].sel = i;
                 tui_switch(t, TUI_P_INITS);
                 return TUI_REDRAW;
@@ -327,8 +347,8 @@ static int detail_key(tui *t, tui_action a)
         }
         return TUI_REDRAW;
     case TUI_A_BACK:
-        if (t->n_hist > 0) {
-            ox_node *prev = t->hist[--t->n_hist];
+        if (t->det.n_hist > 0) {
+            ox_node *prev = t->det.hist[--t->det.n_hist];
             tui_goto_node(t, prev, false);
             return TUI_REDRAW;
         }
@@ -345,7 +365,7 @@ static int detail_key(tui *t, tui_action a)
 
 static int inits_rows(tui *t)
 {
-    return t->n_inits;
+    return t->init.n_vals;
 }
 
 static const char *inits_header(tui *t, char *buf, int w)
@@ -358,15 +378,24 @@ static const char *inits_header(tui *t, char *buf, int w)
 
 static void inits_draw_row(tui *t, int row, int y, int w, bool sel)
 {
-    if (row < 0 || row >= t->n_inits)
+    if (row < 0 || row >= t->init.n_vals)
         return;
-    const ox_tensor *x = t->inits[row]->init;
+    const ox_value *v = t->init.vals[row];
+    const ox_tensor *x = tui_value_tensor(v);
+    if (!x)
+        return;
     int nw = w - 10 - 22 - 12 - 3;
     char sb[128], bb[32];
     int slot = sel ? OX_SLOT_UI_SELECTED : OX_SLOT_UI_NORMAL;
     if (sel)
         tui_fill(y, 0, w, slot, t);
-    tui_putf(y, 0, nw + 1, slot, t, "%-*s ", nw, t->inits[row]->name);
+    /* A weight held by a Constant node says so after its name. */
+    tui_putf(y, 0, nw + 1, slot, t, "%-*s ", nw, v->name);
+    if (!v->init) {
+        int nl = tui_utf8_cols(v->name);
+        if (nl + 12 < nw)
+            tui_put(y, nl + 1, 11, sel ? slot : OX_SLOT_UI_DIM, t, "(Constant)");
+    }
     tui_putf(y, nw + 1, w - nw - 1, slot, t, "%-10s %-22.22s %10s", ox_dtype_name(x->dtype),
              ox_shape_str(x->rank, x->dims, sb, sizeof sb),
              ox_fmt_bytes((int64_t)x->nbytes, true, bb, sizeof bb));
@@ -374,7 +403,7 @@ static void inits_draw_row(tui *t, int row, int y, int w, bool sel)
 
 static bool inits_match(tui *t, int row, const char *q)
 {
-    return strcasestr(t->inits[row]->name, q) != NULL;
+    return strcasestr(t->init.vals[row]->name, q) != NULL;
 }
 
 /* Enter on an initializer: the Nodes list shows the nodes that read it,
@@ -382,9 +411,9 @@ static bool inits_match(tui *t, int row, const char *q)
 static int inits_key(tui *t, tui_action a)
 {
     tui_panel *p = &t->panels[TUI_P_INITS];
-    if (a != TUI_A_ENTER || p->sel < 0 || p->sel >= t->n_inits)
+    if (a != TUI_A_ENTER || p->sel < 0 || p->sel >= t->init.n_vals)
         return TUI_UNHANDLED;
-    const ox_value *v = t->inits[p->sel];
+    const ox_value *v = t->init.vals[p->sel];
     int uses = 0;
     for (int u = 0; u < v->n_uses; u++)
         uses += v->uses[u].node && v->uses[u].node->graph == t->graph;
@@ -393,14 +422,14 @@ static int inits_key(tui *t, tui_action a)
         return TUI_REDRAW;
     }
     tui_nodes_clear_filters(t);
-    snprintf(t->consumers, sizeof t->consumers, "%s", v->name);
+    snprintf(t->nodes.consumers, sizeof t->nodes.consumers, "%s", v->name);
     tui_model_resort(t);
     t->panels[TUI_P_NODES].sel = t->panels[TUI_P_NODES].top = 0;
-    if (t->n_order)
-        tui_goto_node(t, t->rc[t->order[0]].node, false);
+    if (t->nodes.n_order)
+        tui_goto_node(t, t->nodes.rc[t->nodes.order[0]].node, false);
     tui_switch(t, TUI_P_NODES);
     tui_set_status(t, OX_SLOT_UI_OK, "%s: read by %d node%s (Enter opens one; f + Enter lists all)",
-                   v->name, t->n_order, t->n_order == 1 ? "" : "s");
+                   v->name, t->nodes.n_order, t->nodes.n_order == 1 ? "" : "s");
     return TUI_REDRAW;
 }
 
@@ -414,20 +443,22 @@ static void inits_footer(tui *t, int y0, int h, int w)
 {
     (void)h;
     tui_panel *p = &t->panels[TUI_P_INITS];
-    if (p->sel < 0 || p->sel >= t->n_inits) {
+    if (p->sel < 0 || p->sel >= t->init.n_vals) {
         tui_put(y0 + 1, 1, w - 2, OX_SLOT_UI_DIM, t, "no initializers in this graph");
         return;
     }
-    const ox_value *v = t->inits[p->sel];
+    const ox_value *v = t->init.vals[p->sel];
     tui_compute_stats(t, v);
-    const ox_tensor *x = v->init;
+    const ox_tensor *x = tui_value_tensor(v);
+    if (!x)
+        return;
     for (int i = 0; i < w; i++)
         tui_put(y0, i, 1, OX_SLOT_UI_BORDER, t, tui_hline(t));
-    if (t->stats_ok)
+    if (t->init.stats_ok)
         tui_putf(y0 + 1, 1, w - 2, OX_SLOT_UI_NORMAL, t,
-                 "min %.6g  max %.6g  mean %.6g  std %.6g  zeros %.1f%%%s", t->st_min,
-                 t->st_max, t->st_mean, t->st_std, 100.0 * t->st_zero,
-                 t->st_nan || t->st_inf ? "  (NaN/Inf present)" : "");
+                 "min %.6g  max %.6g  mean %.6g  std %.6g  zeros %.1f%%%s", t->init.st_min,
+                 t->init.st_max, t->init.st_mean, t->init.st_std, 100.0 * t->init.st_zero,
+                 t->init.st_nan || t->init.st_inf ? "  (NaN/Inf present)" : "");
     else
         tui_put(y0 + 1, 1, w - 2, OX_SLOT_UI_DIM, t, "no statistics (empty or non-numeric)");
     char prev[1024];
@@ -490,7 +521,7 @@ static int io_rows(tui *t)
  * the type gets the rest. */
 static int io_name_cols(const tui *t, int w)
 {
-    int nw = t->io_name_w;
+    int nw = t->io.name_w;
     return nw > w / 3 ? w / 3 : nw;
 }
 
@@ -601,7 +632,7 @@ static int io_key(tui *t, tui_action a)
 static int neigh_lists(tui *t, ox_node **prod, int *np, ox_node **cons, int *nc)
 {
     *np = *nc = 0;
-    ox_node *n = t->neigh;
+    ox_node *n = t->nb.centre;
     if (!n)
         return 0;
     for (int i = 0; i < n->n_inputs; i++) {
@@ -728,6 +759,8 @@ static const char *nb_piece(const tui *t, bool up, bool down, bool left, bool ri
  * '*' edited (kept, rewritten). */
 static int before_mark(const tui *t, const ox_node *n)
 {
+    if (tui_compare_marks(t))
+        return tui_compare_base_mark(t, n);
     const ox_pass_report *r = &t->st.rep;
     if (!t->st.have_rep)
         return 0;
@@ -839,7 +872,7 @@ static int nb_draw_links(tui *t, int y, int xo, int w, const nb_layer *A, const 
 
 static int neigh_radius(const tui *t)
 {
-    return t->neigh_radius < 1 ? 1 : t->neigh_radius > RADIUS_MAX ? RADIUS_MAX : t->neigh_radius;
+    return t->nb.radius < 1 ? 1 : t->nb.radius > RADIUS_MAX ? RADIUS_MAX : t->nb.radius;
 }
 
 /* The layered view of `centre` in columns [xo, xo + w) from line y0, h
@@ -893,6 +926,8 @@ static void nb_view(tui *t, ox_node *centre, const ox_node *sel, int r, int y0, 
  * node the step removed. NULL: no before/after view. */
 static ox_node *before_centre(tui *t, const ox_node *n)
 {
+    if (tui_compare_marks(t))   /* two models: A's node matched with this changed one */
+        return tui_node_mark(t, n) == '*' && t->gdepth == 0 ? tui_compare_partner(t, n) : NULL;
     if (!tui_node_mark(t, n) || t->st.from_orig || t->gdepth > 0)
         return NULL;
     const ox_model *b = tui_stepper_before(&t->st);
@@ -912,30 +947,35 @@ static void neigh_draw(tui *t, int y0, int h, int w)
 {
     ox_node *prod[NB_MAX], *cons[NB_MAX];
     int np, nc;
-    if (!t->neigh) {
+    if (!t->nb.centre) {
         tui_put(y0 + 1, 2, w - 4, OX_SLOT_UI_DIM, t, "empty graph");
         return;
     }
     int total = neigh_lists(t, prod, &np, cons, &nc);
     const ox_node *sel = NULL;
-    if (t->neigh_sel >= 0 && t->neigh_sel < total)
-        sel = t->neigh_sel < np ? prod[t->neigh_sel] : cons[t->neigh_sel - np];
+    if (t->nb.sel >= 0 && t->nb.sel < total)
+        sel = t->nb.sel < np ? prod[t->nb.sel] : cons[t->nb.sel - np];
     int r = neigh_radius(t);
-    ox_node *bc = before_centre(t, t->neigh);
+    ox_node *bc = before_centre(t, t->nb.centre);
     if (!bc) {
         tui_putf(y0, 1, w - 2, OX_SLOT_UI_HEADER, t,
                  "radius %d (+/-)  producers above, consumers below; arrows, Enter recentres", r);
-        nb_view(t, t->neigh, sel, r, y0 + 1, h - 1, 0, w, false);
+        nb_view(t, t->nb.centre, sel, r, y0 + 1, h - 1, 0, w, false);
         return;
     }
     /* The step just taken: before on the left, after on the right. */
     int half = w / 2;
-    tui_putf(y0, 1, half - 2, OX_SLOT_UI_HEADER, t, "before %s", t->st.label);
-    tui_putf(y0, half + 1, w - half - 2, OX_SLOT_UI_HEADER, t, "after (radius %d, +/-)", r);
+    if (tui_compare_marks(t)) {
+        tui_putf(y0, 1, half - 2, OX_SLOT_UI_HEADER, t, "A %s", tui_base_name(t));
+        tui_putf(y0, half + 1, w - half - 2, OX_SLOT_UI_HEADER, t, "B (radius %d, +/-)", r);
+    } else {
+        tui_putf(y0, 1, half - 2, OX_SLOT_UI_HEADER, t, "before %s", t->st.label);
+        tui_putf(y0, half + 1, w - half - 2, OX_SLOT_UI_HEADER, t, "after (radius %d, +/-)", r);
+    }
     for (int y = y0; y < y0 + h; y++)
         tui_put(y, half - 1, 1, OX_SLOT_UI_BORDER, t, tui_vline(t));
     nb_view(t, bc, NULL, r, y0 + 1, h - 1, 0, half - 1, true);
-    nb_view(t, t->neigh, sel, r, y0 + 1, h - 1, half, w - half, false);
+    nb_view(t, t->nb.centre, sel, r, y0 + 1, h - 1, half, w - half, false);
 }
 
 static int neigh_key(tui *t, tui_action a)
@@ -947,30 +987,30 @@ static int neigh_key(tui *t, tui_action a)
     case TUI_A_RADIUS_UP:
     case TUI_A_RADIUS_DOWN: {
         int r = neigh_radius(t) + (a == TUI_A_RADIUS_UP ? 1 : -1);
-        t->neigh_radius = r < 1 ? 1 : r > RADIUS_MAX ? RADIUS_MAX : r;
-        tui_set_status(t, OX_SLOT_UI_OK, "neighbourhood radius %d (1-%d)", t->neigh_radius,
+        t->nb.radius = r < 1 ? 1 : r > RADIUS_MAX ? RADIUS_MAX : r;
+        tui_set_status(t, OX_SLOT_UI_OK, "neighbourhood radius %d (1-%d)", t->nb.radius,
                        RADIUS_MAX);
         return TUI_REDRAW;
     }
     case TUI_A_LEFT:
     case TUI_A_UP:
         if (total)
-            t->neigh_sel = (t->neigh_sel + total - 1) % total;
+            t->nb.sel = (t->nb.sel + total - 1) % total;
         return TUI_REDRAW;
     case TUI_A_RIGHT:
     case TUI_A_DOWN:
         if (total)
-            t->neigh_sel = (t->neigh_sel + 1) % total;
+            t->nb.sel = (t->nb.sel + 1) % total;
         return TUI_REDRAW;
     case TUI_A_ENTER:
-        if (t->neigh_sel >= 0 && t->neigh_sel < total) {
-            ox_node *to = t->neigh_sel < np ? prod[t->neigh_sel] : cons[t->neigh_sel - np];
+        if (t->nb.sel >= 0 && t->nb.sel < total) {
+            ox_node *to = t->nb.sel < np ? prod[t->nb.sel] : cons[t->nb.sel - np];
             tui_goto_node(t, to, true);
         }
         return TUI_REDRAW;
     case TUI_A_BACK:
-        if (t->n_hist > 0) {
-            tui_goto_node(t, t->hist[--t->n_hist], false);
+        if (t->det.n_hist > 0) {
+            tui_goto_node(t, t->det.hist[--t->det.n_hist], false);
             return TUI_REDRAW;
         }
         return TUI_UNHANDLED;
@@ -983,7 +1023,7 @@ static int neigh_key(tui *t, tui_action a)
 
 static int sg_rows(tui *t)
 {
-    return t->n_sg;
+    return t->sg.n;
 }
 
 static const char *sg_header(tui *t, char *buf, int w)
@@ -997,33 +1037,33 @@ static const char *sg_header(tui *t, char *buf, int w)
 
 static void sg_draw_row(tui *t, int row, int y, int w, bool sel)
 {
-    if (row < 0 || row >= t->n_sg)
+    if (row < 0 || row >= t->sg.n)
         return;
     char lb[256];
     int slot = sel ? OX_SLOT_UI_SELECTED : OX_SLOT_UI_NORMAL;
     if (sel)
         tui_fill(y, 0, w, slot, t);
-    tui_putf(y, 0, w, slot, t, "%-10.10s %-24.24s %-10.10s %-20.20s %6d nodes", t->sg_node[row]->op_type,
-             tui_node_label(t->sg_node[row], lb, sizeof lb), t->sg_attr[row],
-             t->sg_graph[row]->name ? t->sg_graph[row]->name : "", t->sg_graph[row]->n_nodes);
+    tui_putf(y, 0, w, slot, t, "%-10.10s %-24.24s %-10.10s %-20.20s %6d nodes", t->sg.node[row]->op_type,
+             tui_node_label(t->sg.node[row], lb, sizeof lb), t->sg.attr[row],
+             t->sg.graph[row]->name ? t->sg.graph[row]->name : "", t->sg.graph[row]->n_nodes);
 }
 
 static bool sg_match(tui *t, int row, const char *q)
 {
-    return strcasestr(t->sg_node[row]->op_type, q) ||
-           (t->sg_node[row]->name && strcasestr(t->sg_node[row]->name, q));
+    return strcasestr(t->sg.node[row]->op_type, q) ||
+           (t->sg.node[row]->name && strcasestr(t->sg.node[row]->name, q));
 }
 
 static int sg_key(tui *t, tui_action a)
 {
     tui_panel *p = &t->panels[TUI_P_SUBGRAPHS];
-    if (a == TUI_A_ENTER && p->sel >= 0 && p->sel < t->n_sg) {
+    if (a == TUI_A_ENTER && p->sel >= 0 && p->sel < t->sg.n) {
         if (t->gdepth + 1 >= (int)(sizeof t->gstack / sizeof *t->gstack))
             return TUI_REDRAW;
         t->gstack[t->gdepth++] = t->graph;
-        t->graph = t->sg_graph[p->sel];
-        t->detail = NULL;
-        t->neigh = NULL;
+        t->graph = t->sg.graph[p->sel];
+        t->det.node = NULL;
+        t->nb.centre = NULL;
         ox_error err = {0};
         tui_model_refresh(t, &err);
         for (int i = 0; i < TUI_P_COUNT; i++)

@@ -21,13 +21,15 @@ void tui_passes_init(tui *t)
     if (t->pm)
         ox_pm_set_infer_opts(t->pm, &t->iopts);
     tui_stepper_init(&t->st, t->orig);
+    t->st.free_model = tui_free_model_async;
     t->cost_orig = t->cost;
-    t->size_cur = (int64_t)t->orig->file_size;
-    t->size_valid = true;
+    t->diff.size_cur = (int64_t)t->orig->file_size;
+    t->diff.size_valid = true;
 }
 
 void tui_passes_free(tui *t)
 {
+    t->st.free_model = NULL;   /* at exit: free here, not in threads nobody waits for */
     tui_stepper_free(&t->st);
     t->cur = t->orig;
     ox_pm_free(t->pm);
@@ -36,12 +38,14 @@ void tui_passes_free(tui *t)
 
 int tui_node_mark(const tui *t, const ox_node *n)
 {
+    if (tui_compare_marks(t))
+        return tui_compare_mark(t, n);
     return tui_stepper_mark(&t->st, n);
 }
 
 bool tui_node_touched(const tui *t, const ox_node *n)
 {
-    return tui_stepper_mark(&t->st, n) != 0;
+    return tui_node_mark(t, n) != 0;
 }
 
 /* After cur changed: back to the main graph, recompute every view. The
@@ -51,30 +55,31 @@ static void after_change(tui *t)
     t->cur = t->st.cur;
     t->gdepth = 0;
     t->graph = t->cur->graph;
-    t->detail = t->neigh = NULL;
-    t->dtab_valid = false;
+    t->det.node = t->nb.centre = NULL;
+    t->diff.dtab_valid = false;
     ox_error err = {0};
     /* A step must not pay for three sorts of 100k rows it may never show. */
-    t->lazy_sorts = true;
+    t->nodes.lazy_sorts = true;
     tui_model_refresh(t, &err);
-    t->lazy_sorts = false;
+    t->nodes.lazy_sorts = false;
+    tui_compare_refresh(t);
     if (t->cur == t->orig) {
-        t->size_cur = (int64_t)t->orig->file_size;
-        t->size_valid = true;
+        t->diff.size_cur = (int64_t)t->orig->file_size;
+        t->diff.size_valid = true;
     } else {
-        t->size_valid = false;
+        t->diff.size_valid = false;
     }
 }
 
 static void ensure_size(tui *t)
 {
-    if (t->size_valid)
+    if (t->diff.size_valid)
         return;
     void *buf = NULL;
     size_t len = 0;
-    t->size_cur = ox_save_buffer(t->cur, &buf, &len, NULL) == OX_OK ? (int64_t)len : -1;
+    t->diff.size_cur = ox_save_buffer(t->cur, &buf, &len, NULL) == OX_OK ? (int64_t)len : -1;
     free(buf);
-    t->size_valid = true;
+    t->diff.size_valid = true;
 }
 
 /* Shown before a possibly long operation on a big model. */
@@ -138,7 +143,7 @@ static void node_desc(const ox_node *n, char *buf, size_t len)
  * model before the action). */
 static void describe_changes(tui *t, char *brief, size_t blen)
 {
-    t->n_step_msg = 0;
+    t->diff.n_step_msg = 0;
     brief[0] = 0;
     if (!t->st.have_rep)
         return;
@@ -185,7 +190,7 @@ static void describe_changes(tui *t, char *brief, size_t blen)
             size_t l = strlen(lists[k]);
             snprintf(lists[k] + l, sizeof lists[k] - l, " (+%d more)", totals[k] - counts[k]);
         }
-        snprintf(t->step_msg[t->n_step_msg++], sizeof t->step_msg[0], "%s", lists[k]);
+        snprintf(t->diff.step_msg[t->diff.n_step_msg++], sizeof t->diff.step_msg[0], "%s", lists[k]);
         if (off < blen)
             off += (size_t)snprintf(brief + off, blen - off, "; %s", lists[k]);
     }
@@ -395,6 +400,11 @@ typedef struct step_job {
     tui_step_search q;
     ox_model_cost before;
     int candidates;
+    /* The rewritten copy's costs, computed in the worker so that the UI
+     * thread does not (0.1-0.2 s at 100k nodes). */
+    const ox_model *work;
+    ox_model_cost cost;
+    bool have_cost;
 } step_job;
 
 static bool step_on_try(void *ctx, int pass, int tried)
@@ -414,6 +424,11 @@ static void step_run(tui_job *j)
 {
     step_job *sj = j->ctx;
     tui_stepper_search_run(&sj->q, step_on_try, j);
+    if (sj->q.st == OX_OK && sj->q.have_rep && sj->q.work) {
+        tui_job_note(j, "computing costs");
+        sj->work = sj->q.work;
+        sj->have_cost = ox_model_cost_compute(sj->q.work, &sj->cost, NULL) == OX_OK;
+    }
 }
 
 static void step_discard(tui_job *j)
@@ -428,6 +443,10 @@ static void step_done(tui *t, tui_job *j)
     tui_step_info in;
     ox_error err = {0};
     ox_status st = tui_stepper_search_end(&t->st, &sj->q, &in, &err);
+    if (sj->have_cost && st == OX_OK && t->st.cur == sj->work) {
+        t->cost = sj->cost;
+        t->cost_preset = sj->work;
+    }
     step_finish(t, st, &in, &err, &sj->before);
 }
 
@@ -468,18 +487,12 @@ static void step(tui *t, bool rest)
     step_finish(t, st, &in, &err, &before);
 }
 
-static void undo(tui *t)
+/* After the history popped: the views, the cursor and the status. */
+static void undo_finish(tui *t, const char *label, ox_model *dropped)
 {
-    char label[128];
-    snprintf(label, sizeof label, "%s", t->st.label[0] ? t->st.label : "reset");
-    if (!tui_stepper_undo(&t->st)) {
-        tui_set_status(t, OX_SLOT_UI_WARNING, "nothing to undo%s",
-                       t->st.undo_dropped ? " (older steps were dropped to bound memory)" : "");
-        return;
-    }
+    tui_free_model_async(dropped);
     t->live = false;
     t->cur = t->st.cur;
-    tui_reinfer_cur(t);
     after_change(t);
     char brief[8];
     describe_changes(t, brief, sizeof brief);
@@ -488,48 +501,171 @@ static void undo(tui *t)
                    t->cur->graph->n_nodes, t->st.n_undo);
 }
 
+/* Undo on a large model: the restored copy is re-inferred (when the shapes
+ * were edited since it was made) and costed in a worker; the history pops
+ * when that is done. Esc abandons it: nothing changes. The copy is in the
+ * history, not shown, so the worker may edit it; model keys wait for it. */
+typedef struct undo_job {
+    const tui *t;           /* read only: the input types and overrides */
+    ox_model *target;
+    bool reinfer;
+    ox_model_cost cost;
+    char label[128];
+} undo_job;
+
+static void undo_run(tui_job *j)
+{
+    undo_job *u = j->ctx;
+    if (u->reinfer) {
+        tui_job_note(j, "inferring shapes (Esc abandons)");
+        tui_reinfer_model(u->t, u->target);
+    }
+    tui_job_note(j, "computing costs (Esc abandons)");
+    ox_model_cost_compute(u->target, &u->cost, NULL);
+}
+
+static void undo_done(tui *t, tui_job *j)
+{
+    undo_job *u = j->ctx;
+    ox_model *dropped = NULL;
+    if (tui_stepper_undo_target(&t->st) != u->target || !tui_stepper_undo_keep(&t->st, &dropped)) {
+        tui_set_status(t, OX_SLOT_UI_WARNING, "undo: the history changed meanwhile");
+        return;
+    }
+    t->cost = u->cost;
+    t->cost_preset = u->target;
+    undo_finish(t, u->label, dropped);
+}
+
+static void undo(tui *t)
+{
+    char label[128];
+    snprintf(label, sizeof label, "%s", t->st.label[0] ? t->st.label : "reset");
+    ox_model *target = tui_stepper_undo_target(&t->st);
+    if (!target) {
+        tui_set_status(t, OX_SLOT_UI_WARNING, "nothing to undo%s",
+                       t->st.undo_dropped ? " (older steps were dropped to bound memory)" : "");
+        return;
+    }
+    if (big(t)) {
+        tui_job *j = calloc(1, sizeof *j);
+        undo_job *u = calloc(1, sizeof *u);
+        if (!j || !u) {
+            free(j);
+            free(u);
+            tui_set_status(t, OX_SLOT_UI_ERROR, "out of memory");
+            return;
+        }
+        u->t = t;
+        u->target = target;
+        u->reinfer = t->shapes_edited && target != t->orig;
+        snprintf(u->label, sizeof u->label, "%s", label);
+        j->ctx = u;
+        j->model = true;
+        snprintf(j->what, sizeof j->what, "undo %s", label);
+        j->run = undo_run;
+        j->done = undo_done;
+        t->status[0] = 0;
+        tui_job_start(t, j);
+        return;
+    }
+    ox_model *dropped = NULL;
+    tui_stepper_undo_keep(&t->st, &dropped);
+    t->cur = t->st.cur;
+    tui_reinfer_cur(t);
+    undo_finish(t, label, dropped);
+}
+
 /* Input sets the bisect key runs the model on (seeds 0..N-1, as
  * `optimize --check 2 --bisect`). */
 #define BISECT_SETS 2
 
 /* B: replays the enabled passes on the original and names the first pass,
  * and the rewrite in it, whose result computes differently (ox_pm_bisect);
- * selects that pass. Runs the model a few times per rewriting pass. */
-static void bisect(tui *t)
-{
-    busy(t, "bisecting: running the model after each pass");
-    /* The benchmark's --input/--fill/--default-dim, the viewer's shapes. */
-    ox_input_opts in = t->bench_inputs;
-    in.shapes = &t->iopts;
-    ox_bisect_opts o = {.inputs = &in, .n_sets = BISECT_SETS};
+ * selects that pass. It runs the model a few times per rewriting pass, in
+ * a worker: the panels keep answering; Esc abandons it (the library cannot
+ * stop it midway: its result is dropped when it ends, and the keys that
+ * change the model wait until then). */
+typedef struct bisect_job {
+    ox_pass_manager *pm;
+    const ox_model *orig;
+    ox_input_opts in;       /* borrowed from the viewer (unchanged while it runs) */
     ox_bisect_result r;
-    ox_error err = {0};
-    if (ox_pm_bisect(t->pm, t->orig, &o, &r, &err) != OX_OK) {
-        tui_set_status(t, OX_SLOT_UI_ERROR, "bisect: %s", err.msg);
+    ox_status st;
+    ox_error err;
+} bisect_job;
+
+static void bisect_run(tui_job *j)
+{
+    bisect_job *b = j->ctx;
+    tui_job_note(j, "running the model after each pass (Esc abandons)");
+    ox_bisect_opts o = {.inputs = &b->in, .n_sets = BISECT_SETS};
+    b->st = ox_pm_bisect(b->pm, b->orig, &o, &b->r, &b->err);
+}
+
+static void bisect_discard(tui_job *j)
+{
+    bisect_job *b = j->ctx;
+    if (b->st == OX_OK)
+        ox_bisect_result_free(&b->r);
+}
+
+static void bisect_done(tui *t, tui_job *j)
+{
+    bisect_job *b = j->ctx;
+    if (b->st != OX_OK) {
+        tui_set_status(t, OX_SLOT_UI_ERROR, "bisect: %s", b->err.msg);
         return;
     }
-    if (!r.found) {
-        tui_set_status(t, OX_SLOT_UI_OK, "bisect: %s (%d input sets)", r.why, BISECT_SETS);
-        ox_bisect_result_free(&r);
+    ox_bisect_result *r = &b->r;
+    if (!r->found) {
+        tui_set_status(t, OX_SLOT_UI_OK, "bisect: %s (%d input sets)", r->why, BISECT_SETS);
+        ox_bisect_result_free(r);
         return;
     }
     char nodes[512] = "";
     size_t k = 0;
-    for (int i = 0; i < r.n_nodes && k + 1 < sizeof nodes; i++) {
+    for (int i = 0; i < r->n_nodes && k + 1 < sizeof nodes; i++) {
         int w = snprintf(nodes + k, sizeof nodes - k, "%s%s '%s' (%s)", i ? ", " : "",
-                         ox_bisect_change_name(r.nodes[i].change), r.nodes[i].name,
-                         r.nodes[i].op_type);
+                         ox_bisect_change_name(r->nodes[i].change), r->nodes[i].name,
+                         r->nodes[i].op_type);
         if (w < 0)
             break;
         k += (size_t)w;
     }
     char step[48] = "";
-    if (r.rewrite)
-        snprintf(step, sizeof step, ", rewrite %d of %d", r.rewrite, r.pass_rewrites);
-    tui_set_status(t, OX_SLOT_UI_ERROR, "bisect: %s (round %d%s) diverges: %s", r.pass,
-                   r.round, step, nodes);
-    t->panels[TUI_P_PASSES].sel = r.pass_index;
-    ox_bisect_result_free(&r);
+    if (r->rewrite)
+        snprintf(step, sizeof step, ", rewrite %d of %d", r->rewrite, r->pass_rewrites);
+    tui_set_status(t, OX_SLOT_UI_ERROR, "bisect: %s (round %d%s) diverges: %s", r->pass,
+                   r->round, step, nodes);
+    t->panels[TUI_P_PASSES].sel = r->pass_index;
+    ox_bisect_result_free(r);
+}
+
+static void bisect(tui *t)
+{
+    tui_job *j = calloc(1, sizeof *j);
+    bisect_job *b = calloc(1, sizeof *b);
+    if (!j || !b) {
+        free(j);
+        free(b);
+        tui_set_status(t, OX_SLOT_UI_ERROR, "out of memory");
+        return;
+    }
+    b->pm = t->pm;
+    b->orig = t->orig;
+    /* The benchmark's --input/--fill/--default-dim, the viewer's shapes. */
+    b->in = t->bench_inputs;
+    b->in.shapes = &t->iopts;
+    b->st = OX_EINVAL;
+    j->ctx = b;
+    j->model = true;
+    snprintf(j->what, sizeof j->what, "bisecting");
+    j->run = bisect_run;
+    j->done = bisect_done;
+    j->discard = bisect_discard;
+    t->status[0] = 0;
+    tui_job_start(t, j);
 }
 
 static void reset(tui *t)
@@ -537,7 +673,7 @@ static void reset(tui *t)
     t->live = false;
     if (tui_stepper_reset(&t->st))
         after_change(t);
-    t->n_step_msg = 0;
+    t->diff.n_step_msg = 0;
     tui_set_status(t, OX_SLOT_UI_OK, "reset to the original model (u undoes)");
 }
 
@@ -545,10 +681,10 @@ static void reset(tui *t)
 static void goto_changed(tui *t, int dir)
 {
     tui_panel *p = &t->panels[TUI_P_NODES];
-    int n = t->n_order;
+    int n = t->nodes.n_order;
     for (int k = 1; k <= n; k++) {
         int r = ((p->sel + dir * k) % n + n) % n;
-        ox_node *nd = t->rc[t->order[r]].node;
+        ox_node *nd = t->nodes.rc[t->nodes.order[r]].node;
         if (tui_node_touched(t, nd)) {
             tui_goto_node(t, nd, false);
             p->sel = r;
@@ -566,13 +702,13 @@ static void goto_changed(tui *t, int dir)
 
 bool tui_passes_idle_pending(tui *t)
 {
-    return t->pm && !t->bench_running && !tui_job_busy(t, true) &&
+    return t->pm && !t->bench.running && !tui_job_busy(t, true) &&
            tui_stepper_probe_pending(&t->st, t->pm);
 }
 
 bool tui_passes_idle(tui *t)
 {
-    if (t->bench_running || !t->pm)
+    if (t->bench.running || !t->pm)
         return false;
     return tui_stepper_probe_one(&t->st, t->pm) && t->cur_panel == TUI_P_PASSES;
 }
@@ -593,7 +729,7 @@ int tui_passes_key(tui *t, tui_action a)
         }
         return TUI_UNHANDLED;
     }
-    if (t->bench_running && model_action) {
+    if (t->bench.running && model_action) {
         tui_set_status(t, OX_SLOT_UI_WARNING, "wait for the benchmark to finish");
         return TUI_REDRAW;
     }
@@ -783,28 +919,28 @@ static void count_ops(const ox_graph *g, op_delta *tab, int *n, bool after)
 
 static void build_dtab(tui *t)
 {
-    free(t->dtab);
-    t->dtab = NULL;
-    t->n_dtab = 0;
-    t->dtab_valid = true;
+    free(t->diff.dtab);
+    t->diff.dtab = NULL;
+    t->diff.n_dtab = 0;
+    t->diff.dtab_valid = true;
     op_delta *tab = calloc(OPTAB_SIZE, sizeof *tab);
     if (!tab)
         return;
     int n = 0;
-    count_ops(t->orig->graph, tab, &n, false);
+    count_ops((t->base ? t->base : t->orig)->graph, tab, &n, false);
     count_ops(t->cur->graph, tab, &n, true);
     int k = 0;
     for (int i = 0; i < OPTAB_SIZE; i++)
         if (tab[i].op)
             tab[k++] = tab[i];
     qsort(tab, (size_t)k, sizeof *tab, cmp_delta);
-    t->dtab = tab;
-    t->n_dtab = k;
+    t->diff.dtab = tab;
+    t->diff.n_dtab = k;
 }
 
 /* The Diff panel is laid out on a virtual page (rows from 0, columns from
- * the panel's left edge) and shown through a window at t->diff_top /
- * t->diff_left, so every row and column is reachable at 80x24. */
+ * the panel's left edge) and shown through a window at t->diff.top /
+ * t->diff.left, so every row and column is reachable at 80x24. */
 typedef struct dview {
     tui *t;
     int y0, h, w;     /* the window on the screen */
@@ -818,10 +954,10 @@ static void dput(dview *v, int row, int x, int slot, const char *s)
         v->rows = row + 1;
     if (x + len > v->cols)
         v->cols = x + len;
-    int sy = row - v->t->diff_top;
+    int sy = row - v->t->diff.top;
     if (sy < 0 || sy >= v->h)
         return;
-    int sx = x - v->t->diff_left;
+    int sx = x - v->t->diff.left;
     if (sx < 0) {
         if (-sx >= len)
             return;
@@ -872,41 +1008,94 @@ static int diff_passes(dview *v, int yr, int x)
               ox_fmt_delta(pt->macs_delta, !pt->macs_unknown, false, macs, sizeof macs),
               ox_fmt_delta(pt->peak_delta, !pt->peak_unknown, true, peak, sizeof peak));
     }
-    if (t->n_step_msg)
+    if (t->diff.n_step_msg)
         dputf(v, yr++, x, OX_SLOT_UI_HEADER, "last: %s", t->st.label);
-    for (int k = 0; k < t->n_step_msg; k++)
-        dput(v, yr++, x, t->step_msg[k][0] == 'r'   ? OX_SLOT_UI_REMOVED
-                         : t->step_msg[k][0] == 'a' ? OX_SLOT_UI_ADDED
+    for (int k = 0; k < t->diff.n_step_msg; k++)
+        dput(v, yr++, x, t->diff.step_msg[k][0] == 'r'   ? OX_SLOT_UI_REMOVED
+                         : t->diff.step_msg[k][0] == 'a' ? OX_SLOT_UI_ADDED
                                                     : OX_SLOT_UI_CHANGED,
-             t->step_msg[k]);
+             t->diff.step_msg[k]);
+    return yr;
+}
+
+/* Two models: the nodes only A has, those only B has and the changed
+ * pairs, the first DIFF_LIST of each (the Nodes list has them all: C). */
+#define DIFF_LIST 500
+
+static int diff_nodes(dview *v, int yr)
+{
+    tui *t = v->t;
+    const ox_model_diff *d = &t->mdiff;
+    static const struct { ox_ndiff_kind k; const char *title; int slot; char mark; } kinds[] = {
+        {OX_NDIFF_REMOVED, "removed (only in A)", OX_SLOT_UI_REMOVED, '-'},
+        {OX_NDIFF_ADDED, "added (only in B)", OX_SLOT_UI_ADDED, '+'},
+        {OX_NDIFF_CHANGED, "changed", OX_SLOT_UI_CHANGED, '*'},
+    };
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        int total = kinds[k].k == OX_NDIFF_REMOVED ? d->removed
+                    : kinds[k].k == OX_NDIFF_ADDED ? d->added
+                                                   : d->changed;
+        if (!total)
+            continue;
+        dputf(v, yr++, 2, OX_SLOT_UI_HEADER, "%s: %d", kinds[k].title, total);
+        int shown = 0;
+        for (int i = 0; i < d->n_items; i++) {
+            const ox_node_diff *it = &d->items[i];
+            if (it->kind != kinds[k].k)
+                continue;
+            if (shown == DIFF_LIST) {
+                dputf(v, yr++, 4, OX_SLOT_UI_DIM, "... %d more", total - shown);
+                break;
+            }
+            shown++;
+            const ox_node *n = it->b ? it->b : it->a;
+            char lb[256], wb[96] = "";
+            if (it->kind == OX_NDIFF_CHANGED) {
+                char x[80];
+                snprintf(wb, sizeof wb, "  [%s]", ox_node_diff_what(it->what, x, sizeof x));
+            }
+            dputf(v, yr++, 2, kinds[k].slot, "%c #%-6d %-18s %s%s", kinds[k].mark, n->index,
+                  n->op_type ? n->op_type : "?", tui_node_label(n, lb, sizeof lb), wb);
+        }
+    }
     return yr;
 }
 
 static void diff_clamp(tui *t, int h, int w)
 {
-    if (t->diff_top > t->diff_rows - h)
-        t->diff_top = t->diff_rows - h;
-    if (t->diff_top < 0)
-        t->diff_top = 0;
-    if (t->diff_left > t->diff_cols - w)
-        t->diff_left = t->diff_cols - w;
-    if (t->diff_left < 0)
-        t->diff_left = 0;
+    if (t->diff.top > t->diff.rows - h)
+        t->diff.top = t->diff.rows - h;
+    if (t->diff.top < 0)
+        t->diff.top = 0;
+    if (t->diff.left > t->diff.cols - w)
+        t->diff.left = t->diff.cols - w;
+    if (t->diff.left < 0)
+        t->diff.left = 0;
 }
 
 void tui_diff_draw(tui *t, int y0, int h, int w)
 {
     char a[64], b[64];
-    const ox_model_cost *co = &t->cost_orig, *cn = &t->cost;
+    /* Two models: A (the base) against the shown model. */
+    const ox_model *before = t->base ? t->base : t->orig;
+    const ox_model_cost *co = t->base ? &t->cost_base : &t->cost_orig, *cn = &t->cost;
     /* The last row of the window says where the page continues. */
     int vh = h > 2 ? h - 1 : h;
     diff_clamp(t, vh, w);
     dview v = {.t = t, .y0 = y0, .h = vh, .w = w};
     int y = 0;
-    dputf(&v, y++, 2, OX_SLOT_UI_HEADER, "Diff: original -> %s",
-          t->cur == t->orig ? "original (no pass applied yet: 8, then a or s)" : t->st.label);
-    dputf(&v, y++, 2, OX_SLOT_UI_HEADER, "%-20s %14s %14s", "", "before", "after");
-    int nb = t->orig->graph->n_nodes, na = t->cur->graph->n_nodes;
+    if (t->base) {
+        const char *bn = strrchr(t->path, '/');
+        bn = bn ? bn + 1 : t->path;
+        dputf(&v, y++, 2, OX_SLOT_UI_HEADER, "Diff: A %s -> B %s%s%s", tui_base_name(t), bn,
+              t->cur == t->orig ? "" : " after ", t->cur == t->orig ? "" : t->st.label);
+        dputf(&v, y++, 2, OX_SLOT_UI_HEADER, "%-20s %14s %14s", "", "A", "B");
+    } else {
+        dputf(&v, y++, 2, OX_SLOT_UI_HEADER, "Diff: original -> %s",
+              t->cur == t->orig ? "original (no pass applied yet: 8, then a or s)" : t->st.label);
+        dputf(&v, y++, 2, OX_SLOT_UI_HEADER, "%-20s %14s %14s", "", "before", "after");
+    }
+    int nb = before->graph->n_nodes, na = t->cur->graph->n_nodes;
     snprintf(a, sizeof a, "%d", nb);
     snprintf(b, sizeof b, "%d", na);
     diff_line(&v, y++, "nodes", a, b, na != nb);
@@ -915,6 +1104,19 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
     diff_line(&v, y++, "weights", ox_fmt_bytes(co->weights_bytes, true, a, sizeof a),
               ox_fmt_bytes(cn->weights_bytes, true, b, sizeof b),
               co->weights_bytes != cn->weights_bytes);
+    /* Weights by element type when a pass changed the split (issue 15:
+     * to_fp16 moves float32 to float16); no extra rows otherwise. */
+    bool dt_changed = memcmp(co->weights_bytes_by_dtype, cn->weights_bytes_by_dtype,
+                             sizeof co->weights_bytes_by_dtype) != 0;
+    for (int d = 0; d < OX_DT_COUNT && dt_changed; d++) {
+        int64_t x = co->weights_bytes_by_dtype[d], z = cn->weights_bytes_by_dtype[d];
+        if (!x && !z)
+            continue;
+        char label[32];
+        snprintf(label, sizeof label, "  %s", ox_dtype_name((ox_dtype)d));
+        diff_line(&v, y++, label, ox_fmt_bytes(x, true, a, sizeof a),
+                  ox_fmt_bytes(z, true, b, sizeof b), x != z);
+    }
     diff_line(&v, y++, "MACs", ox_fmt_model_macs(co, a, sizeof a),
               ox_fmt_model_macs(cn, b, sizeof b), strcmp(a, b) != 0);
     diff_line(&v, y++, "FLOPs", ox_fmt_model_flops(co, a, sizeof a),
@@ -924,37 +1126,57 @@ void tui_diff_draw(tui *t, int y0, int h, int w)
               ox_fmt_bytes(cn->peak_activation_bytes, cn->peak_known, b, sizeof b),
               co->peak_activation_bytes != cn->peak_activation_bytes);
     ensure_size(t);
-    diff_line(&v, y++, "file size", ox_fmt_bytes((int64_t)t->orig->file_size, true, a, sizeof a),
-              ox_fmt_bytes(t->size_cur, t->size_cur >= 0, b, sizeof b),
-              (int64_t)t->orig->file_size != t->size_cur);
+    diff_line(&v, y, "file size", ox_fmt_bytes((int64_t)before->file_size, true, a, sizeof a),
+              ox_fmt_bytes(t->diff.size_cur, t->diff.size_cur >= 0, b, sizeof b),
+              (int64_t)before->file_size != t->diff.size_cur);
+    /* The size change, on the same row (issue 15). */
+    if (t->diff.size_cur >= 0 && before->file_size > 0 &&
+        (int64_t)before->file_size != t->diff.size_cur)
+        dputf(&v, y, 2 + 20 + 1 + 14 + 1 + 14, OX_SLOT_UI_CHANGED, " %+.1f%%",
+              100.0 * ((double)t->diff.size_cur - (double)before->file_size) /
+                  (double)before->file_size);
+    y++;
+    if (t->base && t->mdiff_of == t->cur) {
+        const ox_model_diff *d = &t->mdiff;
+        dputf(&v, y++, 2, OX_SLOT_UI_NORMAL,
+              "nodes: %d same, %d changed, %d added, %d removed (matched %d by name, %d by "
+              "position and op)",
+              d->same, d->changed, d->added, d->removed, d->by_name, d->by_position);
+        if (tui_compare_marks(t))
+            dput(&v, y++, 2, OX_SLOT_UI_DIM,
+                 "] [ go to the next/previous added (+) or changed (*) node, C lists them (Nodes)");
+    }
     y++;
     /* Narrow: the per-pass table comes first (it is what stepping
      * changes), the op counts below it; wide: side by side. */
     bool wide = w >= 100;
     if (!wide && t->st.have_totals)
         y = diff_passes(&v, y, 2) + 1;
-    if (!t->dtab_valid)
+    if (!t->diff.dtab_valid)
         build_dtab(t);
     int ytab = y;
-    dputf(&v, y++, 2, OX_SLOT_UI_HEADER, "%-18s %6s %6s %6s", "op", "before", "after", "delta");
+    dputf(&v, y++, 2, OX_SLOT_UI_HEADER, "%-18s %6s %6s %6s", "op", t->base ? "A" : "before",
+          t->base ? "B" : "after", "delta");
     /* Op counts, largest change first. */
-    for (int i = 0; i < t->n_dtab; i++) {
-        const op_delta *d = &t->dtab[i];
+    for (int i = 0; i < t->diff.n_dtab; i++) {
+        const op_delta *d = &t->diff.dtab[i];
         int dd = d->after - d->before;
         dputf(&v, y++, 2, dd ? (dd < 0 ? OX_SLOT_UI_REMOVED : OX_SLOT_UI_ADDED) : OX_SLOT_UI_DIM,
               "%-18.18s %6d %6d %+6d", d->op, d->before, d->after, dd);
     }
     if (wide && t->st.have_totals)
         diff_passes(&v, ytab, w / 2);
-    t->diff_rows = v.rows;
-    t->diff_cols = v.cols + 1;
+    if (t->base && t->mdiff_of == t->cur)
+        diff_nodes(&v, v.rows + 1);
+    t->diff.rows = v.rows;
+    t->diff.cols = v.cols + 1;
     if (vh < h) {
-        bool below = t->diff_top + vh < v.rows, right = t->diff_left + w < t->diff_cols;
-        if (below || right || t->diff_top || t->diff_left)
+        bool below = t->diff.top + vh < v.rows, right = t->diff.left + w < t->diff.cols;
+        if (below || right || t->diff.top || t->diff.left)
             tui_putf(y0 + vh, 2, w - 4, OX_SLOT_UI_DIM, t,
                      "rows %d-%d of %d%s, col %d%s: j/k g/G PgDn h/l scroll",
-                     t->diff_top + 1, t->diff_top + vh < v.rows ? t->diff_top + vh : v.rows,
-                     v.rows, below ? " (more below)" : "", t->diff_left + 1,
+                     t->diff.top + 1, t->diff.top + vh < v.rows ? t->diff.top + vh : v.rows,
+                     v.rows, below ? " (more below)" : "", t->diff.left + 1,
                      right ? " (more right)" : "");
     }
 }
@@ -964,14 +1186,14 @@ int tui_diff_scroll(tui *t, tui_action a, int h)
 {
     int page = h > 3 ? h - 2 : 1;
     switch (a) {
-    case TUI_A_UP: t->diff_top--; break;
-    case TUI_A_DOWN: t->diff_top++; break;
-    case TUI_A_PGUP: t->diff_top -= page; break;
-    case TUI_A_PGDN: t->diff_top += page; break;
-    case TUI_A_HOME: t->diff_top = 0; t->diff_left = 0; break;
-    case TUI_A_END: t->diff_top = t->diff_rows; break;
-    case TUI_A_LEFT: t->diff_left -= 8; break;
-    case TUI_A_RIGHT: t->diff_left += 8; break;
+    case TUI_A_UP: t->diff.top--; break;
+    case TUI_A_DOWN: t->diff.top++; break;
+    case TUI_A_PGUP: t->diff.top -= page; break;
+    case TUI_A_PGDN: t->diff.top += page; break;
+    case TUI_A_HOME: t->diff.top = 0; t->diff.left = 0; break;
+    case TUI_A_END: t->diff.top = t->diff.rows; break;
+    case TUI_A_LEFT: t->diff.left -= 8; break;
+    case TUI_A_RIGHT: t->diff.left += 8; break;
     default: return TUI_UNHANDLED;
     }
     diff_clamp(t, h > 2 ? h - 1 : h, COLS);

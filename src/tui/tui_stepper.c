@@ -52,7 +52,10 @@ static void entry_free(tui_stepper *s, tui_undo_entry *e)
 
 static void drop_probe(tui_stepper *s)
 {
-    ox_model_free(s->probe);
+    if (s->free_model && s->probe)
+        s->free_model(s->probe);
+    else
+        ox_model_free(s->probe);
     s->probe = NULL;
 }
 
@@ -148,13 +151,30 @@ static bool push_undo(tui_stepper *s)
     return true;
 }
 
+ox_model *tui_stepper_undo_target(const tui_stepper *s)
+{
+    if (s->n_undo == 0)
+        return NULL;
+    ox_model *m = s->undo[s->n_undo - 1].model;
+    return m ? m : s->orig;
+}
+
 bool tui_stepper_undo(tui_stepper *s)
 {
+    ox_model *dropped = NULL;
+    bool ok = tui_stepper_undo_keep(s, &dropped);
+    ox_model_free(dropped);
+    return ok;
+}
+
+bool tui_stepper_undo_keep(tui_stepper *s, ox_model **dropped)
+{
+    *dropped = NULL;
     if (s->n_undo == 0)
         return false;
     tui_undo_entry e = s->undo[--s->n_undo];
     if (s->cur != s->orig)
-        ox_model_free(s->cur);
+        *dropped = s->cur;
     s->cur = e.model ? e.model : s->orig;
     if (s->have_rep)
         ox_pass_report_free(&s->rep);

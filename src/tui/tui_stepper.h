@@ -89,6 +89,9 @@ typedef struct tui_stepper {
     int probe_max_nodes;
     int cur_nodes;         /* of cur, counted once per change (the probe test runs every turn) */
     int last_pass;         /* pass of the last step (-1: none): likely to match again */
+    /* Frees the probe's copy when the model changes (NULL: ox_model_free);
+     * the TUI frees a large one in a thread. */
+    void (*free_model)(ox_model *m);
 } tui_stepper;
 
 /* orig is borrowed and must outlive the stepper. */
@@ -152,6 +155,12 @@ void tui_stepper_apply_all_commit(tui_stepper *s, ox_pass_manager *pm, ox_model 
 bool tui_stepper_reset(tui_stepper *s);
 /* Undoes the last step, apply-all or reset. False when the history is empty. */
 bool tui_stepper_undo(tui_stepper *s);
+/* The same, handing the copy it drops to *dropped (NULL when none) instead
+ * of freeing it: freeing 100k nodes takes ~0.3 s, which the TUI does in a
+ * thread of its own. */
+bool tui_stepper_undo_keep(tui_stepper *s, ox_model **dropped);
+/* The model an undo would show (NULL when the history is empty). */
+ox_model *tui_stepper_undo_target(const tui_stepper *s);
 /* cur was edited outside the stepper (input shapes re-inferred). */
 void tui_stepper_touch(tui_stepper *s);
 

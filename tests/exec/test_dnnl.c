@@ -429,6 +429,65 @@ static void test_gemm(void **state)
 }
 
 /* The env switch: ONNXSCOPE_NO_DNNL=1 turns the backend off. */
+/* A MatMul whose inputs are untyped runs float32, then float16 (our kernel:
+ * oneDNN takes float32 only), then float32 again: the primitive cached by
+ * shape must not be reused for the float16 run (issue 15). */
+static void test_dtype_change(void **state)
+{
+    (void)state;
+    ox_model *m = ox_model_new();
+    ox_model_set_opset(m, "", 13);
+    m->ir_version = 8;
+    ox_graph *g = m->graph;
+    ox_value *x = ox_graph_value(g, "x"), *w = ox_graph_value(g, "w"), *y = ox_graph_value(g, "y");
+    ox_graph_add_input(g, x);   /* no types: any element type runs */
+    ox_graph_add_input(g, w);
+    int64_t xd[2] = {4, 8}, wd[2] = {8, 5};
+    ox_value *ins[2] = {x, w};
+    assert_non_null(ox_node_new(g, "MatMul", "", "mm", 2, ins, 1, &y));
+    ox_graph_add_output(g, y);
+    ox_tensor *xf = rand_tensor(2, xd), *wf = rand_tensor(2, wd);
+    ox_tensor *xh = ox_tensor_new(OX_DT_FLOAT16, 2, xd), *wh = ox_tensor_new(OX_DT_FLOAT16, 2, wd);
+    for (int64_t i = 0; i < xf->numel; i++)
+        ox_tensor_set_f64(xh, i, ox_tensor_get_f64(xf, i));
+    for (int64_t i = 0; i < wf->numel; i++)
+        ox_tensor_set_f64(wh, i, ox_tensor_get_f64(wf, i));
+    ox_exec *e = NULL;
+    ox_exec_opts o = {.threads = 1};
+    ox_error err = {0};
+    assert_int_equal(ox_exec_new(m, &o, &e, &err), OX_OK);
+    ox_rval *ref = NULL, *got = NULL;
+    for (int r = 0; r < 3; r++) {
+        ox_rval *in[2] = {ox_rval_tensor(ox_tensor_share(r == 1 ? xh : xf)),
+                          ox_rval_tensor(ox_tensor_share(r == 1 ? wh : wf))};
+        ox_rval *out = NULL;
+        if (ox_exec_run(e, 2, in, 1, &out, &err))
+            fail_msg("run %d: %s", r, err.msg);
+        ox_rval_free(in[0]);
+        ox_rval_free(in[1]);
+        if (r == 0)
+            ref = out;
+        else if (r == 1)
+            got = out;
+        else
+            ox_rval_free(out);
+    }
+    assert_int_equal(got->t->numel, ref->t->numel);
+    for (int64_t i = 0; i < ref->t->numel; i++) {
+        double a = ox_tensor_get_f64(ref->t, i), b = ox_tensor_get_f64(got->t, i);
+        if (!(fabs(a - b) <= 1e-2 + 1e-2 * fabs(a)))
+            fail_msg("element %lld: float32 %.6g, float16 %.6g", (long long)i, a, b);
+    }
+    ox_rval_free(ref);
+    ox_rval_free(got);
+    ox_tensor_free(xf);
+    ox_tensor_free(xh);
+    ox_tensor_free(wf);
+    ox_tensor_free(wh);
+    ox_exec_free(e);
+    ox_model_free(m);
+}
+
 static void test_switch(void **state)
 {
     (void)state;
@@ -456,6 +515,7 @@ int main(void)
         cmocka_unit_test(test_conv_each_act),
         cmocka_unit_test(test_matmul_random),
         cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_dtype_change),
         cmocka_unit_test(test_summary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

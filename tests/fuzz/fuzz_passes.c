@@ -109,6 +109,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             ox_pm_free(pm);
         }
     }
+    /* The opt-in float16 conversion (issue 15), on top of the basic level. */
+    {
+        ox_pass_manager *pm = ox_pm_new(OX_LEVEL_BASIC, OX_TARGET_ONNX);
+        ox_model *opt = ox_model_clone(m);
+        ox_error perr = {0};
+        if (pm && opt && ox_pm_only(pm, "+to_fp16", &perr) == OX_OK &&
+            ox_pm_run(pm, opt, NULL, &perr) == OX_OK) {
+            char why[256];
+            if (valid && !checks(opt, why, sizeof why))
+                oxf_fail("basic+to_fp16: the optimized model fails the checker: %s", why);
+            save_reload(opt, false, "basic+to_fp16");
+        }
+        ox_model_free(opt);
+        ox_pm_free(pm);
+    }
     ox_model_free(m);
     return 0;
 }

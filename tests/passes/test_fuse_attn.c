@@ -19,6 +19,10 @@ enum {
     A_KNOTRANS = 256,  /* Q K instead of Q K^T (S = head size here) */
     A_SHORTMASK = 512, /* a [B, 1] mask that broadcasts over the keys */
     A_CROSS = 1024,    /* K and V project xkv [B, SKV, H] (cross-attention) */
+    /* with A_CROSS: */
+    A_VSEP = 2048,     /* V projects another input xv [B, SKV, 12] than K */
+    A_RAWKV = 4096,    /* K and V are inputs kin/vin [B, SKV, H], no projection */
+    A_VB1 = 8192,      /* xv has batch 1 (MatMul broadcasts it): must not */
 };
 
 static const int64_t B = 2, S = 4, H = 8, NH = 2;
@@ -36,7 +40,8 @@ static void unsqueeze(ox_model *m, const char *out, const char *in, int n, const
 static void head(ox_model *m, int v, const char *p, const int64_t *perm, int64_t heads)
 {
     char w[32], b[32], mm[32], ad[32], rs[32], sh[32], tr[32];
-    static const int64_t WD[2] = {8, 8}, BD[1] = {8};
+    bool isq = !strcmp(p, "Q"), vsep = (v & A_VSEP) && !strcmp(p, "V");
+    const int64_t WD[2] = {vsep ? 12 : 8, 8}, BD[1] = {8};
     snprintf(w, sizeof w, "W%s", p);
     snprintf(b, sizeof b, "b%s", p);
     snprintf(mm, sizeof mm, "mm%s", p);
@@ -44,15 +49,20 @@ static void head(ox_model *m, int v, const char *p, const int64_t *perm, int64_t
     snprintf(rs, sizeof rs, "rs%s", p);
     snprintf(sh, sizeof sh, "sh%s", p);
     snprintf(tr, sizeof tr, "%s", p);
-    fh_init(m, w, 2, WD, NULL, -0.6, 0.6);
-    fh_node(m, "MatMul", mm, (v & A_CROSS) && strcmp(p, "Q") ? "xkv" : "x", w, NULL);
-    if (!(v & A_NOBIAS)) {
-        fh_init(m, b, 1, BD, NULL, -0.5, 0.5);
-        fh_node(m, "Add", ad, b, mm, NULL);
+    const char *pin = v & A_NOBIAS ? mm : ad;
+    if ((v & A_RAWKV) && !isq) {
+        pin = !strcmp(p, "K") ? "kin" : "vin";
+    } else {
+        fh_init(m, w, 2, WD, NULL, -0.6, 0.6);
+        fh_node(m, "MatMul", mm, vsep ? "xv" : (v & A_CROSS) && !isq ? "xkv" : "x", w, NULL);
+        if (!(v & A_NOBIAS)) {
+            fh_init(m, b, 1, BD, NULL, -0.5, 0.5);
+            fh_node(m, "Add", ad, b, mm, NULL);
+        }
     }
     int64_t shape[4] = {0, 0, heads, H / heads};
     fh_ints(m, sh, 4, shape);
-    fh_node(m, "Reshape", rs, v & A_NOBIAS ? mm : ad, sh, NULL);
+    fh_node(m, "Reshape", rs, pin, sh, NULL);
     ox_node *t = fh_node(m, "Transpose", tr, rs, NULL);
     ox_node_set_attr_ints(t, "perm", 4, perm);
 }
@@ -63,8 +73,16 @@ static ox_model *attn_model(int v)
     int64_t xd[3] = {B, S, H}, fd[4] = {B, 1, S, S}, kd[3] = {B, 6, H};
     int64_t md[2] = {B, v & A_SHORTMASK ? 1 : v & A_CROSS ? 6 : S};
     fh_input(m, "x", 3, xd);
-    if (v & A_CROSS)
+    if ((v & A_CROSS) && !(v & A_RAWKV))
         fh_input(m, "xkv", 3, kd);
+    if (v & A_VSEP) {
+        int64_t vd[3] = {v & A_VB1 ? 1 : B, 6, 12};
+        fh_input(m, "xv", 3, vd);
+    }
+    if (v & A_RAWKV) {
+        fh_input(m, "kin", 3, kd);
+        fh_input(m, "vin", 3, kd);
+    }
     if (v & A_FLOATMASK) {
         fh_input(m, "M", 4, fd);
     } else if (!(v & A_NOMASK)) {
@@ -288,9 +306,9 @@ static void test_attention_gpt2(void **state)
  * [S, B*N, h] reshapes read from Shape at run time (K's from Shape of its
  * own slice, as the exporter writes), the context reshaped to [S*B, D] for
  * the output projection. leak: the context also a graph output. */
-static ox_model *seq_first_model(bool leak)
+static ox_model *seq_first_model(bool leak, int64_t op)
 {
-    ox_model *m = fh_model(13);
+    ox_model *m = fh_model(op);
     int64_t xd[3] = {B, S, H};
     fh_input(m, "x", 3, xd);
     static const int64_t p102[3] = {1, 0, 2}, p120[3] = {1, 2, 0};
@@ -361,7 +379,7 @@ static ox_model *seq_first_model(bool leak)
 static void test_attention_seq_first(void **state)
 {
     (void)state;
-    ox_model *m = seq_first_model(false);
+    ox_model *m = seq_first_model(false, 13);
     int rw;
     ox_model *o = fh_opt(m, "fuse_attention", OX_TARGET_ORT, &rw);
     assert_int_equal(rw, 1);
@@ -370,8 +388,38 @@ static void test_attention_seq_first(void **state)
     assert_int_equal(fh_count(o, "Slice"), 0);
     ox_model_free(o);
     ox_model_free(m);
-    m = seq_first_model(true);
+    m = seq_first_model(true, 13);
     fh_nofire(m, "fuse_attention", OX_TARGET_ORT);
+    ox_model_free(m);
+    /* The standard form at opset 23: the packed projection reads x
+     * (batch-first), a Split gives q, k, v, and Attention's output is
+     * transposed back to [S, B, D]. */
+    m = seq_first_model(false, 23);
+    o = fh_opt(m, "fuse_attention_onnx", OX_TARGET_ONNX, &rw);
+    assert_int_equal(rw, 1);
+    assert_int_equal(fh_count(o, "Attention"), 1);
+    assert_int_equal(fh_count(o, "Softmax"), 0);
+    assert_int_equal(fh_count(o, "Slice"), 0);
+    assert_int_equal(fh_count(o, "Split"), 1);
+    for (int i = 0; i < o->graph->n_nodes; i++) {
+        ox_node *n = o->graph->nodes[i];
+        if (ox_node_is(n, "Attention")) {
+            assert_string_equal(n->domain, "");
+            assert_int_equal(ox_node_attr_i(n, "q_num_heads", 0), NH);
+            assert_int_equal(n->n_inputs, 3);
+            assert_string_equal(n->inputs[0]->producer->op_type, "Split");
+        }
+        if (ox_node_is(n, "MatMul") && ox_node_is(n->outputs[0]->uses[0].node, "Add"))
+            assert_string_equal(n->inputs[0]->name, "x"); /* batch-first */
+    }
+    ox_model_free(o);
+    ox_model_free(m);
+    m = seq_first_model(true, 23);
+    fh_nofire(m, "fuse_attention_onnx", OX_TARGET_ONNX);
+    ox_model_free(m);
+    /* Below 23: the note. */
+    m = seq_first_model(false, 17);
+    fh_nofire(m, "fuse_attention_onnx", OX_TARGET_ONNX);
     ox_model_free(m);
 }
 
@@ -382,7 +430,10 @@ static void test_attention_onnx(void **state)
     (void)state;
     opset = 23;
     static const int variants[] = {A_NOMASK, A_FLOATMASK, A_MULSCALE | A_NOMASK,
-                                   A_QSCALE | A_FLOATMASK, A_NOBIAS | A_FLOATMASK};
+                                   A_QSCALE | A_FLOATMASK, A_NOBIAS | A_FLOATMASK,
+                                   /* cross-attention: Attention takes q, k, v apart */
+                                   A_CROSS | A_NOMASK, A_CROSS | A_VSEP | A_NOMASK,
+                                   A_CROSS | A_RAWKV | A_NOMASK};
     for (size_t k = 0; k < sizeof variants / sizeof *variants; k++) {
         int v = variants[k];
         ox_model *m = attn_model(v);
@@ -391,7 +442,7 @@ static void test_attention_onnx(void **state)
         assert_int_equal(rw, 1);
         assert_int_equal(fh_count(o, "Attention"), 1);
         assert_int_equal(fh_count(o, "Softmax"), 0);
-        assert_int_equal(fh_count(o, "MatMul"), 3);
+        assert_int_equal(fh_count(o, "MatMul"), v & A_RAWKV ? 1 : 3);
         for (int i = 0; i < o->graph->n_nodes; i++) {
             ox_node *n = o->graph->nodes[i];
             if (!ox_node_is(n, "Attention"))
@@ -451,7 +502,9 @@ static void test_multihead_attention(void **state)
 {
     (void)state;
     static const int variants[] = {A_CROSS, A_CROSS | A_NOMASK, A_CROSS | A_QSCALE | A_MULSCALE,
-                                   A_CROSS | A_MASKNEG | A_TWOUNSQ, A_CROSS | A_NOBIAS};
+                                   A_CROSS | A_MASKNEG | A_TWOUNSQ, A_CROSS | A_NOBIAS,
+                                   A_CROSS | A_VSEP, A_CROSS | A_VSEP | A_NOMASK | A_NOBIAS,
+                                   A_CROSS | A_RAWKV, A_CROSS | A_RAWKV | A_NOMASK};
     for (size_t k = 0; k < sizeof variants / sizeof *variants; k++) {
         int v = variants[k];
         ox_model *m = attn_model(v);
@@ -460,7 +513,8 @@ static void test_multihead_attention(void **state)
         assert_int_equal(rw, 1);
         assert_int_equal(fh_count(o, "MultiHeadAttention"), 1);
         assert_int_equal(fh_count(o, "Softmax"), 0);
-        assert_int_equal(fh_count(o, "MatMul"), 3); /* the projections stay */
+        /* the projections stay */
+        assert_int_equal(fh_count(o, "MatMul"), v & A_RAWKV ? 1 : 3);
         for (int i = 0; i < o->graph->n_nodes; i++) {
             ox_node *n = o->graph->nodes[i];
             if (!ox_node_is(n, "MultiHeadAttention"))
@@ -481,6 +535,17 @@ static void test_multihead_attention(void **state)
     ox_model_free(m);
     m = attn_model(A_CROSS | A_SHORTMASK);
     fh_nofire(m, "fuse_multihead_attention", OX_TARGET_ORT);
+    ox_model_free(m);
+    /* V of batch 1 broadcast by MatMul over K's batch: not MHA's form. */
+    m = attn_model(A_CROSS | A_VSEP | A_VB1 | A_NOMASK);
+    fh_nofire(m, "fuse_multihead_attention", OX_TARGET_ORT);
+    ox_model_free(m);
+    /* fuse_attention packs projections of one input only. */
+    m = attn_model(A_CROSS | A_VSEP);
+    fh_nofire(m, "fuse_attention", OX_TARGET_ORT);
+    ox_model_free(m);
+    m = attn_model(A_CROSS | A_RAWKV);
+    fh_nofire(m, "fuse_attention", OX_TARGET_ORT);
     ox_model_free(m);
 }
 

@@ -308,6 +308,34 @@ static void test_matmul_scale(void **state)
         fh_nofire(m, "fuse_matmul_scale", OX_TARGET_ONNX);
         ox_model_free(m);
     }
+    /* Must not: the last * 0.5 of an unfused GELU (x * (1 + Erf(x / c)))
+     * * 0.5 -> MatMul, which ONNX Runtime fuses only while it is there;
+     * the same scale after a plain product does fold. */
+    for (int gelu = 0; gelu < 2; gelu++) {
+        ox_model *m = fh_model(13);
+        fh_input(m, "a", 2, A2);
+        static const int64_t W5[2] = {5, 4};
+        fh_init(m, "w", 2, W5, NULL, -1, 1);
+        fh_scalar(m, "r2", 1.4142135f);
+        fh_scalar(m, "one", 1);
+        fh_scalar(m, "half", 0.5f);
+        fh_node(m, "Div", "d", "a", "r2", NULL);
+        fh_node(m, gelu ? "Erf" : "Neg", "e", "d", NULL);
+        fh_node(m, "Add", "e1", "e", "one", NULL);
+        fh_node(m, "Mul", "xe", "a", "e1", NULL);
+        fh_node(m, "Mul", "h", "xe", "half", NULL);
+        fh_node(m, "MatMul", "y", "h", "w", NULL);
+        fh_output(m, "y");
+        if (gelu) {
+            fh_nofire(m, "fuse_matmul_scale", OX_TARGET_ONNX);
+        } else {
+            int rw;
+            ox_model *o = fh_opt(m, "fuse_matmul_scale", OX_TARGET_ONNX, &rw);
+            assert_int_equal(rw, 1);
+            ox_model_free(o);
+        }
+        ox_model_free(m);
+    }
 }
 
 /* Reshape(x, Concat(Unsqueeze(Gather(Shape(x), i)), [-1])). */
@@ -354,11 +382,101 @@ static void test_reshape_shape(void **state)
     ox_model_free(m);
 }
 
+/* x [B, S, 4] -> Transpose([1,0,2]) -> Reshape([-1, 4]) -> Gemm(W, C) ->
+ * Reshape([S, B, 5]) -> Transpose([1,0,2]) -> y [B, S, 5]: PyTorch's
+ * sequence-first output projection. bias: 0 none, 1 [5], 2 [1, 5], 3 a
+ * scalar. dyn: batch and sequence symbolic, the second shape read from
+ * Shape at run time. swap: the second Reshape restores [B, S] (not the
+ * token order it flattened): must not fire. */
+static ox_model *token_model(bool tb, int bias, bool dyn, bool swap, float alpha)
+{
+    ox_model *m = fh_model(13);
+    static const int64_t X[3] = {2, 3, 4}, WN[2] = {5, 4}, WT[2] = {4, 5}, B1[1] = {5},
+                         B2[2] = {1, 5}, P102[3] = {1, 0, 2};
+    ox_value *x = fh_input(m, "x", 3, X);
+    if (dyn) {
+        x->type->dims[0].value = -1;
+        x->type->dims[0].param = ox_strdup("batch");
+        x->type->dims[1].value = -1;
+        x->type->dims[1].param = ox_strdup("seq");
+    }
+    ox_node_set_attr_ints(fh_node(m, "Transpose", "xt", "x", NULL), "perm", 3, P102);
+    static const int64_t flat[2] = {-1, 4}, back[3] = {3, 2, 5}, bad[3] = {2, 3, 5};
+    fh_ints(m, "flat", 2, flat);
+    fh_node(m, "Reshape", "r1", "xt", "flat", NULL);
+    fh_init(m, "W", 2, tb ? WN : WT, NULL, -1, 1);
+    if (bias == 1)
+        fh_init(m, "C", 1, B1, NULL, -1, 1);
+    else if (bias == 2)
+        fh_init(m, "C", 2, B2, NULL, -1, 1);
+    else if (bias == 3)
+        fh_scalar(m, "C", 0.25f);
+    ox_node *gm = fh_node(m, "Gemm", "g", "r1", "W", bias ? "C" : NULL, NULL);
+    ox_node_set_attr_i(gm, "transB", tb);
+    if (alpha != 1.0f)
+        ox_node_set_attr_f(gm, "alpha", alpha);
+    if (dyn) {
+        static const int64_t i0[1] = {0}, i1[1] = {1}, n5[1] = {5};
+        fh_ints(m, "i0", 1, i0);
+        fh_ints(m, "i1", 1, i1);
+        fh_ints(m, "n5", 1, n5);
+        fh_node(m, "Shape", "shp", "xt", NULL);
+        fh_node(m, "Gather", "s0", "shp", swap ? "i1" : "i0", NULL);
+        fh_node(m, "Gather", "s1", "shp", swap ? "i0" : "i1", NULL);
+        ox_node_set_attr_i(fh_node(m, "Concat", "back", "s0", "s1", "n5", NULL), "axis", 0);
+    } else {
+        fh_ints(m, "back", 3, swap ? bad : back);
+    }
+    fh_node(m, "Reshape", "r2", "g", "back", NULL);
+    ox_node_set_attr_ints(fh_node(m, "Transpose", "y", "r2", NULL), "perm", 3, P102);
+    fh_output(m, "y");
+    return m;
+}
+
+static void test_token_transpose_gemm(void **state)
+{
+    (void)state;
+    for (int v = 0; v < 16; v++) {
+        bool tb = v & 1, dyn = v & 8;
+        int bias = (v >> 1) & 3;
+        ox_model *m = token_model(tb, bias, dyn, false, 1.0f);
+        int rw;
+        /* dyn: the Shape chain (and the first Transpose it reads) is left
+         * unread; dce takes it. */
+        ox_model *o = fh_opt(m, dyn ? "fuse_token_transpose_gemm,dce" : "fuse_token_transpose_gemm",
+                             OX_TARGET_ONNX, &rw);
+        assert_int_equal(rw, dyn ? 1 + 5 : 1);
+        assert_int_equal(fh_count(o, "Transpose"), 0);
+        assert_int_equal(fh_count(o, "Shape"), 0);
+        assert_int_equal(fh_count(o, "Gemm"), 0);
+        assert_int_equal(fh_count(o, "MatMul"), 1);
+        assert_int_equal(fh_count(o, "Add"), bias ? 1 : 0);
+        assert_int_equal(fh_count(o, "Reshape"), 0);
+        ox_model_free(o);
+        ox_model_free(m);
+    }
+    /* Must not: the rows come back in another order than they went; alpha
+     * not 1; an intermediate read elsewhere. */
+    ox_model *m = token_model(true, 1, false, true, 1.0f);
+    fh_nofire(m, "fuse_token_transpose_gemm", OX_TARGET_ONNX);
+    ox_model_free(m);
+    m = token_model(true, 1, true, true, 1.0f);
+    fh_nofire(m, "fuse_token_transpose_gemm", OX_TARGET_ONNX);
+    ox_model_free(m);
+    m = token_model(true, 1, false, false, 0.5f);
+    fh_nofire(m, "fuse_token_transpose_gemm", OX_TARGET_ONNX);
+    ox_model_free(m);
+    m = token_model(false, 0, false, false, 1.0f);
+    fh_output(m, "g");
+    fh_nofire(m, "fuse_token_transpose_gemm", OX_TARGET_ONNX);
+    ox_model_free(m);
+}
+
 static void test_all_fired(void **state)
 {
     (void)state;
     fh_all_fired("fuse_matmul_add,fuse_matmul_bn,fuse_bn_matmul,fuse_transpose_gemm,fuse_matmul_scale,"
-                 "fuse_transpose_matmul,fuse_reshape_shape");
+                 "fuse_transpose_matmul,fuse_reshape_shape,fuse_token_transpose_gemm");
 }
 
 int main(void)
@@ -371,6 +489,7 @@ int main(void)
         cmocka_unit_test(test_transpose_matmul_ort),
         cmocka_unit_test(test_matmul_scale),
         cmocka_unit_test(test_reshape_shape),
+        cmocka_unit_test(test_token_transpose_gemm),
         cmocka_unit_test(test_all_fired),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -189,6 +189,23 @@ static bool is_one_of(const ox_node *n, const char *const *ops)
     return false;
 }
 
+/* Adds that only a LayerNormalization reads, both operands computed: what
+ * ONNX Runtime re-fuses into its slower SkipLayerNormalization, and what
+ * residual_sum turns into Sum from --level extended. */
+static int residual_adds(const ox_model *m)
+{
+    int c = 0;
+    for (int i = 0; i < m->graph->n_nodes; i++) {
+        const ox_node *n = m->graph->nodes[i];
+        const ox_value *y = n->n_outputs == 1 ? n->outputs[0] : NULL;
+        if (!strcmp(n->op_type, "Add") && ox_node_is_default_domain(n) && n->n_inputs == 2 &&
+            !n->inputs[0]->init && !n->inputs[1]->init && y && y->n_uses == 1 &&
+            !y->is_output && !strcmp(y->uses[0].node->op_type, "LayerNormalization"))
+            c++;
+    }
+    return c;
+}
+
 static void test_transformer_levels(void **state)
 {
     (void)state;
@@ -252,6 +269,19 @@ static void test_transformer_levels(void **state)
                                   m->graph->nodes[n]->op_type);
                     ok = false;
                 }
+            if (tconfigs[c].level >= OX_LEVEL_EXTENDED && residual_adds(m)) {
+                print_message("  %d residual Add + LayerNormalization pairs left\n",
+                              residual_adds(m));
+                ok = false;
+            }
+            /* The encoder's sequence-first layout goes with the attention
+             * (fuse_attention, then fuse_token_transpose_gemm). */
+            static const char *const tr_ops[] = {"Transpose", NULL};
+            if (tconfigs[c].target == OX_TARGET_ORT && strstr(tmodels[i].dir, "torch_") &&
+                count_ops(m, tr_ops)) {
+                print_message("  %d Transpose left\n", count_ops(m, tr_ops));
+                ok = false;
+            }
             int L = tmodels[i].layers, ln = count_ops(m, ln_ops), gelu = count_ops(m, gelu_ops);
             int attn = count_ops(m, attn_ops), left = count_ops(m, left_ops);
             if (tconfigs[c].target == OX_TARGET_ORT) {

@@ -283,9 +283,45 @@ static void test_rmsnorm(void **state)
         int v = variants[k] | V_NOBIAS;
         expect(norm_model(23, v, true, 1e-6f, NULL, 0), "fuse_rmsnorm", OX_TARGET_ONNX,
                "RMSNormalization", 3);
-        expect(norm_model(13, v, true, 1e-6f, NULL, 0), "fuse_rmsnorm", OX_TARGET_ORT,
+        /* Below 23 under ort only when asked for (the result fails ONNX's
+         * checker: SimplifiedLayerNormalization is ONNX Runtime's op). */
+        expect(norm_model(13, v, true, 1e-6f, NULL, 0), "fuse_rmsnorm_ort", OX_TARGET_ORT,
                "SimplifiedLayerNormalization", 3);
+        ox_model *m = norm_model(13, v, true, 1e-6f, NULL, 0);
+        fh_output(m, "y");
+        fh_nofire(m, "fuse_rmsnorm", OX_TARGET_ORT);
+        ox_model_free(m);
     }
+    /* At 23 the opt-in pass leaves the standard form to fuse_rmsnorm. */
+    ox_model *m23 = norm_model(23, V_NOBIAS, true, 1e-6f, NULL, 0);
+    fh_output(m23, "y");
+    fh_nofire(m23, "fuse_rmsnorm_ort", OX_TARGET_ORT);
+    ox_model_free(m23);
+    /* The default --level all --target ort set: the pattern stays, and the
+     * note names the opt-in. */
+    m23 = norm_model(13, V_NOBIAS, true, 1e-6f, NULL, 0);
+    fh_output(m23, "y");
+    char *ortnote = note_of(m23, "fuse_rmsnorm", OX_TARGET_ORT);
+    assert_non_null(ortnote);
+    assert_string_equal(ortnote,
+                        "fuse_rmsnorm not applied: needs opset 23 (model has 13); --passes "
+                        "+fuse_rmsnorm_ort emits ONNX Runtime's SimplifiedLayerNormalization, "
+                        "which ONNX's checker rejects");
+    free(ortnote);
+    ox_pass_manager *pm = ox_pm_new(OX_LEVEL_ALL, OX_TARGET_ORT);
+    for (int i = 0; i < ox_pm_count(pm); i++)
+        if (!strcmp(ox_pm_pass(pm, i)->name, "fuse_rmsnorm_ort")) {
+            assert_true(ox_pm_pass(pm, i)->opt_in);
+            assert_false(ox_pm_enabled(pm, i));
+        }
+    ox_error perr = {0};
+    ox_pass_report rep = {0};
+    assert_int_equal(ox_pm_run(pm, m23, &rep, &perr), OX_OK);
+    assert_int_equal(fh_count(m23, "SimplifiedLayerNormalization"), 0);
+    assert_int_equal(fh_count(m23, "ReduceMean"), 1);
+    ox_pass_report_free(&rep);
+    ox_pm_free(pm);
+    ox_model_free(m23);
     ox_model *m = norm_model(13, V_RECIP | V_NOBIAS, true, 1e-6f, NULL, 0);
     fh_output(m, "y");
     fh_nofire(m, "fuse_rmsnorm", OX_TARGET_ONNX);
@@ -381,6 +417,104 @@ static void test_skip_layernorm(void **state)
     assert_int_equal(fh_count(o, "ReduceMean"), 0);
     ox_model_free(o);
     ox_model_free(m);
+}
+
+/* residual_sum: the Add that only a LayerNormalization reads becomes Sum
+ * (ONNX Runtime would re-fuse the pair into its slower
+ * SkipLayerNormalization); equal outputs, idempotent (fh_opt). */
+static void test_residual_sum(void **state)
+{
+    (void)state;
+    for (int bias = 0; bias < 2; bias++) {
+        ox_model *m = skip_model(bias, false, -1, false);
+        fh_output(m, "y");
+        int rw;
+        ox_model *o = fh_opt(m, "residual_sum", OX_TARGET_ONNX, &rw);
+        assert_int_equal(rw, 1);
+        assert_int_equal(fh_count(o, "Sum"), 1);
+        assert_int_equal(fh_count(o, "Add"), bias ? 1 : 0); /* the bias Add stays */
+        assert_int_equal(fh_count(o, "LayerNormalization"), 1);
+        ox_model_free(o);
+        ox_model_free(m);
+    }
+    /* A skip that broadcasts: Sum broadcasts the same way. */
+    ox_model *m = skip_model(true, false, -1, true);
+    fh_output(m, "y");
+    int rw;
+    ox_model *o = fh_opt(m, "residual_sum", OX_TARGET_ORT, &rw);
+    assert_int_equal(fh_count(o, "Sum"), 1);
+    ox_model_free(o);
+    ox_model_free(m);
+    /* Must not: the sum is read again (pre-LN residual: ONNX Runtime does
+     * not fuse that one either), or is a graph output. */
+    m = skip_model(true, true, -1, false);
+    fh_output(m, "y");
+    fh_nofire(m, "residual_sum", OX_TARGET_ONNX);
+    ox_model_free(m);
+    m = skip_model(true, false, -1, false);
+    fh_output(m, "y");
+    fh_output(m, "s");
+    fh_nofire(m, "residual_sum", OX_TARGET_ORT);
+    ox_model_free(m);
+    /* Must not: an Add of a constant (LayerNorm's own bias pattern, a
+     * shift) is no residual. */
+    m = norm_model(17, 0, false, 1e-5f, NULL, 0);
+    fh_output(m, "y");
+    int r2 = fh_run(m, "fuse_layernorm", OX_TARGET_ONNX);
+    assert_int_equal(r2, 1);
+    fh_nofire(m, "residual_sum", OX_TARGET_ORT);
+    ox_model_free(m);
+    /* fuse_skip_layernorm also takes a Sum residual_sum wrote earlier (a
+     * model optimized again with +fuse_skip_layernorm). */
+    m = skip_model(true, false, -1, false);
+    fh_output(m, "y");
+    ox_error err = {0};
+    assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
+    assert_int_equal(fh_run(m, "residual_sum", OX_TARGET_ONNX), 1);
+    o = fh_opt(m, "fuse_skip_layernorm", OX_TARGET_ORT, &rw);
+    assert_int_equal(fh_count(o, "SkipLayerNormalization"), 1);
+    assert_int_equal(fh_count(o, "Sum"), 0);
+    ox_model_free(o);
+    ox_model_free(m);
+    /* With +fuse_skip_layernorm the pair becomes SkipLayerNormalization
+     * (it runs first), no Sum is left. */
+    m = skip_model(true, false, -1, false);
+    fh_output(m, "y");
+    o = fh_opt(m, "fuse_skip_layernorm,residual_sum", OX_TARGET_ORT, &rw);
+    assert_int_equal(fh_count(o, "SkipLayerNormalization"), 1);
+    assert_int_equal(fh_count(o, "Sum"), 0);
+    ox_model_free(o);
+    ox_model_free(m);
+    /* A decomposed LayerNorm (opset 13, --target onnx: it stays so) read
+     * from a residual Add: ONNX Runtime fuses it to LayerNormalization and
+     * then the pair, so the Add becomes Sum here too. */
+    m = norm_model(13, 0, false, 1e-5f, NULL, 0);
+    fh_input(m, "r", 3, X3);
+    ox_node *sh = ox_graph_value(m->graph, "x")->producer;
+    ox_node_set_input(sh, 1, ox_graph_value(m->graph, "r"));
+    fh_output(m, "y");
+    o = fh_opt(m, "fuse_layernorm,residual_sum", OX_TARGET_ONNX, &rw);
+    assert_int_equal(rw, 1);
+    assert_int_equal(fh_count(o, "Sum"), 1);
+    assert_int_equal(fh_count(o, "ReduceMean"), 2);
+    ox_model_free(o);
+    ox_model_free(m);
+    /* ... but not when the sum is read by a third node. */
+    m = norm_model(13, 0, false, 1e-5f, NULL, 0);
+    fh_input(m, "r", 3, X3);
+    sh = ox_graph_value(m->graph, "x")->producer;
+    ox_node_set_input(sh, 1, ox_graph_value(m->graph, "r"));
+    fh_node(m, "Relu", "xr", "x", NULL);
+    fh_output(m, "y");
+    fh_output(m, "xr");
+    fh_nofire(m, "residual_sum", OX_TARGET_ONNX);
+    ox_model_free(m);
+    /* Standard ONNX: at extended under either target, not opt-in. */
+    const ox_pass *p = ox_pass_find("residual_sum");
+    assert_non_null(p);
+    assert_int_equal(p->target, OX_TARGET_ONNX);
+    assert_int_equal(p->level, OX_LEVEL_EXTENDED);
+    assert_false(p->opt_in);
 }
 
 /* One rewrite per step: the TUI steps a single fusion. */
@@ -552,7 +686,10 @@ static void expect_half(int64_t opset, bool rms, int v, ox_pass_target t, const 
                         int n_nodes)
 {
     ox_model *m = cast_model(opset, rms, v);
-    ox_model *o = opt_half(m, rms ? "fuse_rmsnorm,fuse_norm_cast" : "fuse_layernorm,fuse_norm_cast", t);
+    const char *ps = !rms ? "fuse_layernorm,fuse_norm_cast"
+                     : opset < 23 ? "fuse_rmsnorm_ort,fuse_norm_cast"
+                                  : "fuse_rmsnorm,fuse_norm_cast";
+    ox_model *o = opt_half(m, ps, t);
     assert_int_equal(fh_count(o, op), 1);
     assert_int_equal(o->graph->n_nodes, n_nodes);
     for (int i = 0; i < o->graph->n_nodes; i++) {
@@ -717,6 +854,18 @@ static void test_embed_layernorm(void **state)
         fh_nofire(m, "fuse_embed_layernorm", OX_TARGET_ORT);
         ox_model_free(m);
     }
+    /* A model residual_sum already wrote (the embedding sum as Sum). */
+    ox_model *m = embed_model(E_SEG);
+    ox_error err = {0};
+    assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
+    assert_int_equal(fh_run(m, "residual_sum", OX_TARGET_ONNX), 1);
+    assert_int_equal(fh_count(m, "Sum"), 1);
+    int rw;
+    ox_model *o = fh_opt(m, "fuse_embed_layernorm", OX_TARGET_ORT, &rw);
+    assert_int_equal(fh_count(o, "EmbedLayerNormalization"), 1);
+    assert_int_equal(fh_count(o, "Sum"), 0);
+    ox_model_free(o);
+    ox_model_free(m);
     /* A contrib op: only under --target ort. */
     assert_int_equal(ox_pass_find("fuse_embed_layernorm")->target, OX_TARGET_ORT);
 }
@@ -729,6 +878,7 @@ int main(void)
         cmocka_unit_test(test_layernorm_must_not),
         cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_skip_layernorm),
+        cmocka_unit_test(test_residual_sum),
         cmocka_unit_test(test_single_step),
         cmocka_unit_test(test_opt_in),
         cmocka_unit_test(test_norm_cast),
@@ -737,6 +887,7 @@ int main(void)
     };
     int r = cmocka_run_group_tests(tests, NULL, NULL);
     if (!r)
-        fh_all_fired("fuse_layernorm,fuse_rmsnorm,fuse_skip_layernorm,fuse_norm_cast,fuse_embed_layernorm");
+        fh_all_fired("fuse_layernorm,fuse_rmsnorm,fuse_skip_layernorm,fuse_norm_cast,fuse_embed_layernorm,"
+                     "fuse_rmsnorm_ort,residual_sum");
     return r;
 }

@@ -6,7 +6,10 @@
  *          -> Identity(id_out) -> y[2,4]
  * constant_to_initializer: 1, eliminate_identity: 2, fuse_log_softmax: 1,
  * fuse_matmul_add: 1 (MatMul + Add -> Gemm).
- * Usage: gen_step_model OUT.onnx */
+ * With --const-weights W is a Constant node too (every weight in Constant
+ * nodes, as a Paddle export has them): the Initializers panel's test.
+ * Usage: gen_step_model OUT.onnx [--const-weights] */
+#include <string.h>
 #include <stdio.h>
 
 #include "onnxscope/io.h"
@@ -23,8 +26,9 @@ static ox_node *op(ox_graph *g, const char *type, const char *name, const char *
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: gen_step_model OUT.onnx\n");
+    bool cw = argc == 3 && strcmp(argv[2], "--const-weights") == 0;
+    if (argc != 2 && !cw) {
+        fprintf(stderr, "usage: gen_step_model OUT.onnx [--const-weights]\n");
         return 2;
     }
     ox_model *m = ox_model_new();
@@ -45,8 +49,13 @@ int main(int argc, char **argv)
         ox_tensor_set_f64(w, i, (i % 7) * 0.125 - 0.375);
     for (int i = 0; i < 4; i++)
         ox_tensor_set_f64(bias, i, 0.5 * i);
-    if (ox_graph_set_initializer(g, ox_graph_value(g, "W"), w) != OX_OK)
+    if (cw) {
+        ox_node *wc = op(g, "Constant", "W_const", NULL, NULL, "W");
+        if (!wc || !ox_node_set_attr_t(wc, "value", w))
+            return 1;
+    } else if (ox_graph_set_initializer(g, ox_graph_value(g, "W"), w) != OX_OK) {
         return 1;
+    }
     ox_node *c = op(g, "Constant", "bias_const", NULL, NULL, "bias");
     if (!c || !ox_node_set_attr_t(c, "value", bias))
         return 1;

@@ -308,7 +308,39 @@ run_neigh_radius() {
     quit_clean
 }
 
+# Weights held in Constant nodes (issue 13, item 4): listed in panel 4 with
+# the statistics and preview of an initializer. W[i] = (i % 7) * 0.125 - 0.375
+# for i < 32 (gen_step_model.c); the expected figures are computed here.
+run_const_weights() {
+    SCEN="weights in Constant nodes"
+    echo "== $SCEN"
+    local m=$TMP/constw.onnx
+    "$GEN" "$m" --const-weights >/dev/null || { fail "gen_step_model --const-weights"; return; }
+    local mn mx mean
+    read -r mn mx mean < <(awk 'BEGIN { mn = 1e9; mx = -1e9; s = 0;
+        for (i = 0; i < 32; i++) { v = (i % 7) * 0.125 - 0.375; s += v;
+            if (v < mn) mn = v; if (v > mx) mx = v }
+        printf "%.6g %.6g %.6g\n", mn, mx, s / 32 }')
+    start 100 24 TERM=xterm-256color -- "$m"
+    wait_for "0 initializers + 2 in Constant nodes" || return
+    keys 4
+    wait_re "^W +\(Constant\) +float32 +8x4 " || return
+    wait_re "^bias +\(Constant\) +float32 +4 " || return
+    # The cursor is on W (the first Constant in graph order).
+    wait_for "min $mn  max $mx  mean $mean" || return
+    wait_for "values: -0.375 -0.25 -0.125 0 0.125 0.25 0.375 -0.375" || return
+    wait_for "32 elements" || return
+    keys j
+    wait_for "min 0  max 1.5  mean 0.75" || return
+    wait_for "zeros 25.0%" || return
+    # Enter lists its reader in panel 2.
+    keys Enter
+    wait_for "bias: read by 1 node" || return
+    quit_clean
+}
+
 run_stepping
+run_const_weights
 run_neigh_radius
 run_big_search
 run_undo_shapes
