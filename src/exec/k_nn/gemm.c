@@ -473,30 +473,64 @@ done:
 
 /* ---- integer matrix products ---------------------------------------------------- */
 
-/* Converts an integer tensor viewed as a batch of [rows, cols] matrices to
- * int32, subtracting a zero point that is scalar, per-row (zp_per_row) or
- * per-column. */
-static int32_t *to_i32_zp(ox_kernel_ctx *c, const ox_tensor *t, const ox_tensor *zp,
-                          int64_t rows, int64_t cols, bool zp_per_row)
+/* Batches of a plan that can run as one product: B is the same matrix for
+ * every batch and A's batches follow each other (x[B,S,K] times w[K,N]). */
+static bool mm_foldable(const mm_plan *p)
 {
-    int64_t n = t->numel;
-    int32_t *v = malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
-    if (!v) { NN_NOMEM(c); return NULL; }
-    int64_t zn = zp ? zp->numel : 0;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t z = 0;
-        if (zn == 1) z = nn_get_i(zp, 0);
-        else if (zn > 1) {
-            int64_t idx = zp_per_row ? (i / cols) % rows : i % cols;
-            z = idx < zn ? nn_get_i(zp, idx) : 0;
-        }
-        v[i] = (int32_t)(nn_get_i(t, i) - z);
+    for (int64_t bi = 0; bi < p->batch; bi++) {
+        int64_t oa, ob;
+        mm_offsets(p, bi, &oa, &ob);
+        if (ob != 0 || oa != bi * p->M * p->K)
+            return false;
     }
-    return v;
+    return true;
 }
 
 /* Computes the int32 products of a and b (with zero points) into *out and
- * the plan; caller frees *out. */
+ * the plan; caller frees *out. A may be NULL when a16 (A already minus its
+ * zero point, as nn_qgemm_pack_a lays it out, M*batch rows) is given. */
+static ox_status int_matmul16(ox_kernel_ctx *c, const ox_tensor *a, const int16_t *a16,
+                              const ox_tensor *azp, const ox_tensor *b, const ox_tensor *bzp,
+                              const mm_plan *p, int32_t **out)
+{
+    *out = NULL;
+    int64_t Kp = nn_qgemm_kp(p->K);
+    int32_t *Y = malloc((size_t)(p->batch * p->M * p->N + 1) * sizeof(int32_t));
+    if (!Y) return NN_NOMEM(c);
+    /* A per-row a_zero_point indexes rows within one batch. */
+    bool fold = mm_foldable(p) && !(azp && azp->numel > 1);
+    int16_t *Bp = NULL, *Ab = NULL;
+    int64_t packed_ob = -1;
+    for (int64_t bi = 0; bi < (fold ? 1 : p->batch); bi++) {
+        int64_t oa, ob, M = fold ? p->M * p->batch : p->M;
+        mm_offsets(p, bi, &oa, &ob);
+        if (ob != packed_ob) {
+            free(Bp);
+            Bp = nn_qgemm_pack_b(b, ob, p->K, p->N, bzp);
+            packed_ob = ob;
+        }
+        const int16_t *A = NULL;
+        if (a16) {
+            A = a16 + (oa / (p->K ? p->K : 1)) * Kp;
+        } else {
+            free(Ab);
+            Ab = nn_qgemm_pack_a(a, oa, M, p->K, azp);
+            A = Ab;
+        }
+        if (!Bp || !A) {
+            free(Bp);
+            free(Ab);
+            free(Y);
+            return NN_NOMEM(c);
+        }
+        nn_qgemm(c->pool, M, p->N, p->K, A, Bp, Y + bi * p->M * p->N);
+    }
+    free(Bp);
+    free(Ab);
+    *out = Y;
+    return OX_OK;
+}
+
 static ox_status int_matmul(ox_kernel_ctx *c, const ox_tensor *a, const ox_tensor *azp,
                             const ox_tensor *b, const ox_tensor *bzp, mm_plan *p,
                             int32_t **out)
@@ -508,23 +542,7 @@ static ox_status int_matmul(ox_kernel_ctx *c, const ox_tensor *a, const ox_tenso
         return NN_FAIL(c, "A and B must be int8 or uint8");
     ox_status st = mm_prepare(c, a, b, false, false, p);
     if (st) return st;
-    int32_t *A = to_i32_zp(c, a, azp, p->M, p->K, true);
-    int32_t *B = A ? to_i32_zp(c, b, bzp, p->K, p->N, false) : NULL;
-    int32_t *Y = B ? malloc((size_t)(p->batch * p->M * p->N + 1) * sizeof(int32_t)) : NULL;
-    if (!Y) {
-        free(A);
-        free(B);
-        return NN_NOMEM(c);
-    }
-    for (int64_t bi = 0; bi < p->batch; bi++) {
-        int64_t oa, ob;
-        mm_offsets(p, bi, &oa, &ob);
-        nn_igemm(p->M, p->N, p->K, A + oa, B + ob, Y + bi * p->M * p->N);
-    }
-    free(A);
-    free(B);
-    *out = Y;
-    return OX_OK;
+    return int_matmul16(c, a, NULL, azp, b, bzp, p, out);
 }
 
 NN_KERNEL(matmul_integer)
@@ -539,6 +557,69 @@ NN_KERNEL(matmul_integer)
     memcpy(ox_tensor_data(y), Y, (size_t)y->numel * sizeof(int32_t));
     free(Y);
     return OX_OK;
+}
+
+/* com.microsoft DynamicQuantizeMatMul: A (float) quantized as
+ * DynamicQuantizeLinear does (uint8, one scale and zero point for the whole
+ * tensor), times int8/uint8 B with b_scale (scalar or per column) and an
+ * optional b_zero_point, then Y = acc * (a_scale * b_scale[j]) + bias[j]:
+ * the same float operations, in the same order, as the standard form
+ * MatMulInteger -> Cast -> Mul(a_scale * b_scale). */
+NN_KERNEL(dynamic_quantize_matmul)
+{
+    const ox_tensor *a = ox_kernel_in(c, 0), *b = ox_kernel_in(c, 1);
+    const ox_tensor *bs = ox_kernel_in(c, 2), *bzp = ox_kernel_in(c, 3), *bias = ox_kernel_in(c, 4);
+    if (!a || !b || !bs) return NN_FAIL(c, "needs A, B and b_scale");
+    if (a->dtype != OX_DT_FLOAT || (b->dtype != OX_DT_INT8 && b->dtype != OX_DT_UINT8))
+        return NN_FAIL(c, "A must be float and B int8 or uint8");
+    mm_plan p;
+    ox_status st = mm_prepare(c, a, b, false, false, &p);
+    if (st) return st;
+    if (bs->numel != 1 && bs->numel != p.N)
+        return NN_FAIL(c, "b_scale must be a scalar or have %lld (N) elements", (long long)p.N);
+    if (bias && bias->numel != p.N)
+        return NN_FAIL(c, "bias must have %lld (N) elements", (long long)p.N);
+    float *t0 = NULL, *t1 = NULL, *t2 = NULL;
+    const float *A = nn_load_f32(c, a, &t0);
+    const float *BS = A ? nn_load_f32(c, bs, &t1) : NULL;
+    const float *BI = BS && bias ? nn_load_f32(c, bias, &t2) : NULL;
+    if (!BS || (bias && !BI)) { free(t0); free(t1); free(t2); return NN_ST(c); }
+    float as;
+    uint8_t azp;
+    nn_dyn_quant(A, a->numel, NULL, &as, &azp);
+    /* A's rows minus the zero point, straight to int16 (no uint8 copy). */
+    int64_t rows = a->numel / (p.K ? p.K : 1), Kp = nn_qgemm_kp(p.K);
+    int16_t *a16 = calloc((size_t)(rows * Kp + 1), sizeof *a16);
+    int32_t *Y = NULL;
+    if (!a16) st = NN_NOMEM(c);
+    for (int64_t r = 0; !st && r < rows; r++)
+        for (int64_t k = 0; k < p.K; k++) {
+            float x = A[r * p.K + k];
+            a16[r * Kp + k] = (int16_t)(nn_q_round_sat(as != 0.0f ? (double)nearbyintf(x / as) + azp
+                                                                  : (double)azp, 0, 255) - azp);
+        }
+    if (!st) st = int_matmul16(c, NULL, a16, NULL, b, bzp, &p, &Y);
+    ox_tensor *y = st ? NULL : nn_out(c, 0, OX_DT_FLOAT, p.out_rank, p.dfinal);
+    if (!st && !y) st = NN_ST(c);
+    if (!st) {
+        float *o = ox_tensor_data(y);
+        float *mul = malloc((size_t)p.N * sizeof *mul);
+        if (!mul) st = NN_NOMEM(c);
+        for (int64_t j = 0; mul && j < p.N; j++)
+            mul[j] = as * BS[bs->numel == 1 ? 0 : j];
+        for (int64_t i = 0; mul && i < p.batch * p.M; i++)
+            for (int64_t j = 0; j < p.N; j++) {
+                float v = (float)Y[i * p.N + j] * mul[j];
+                o[i * p.N + j] = BI ? v + BI[j] : v;
+            }
+        free(mul);
+    }
+    free(Y);
+    free(a16);
+    free(t0);
+    free(t1);
+    free(t2);
+    return st;
 }
 
 /* Scale for row i / column j: scalar or 1-D per-row/per-column. */

@@ -37,6 +37,11 @@
 #define nn_act_apply ox_nn_act_apply
 #define nn_set_i ox_nn_set_i
 #define nn_expand ox_nn_expand
+#define nn_qgemm ox_nn_qgemm
+#define nn_qgemm_kp ox_nn_qgemm_kp
+#define nn_qgemm_pack_a ox_nn_qgemm_pack_a
+#define nn_qgemm_pack_b ox_nn_qgemm_pack_b
+#define nn_dyn_quant ox_nn_dyn_quant
 
 /* ---- errors and attributes ------------------------------------------------ */
 
@@ -136,6 +141,23 @@ float *nn_scratch(int slot, size_t nfloats);
  * A and B given as int32 already offset-corrected by the caller. */
 void nn_igemm(int64_t M, int64_t N, int64_t K, const int32_t *A,
               const int32_t *B, int32_t *C);
+
+/* Exact 8-bit products (qgemm.c): A and B as int16 minus their zero
+ * points. pack_a: M rows of K (int8/uint8 tensor a from element off; zp
+ * scalar or per row; NULL: 0) padded to nn_qgemm_kp(K); pack_b: K x N
+ * (zp scalar or per column) into 16-column panels. nn_qgemm: C[M,N] int32
+ * = A x B, split over the pool (NULL: serial). The arrays are malloc'ed. */
+int64_t nn_qgemm_kp(int64_t K);
+int16_t *nn_qgemm_pack_a(const ox_tensor *a, int64_t off, int64_t M, int64_t K,
+                         const ox_tensor *zp);
+int16_t *nn_qgemm_pack_b(const ox_tensor *b, int64_t off, int64_t K, int64_t N,
+                         const ox_tensor *zp);
+struct ox_thread_pool;
+void nn_qgemm(struct ox_thread_pool *pool, int64_t M, int64_t N, int64_t K, const int16_t *A,
+              const int16_t *Bp, int32_t *C);
+/* DynamicQuantizeLinear of x[0..n) (quant.c): y (may be NULL), scale and
+ * zero point as ONNX defines them (round half to even). */
+void nn_dyn_quant(const float *x, int64_t n, uint8_t *y, float *scale, uint8_t *zp);
 
 /* Broadcasting batched matmul of float arrays with numpy semantics; ranks
  * must already be >= 2 (callers handle 1-D operands). Output shape written

@@ -149,6 +149,22 @@ NN_KERNEL(dequantize_linear)
     return OX_OK;
 }
 
+void nn_dyn_quant(const float *X, int64_t n, uint8_t *Y, float *scale_out, uint8_t *zp_out)
+{
+    float mn = 0.0f, mx = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        if (X[i] < mn) mn = X[i];
+        if (X[i] > mx) mx = X[i];
+    }
+    float scale = (mx - mn) / 255.0f;
+    float zpf = scale != 0.0f ? nearbyintf(0.0f - mn / scale) : 0.0f;
+    int64_t zp = zpf < 0 ? 0 : zpf > 255 ? 255 : (int64_t)zpf;
+    for (int64_t i = 0; Y && i < n; i++)
+        Y[i] = (uint8_t)nn_q_round_sat(scale != 0.0f ? (double)nearbyintf(X[i] / scale) + (double)zp : (double)zp, 0, 255);
+    *scale_out = scale;
+    *zp_out = (uint8_t)zp;
+}
+
 NN_KERNEL(dynamic_quantize_linear)
 {
     const ox_tensor *x = ox_kernel_in(c, 0);
@@ -156,23 +172,12 @@ NN_KERNEL(dynamic_quantize_linear)
     float *t0 = NULL;
     const float *X = nn_load_f32(c, x, &t0);
     if (!X) return NN_ST(c);
-    float mn = 0.0f, mx = 0.0f;
-    for (int64_t i = 0; i < x->numel; i++) {
-        if (X[i] < mn) mn = X[i];
-        if (X[i] > mx) mx = X[i];
-    }
-    float scale = (mx - mn) / 255.0f;
-    float zpf = scale != 0.0f ? nearbyintf(0.0f - mn / scale) : 0.0f;
-    int64_t zp = zpf < 0 ? 0 : zpf > 255 ? 255 : (int64_t)zpf;
     ox_tensor *y = nn_out(c, 0, OX_DT_UINT8, x->rank, x->dims);
     ox_tensor *ys = y ? nn_out(c, 1, OX_DT_FLOAT, 0, NULL) : NULL;
     ox_tensor *yz = ys ? nn_out(c, 2, OX_DT_UINT8, 0, NULL) : NULL;
     if (!yz) { free(t0); return NN_ST(c); }
-    uint8_t *Y = ox_tensor_data(y);
-    for (int64_t i = 0; i < x->numel; i++)
-        Y[i] = (uint8_t)nn_q_round_sat(scale != 0.0f ? (double)nearbyintf(X[i] / scale) + (double)zp : (double)zp, 0, 255);
-    *(float *)ox_tensor_data(ys) = scale;
-    *(uint8_t *)ox_tensor_data(yz) = (uint8_t)zp;
+    nn_dyn_quant(X, x->numel, ox_tensor_data(y), (float *)ox_tensor_data(ys),
+                 (uint8_t *)ox_tensor_data(yz));
     free(t0);
     return OX_OK;
 }

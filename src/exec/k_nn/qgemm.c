@@ -1,0 +1,192 @@
+/* Exact 8-bit integer matrix products with int32 accumulation: operands
+ * minus their zero points fit int16 ([-255, 255]), B is packed in pairs
+ * of rows interleaved per column, so that one pmaddwd (AVX2) computes
+ * a[k]*b[k][j] + a[k+1]*b[k+1][j] for 8 columns at once (each pair sum is
+ * at most 2 * 255 * 255, no saturation). A 4x16 tile lives in eight
+ * accumulators. Without AVX2 a scalar loop reads the same layout.
+ * MatMulInteger, ConvInteger's and com.microsoft DynamicQuantizeMatMul use
+ * it (docs/EXECUTOR.md). */
+#include "nn_common.h"
+#include "onnxscope/threadpool.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QG_X86 1
+#endif
+
+#define QNR 16  /* columns per packed panel */
+#define QMR 4   /* rows per tile */
+
+int64_t nn_qgemm_kp(int64_t K)
+{
+    return (K + 1) & ~(int64_t)1;
+}
+
+static int64_t zp_at(const ox_tensor *zp, int64_t idx)
+{
+    if (!zp || zp->numel == 0)
+        return 0;
+    return nn_get_i(zp, zp->numel == 1 ? 0 : idx < zp->numel ? idx : 0);
+}
+
+static inline int32_t q8(const void *d, bool is_signed, int64_t i)
+{
+    return is_signed ? ((const int8_t *)d)[i] : ((const uint8_t *)d)[i];
+}
+
+int16_t *nn_qgemm_pack_a(const ox_tensor *a, int64_t off, int64_t M, int64_t K,
+                         const ox_tensor *zp)
+{
+    int64_t Kp = nn_qgemm_kp(K);
+    int16_t *v = calloc((size_t)(M * Kp + 1), sizeof *v);
+    if (!v)
+        return NULL;
+    const void *d = ox_tensor_data(a);
+    bool s = a->dtype == OX_DT_INT8;
+    for (int64_t i = 0; i < M; i++) {
+        int32_t z = (int32_t)zp_at(zp, i);
+        for (int64_t k = 0; k < K; k++)
+            v[i * Kp + k] = (int16_t)(q8(d, s, off + i * K + k) - z);
+    }
+    return v;
+}
+
+int16_t *nn_qgemm_pack_b(const ox_tensor *b, int64_t off, int64_t K, int64_t N,
+                         const ox_tensor *zp)
+{
+    int64_t Kp = nn_qgemm_kp(K), nb = (N + QNR - 1) / QNR;
+    int16_t *v = calloc((size_t)(nb * Kp * QNR + 1), sizeof *v);
+    if (!v)
+        return NULL;
+    const void *d = ox_tensor_data(b);
+    bool s = b->dtype == OX_DT_INT8;
+    for (int64_t k = 0; k < K; k++) {
+        const int64_t row = off + k * N;
+        for (int64_t j = 0; j < N; j++) {
+            int64_t jb = j / QNR, jj = j % QNR;
+            /* panel jb, pair k/2, column jj, slot k%2 */
+            v[(jb * Kp + (k & ~(int64_t)1)) * QNR + jj * 2 + (k & 1)] =
+                (int16_t)(q8(d, s, row + j) - (int32_t)zp_at(zp, j));
+        }
+    }
+    return v;
+}
+
+/* C[0:mr, 0:nr] = A rows x panel, scalar. */
+static void tile_c(int64_t kp2, const int16_t *const *ar, int mr, const int16_t *bp, int32_t *C,
+                   int64_t ldc, int nr)
+{
+    for (int r = 0; r < mr; r++)
+        for (int j = 0; j < nr; j++) {
+            int32_t acc = 0;
+            for (int64_t k = 0; k < kp2; k++)
+                acc += ar[r][2 * k] * bp[k * 2 * QNR + 2 * j] +
+                       ar[r][2 * k + 1] * bp[k * 2 * QNR + 2 * j + 1];
+            C[r * ldc + j] = acc;
+        }
+}
+
+#ifdef QG_X86
+__attribute__((target("avx2"))) static void tile_avx2(int64_t kp2, const int16_t *const *ar,
+                                                      int mr, const int16_t *bp, int32_t *C,
+                                                      int64_t ldc, int nr)
+{
+    const int16_t *a0 = ar[0], *a1 = ar[mr > 1 ? 1 : 0], *a2 = ar[mr > 2 ? 2 : 0],
+                  *a3 = ar[mr > 3 ? 3 : 0];
+    __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00;
+    __m256i c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+    for (int64_t k = 0; k < kp2; k++) {
+        __m256i b0 = _mm256_loadu_si256((const __m256i *)(bp + k * 2 * QNR));
+        __m256i b1 = _mm256_loadu_si256((const __m256i *)(bp + k * 2 * QNR + 16));
+        int32_t p0, p1, p2, p3;
+        memcpy(&p0, a0 + 2 * k, 4);
+        memcpy(&p1, a1 + 2 * k, 4);
+        memcpy(&p2, a2 + 2 * k, 4);
+        memcpy(&p3, a3 + 2 * k, 4);
+        __m256i v0 = _mm256_set1_epi32(p0), v1 = _mm256_set1_epi32(p1);
+        __m256i v2 = _mm256_set1_epi32(p2), v3 = _mm256_set1_epi32(p3);
+        c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(v0, b0));
+        c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(v0, b1));
+        c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(v1, b0));
+        c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(v1, b1));
+        c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(v2, b0));
+        c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(v2, b1));
+        c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(v3, b0));
+        c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(v3, b1));
+    }
+    int32_t acc[QMR][QNR];
+    _mm256_storeu_si256((__m256i *)acc[0], c00);
+    _mm256_storeu_si256((__m256i *)(acc[0] + 8), c01);
+    _mm256_storeu_si256((__m256i *)acc[1], c10);
+    _mm256_storeu_si256((__m256i *)(acc[1] + 8), c11);
+    _mm256_storeu_si256((__m256i *)acc[2], c20);
+    _mm256_storeu_si256((__m256i *)(acc[2] + 8), c21);
+    _mm256_storeu_si256((__m256i *)acc[3], c30);
+    _mm256_storeu_si256((__m256i *)(acc[3] + 8), c31);
+    for (int r = 0; r < mr; r++)
+        memcpy(C + r * ldc, acc[r], (size_t)nr * sizeof(int32_t));
+}
+#endif
+
+typedef void (*tile_fn)(int64_t, const int16_t *const *, int, const int16_t *, int32_t *,
+                        int64_t, int);
+
+static tile_fn pick_tile(void)
+{
+#ifdef QG_X86
+    if (!getenv("ONNXSCOPE_NO_SIMD_QGEMM") && __builtin_cpu_supports("avx2"))
+        return tile_avx2;
+#endif
+    return tile_c;
+}
+
+typedef struct qjob {
+    int64_t M, N, Kp;
+    const int16_t *A, *Bp;
+    int32_t *C;
+    tile_fn fn;
+    bool by_rows;   /* chunks are row groups of QMR (else column panels) */
+} qjob;
+
+static void run_block(const qjob *j, int64_t i0, int64_t i1, int64_t b0, int64_t b1)
+{
+    for (int64_t jb = b0; jb < b1; jb++) {
+        const int16_t *bp = j->Bp + jb * j->Kp * QNR;
+        int nr = (int)(j->N - jb * QNR < QNR ? j->N - jb * QNR : QNR);
+        for (int64_t i = i0; i < i1; i += QMR) {
+            int mr = (int)(i1 - i < QMR ? i1 - i : QMR);
+            const int16_t *ar[QMR];
+            for (int r = 0; r < QMR; r++)
+                ar[r] = j->A + (i + (r < mr ? r : 0)) * j->Kp;
+            j->fn(j->Kp / 2, ar, mr, bp, j->C + i * j->N + jb * QNR, j->N, nr);
+        }
+    }
+}
+
+static void qchunk(void *ctx, int64_t b, int64_t e)
+{
+    const qjob *j = ctx;
+    int64_t nb = (j->N + QNR - 1) / QNR;
+    if (j->by_rows) {
+        int64_t i1 = e * QMR < j->M ? e * QMR : j->M;
+        run_block(j, b * QMR, i1, 0, nb);
+    } else {
+        run_block(j, 0, j->M, b, e);
+    }
+}
+
+void nn_qgemm(struct ox_thread_pool *pool, int64_t M, int64_t N, int64_t K, const int16_t *A,
+              const int16_t *Bp, int32_t *C)
+{
+    qjob j = {.M = M, .N = N, .Kp = nn_qgemm_kp(K), .A = A, .Bp = Bp, .C = C,
+              .fn = pick_tile()};
+    int64_t nb = (N + QNR - 1) / QNR, mb = (M + QMR - 1) / QMR;
+    int threads = ox_thread_pool_size(pool);
+    if (threads <= 1 || M * N * K < 262144LL * threads) {
+        run_block(&j, 0, M, 0, nb);
+        return;
+    }
+    /* Split the larger side; panels of B stay hot in each thread's cache. */
+    j.by_rows = mb >= nb;
+    ox_parallel_for(pool, j.by_rows ? mb : nb, 1, qchunk, &j);
+}
