@@ -358,8 +358,9 @@ static int rewrite_qdq(ox_pass_ctx *c, ox_graph *g, const site *s, bool per_axis
     ox_value *old = s->wv;
     ox__pass_set_input(c, s->n, 0, adq);
     ox__pass_set_input(c, s->n, 1, dq->outputs[0]);
-    ox__fuse_drop_dead(c, old);
+    /* The report reads the float weight: before it may be freed. */
     bool ok = push_entry(c, s, &w, "QDQ", s->n->id);
+    ox__fuse_drop_dead(c, old);
     free_qw(&w);
     return ok ? 1 : -1;
 }
@@ -459,10 +460,10 @@ static int rewrite_matmul(ox_pass_ctx *c, ox_graph *g, const site *s, bool ort)
         free_qw(&w);
         return -1;
     }
+    bool ok = push_entry(c, s, &w, form, prod->id);
     ox__fuse_drop_dead(c, old);
     if (cin && cin != bias)
         ox__fuse_drop_dead(c, cin);
-    bool ok = push_entry(c, s, &w, form, prod->id);
     free_qw(&w);
     return ok ? 1 : -1;
 }
@@ -517,10 +518,10 @@ static int rewrite_conv(ox_pass_ctx *c, ox_graph *g, const site *s)
     ox_value *ain[2] = {mul ? mul->outputs[0] : NULL, bias};
     bool ok = mul && (!bias || add_node(c, g, "Add", "", 2, ain, y, "bias"));
     if (ok) {
+        ok = push_entry(c, s, &w, "ConvInteger", prod->id);
         ox__fuse_drop_dead(c, old);
         if (bv)
             ox__fuse_drop_dead(c, bv);
-        ok = push_entry(c, s, &w, "ConvInteger", prod->id);
     }
     free_qw(&w);
     return ok ? 1 : -1;
