@@ -420,7 +420,13 @@ static int rewrite_matmul(ox_pass_ctx *c, ox_graph *g, const site *s, bool ort)
     ox_node *prod = NULL;
     const char *form;
     ox_value *tmp = bias ? NULL : y;
-    snprintf(hint, sizeof hint, "%.200s_quant", site_name[0] ? site_name : "matmul");
+    const char *sn = site_name[0] ? site_name : "matmul";
+    char h_cast[256], h_scale[256], h_deq[256], h_bias[256];
+    snprintf(h_cast, sizeof h_cast, "%.200s_cast", sn);
+    snprintf(h_scale, sizeof h_scale, "%.200s_scale", sn);
+    snprintf(h_deq, sizeof h_deq, "%.200s_dequant", sn);
+    snprintf(h_bias, sizeof h_bias, "%.200s_bias", sn);
+    snprintf(hint, sizeof hint, "%.200s_quant", sn);
     if (ort) {
         form = "DynamicQuantizeMatMul";
         ox_value *in[5] = {a, wq, ws, NULL, dq_bias};
@@ -437,13 +443,13 @@ static int rewrite_matmul(ox_pass_ctx *c, ox_graph *g, const site *s, bool ort)
         }
         ox_value *in[3] = {q[0], wq, q[2]};
         prod = add_node(c, g, "MatMulInteger", "", 3, in, NULL, hint);
-        ox_node *cast = prod ? add_node(c, g, "Cast", "", 1, prod->outputs, NULL, "cast") : NULL;
+        ox_node *cast = prod ? add_node(c, g, "Cast", "", 1, prod->outputs, NULL, h_cast) : NULL;
         if (cast)
             ox_node_set_attr_i(cast, "to", OX_DT_FLOAT);
         ox_value *sin[2] = {q[1], ws};
-        ox_node *sc = cast ? add_node(c, g, "Mul", "", 2, sin, NULL, "scale") : NULL;
+        ox_node *sc = cast ? add_node(c, g, "Mul", "", 2, sin, NULL, h_scale) : NULL;
         ox_value *min[2] = {cast ? cast->outputs[0] : NULL, sc ? sc->outputs[0] : NULL};
-        ox_node *mul = sc ? add_node(c, g, "Mul", "", 2, min, tmp, "dequant") : NULL;
+        ox_node *mul = sc ? add_node(c, g, "Mul", "", 2, min, tmp, h_deq) : NULL;
         if (!mul)
             prod = NULL;
         else
@@ -453,7 +459,7 @@ static int rewrite_matmul(ox_pass_ctx *c, ox_graph *g, const site *s, bool ort)
         if (ort)
             tmp = prod->outputs[0];
         ox_value *ain[2] = {tmp, bias};
-        if (!add_node(c, g, "Add", "", 2, ain, y, "bias"))
+        if (!add_node(c, g, "Add", "", 2, ain, y, h_bias))
             prod = NULL;
     }
     if (!prod) {
@@ -499,7 +505,13 @@ static int rewrite_conv(ox_pass_ctx *c, ox_graph *g, const site *s)
         return -1;
     }
     ox_value *y = s->n->outputs[0], *old = s->wv;
-    snprintf(hint, sizeof hint, "%.200s_quant", s->n->name ? s->n->name : "conv");
+    const char *sn = s->n->name && *s->n->name ? s->n->name : "conv";
+    char h_cast[256], h_scale[256], h_deq[256], h_bias[256];
+    snprintf(h_cast, sizeof h_cast, "%.200s_cast", sn);
+    snprintf(h_scale, sizeof h_scale, "%.200s_scale", sn);
+    snprintf(h_deq, sizeof h_deq, "%.200s_dequant", sn);
+    snprintf(h_bias, sizeof h_bias, "%.200s_bias", sn);
+    snprintf(hint, sizeof hint, "%.200s_quant", sn);
     ox_value *in[3] = {q[0], wq, q[2]};
     ox_node *prod = add_node(c, g, "ConvInteger", "", 3, in, NULL, hint);
     /* The geometry attributes carry over unchanged. */
@@ -508,15 +520,15 @@ static int rewrite_conv(ox_pass_ctx *c, ox_graph *g, const site *s)
             prod = NULL;
     ox__pass_drop(c, s->n);
     ox_infer_forget_value(y);
-    ox_node *cast = prod ? add_node(c, g, "Cast", "", 1, prod->outputs, NULL, "cast") : NULL;
+    ox_node *cast = prod ? add_node(c, g, "Cast", "", 1, prod->outputs, NULL, h_cast) : NULL;
     if (cast)
         ox_node_set_attr_i(cast, "to", OX_DT_FLOAT);
     ox_value *sin[2] = {q[1], ws};
-    ox_node *sc = cast ? add_node(c, g, "Mul", "", 2, sin, NULL, "scale") : NULL;
+    ox_node *sc = cast ? add_node(c, g, "Mul", "", 2, sin, NULL, h_scale) : NULL;
     ox_value *min[2] = {cast ? cast->outputs[0] : NULL, sc ? sc->outputs[0] : NULL};
-    ox_node *mul = sc ? add_node(c, g, "Mul", "", 2, min, bias ? NULL : y, "dequant") : NULL;
+    ox_node *mul = sc ? add_node(c, g, "Mul", "", 2, min, bias ? NULL : y, h_deq) : NULL;
     ox_value *ain[2] = {mul ? mul->outputs[0] : NULL, bias};
-    bool ok = mul && (!bias || add_node(c, g, "Add", "", 2, ain, y, "bias"));
+    bool ok = mul && (!bias || add_node(c, g, "Add", "", 2, ain, y, h_bias));
     if (ok) {
         ok = push_entry(c, s, &w, "ConvInteger", prod->id);
         ox__fuse_drop_dead(c, old);

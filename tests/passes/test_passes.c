@@ -1095,6 +1095,7 @@ static bool tested_elsewhere(const char *name)
         "fuse_silu", "fuse_silu_ort", "fuse_conv_act", "fuse_conv_add_act", "fuse_gemm_act",
         "fuse_layernorm", "fuse_rmsnorm", "fuse_skip_layernorm", "fuse_norm_cast", "fuse_embed_layernorm", "fuse_gelu", "fuse_bias_gelu",
         "fuse_attention", "fuse_attention_onnx", "fuse_multihead_attention",
+        "quantize_dynamic", /* tests/passes/test_quantize.c */
         NULL};
     for (int i = 0; names[i]; i++)
         if (!strcmp(names[i], name))
