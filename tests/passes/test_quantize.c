@@ -442,6 +442,10 @@ static void test_matmul_integer_kernel(void **state)
         {2, {9, 17}, 2, {17, 16}, OX_DT_INT8, OX_DT_UINT8, 2, 1},
         {3, {2, 4, 31}, 3, {2, 31, 19}, OX_DT_UINT8, OX_DT_UINT8, 1, 1},
         {2, {130, 300}, 2, {300, 70}, OX_DT_UINT8, OX_DT_INT8, 1, 2},
+        /* fewer than 4 rows: B read in place (no packing) */
+        {2, {1, 50}, 2, {50, 33}, OX_DT_UINT8, OX_DT_INT8, 1, 2},
+        {2, {3, 20}, 2, {20, 17}, OX_DT_UINT8, OX_DT_UINT8, 2, 2},
+        {3, {2, 1, 9}, 2, {9, 40}, OX_DT_INT8, OX_DT_INT8, 0, 1},
     };
     uint32_t seed = 99;
     for (int simd = 0; simd < 2; simd++) {

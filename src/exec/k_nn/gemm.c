@@ -504,7 +504,9 @@ static ox_status int_matmul16(ox_kernel_ctx *c, const ox_tensor *a, const int16_
     for (int64_t bi = 0; bi < (fold ? 1 : p->batch); bi++) {
         int64_t oa, ob, M = fold ? p->M * p->batch : p->M;
         mm_offsets(p, bi, &oa, &ob);
-        if (ob != packed_ob) {
+        /* Below 4 rows packing B costs more than the product. */
+        bool small = M < 4;
+        if (!small && ob != packed_ob) {
             free(Bp);
             Bp = nn_qgemm_pack_b(b, ob, p->K, p->N, bzp);
             packed_ob = ob;
@@ -517,13 +519,16 @@ static ox_status int_matmul16(ox_kernel_ctx *c, const ox_tensor *a, const int16_
             Ab = nn_qgemm_pack_a(a, oa, M, p->K, azp);
             A = Ab;
         }
-        if (!Bp || !A) {
+        if ((!small && !Bp) || !A) {
             free(Bp);
             free(Ab);
             free(Y);
             return NN_NOMEM(c);
         }
-        nn_qgemm(c->pool, M, p->N, p->K, A, Bp, Y + bi * p->M * p->N);
+        if (small)
+            nn_qgemm_small(M, p->N, p->K, A, b, ob, bzp, Y + bi * p->M * p->N);
+        else
+            nn_qgemm(c->pool, M, p->N, p->K, A, Bp, Y + bi * p->M * p->N);
     }
     free(Bp);
     free(Ab);

@@ -39,6 +39,7 @@
 #define nn_expand ox_nn_expand
 #define nn_qgemm ox_nn_qgemm
 #define nn_qgemm_kp ox_nn_qgemm_kp
+#define nn_qgemm_small ox_nn_qgemm_small
 #define nn_qgemm_pack_a ox_nn_qgemm_pack_a
 #define nn_qgemm_pack_b ox_nn_qgemm_pack_b
 #define nn_dyn_quant ox_nn_dyn_quant
@@ -155,6 +156,10 @@ int16_t *nn_qgemm_pack_b(const ox_tensor *b, int64_t off, int64_t K, int64_t N,
 struct ox_thread_pool;
 void nn_qgemm(struct ox_thread_pool *pool, int64_t M, int64_t N, int64_t K, const int16_t *A,
               const int16_t *Bp, int32_t *C);
+/* The same product for a few rows of A, reading B (int8/uint8 from element
+ * off, K x N) in place: no packing (M = 1 decoding). */
+void nn_qgemm_small(int64_t M, int64_t N, int64_t K, const int16_t *A, const ox_tensor *b,
+                    int64_t off, const ox_tensor *zp, int32_t *C);
 /* DynamicQuantizeLinear of x[0..n) (quant.c): y (may be NULL), scale and
  * zero point as ONNX defines them (round half to even). */
 void nn_dyn_quant(const float *x, int64_t n, uint8_t *y, float *scale, uint8_t *zp);

@@ -128,6 +128,55 @@ __attribute__((target("avx2"))) static void tile_avx2(int64_t kp2, const int16_t
 }
 #endif
 
+/* Few rows (M = 1 decoding): packing B would cost more than the product,
+ * so B is read in place, row by row: acc[j] += a[k] * b[k][j], which the
+ * compiler vectorizes (8-bit loads widened to int32); B's zero point is
+ * taken out at the end: sum a (b - zb) = sum a b - zb sum a. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define QG_CLONES __attribute__((target_clones("arch=x86-64-v3", "default"), optimize("O3")))
+#else
+#define QG_CLONES
+#endif
+
+QG_CLONES
+static void row_s8(int32_t *restrict acc, const int8_t *restrict b, int32_t a, int64_t N)
+{
+    for (int64_t j = 0; j < N; j++)
+        acc[j] += a * (int32_t)b[j];
+}
+
+QG_CLONES
+static void row_u8(int32_t *restrict acc, const uint8_t *restrict b, int32_t a, int64_t N)
+{
+    for (int64_t j = 0; j < N; j++)
+        acc[j] += a * (int32_t)b[j];
+}
+
+void nn_qgemm_small(int64_t M, int64_t N, int64_t K, const int16_t *A, const ox_tensor *b,
+                    int64_t off, const ox_tensor *zp, int32_t *C)
+{
+    int64_t Kp = nn_qgemm_kp(K);
+    bool s = b->dtype == OX_DT_INT8;
+    const uint8_t *d = (const uint8_t *)ox_tensor_data(b) + off;
+    for (int64_t i = 0; i < M; i++) {
+        int32_t *acc = C + i * N, sum = 0;
+        memset(acc, 0, (size_t)N * sizeof *acc);
+        for (int64_t k = 0; k < K; k++) {
+            int32_t a = A[i * Kp + k];
+            sum += a;
+            if (!a)
+                continue;
+            if (s)
+                row_s8(acc, (const int8_t *)d + k * N, a, N);
+            else
+                row_u8(acc, d + k * N, a, N);
+        }
+        if (zp && zp->numel)
+            for (int64_t j = 0; j < N; j++)
+                acc[j] -= (int32_t)zp_at(zp, j) * sum;
+    }
+}
+
 typedef void (*tile_fn)(int64_t, const int16_t *const *, int, const int16_t *, int32_t *,
                         int64_t, int);
 
