@@ -276,6 +276,42 @@ static void test_forms_agree(void **state)
     ox_model_free(m);
 }
 
+/* The packed weights cached in the plan across runs give what a fresh
+ * executor gives. */
+static void test_cached_weights(void **state)
+{
+    (void)state;
+    ox_model *m = mm_model(13, true, true);
+    ox_quant_opts o = opts(OX_QUANT_INTEGER);
+    for (int t = 0; t < 2; t++) {
+        ox_model *q = ox_model_clone(m);
+        assert_int_equal(q_run(q, &o, t ? OX_TARGET_ORT : OX_TARGET_ONNX, NULL), 2);
+        ox_error err = {0};
+        ox_exec_opts eo = {.threads = 1};
+        ox_exec *kept;
+        assert_int_equal(ox_exec_new(q, &eo, &kept, &err), OX_OK);
+        for (uint32_t seed = 1; seed <= 3; seed++) {
+            ox_exec *fresh;
+            assert_int_equal(ox_exec_new(q, &eo, &fresh, &err), OX_OK);
+            ox_rval *in[8] = {0}, *ra[8] = {0}, *rb[8] = {0};
+            assert_int_equal(ox_random_inputs(q, NULL, seed, 10, in, &err), OX_OK);
+            assert_int_equal(ox_exec_run(kept, 1, in, 2, ra, &err), OX_OK);
+            assert_int_equal(ox_exec_run(fresh, 1, in, 2, rb, &err), OX_OK);
+            for (int k = 0; k < 2; k++)
+                assert_true(ox_tensor_equal(ra[k]->t, rb[k]->t));
+            for (int k = 0; k < 8; k++) {
+                ox_rval_free(in[k]);
+                ox_rval_free(ra[k]);
+                ox_rval_free(rb[k]);
+            }
+            ox_exec_free(fresh);
+        }
+        ox_exec_free(kept);
+        ox_model_free(q);
+    }
+    ox_model_free(m);
+}
+
 /* Gemm with transB, alpha, beta and a row bias, in every form. */
 static void test_gemm(void **state)
 {
@@ -442,17 +478,22 @@ static void test_matmul_integer_kernel(void **state)
         {2, {9, 17}, 2, {17, 16}, OX_DT_INT8, OX_DT_UINT8, 2, 1},
         {3, {2, 4, 31}, 3, {2, 31, 19}, OX_DT_UINT8, OX_DT_UINT8, 1, 1},
         {2, {130, 300}, 2, {300, 70}, OX_DT_UINT8, OX_DT_INT8, 1, 2},
+        {2, {37, 259}, 2, {259, 65}, OX_DT_UINT8, OX_DT_INT8, 2, 2},
+        {3, {2, 6, 130}, 3, {2, 130, 40}, OX_DT_UINT8, OX_DT_INT8, 1, 1},
         /* fewer than 4 rows: B read in place (no packing) */
         {2, {1, 50}, 2, {50, 33}, OX_DT_UINT8, OX_DT_INT8, 1, 2},
         {2, {3, 20}, 2, {20, 17}, OX_DT_UINT8, OX_DT_UINT8, 2, 2},
         {3, {2, 1, 9}, 2, {9, 40}, OX_DT_INT8, OX_DT_INT8, 0, 1},
     };
     uint32_t seed = 99;
-    for (int simd = 0; simd < 2; simd++) {
-        if (simd)
-            unsetenv("ONNXSCOPE_NO_SIMD_QGEMM");
-        else
+    /* 0: scalar; 1: AVX2 pmaddwd (no VNNI); 2: VNNI where the CPU has it */
+    for (int simd = 0; simd < 3; simd++) {
+        unsetenv("ONNXSCOPE_NO_SIMD_QGEMM");
+        unsetenv("ONNXSCOPE_NO_VNNI");
+        if (simd == 0)
             setenv("ONNXSCOPE_NO_SIMD_QGEMM", "1", 1);
+        else if (simd == 1)
+            setenv("ONNXSCOPE_NO_VNNI", "1", 1);
         for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
             kc k;
             memset(&k, 0, sizeof k);
@@ -511,6 +552,7 @@ static void test_matmul_integer_kernel(void **state)
         }
     }
     unsetenv("ONNXSCOPE_NO_SIMD_QGEMM");
+    unsetenv("ONNXSCOPE_NO_VNNI");
 }
 
 /* ---- shared transformers ----------------------------------------------------------- */
@@ -612,6 +654,7 @@ int main(void)
         cmocka_unit_test(test_dynamic_params),
         cmocka_unit_test(test_integer_form),
         cmocka_unit_test(test_forms_agree),
+        cmocka_unit_test(test_cached_weights),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_not_firing),

@@ -486,52 +486,182 @@ static bool mm_foldable(const mm_plan *p)
     return true;
 }
 
-/* Computes the int32 products of a and b (with zero points) into *out and
- * the plan; caller frees *out. A may be NULL when a16 (A already minus its
- * zero point, as nn_qgemm_pack_a lays it out, M*batch rows) is given. */
-static ox_status int_matmul16(ox_kernel_ctx *c, const ox_tensor *a, const int16_t *a16,
-                              const ox_tensor *azp, const ox_tensor *b, const ox_tensor *bzp,
-                              const mm_plan *p, int32_t **out)
+/* Zero point of row/column idx: scalar, per index, or 0 when absent. */
+static int32_t zp_of(const ox_tensor *zp, int64_t idx)
+{
+    if (!zp || !zp->numel) return 0;
+    return (int32_t)nn_get_i(zp, zp->numel == 1 ? 0 : idx < zp->numel ? idx : 0);
+}
+
+/* One batch (or the folded batches) on the VNNI path: raw u8 x s8 sums,
+ * then the zero points taken out. */
+static ox_status vnni_batch(ox_kernel_ctx *c, const ox_tensor *a, int64_t oa, int64_t M,
+                            const ox_tensor *azp, const int8_t *Bp, const int32_t *colsum,
+                            const ox_tensor *bzp, const mm_plan *p, int32_t *Y)
+{
+    int64_t lda = nn_qgemm_vnni_lda(p->K);
+    uint8_t *A = calloc((size_t)(M * lda + 64), 1);
+    int32_t *rowsum = malloc((size_t)(M + 1) * sizeof *rowsum);
+    if (!A || !rowsum) {
+        free(A);
+        free(rowsum);
+        return NN_NOMEM(c);
+    }
+    const uint8_t *src = (const uint8_t *)ox_tensor_data(a) + oa;
+    for (int64_t i = 0; i < M; i++) {
+        int32_t sum = 0;
+        for (int64_t k = 0; k < p->K; k++) sum += src[i * p->K + k];
+        memcpy(A + i * lda, src + i * p->K, (size_t)p->K);
+        rowsum[i] = sum;
+    }
+    nn_qgemm_vnni(c->pool, M, p->N, p->K, A, Bp, Y);
+    bool has_bz = bzp && bzp->numel;
+    for (int64_t i = 0; i < M; i++) {
+        int32_t za = zp_of(azp, i % p->M);
+        int32_t *y = Y + i * p->N;
+        if (!has_bz) {
+            for (int64_t j = 0; j < p->N; j++) y[j] -= za * colsum[j];
+        } else {
+            for (int64_t j = 0; j < p->N; j++) {
+                int32_t zb = zp_of(bzp, j);
+                y[j] += -za * colsum[j] - zb * rowsum[i] + (int32_t)p->K * za * zb;
+            }
+        }
+    }
+    free(A);
+    free(rowsum);
+    return OX_OK;
+}
+
+/* Packed constant weights kept in the node's plan slot across runs
+ * (ox_kernel_ctx.state): packing B costs as much as a small product. */
+typedef struct qpack_state {
+    ox_kernel_state base;
+    const void *bdata, *zdata;   /* what they were packed from */
+    int64_t ob, K, N;
+    bool vnni;
+    int16_t *Bp;
+    int8_t *Bv;
+    int32_t *colsum;
+} qpack_state;
+
+static void qpack_free(ox_kernel_state *s)
+{
+    qpack_state *q = (qpack_state *)s;
+    free(q->Bp);
+    free(q->Bv);
+    free(q->colsum);
+    free(q);
+}
+
+/* B packed for the chosen path: from the node's cache when B (and its zero
+ * point) are initializers the run cannot override, else freshly (*owned). */
+static bool packed_b(ox_kernel_ctx *c, const ox_tensor *b, const ox_tensor *bzp, int64_t ob,
+                     const mm_plan *p, bool vnni, qpack_state *out, bool *owned)
+{
+    const ox_node *n = c->node;
+    const ox_value *bv = n && n->n_inputs > 1 ? n->inputs[1] : NULL;
+    const ox_value *zv = n && n->n_inputs > 3 ? n->inputs[3] : NULL;
+    bool konst = c->state && bv && bv->init && !bv->is_input &&
+                 (!zv || (zv->init && !zv->is_input));
+    qpack_state *q = konst ? (qpack_state *)*c->state : NULL;
+    const void *zd = bzp ? ox_tensor_data(bzp) : NULL;
+    if (q && q->base.free == qpack_free && q->bdata == ox_tensor_data(b) && q->zdata == zd &&
+        q->ob == ob && q->K == p->K && q->N == p->N && q->vnni == vnni) {
+        *out = *q;
+        *owned = false;
+        return true;
+    }
+    memset(out, 0, sizeof *out);
+    if (vnni) {
+        out->colsum = malloc((size_t)(p->N + 1) * sizeof *out->colsum);
+        out->Bv = out->colsum ? nn_qgemm_vnni_pack_b((const int8_t *)ox_tensor_data(b) + ob, p->K,
+                                                     p->N, out->colsum) : NULL;
+    } else {
+        out->Bp = nn_qgemm_pack_b(b, ob, p->K, p->N, bzp);
+    }
+    if (vnni ? !out->Bv : !out->Bp) {
+        free(out->colsum);
+        free(out->Bp);
+        return false;
+    }
+    *owned = true;
+    if (!konst)
+        return true;
+    qpack_state *nq = malloc(sizeof *nq);
+    if (!nq)
+        return true;   /* no cache: still correct */
+    *nq = *out;
+    nq->base.free = qpack_free;
+    nq->bdata = ox_tensor_data(b);
+    nq->zdata = zd;
+    nq->ob = ob;
+    nq->K = p->K;
+    nq->N = p->N;
+    nq->vnni = vnni;
+    if (*c->state)
+        (*c->state)->free(*c->state);
+    *c->state = &nq->base;
+    *owned = false;
+    return true;
+}
+
+/* Computes the int32 products of a and b (with zero points) into *out for
+ * plan p; caller frees *out. uint8 x int8 runs on AVX-512 VNNI when the
+ * CPU has it, everything else on the int16 pmaddwd kernel (qgemm.c). */
+static ox_status int_matmul_run(ox_kernel_ctx *c, const ox_tensor *a, const ox_tensor *azp,
+                                const ox_tensor *b, const ox_tensor *bzp, const mm_plan *p,
+                                int32_t **out)
 {
     *out = NULL;
-    int64_t Kp = nn_qgemm_kp(p->K);
     int32_t *Y = malloc((size_t)(p->batch * p->M * p->N + 1) * sizeof(int32_t));
     if (!Y) return NN_NOMEM(c);
     /* A per-row a_zero_point indexes rows within one batch. */
     bool fold = mm_foldable(p) && !(azp && azp->numel > 1);
-    int16_t *Bp = NULL, *Ab = NULL;
+    bool vnni = nn_qgemm_vnni_ok(a->dtype, b->dtype);
+    int16_t *Ab = NULL;
+    qpack_state pk = {0};
+    bool owned = false;
     int64_t packed_ob = -1;
-    for (int64_t bi = 0; bi < (fold ? 1 : p->batch); bi++) {
+    ox_status st = OX_OK;
+    for (int64_t bi = 0; bi < (fold ? 1 : p->batch) && !st; bi++) {
         int64_t oa, ob, M = fold ? p->M * p->batch : p->M;
         mm_offsets(p, bi, &oa, &ob);
+        int32_t *Yb = Y + bi * p->M * p->N;
         /* Below 4 rows packing B costs more than the product. */
         bool small = M < 4;
         if (!small && ob != packed_ob) {
-            free(Bp);
-            Bp = nn_qgemm_pack_b(b, ob, p->K, p->N, bzp);
+            if (owned) {
+                free(pk.Bp);
+                free(pk.Bv);
+                free(pk.colsum);
+            }
+            owned = false;
+            if (!packed_b(c, b, bzp, ob, p, vnni, &pk, &owned)) { st = NN_NOMEM(c); break; }
             packed_ob = ob;
         }
-        const int16_t *A = NULL;
-        if (a16) {
-            A = a16 + (oa / (p->K ? p->K : 1)) * Kp;
-        } else {
-            free(Ab);
-            Ab = nn_qgemm_pack_a(a, oa, M, p->K, azp);
-            A = Ab;
+        if (!small && vnni) {
+            st = vnni_batch(c, a, oa, M, azp, pk.Bv, pk.colsum, bzp, p, Yb);
+            continue;
         }
-        if ((!small && !Bp) || !A) {
-            free(Bp);
-            free(Ab);
-            free(Y);
-            return NN_NOMEM(c);
-        }
+        free(Ab);
+        Ab = nn_qgemm_pack_a(a, oa, M, p->K, azp);
+        if (!Ab) { st = NN_NOMEM(c); break; }
         if (small)
-            nn_qgemm_small(M, p->N, p->K, A, b, ob, bzp, Y + bi * p->M * p->N);
+            nn_qgemm_small(M, p->N, p->K, Ab, b, ob, bzp, Yb);
         else
-            nn_qgemm(c->pool, M, p->N, p->K, A, Bp, Y + bi * p->M * p->N);
+            nn_qgemm(c->pool, M, p->N, p->K, Ab, pk.Bp, Yb);
     }
-    free(Bp);
+    if (owned) {
+        free(pk.Bp);
+        free(pk.Bv);
+        free(pk.colsum);
+    }
     free(Ab);
+    if (st) {
+        free(Y);
+        return st;
+    }
     *out = Y;
     return OX_OK;
 }
@@ -547,7 +677,7 @@ static ox_status int_matmul(ox_kernel_ctx *c, const ox_tensor *a, const ox_tenso
         return NN_FAIL(c, "A and B must be int8 or uint8");
     ox_status st = mm_prepare(c, a, b, false, false, p);
     if (st) return st;
-    return int_matmul16(c, a, NULL, azp, b, bzp, p, out);
+    return int_matmul_run(c, a, azp, b, bzp, p, out);
 }
 
 NN_KERNEL(matmul_integer)
@@ -591,19 +721,18 @@ NN_KERNEL(dynamic_quantize_matmul)
     if (!BS || (bias && !BI)) { free(t0); free(t1); free(t2); return NN_ST(c); }
     float as;
     uint8_t azp;
-    nn_dyn_quant(A, a->numel, NULL, &as, &azp);
-    /* A's rows minus the zero point, straight to int16 (no uint8 copy). */
-    int64_t rows = a->numel / (p.K ? p.K : 1), Kp = nn_qgemm_kp(p.K);
-    int16_t *a16 = calloc((size_t)(rows * Kp + 1), sizeof *a16);
+    /* A quantized as DynamicQuantizeLinear does, then the integer product. */
+    ox_tensor *aq = ox_tensor_new(OX_DT_UINT8, a->rank, a->dims);
+    ox_tensor *zt = aq ? ox_tensor_new(OX_DT_UINT8, 0, NULL) : NULL;
     int32_t *Y = NULL;
-    if (!a16) st = NN_NOMEM(c);
-    for (int64_t r = 0; !st && r < rows; r++)
-        for (int64_t k = 0; k < p.K; k++) {
-            float x = A[r * p.K + k];
-            a16[r * Kp + k] = (int16_t)(nn_q_round_sat(as != 0.0f ? (double)nearbyintf(x / as) + azp
-                                                                  : (double)azp, 0, 255) - azp);
-        }
-    if (!st) st = int_matmul16(c, NULL, a16, NULL, b, bzp, &p, &Y);
+    if (!zt) st = NN_NOMEM(c);
+    if (!st) {
+        nn_dyn_quant(A, a->numel, ox_tensor_mutable_data(aq), &as, &azp);
+        *(uint8_t *)ox_tensor_mutable_data(zt) = azp;
+        st = int_matmul_run(c, aq, zt, b, bzp, &p, &Y);
+    }
+    ox_tensor_free(aq);
+    ox_tensor_free(zt);
     ox_tensor *y = st ? NULL : nn_out(c, 0, OX_DT_FLOAT, p.out_rank, p.dfinal);
     if (!st && !y) st = NN_ST(c);
     if (!st) {
@@ -620,7 +749,6 @@ NN_KERNEL(dynamic_quantize_matmul)
         free(mul);
     }
     free(Y);
-    free(a16);
     free(t0);
     free(t1);
     free(t2);

@@ -40,6 +40,10 @@
 #define nn_qgemm ox_nn_qgemm
 #define nn_qgemm_kp ox_nn_qgemm_kp
 #define nn_qgemm_small ox_nn_qgemm_small
+#define nn_qgemm_vnni_ok ox_nn_qgemm_vnni_ok
+#define nn_qgemm_vnni_pack_b ox_nn_qgemm_vnni_pack_b
+#define nn_qgemm_vnni ox_nn_qgemm_vnni
+#define nn_qgemm_vnni_lda ox_nn_qgemm_vnni_lda
 #define nn_qgemm_pack_a ox_nn_qgemm_pack_a
 #define nn_qgemm_pack_b ox_nn_qgemm_pack_b
 #define nn_dyn_quant ox_nn_dyn_quant
@@ -160,6 +164,16 @@ void nn_qgemm(struct ox_thread_pool *pool, int64_t M, int64_t N, int64_t K, cons
  * off, K x N) in place: no packing (M = 1 decoding). */
 void nn_qgemm_small(int64_t M, int64_t N, int64_t K, const int16_t *A, const ox_tensor *b,
                     int64_t off, const ox_tensor *zp, int32_t *C);
+/* AVX-512 VNNI path for uint8 A x int8 B (true when the CPU has it and
+ * neither ONNXSCOPE_NO_SIMD_QGEMM nor ONNXSCOPE_NO_VNNI is set): raw sums
+ * sum_k a b, zero points left to the caller. pack_b: B (K x N) into 32-column
+ * panels, colsum[j] = sum_k b. A rows are read with stride nn_qgemm_vnni_lda(K)
+ * bytes, zero padded. */
+bool nn_qgemm_vnni_ok(ox_dtype ta, ox_dtype tb);
+int8_t *nn_qgemm_vnni_pack_b(const int8_t *b, int64_t K, int64_t N, int32_t *colsum);
+int64_t nn_qgemm_vnni_lda(int64_t K);
+void nn_qgemm_vnni(struct ox_thread_pool *pool, int64_t M, int64_t N, int64_t K,
+                   const uint8_t *A, const int8_t *Bp, int32_t *C);
 /* DynamicQuantizeLinear of x[0..n) (quant.c): y (may be NULL), scale and
  * zero point as ONNX defines them (round half to even). */
 void nn_dyn_quant(const float *x, int64_t n, uint8_t *y, float *scale, uint8_t *zp);

@@ -56,19 +56,35 @@ int16_t *nn_qgemm_pack_b(const ox_tensor *b, int64_t off, int64_t K, int64_t N,
 {
     int64_t Kp = nn_qgemm_kp(K), nb = (N + QNR - 1) / QNR;
     int16_t *v = calloc((size_t)(nb * Kp * QNR + 1), sizeof *v);
-    if (!v)
+    int32_t *z = calloc((size_t)(N + 1), sizeof *z);
+    if (!v || !z) {
+        free(v);
+        free(z);
         return NULL;
+    }
+    for (int64_t j = 0; j < N; j++)
+        z[j] = (int32_t)zp_at(zp, j);
     const void *d = ox_tensor_data(b);
     bool s = b->dtype == OX_DT_INT8;
     for (int64_t k = 0; k < K; k++) {
         const int64_t row = off + k * N;
-        for (int64_t j = 0; j < N; j++) {
-            int64_t jb = j / QNR, jj = j % QNR;
+        int16_t *pk = v + (k & ~(int64_t)1) * QNR + (k & 1);
+        for (int64_t jb = 0; jb < nb; jb++) {
             /* panel jb, pair k/2, column jj, slot k%2 */
-            v[(jb * Kp + (k & ~(int64_t)1)) * QNR + jj * 2 + (k & 1)] =
-                (int16_t)(q8(d, s, row + j) - (int32_t)zp_at(zp, j));
+            int16_t *dst = pk + jb * Kp * QNR;
+            int64_t j0 = jb * QNR, n = N - j0 < QNR ? N - j0 : QNR;
+            if (s) {
+                const int8_t *src = (const int8_t *)d + row + j0;
+                for (int64_t jj = 0; jj < n; jj++)
+                    dst[jj * 2] = (int16_t)(src[jj] - z[j0 + jj]);
+            } else {
+                const uint8_t *src = (const uint8_t *)d + row + j0;
+                for (int64_t jj = 0; jj < n; jj++)
+                    dst[jj * 2] = (int16_t)(src[jj] - z[j0 + jj]);
+            }
         }
     }
+    free(z);
     return v;
 }
 
@@ -175,6 +191,168 @@ void nn_qgemm_small(int64_t M, int64_t N, int64_t K, const int16_t *A, const ox_
             for (int64_t j = 0; j < N; j++)
                 acc[j] -= (int32_t)zp_at(zp, j) * sum;
     }
+}
+
+
+/* ---- AVX-512 VNNI: uint8 A x int8 B ------------------------------------------
+ * vpdpbusd adds four u8*s8 products per int32 lane (no saturation), so the
+ * raw operands go in unchanged and the zero points come out afterwards:
+ * sum (a - za)(b - zb) = sum ab - za colsum(b) - zb rowsum(a) + K za zb.
+ * B is packed in panels of 32 columns, [K/4][32][4] bytes; a 6x32 tile
+ * lives in twelve zmm accumulators. */
+#define VNR 32
+#define VMR 6
+
+#ifdef QG_X86
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void
+vnni_tile(int64_t kq, const uint8_t *const *ar, int mr, const int8_t *bp, int32_t *C,
+          int64_t ldc, int nr)
+{
+    /* Twelve named accumulators: an array indexed in a loop would live in
+     * memory at -O2. */
+    __m512i z = _mm512_setzero_si512();
+    __m512i c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z;
+    __m512i c30 = z, c31 = z, c40 = z, c41 = z, c50 = z, c51 = z;
+    const uint8_t *a0 = ar[0], *a1 = ar[1], *a2 = ar[2], *a3 = ar[3], *a4 = ar[4], *a5 = ar[5];
+    for (int64_t k = 0; k < kq; k++) {
+        __m512i b0 = _mm512_loadu_si512((const void *)(bp + k * VNR * 4));
+        __m512i b1 = _mm512_loadu_si512((const void *)(bp + k * VNR * 4 + 64));
+        int32_t p;
+#define VSTEP(A, C0, C1)                                   \
+        memcpy(&p, (A) + 4 * k, 4);                        \
+        {                                                  \
+            __m512i av = _mm512_set1_epi32(p);             \
+            C0 = _mm512_dpbusd_epi32(C0, av, b0);          \
+            C1 = _mm512_dpbusd_epi32(C1, av, b1);          \
+        }
+        VSTEP(a0, c00, c01)
+        VSTEP(a1, c10, c11)
+        VSTEP(a2, c20, c21)
+        VSTEP(a3, c30, c31)
+        VSTEP(a4, c40, c41)
+        VSTEP(a5, c50, c51)
+#undef VSTEP
+    }
+    int32_t acc[VMR][VNR];
+    _mm512_storeu_si512((void *)acc[0], c00);
+    _mm512_storeu_si512((void *)(acc[0] + 16), c01);
+    _mm512_storeu_si512((void *)acc[1], c10);
+    _mm512_storeu_si512((void *)(acc[1] + 16), c11);
+    _mm512_storeu_si512((void *)acc[2], c20);
+    _mm512_storeu_si512((void *)(acc[2] + 16), c21);
+    _mm512_storeu_si512((void *)acc[3], c30);
+    _mm512_storeu_si512((void *)(acc[3] + 16), c31);
+    _mm512_storeu_si512((void *)acc[4], c40);
+    _mm512_storeu_si512((void *)(acc[4] + 16), c41);
+    _mm512_storeu_si512((void *)acc[5], c50);
+    _mm512_storeu_si512((void *)(acc[5] + 16), c51);
+    for (int r = 0; r < mr; r++)
+        memcpy(C + r * ldc, acc[r], (size_t)nr * sizeof(int32_t));
+}
+#endif
+
+bool nn_qgemm_vnni_ok(ox_dtype ta, ox_dtype tb)
+{
+#ifdef QG_X86
+    return ta == OX_DT_UINT8 && tb == OX_DT_INT8 && !getenv("ONNXSCOPE_NO_SIMD_QGEMM") &&
+           !getenv("ONNXSCOPE_NO_VNNI") && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
+#else
+    (void)ta;
+    (void)tb;
+    return false;
+#endif
+}
+
+static int64_t kq_of(int64_t K)
+{
+    return (K + 3) / 4;
+}
+
+int8_t *nn_qgemm_vnni_pack_b(const int8_t *b, int64_t K, int64_t N, int32_t *colsum)
+{
+    int64_t kq = kq_of(K), nb = (N + VNR - 1) / VNR;
+    int8_t *v = calloc((size_t)(nb * kq * VNR * 4 + 64), 1);
+    if (!v)
+        return NULL;
+    memset(colsum, 0, (size_t)N * sizeof *colsum);
+    for (int64_t k = 0; k < K; k++) {
+        const int8_t *src = b + k * N;
+        for (int64_t j = 0; j < N; j++)
+            colsum[j] += src[j];
+    }
+    /* Destination order: panel, group of 4 rows, column, row in group. */
+    for (int64_t jb = 0; jb < nb; jb++) {
+        int64_t j0 = jb * VNR, n = N - j0 < VNR ? N - j0 : VNR;
+        for (int64_t q = 0; q < kq; q++) {
+            int8_t *dst = v + (jb * kq + q) * VNR * 4;
+            for (int t = 0; t < 4 && q * 4 + t < K; t++) {
+                const int8_t *src = b + (q * 4 + t) * N + j0;
+                for (int64_t jj = 0; jj < n; jj++)
+                    dst[jj * 4 + t] = src[jj];
+            }
+        }
+    }
+    return v;
+}
+
+typedef struct vjob {
+    int64_t M, N, K;
+    const uint8_t *A;   /* rows padded to 4 * kq bytes */
+    const int8_t *Bp;
+    int32_t *C;
+    bool by_rows;
+} vjob;
+
+static void vnni_block(const vjob *j, int64_t i0, int64_t i1, int64_t b0, int64_t b1)
+{
+#ifdef QG_X86
+    int64_t kq = kq_of(j->K);
+    for (int64_t jb = b0; jb < b1; jb++) {
+        const int8_t *bp = j->Bp + jb * kq * VNR * 4;
+        int nr = (int)(j->N - jb * VNR < VNR ? j->N - jb * VNR : VNR);
+        for (int64_t i = i0; i < i1; i += VMR) {
+            int mr = (int)(i1 - i < VMR ? i1 - i : VMR);
+            const uint8_t *ar[VMR];
+            for (int r = 0; r < VMR; r++)
+                ar[r] = j->A + (i + (r < mr ? r : 0)) * kq * 4;
+            vnni_tile(kq, ar, mr, bp, j->C + i * j->N + jb * VNR, j->N, nr);
+        }
+    }
+#else
+    (void)j, (void)i0, (void)i1, (void)b0, (void)b1;
+#endif
+}
+
+static void vchunk(void *ctx, int64_t b, int64_t e)
+{
+    const vjob *j = ctx;
+    int64_t nb = (j->N + VNR - 1) / VNR;
+    if (j->by_rows) {
+        int64_t i1 = e * VMR < j->M ? e * VMR : j->M;
+        vnni_block(j, b * VMR, i1, 0, nb);
+    } else {
+        vnni_block(j, 0, j->M, b, e);
+    }
+}
+
+void nn_qgemm_vnni(struct ox_thread_pool *pool, int64_t M, int64_t N, int64_t K,
+                   const uint8_t *A, const int8_t *Bp, int32_t *C)
+{
+    vjob j = {.M = M, .N = N, .K = K, .A = A, .Bp = Bp, .C = C};
+    int64_t nb = (N + VNR - 1) / VNR, mb = (M + VMR - 1) / VMR;
+    int threads = ox_thread_pool_size(pool);
+    if (threads <= 1 || M * N * K < 262144LL * threads) {
+        vnni_block(&j, 0, M, 0, nb);
+        return;
+    }
+    j.by_rows = mb >= nb;
+    ox_parallel_for(pool, j.by_rows ? mb : nb, 1, vchunk, &j);
+}
+
+int64_t nn_qgemm_vnni_lda(int64_t K)
+{
+    return kq_of(K) * 4;
 }
 
 typedef void (*tile_fn)(int64_t, const int16_t *const *, int, const int16_t *, int32_t *,

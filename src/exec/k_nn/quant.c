@@ -149,18 +149,49 @@ NN_KERNEL(dequantize_linear)
     return OX_OK;
 }
 
-void nn_dyn_quant(const float *X, int64_t n, uint8_t *Y, float *scale_out, uint8_t *zp_out)
+/* x86-64-v3 clones round with roundss inline instead of a libm call per
+ * element (the baseline ISA has no SSE4.1 rounding). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define DQ_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define DQ_CLONES
+#endif
+
+DQ_CLONES
+static void dq_minmax(const float *X, int64_t n, float *mn_out, float *mx_out)
 {
     float mn = 0.0f, mx = 0.0f;
     for (int64_t i = 0; i < n; i++) {
-        if (X[i] < mn) mn = X[i];
-        if (X[i] > mx) mx = X[i];
+        mn = X[i] < mn ? X[i] : mn;
+        mx = X[i] > mx ? X[i] : mx;
     }
+    *mn_out = mn;
+    *mx_out = mx;
+}
+
+DQ_CLONES
+static void dq_apply(const float *X, int64_t n, float scale, float zp, uint8_t *Y)
+{
+    for (int64_t i = 0; i < n; i++) {
+        /* Integer-valued floats add exactly below 2^24; anything larger
+         * saturates anyway. !(r >= 0) also sends NaN to 0. */
+        float r = nearbyintf(X[i] / scale) + zp;
+        r = !(r >= 0.0f) ? 0.0f : r > 255.0f ? 255.0f : r;
+        Y[i] = (uint8_t)r;
+    }
+}
+
+void nn_dyn_quant(const float *X, int64_t n, uint8_t *Y, float *scale_out, uint8_t *zp_out)
+{
+    float mn, mx;
+    dq_minmax(X, n, &mn, &mx);
     float scale = (mx - mn) / 255.0f;
     float zpf = scale != 0.0f ? nearbyintf(0.0f - mn / scale) : 0.0f;
     int64_t zp = zpf < 0 ? 0 : zpf > 255 ? 255 : (int64_t)zpf;
-    for (int64_t i = 0; Y && i < n; i++)
-        Y[i] = (uint8_t)nn_q_round_sat(scale != 0.0f ? (double)nearbyintf(X[i] / scale) + (double)zp : (double)zp, 0, 255);
+    if (Y && scale != 0.0f)
+        dq_apply(X, n, scale, (float)zp, Y);
+    else if (Y)
+        memset(Y, (int)zp, (size_t)n);
     *scale_out = scale;
     *zp_out = (uint8_t)zp;
 }
