@@ -507,20 +507,14 @@ static ox_status vnni_batch(ox_kernel_ctx *c, const ox_tensor *a, int64_t oa, in
         free(rowsum);
         return NN_NOMEM(c);
     }
-    const uint8_t *src = (const uint8_t *)ox_tensor_data(a) + oa;
-    for (int64_t i = 0; i < M; i++) {
-        int32_t sum = 0;
-        for (int64_t k = 0; k < p->K; k++) sum += src[i * p->K + k];
-        memcpy(A + i * lda, src + i * p->K, (size_t)p->K);
-        rowsum[i] = sum;
-    }
+    nn_qgemm_u8_rows((const uint8_t *)ox_tensor_data(a) + oa, M, p->K, lda, A, rowsum);
     nn_qgemm_vnni(c->pool, M, p->N, p->K, A, Bp, Y);
     bool has_bz = bzp && bzp->numel;
     for (int64_t i = 0; i < M; i++) {
         int32_t za = zp_of(azp, i % p->M);
         int32_t *y = Y + i * p->N;
         if (!has_bz) {
-            for (int64_t j = 0; j < p->N; j++) y[j] -= za * colsum[j];
+            nn_qgemm_sub_colsum(y, p->N, za, colsum);
         } else {
             for (int64_t j = 0; j < p->N; j++) {
                 int32_t zb = zp_of(bzp, j);
@@ -741,11 +735,7 @@ NN_KERNEL(dynamic_quantize_matmul)
         if (!mul) st = NN_NOMEM(c);
         for (int64_t j = 0; mul && j < p.N; j++)
             mul[j] = as * BS[bs->numel == 1 ? 0 : j];
-        for (int64_t i = 0; mul && i < p.batch * p.M; i++)
-            for (int64_t j = 0; j < p.N; j++) {
-                float v = (float)Y[i * p.N + j] * mul[j];
-                o[i * p.N + j] = BI ? v + BI[j] : v;
-            }
+        if (mul) nn_qgemm_dequant(Y, p.batch * p.M, p.N, mul, BI, o);
         free(mul);
     }
     free(Y);

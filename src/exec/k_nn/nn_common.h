@@ -44,6 +44,9 @@
 #define nn_qgemm_vnni_pack_b ox_nn_qgemm_vnni_pack_b
 #define nn_qgemm_vnni ox_nn_qgemm_vnni
 #define nn_qgemm_vnni_lda ox_nn_qgemm_vnni_lda
+#define nn_qgemm_u8_rows ox_nn_qgemm_u8_rows
+#define nn_qgemm_sub_colsum ox_nn_qgemm_sub_colsum
+#define nn_qgemm_dequant ox_nn_qgemm_dequant
 #define nn_qgemm_pack_a ox_nn_qgemm_pack_a
 #define nn_qgemm_pack_b ox_nn_qgemm_pack_b
 #define nn_dyn_quant ox_nn_dyn_quant
@@ -174,6 +177,13 @@ int8_t *nn_qgemm_vnni_pack_b(const int8_t *b, int64_t K, int64_t N, int32_t *col
 int64_t nn_qgemm_vnni_lda(int64_t K);
 void nn_qgemm_vnni(struct ox_thread_pool *pool, int64_t M, int64_t N, int64_t K,
                    const uint8_t *A, const int8_t *Bp, int32_t *C);
+/* Vectorized helpers: copy M rows of K bytes to stride lda with their sums;
+ * Y[j] -= za * colsum[j]; out = float(Y) * mul[j] (+ bias[j]). */
+void nn_qgemm_u8_rows(const uint8_t *src, int64_t M, int64_t K, int64_t lda, uint8_t *dst,
+                      int32_t *rowsum);
+void nn_qgemm_sub_colsum(int32_t *Y, int64_t N, int32_t za, const int32_t *colsum);
+void nn_qgemm_dequant(const int32_t *Y, int64_t rows, int64_t N, const float *mul,
+                      const float *bias, float *out);
 /* DynamicQuantizeLinear of x[0..n) (quant.c): y (may be NULL), scale and
  * zero point as ONNX defines them (round half to even). */
 void nn_dyn_quant(const float *x, int64_t n, uint8_t *y, float *scale, uint8_t *zp);

@@ -14,6 +14,14 @@
 #define QG_X86 1
 #endif
 
+/* Vectorized clones of the element loops (no fp-contract: results must
+ * equal the unfused Mul/Add of the standard form). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define QG_CLONES __attribute__((target_clones("arch=x86-64-v3", "default"), optimize("O3")))
+#else
+#define QG_CLONES
+#endif
+
 #define QNR 16  /* columns per packed panel */
 #define QMR 4   /* rows per tile */
 
@@ -148,11 +156,6 @@ __attribute__((target("avx2"))) static void tile_avx2(int64_t kp2, const int16_t
  * so B is read in place, row by row: acc[j] += a[k] * b[k][j], which the
  * compiler vectorizes (8-bit loads widened to int32); B's zero point is
  * taken out at the end: sum a (b - zb) = sum a b - zb sum a. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define QG_CLONES __attribute__((target_clones("arch=x86-64-v3", "default"), optimize("O3")))
-#else
-#define QG_CLONES
-#endif
 
 QG_CLONES
 static void row_s8(int32_t *restrict acc, const int8_t *restrict b, int32_t a, int64_t N)
@@ -416,4 +419,44 @@ void nn_qgemm(struct ox_thread_pool *pool, int64_t M, int64_t N, int64_t K, cons
     /* Split the larger side; panels of B stay hot in each thread's cache. */
     j.by_rows = mb >= nb;
     ox_parallel_for(pool, j.by_rows ? mb : nb, 1, qchunk, &j);
+}
+
+QG_CLONES
+void nn_qgemm_u8_rows(const uint8_t *restrict src, int64_t M, int64_t K, int64_t lda,
+                      uint8_t *restrict dst, int32_t *restrict rowsum)
+{
+    for (int64_t i = 0; i < M; i++) {
+        int32_t sum = 0;
+        const uint8_t *s = src + i * K;
+        for (int64_t k = 0; k < K; k++)
+            sum += s[k];
+        memcpy(dst + i * lda, s, (size_t)K);
+        rowsum[i] = sum;
+    }
+}
+
+QG_CLONES
+void nn_qgemm_sub_colsum(int32_t *restrict Y, int64_t N, int32_t za,
+                         const int32_t *restrict colsum)
+{
+    for (int64_t j = 0; j < N; j++)
+        Y[j] -= za * colsum[j];
+}
+
+QG_CLONES
+void nn_qgemm_dequant(const int32_t *restrict Y, int64_t rows, int64_t N,
+                      const float *restrict mul, const float *restrict bias, float *restrict out)
+{
+    for (int64_t i = 0; i < rows; i++) {
+        const int32_t *y = Y + i * N;
+        float *o = out + i * N;
+        if (bias)
+            for (int64_t j = 0; j < N; j++) {
+                float v = (float)y[j] * mul[j];
+                o[j] = v + bias[j];
+            }
+        else
+            for (int64_t j = 0; j < N; j++)
+                o[j] = (float)y[j] * mul[j];
+    }
 }

@@ -152,13 +152,12 @@ NN_KERNEL(dequantize_linear)
 /* x86-64-v3 clones round with roundss inline instead of a libm call per
  * element (the baseline ISA has no SSE4.1 rounding). */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define DQ_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define DQ_CLONES __attribute__((target_clones("arch=x86-64-v3", "default"), optimize("O3")))
 #else
 #define DQ_CLONES
 #endif
 
-DQ_CLONES
-static void dq_minmax(const float *X, int64_t n, float *mn_out, float *mx_out)
+static void dq_minmax_c(const float *X, int64_t n, float *mn_out, float *mx_out)
 {
     float mn = 0.0f, mx = 0.0f;
     for (int64_t i = 0; i < n; i++) {
@@ -167,6 +166,45 @@ static void dq_minmax(const float *X, int64_t n, float *mn_out, float *mx_out)
     }
     *mn_out = mn;
     *mx_out = mx;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* minps(x, m) is exactly `x < m ? x : m` (a NaN x leaves m), so the lanes
+ * compute what the scalar loop does; min and max are exact in any order.
+ * (The compiler does not vectorize the ternary reduction itself.) */
+__attribute__((target("avx2"))) static void dq_minmax_avx2(const float *X, int64_t n,
+                                                           float *mn_out, float *mx_out)
+{
+    __m256 mn = _mm256_setzero_ps(), mx = mn;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(X + i);
+        mn = _mm256_min_ps(x, mn);
+        mx = _mm256_max_ps(x, mx);
+    }
+    float a[8], b[8], lo, hi;
+    _mm256_storeu_ps(a, mn);
+    _mm256_storeu_ps(b, mx);
+    dq_minmax_c(X + i, n - i, &lo, &hi);
+    for (int k = 0; k < 8; k++) {
+        lo = a[k] < lo ? a[k] : lo;
+        hi = b[k] > hi ? b[k] : hi;
+    }
+    *mn_out = lo;
+    *mx_out = hi;
+}
+#endif
+
+static void dq_minmax(const float *X, int64_t n, float *mn_out, float *mx_out)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx2")) {
+        dq_minmax_avx2(X, n, mn_out, mx_out);
+        return;
+    }
+#endif
+    dq_minmax_c(X, n, mn_out, mx_out);
 }
 
 DQ_CLONES
