@@ -441,6 +441,68 @@ static void test_not_firing(void **state)
     ox_model_free(m);
 }
 
+/* ---- command line -------------------------------------------------------------- */
+
+static void test_cli(void **state)
+{
+    (void)state;
+    const char *bin = ox_test_bin();
+    if (!bin) {
+        print_message("# skipped: ONNXSCOPE_BIN is not set\n");
+        skip();
+    }
+    char dir[] = "/tmp/oxquantXXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128], cmd[1024], *out = NULL;
+    snprintf(path, sizeof path, "%s/m.onnx", dir);
+    ox_model *m = mm_model(13, false, true);
+    ox_error err = {0};
+    ox_save_opts so = {0};
+    assert_int_equal(ox_save(m, path, &so, &err), OX_OK);
+    ox_model_free(m);
+    /* JSON: one entry, per column, its error */
+    snprintf(cmd, sizeof cmd, "%s optimize %s -o %s/q.onnx --passes +quantize_dynamic --json", bin,
+             path, dir);
+    assert_int_equal(ox_test_run(cmd, &out), 0);
+    assert_non_null(strstr(out, "\"quantization\""));
+    assert_non_null(strstr(out, "\"form\": \"MatMulInteger\""));
+    assert_non_null(strstr(out, "\"channels\": 80"));
+    assert_non_null(strstr(out, "\"snr_db\""));
+    free(out);
+    /* text: the int8 line; qdq and ort forms */
+    snprintf(cmd, sizeof cmd, "%s optimize %s -o %s/q.onnx --passes +quantize_dynamic "
+             "--quant-format qdq --quant-per-tensor", bin, path, dir);
+    assert_int_equal(ox_test_run(cmd, &out), 0);
+    assert_non_null(strstr(out, "int8 "));
+    assert_non_null(strstr(out, "(MatMul -> QDQ): weight W, 1 scale "));
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s optimize %s -o %s/q.onnx --passes +quantize_dynamic "
+             "--target ort", bin, path, dir);
+    assert_int_equal(ox_test_run(cmd, &out), 0);
+    assert_non_null(strstr(out, "-> DynamicQuantizeMatMul"));
+    free(out);
+    /* the threshold leaves it float */
+    snprintf(cmd, sizeof cmd, "%s optimize %s -o %s/q.onnx --passes +quantize_dynamic "
+             "--quant-min-elems 100000", bin, path, dir);
+    assert_int_equal(ox_test_run(cmd, &out), 0);
+    assert_null(strstr(out, "int8 "));
+    free(out);
+    /* usage errors, and an option without the pass */
+    snprintf(cmd, sizeof cmd, "%s optimize %s -o %s/q.onnx --quant-format int4", bin, path, dir);
+    assert_int_equal(ox_test_run(cmd, &out), 2);
+    assert_non_null(strstr(out, "onnxscope: --quant-format: expected integer or qdq"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s optimize %s -o %s/q.onnx --quant-min-elems -3", bin, path, dir);
+    assert_int_equal(ox_test_run(cmd, &out), 2);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s optimize %s -o %s/q.onnx --quant-conv", bin, path, dir);
+    assert_int_equal(ox_test_run(cmd, &out), 0);
+    assert_non_null(strstr(out, "--quant-conv has no effect: quantize_dynamic is not enabled"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(ox_test_run(cmd, NULL), 0);
+}
+
 /* ---- kernels ------------------------------------------------------------------- */
 
 typedef struct kc {
@@ -658,6 +720,7 @@ int main(void)
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_not_firing),
+        cmocka_unit_test(test_cli),
         cmocka_unit_test(test_matmul_integer_kernel),
         cmocka_unit_test(test_shared_transformers),
     };
