@@ -7,7 +7,7 @@
 # prints the cosine similarity of each to the fp32 reference outputs, the
 # largest difference between the two runtimes (absolute, and relative to the
 # output's largest magnitude), the ONNX checker verdict and the sizes.
-#   python3 tools/ort_quant.py ONNXSCOPE ORT_DIR CASE_DIR... [--min-elems N]
+#   python3 tools/ort_quant.py ONNXSCOPE ORT_DIR CASE_DIR... [--min-elems N] [--conv]
 import glob, json, os, subprocess, sys, tempfile
 import numpy as np, onnx
 from onnx import numpy_helper as nh
@@ -39,8 +39,10 @@ def cos(a, b):
 def main():
     args = sys.argv[1:]
     extra = []
+    if '--conv' in args:
+        args.remove('--conv'); extra.append('--quant-conv')
     if '--min-elems' in args:
-        k = args.index('--min-elems'); extra = ['--quant-min-elems', args[k + 1]]; del args[k:k + 2]
+        k = args.index('--min-elems'); extra += ['--quant-min-elems', args[k + 1]]; del args[k:k + 2]
     exe, ortdir, cases = args[0], args[1], args[2:]
     tmp = tempfile.mkdtemp()
     js = os.path.join(tmp, 'run.js'); open(js, 'w').write(JS)

@@ -47,6 +47,7 @@
 #define nn_qgemm_u8_rows ox_nn_qgemm_u8_rows
 #define nn_qgemm_sub_colsum ox_nn_qgemm_sub_colsum
 #define nn_qgemm_dequant ox_nn_qgemm_dequant
+#define nn_qgemm_i32 ox_nn_qgemm_i32
 #define nn_qgemm_pack_a ox_nn_qgemm_pack_a
 #define nn_qgemm_pack_b ox_nn_qgemm_pack_b
 #define nn_dyn_quant ox_nn_dyn_quant
@@ -184,6 +185,10 @@ void nn_qgemm_u8_rows(const uint8_t *src, int64_t M, int64_t K, int64_t lda, uin
 void nn_qgemm_sub_colsum(int32_t *Y, int64_t N, int32_t za, const int32_t *colsum);
 void nn_qgemm_dequant(const int32_t *Y, int64_t rows, int64_t N, const float *mul,
                       const float *bias, float *out);
+/* C = A x B for int32 operands within int16 (8-bit minus zero points), on
+ * the packed kernel; false when out of memory. */
+bool nn_qgemm_i32(struct ox_thread_pool *pool, int64_t M, int64_t N, int64_t K,
+                  const int32_t *A, const int32_t *B, int32_t *C);
 /* DynamicQuantizeLinear of x[0..n) (quant.c): y (may be NULL), scale and
  * zero point as ONNX defines them (round half to even). */
 void nn_dyn_quant(const float *x, int64_t n, uint8_t *y, float *scale, uint8_t *zp);

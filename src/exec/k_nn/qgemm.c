@@ -460,3 +460,30 @@ void nn_qgemm_dequant(const int32_t *restrict Y, int64_t rows, int64_t N,
                 o[j] = (float)y[j] * mul[j];
     }
 }
+
+/* ConvInteger's product (conv.c): int32 operands already minus their zero
+ * points (so within int16), through the packed pmaddwd kernel. */
+bool nn_qgemm_i32(struct ox_thread_pool *pool, int64_t M, int64_t N, int64_t K,
+                  const int32_t *A, const int32_t *B, int32_t *C)
+{
+    int64_t Kp = nn_qgemm_kp(K), nb = (N + QNR - 1) / QNR;
+    int16_t *a = calloc((size_t)(M * Kp + 1), sizeof *a);
+    int16_t *b = calloc((size_t)(nb * Kp * QNR + 1), sizeof *b);
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return false;
+    }
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t k = 0; k < K; k++)
+            a[i * Kp + k] = (int16_t)A[i * K + k];
+    for (int64_t k = 0; k < K; k++) {
+        int16_t *pk = b + (k & ~(int64_t)1) * QNR + (k & 1);
+        for (int64_t j = 0; j < N; j++)
+            pk[(j / QNR) * Kp * QNR + (j % QNR) * 2] = (int16_t)B[k * N + j];
+    }
+    nn_qgemm(pool, M, N, K, a, b, C);
+    free(a);
+    free(b);
+    return true;
+}
