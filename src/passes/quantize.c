@@ -413,9 +413,32 @@ static int rewrite_matmul(ox_pass_ctx *c, ox_graph *g, const site *s, bool ort)
     }
     ox_value *y = s->n->outputs[0], *a = s->a, *old = s->wv;
     ox_value *cin = ox__fuse_in(s->n, 2);
+    /* DynamicQuantizeMatMul takes the bias Add that follows a MatMul (a
+     * 1-D constant of N floats), as ONNX Runtime's fusion does. */
+    ox_node *badd = NULL;
+    if (ort && s->kind == K_MATMUL && ox__fuse_single(y)) {
+        ox_node *u = y->uses[0].node;
+        int k = y->uses[0].input;
+        const ox_tensor *bt = NULL;
+        if (u && u->graph == g && !ox__pass_gone(u) && ox_node_is(u, "Add") &&
+            ox_node_is_default_domain(u) && u->n_inputs == 2 && u->n_outputs == 1 &&
+            u->outputs[0] && (k == 0 || k == 1))
+            bt = ox__fuse_const(u->inputs[1 - k]);
+        if (bt && bt->dtype == OX_DT_FLOAT && bt->rank == 1 && bt->numel == s->C &&
+            ox_tensor_data(bt)) {
+            badd = u;
+            dq_bias = u->inputs[1 - k];
+        }
+    }
     char site_name[256];
     snprintf(site_name, sizeof site_name, "%.240s", s->n->name ? s->n->name : "");
     ox__pass_drop(c, s->n);
+    if (badd) {
+        ox_value *yo = badd->outputs[0];
+        ox__pass_drop(c, badd);
+        ox__pass_drop_value(c, y);
+        y = yo;
+    }
     ox_infer_forget_value(y);
     ox_node *prod = NULL;
     const char *form;

@@ -312,6 +312,41 @@ static void test_cached_weights(void **state)
     ox_model_free(m);
 }
 
+/* Under --target ort a bias Add after the MatMul goes into
+ * DynamicQuantizeMatMul's bias input; same outputs as the standard form. */
+static void test_ort_bias(void **state)
+{
+    (void)state;
+    ox_model *m = fh_model(13);
+    int64_t xd[3] = {2, 3, 64}, wd[2] = {64, 80}, bd[1] = {80};
+    fh_input(m, "x", 3, xd);
+    fh_init(m, "W", 2, wd, NULL, -1, 1);
+    fh_init(m, "b", 1, bd, NULL, -1, 1);
+    fh_node(m, "MatMul", "mm", "x", "W", NULL);
+    fh_node(m, "Add", "y", "b", "mm", NULL);
+    fh_output(m, "y");
+    ox_error err = {0};
+    assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
+    ox_model *qi = ox_model_clone(m), *qo = ox_model_clone(m);
+    ox_quant_opts o = opts(OX_QUANT_INTEGER);
+    assert_int_equal(q_run(qi, &o, OX_TARGET_ONNX, NULL), 1);
+    assert_int_equal(q_run(qo, &o, OX_TARGET_ORT, NULL), 1);
+    assert_int_equal(qo->graph->n_nodes, 1);
+    const ox_node *d = find_op(qo, "DynamicQuantizeMatMul");
+    assert_int_equal(d->n_inputs, 5);
+    assert_string_equal(d->inputs[4]->name, "b");
+    assert_string_equal(d->outputs[0]->name, "y");
+    for (uint32_t seed = 1; seed <= 2; seed++) {
+        double amax, cs;
+        assert_true(out_diff(qi, qo, 0, seed, &amax, NULL) == 0.0);
+        double dd = out_diff(m, qo, 0, seed, &amax, &cs);
+        assert_true(dd <= 0.02 * amax && cs >= 0.999);
+    }
+    ox_model_free(qi);
+    ox_model_free(qo);
+    ox_model_free(m);
+}
+
 /* Gemm with transB, alpha, beta and a row bias, in every form. */
 static void test_gemm(void **state)
 {
@@ -717,6 +752,7 @@ int main(void)
         cmocka_unit_test(test_integer_form),
         cmocka_unit_test(test_forms_agree),
         cmocka_unit_test(test_cached_weights),
+        cmocka_unit_test(test_ort_bias),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_not_firing),
