@@ -617,6 +617,21 @@ static void test_matmul_integer_kernel(void **state)
             k.in[1] = ox_rval_tensor(ox_tensor_clone(b));
             k.in[2] = az ? ox_rval_tensor(ox_tensor_clone(az)) : NULL;
             k.in[3] = bz ? ox_rval_tensor(ox_tensor_clone(bz)) : NULL;
+            /* run 0: no plan slot; runs 1, 2: B marked an initializer with a
+             * slot, so the second run reads the packed copy kept by the first. */
+            ox_value vb = {0}, vz = {0};
+            ox_value *ins[4] = {NULL, &vb, NULL, bz ? &vz : NULL};
+            vb.init = b;
+            vz.init = bz;
+            ox_kernel_state *slot = NULL;
+            for (int run = 0; run < 3; run++) {
+            if (run == 1) {
+                k.node.n_inputs = 4;
+                k.node.inputs = ins;
+                k.ctx.state = &slot;
+            }
+            ox_rval_free(k.out[0]);
+            k.out[0] = NULL;
             if (fn(&k.ctx))
                 fail_msg("case %zu: %s", ci, k.err.msg);
             const ox_tensor *y = k.out[0]->t;
@@ -635,10 +650,13 @@ static void test_matmul_integer_kernel(void **state)
                         }
                         int64_t got = ox_tensor_get_i64(y, (bi * M + i) * N + j);
                         if (got != acc)
-                            fail_msg("case %zu simd %d: [%lld,%lld,%lld] %lld != %lld", ci, simd,
-                                     (long long)bi, (long long)i, (long long)j, (long long)got,
-                                     (long long)acc);
+                            fail_msg("case %zu simd %d run %d: [%lld,%lld,%lld] %lld != %lld", ci,
+                                     simd, run, (long long)bi, (long long)i, (long long)j,
+                                     (long long)got, (long long)acc);
                     }
+            }
+            assert_non_null(slot);   /* the packed B was kept */
+            slot->free(slot);
             for (int i = 0; i < 4; i++)
                 ox_rval_free(k.in[i]);
             ox_rval_free(k.out[0]);

@@ -550,14 +550,20 @@ static void qpack_free(ox_kernel_state *s)
 
 /* B packed for the chosen path: from the node's cache when B (and its zero
  * point) are initializers the run cannot override, else freshly (*owned). */
-static bool packed_b(ox_kernel_ctx *c, const ox_tensor *b, const ox_tensor *bzp, int64_t ob,
-                     const mm_plan *p, bool vnni, qpack_state *out, bool *owned)
+/* B (and its zero point) are initializers the run cannot override, and
+ * the node has a plan slot: packing them once pays. */
+static bool b_cacheable(const ox_kernel_ctx *c)
 {
     const ox_node *n = c->node;
     const ox_value *bv = n && n->n_inputs > 1 ? n->inputs[1] : NULL;
     const ox_value *zv = n && n->n_inputs > 3 ? n->inputs[3] : NULL;
-    bool konst = c->state && bv && bv->init && !bv->is_input &&
-                 (!zv || (zv->init && !zv->is_input));
+    return c->state && bv && bv->init && !bv->is_input && (!zv || (zv->init && !zv->is_input));
+}
+
+static bool packed_b(ox_kernel_ctx *c, const ox_tensor *b, const ox_tensor *bzp, int64_t ob,
+                     const mm_plan *p, bool vnni, qpack_state *out, bool *owned)
+{
+    bool konst = b_cacheable(c);
     qpack_state *q = konst ? (qpack_state *)*c->state : NULL;
     const void *zd = bzp ? ox_tensor_data(bzp) : NULL;
     if (q && q->base.free == qpack_free && q->bdata == ox_tensor_data(b) && q->zdata == zd &&
@@ -612,7 +618,7 @@ static ox_status int_matmul_run(ox_kernel_ctx *c, const ox_tensor *a, const ox_t
     if (!Y) return NN_NOMEM(c);
     /* A per-row a_zero_point indexes rows within one batch. */
     bool fold = mm_foldable(p) && !(azp && azp->numel > 1);
-    bool vnni = nn_qgemm_vnni_ok(a->dtype, b->dtype);
+    bool vnni = nn_qgemm_vnni_ok(a->dtype, b->dtype), cacheable = b_cacheable(c);
     int16_t *Ab = NULL;
     qpack_state pk = {0};
     bool owned = false;
@@ -622,8 +628,9 @@ static ox_status int_matmul_run(ox_kernel_ctx *c, const ox_tensor *a, const ox_t
         int64_t oa, ob, M = fold ? p->M * p->batch : p->M;
         mm_offsets(p, bi, &oa, &ob);
         int32_t *Yb = Y + bi * p->M * p->N;
-        /* Below 4 rows packing B costs more than the product. */
-        bool small = M < 4;
+        /* Below 4 rows packing B per run costs more than the product; a
+         * constant B is packed once (the plan keeps it), so it still pays. */
+        bool small = M < 4 && !cacheable;
         if (!small && ob != packed_ob) {
             if (owned) {
                 free(pk.Bp);
