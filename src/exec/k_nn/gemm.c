@@ -518,7 +518,10 @@ static ox_status vnni_batch(ox_kernel_ctx *c, const ox_tensor *a, int64_t oa, in
         } else {
             for (int64_t j = 0; j < p->N; j++) {
                 int32_t zb = zp_of(bzp, j);
-                y[j] += -za * colsum[j] - zb * rowsum[i] + (int32_t)p->K * za * zb;
+                /* int32 wrap-around, as the products themselves. */
+                y[j] = (int32_t)((uint32_t)y[j] - (uint32_t)za * (uint32_t)colsum[j] -
+                                 (uint32_t)zb * (uint32_t)rowsum[i] +
+                                 (uint32_t)p->K * (uint32_t)za * (uint32_t)zb);
             }
         }
     }

@@ -102,11 +102,12 @@ static void tile_c(int64_t kp2, const int16_t *const *ar, int mr, const int16_t 
 {
     for (int r = 0; r < mr; r++)
         for (int j = 0; j < nr; j++) {
-            int32_t acc = 0;
+            /* int32 wrap-around like the vector paths (no signed overflow). */
+            uint32_t acc = 0;
             for (int64_t k = 0; k < kp2; k++)
-                acc += ar[r][2 * k] * bp[k * 2 * QNR + 2 * j] +
-                       ar[r][2 * k + 1] * bp[k * 2 * QNR + 2 * j + 1];
-            C[r * ldc + j] = acc;
+                acc += (uint32_t)(ar[r][2 * k] * bp[k * 2 * QNR + 2 * j] +
+                                  ar[r][2 * k + 1] * bp[k * 2 * QNR + 2 * j + 1]);
+            C[r * ldc + j] = (int32_t)acc;
         }
 }
 
@@ -158,17 +159,17 @@ __attribute__((target("avx2"))) static void tile_avx2(int64_t kp2, const int16_t
  * taken out at the end: sum a (b - zb) = sum a b - zb sum a. */
 
 QG_CLONES
-static void row_s8(int32_t *restrict acc, const int8_t *restrict b, int32_t a, int64_t N)
+static void row_s8(uint32_t *restrict acc, const int8_t *restrict b, int32_t a, int64_t N)
 {
     for (int64_t j = 0; j < N; j++)
-        acc[j] += a * (int32_t)b[j];
+        acc[j] += (uint32_t)(a * (int32_t)b[j]);
 }
 
 QG_CLONES
-static void row_u8(int32_t *restrict acc, const uint8_t *restrict b, int32_t a, int64_t N)
+static void row_u8(uint32_t *restrict acc, const uint8_t *restrict b, int32_t a, int64_t N)
 {
     for (int64_t j = 0; j < N; j++)
-        acc[j] += a * (int32_t)b[j];
+        acc[j] += (uint32_t)(a * (int32_t)b[j]);
 }
 
 void nn_qgemm_small(int64_t M, int64_t N, int64_t K, const int16_t *A, const ox_tensor *b,
@@ -178,7 +179,9 @@ void nn_qgemm_small(int64_t M, int64_t N, int64_t K, const int16_t *A, const ox_
     bool s = b->dtype == OX_DT_INT8;
     const uint8_t *d = (const uint8_t *)ox_tensor_data(b) + off;
     for (int64_t i = 0; i < M; i++) {
-        int32_t *acc = C + i * N, sum = 0;
+        /* Unsigned: int32 wrap-around as ONNX's int32 accumulation, no UB. */
+        uint32_t *acc = (uint32_t *)(C + i * N);
+        int32_t sum = 0;
         memset(acc, 0, (size_t)N * sizeof *acc);
         for (int64_t k = 0; k < K; k++) {
             int32_t a = A[i * Kp + k];
@@ -192,7 +195,7 @@ void nn_qgemm_small(int64_t M, int64_t N, int64_t K, const int16_t *A, const ox_
         }
         if (zp && zp->numel)
             for (int64_t j = 0; j < N; j++)
-                acc[j] -= (int32_t)zp_at(zp, j) * sum;
+                acc[j] -= (uint32_t)zp_at(zp, j) * (uint32_t)sum;
     }
 }
 
@@ -439,8 +442,9 @@ QG_CLONES
 void nn_qgemm_sub_colsum(int32_t *restrict Y, int64_t N, int32_t za,
                          const int32_t *restrict colsum)
 {
+    uint32_t *y = (uint32_t *)Y;
     for (int64_t j = 0; j < N; j++)
-        Y[j] -= za * colsum[j];
+        y[j] -= (uint32_t)za * (uint32_t)colsum[j];
 }
 
 QG_CLONES
