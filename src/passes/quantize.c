@@ -78,6 +78,16 @@ typedef struct qw {
     ox_q_stats st;
 } qw;
 
+/* A float tensor's values in an aligned copy (malloc'd; NULL on OOM):
+ * initializers view the mapped file at any byte offset. */
+static float *f32_copy(const ox_tensor *t)
+{
+    float *v = malloc((size_t)(t->numel ? t->numel : 1) * sizeof *v);
+    if (v && t->numel)
+        memcpy(v, ox_tensor_data(t), (size_t)t->numel * sizeof *v);
+    return v;
+}
+
 static bool f32(const ox_value *v)
 {
     return ox__pass_elem(v) == OX_DT_FLOAT;
@@ -126,7 +136,9 @@ static bool match(ox_pass_ctx *c, ox_node *n, site *s)
 static bool quantize_weight(const site *s, bool per_tensor, bool kn, qw *out)
 {
     const ox_tensor *w = s->w;
-    const float *W = ox_tensor_data(w);
+    float *W = f32_copy(w);
+    if (!W)
+        return false;
     int64_t outer, C, inner;
     if (per_tensor) {
         outer = 1, C = 1, inner = w->numel;
@@ -141,12 +153,14 @@ static bool quantize_weight(const site *s, bool per_tensor, bool kn, qw *out)
     if (!out->scales || !out->q) {
         free(out->scales);
         ox_tensor_free(out->q);
+        free(W);
         return false;
     }
     out->n_scales = C;
     out->axis = per_tensor ? -1 : (s->kind == K_CONV || s->trans_b) ? 0 : 1;
     int8_t *q = ox_tensor_mutable_data(out->q);
     ox__q_quantize_sym(W, outer, C, inner, q, out->scales, &out->st);
+    free(W);
     if (kn && s->trans_b) {
         /* [N, K] -> [K, N] */
         int64_t N = w->dims[0], K = w->dims[1], d[2] = {K, N};
@@ -169,7 +183,7 @@ static bool quantize_weight(const site *s, bool per_tensor, bool kn, qw *out)
 
 /* A float initializer of the given shape holding v (n values). */
 static ox_value *f32_init(ox_graph *g, const char *hint, int rank, const int64_t *dims,
-                          const float *v, int64_t n)
+                          const void *v, int64_t n)
 {
     ox_tensor *t = ox_tensor_new(OX_DT_FLOAT, rank, dims);
     if (!t)
@@ -312,9 +326,9 @@ static bool gemm_bias(ox_graph *g, const site *s, ox_value **bias)
     float *v = malloc((size_t)(ct->numel ? ct->numel : 1) * sizeof *v);
     if (!v)
         return false;
-    const float *src = ox_tensor_data(ct);
+    memcpy(v, ox_tensor_data(ct), (size_t)ct->numel * sizeof *v);
     for (int64_t i = 0; i < ct->numel; i++)
-        v[i] = src[i] * beta;
+        v[i] *= beta;
     *bias = f32_init(g, "gemm_bias", ct->rank, ct->dims, v, ct->numel);
     free(v);
     return *bias != NULL;
@@ -385,9 +399,9 @@ static int rewrite_matmul(ox_pass_ctx *c, ox_graph *g, const site *s, bool ort)
             float *v = malloc((size_t)s->C * sizeof *v);
             if (!v)
                 return -1;
-            const float *src = ox_tensor_data(ct);
+            memcpy(v, ox_tensor_data(ct), (size_t)s->C * sizeof *v);
             for (int64_t i = 0; i < s->C; i++)
-                v[i] = src[i] * beta;
+                v[i] *= beta;
             int64_t d = s->C;
             dq_bias = f32_init(g, "bias", 1, &d, v, s->C);
             free(v);
