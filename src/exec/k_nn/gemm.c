@@ -551,8 +551,6 @@ static void qpack_free(ox_kernel_state *s)
     free(q);
 }
 
-/* B packed for the chosen path: from the node's cache when B (and its zero
- * point) are initializers the run cannot override, else freshly (*owned). */
 /* B (and its zero point) are initializers the run cannot override, and
  * the node has a plan slot: packing them once pays. */
 static bool b_cacheable(const ox_kernel_ctx *c)
@@ -563,6 +561,8 @@ static bool b_cacheable(const ox_kernel_ctx *c)
     return c->state && bv && bv->init && !bv->is_input && (!zv || (zv->init && !zv->is_input));
 }
 
+/* B packed for the chosen path: from the node's cache when b_cacheable,
+ * else freshly (*owned: the caller frees it). */
 static bool packed_b(ox_kernel_ctx *c, const ox_tensor *b, const ox_tensor *bzp, int64_t ob,
                      const mm_plan *p, bool vnni, qpack_state *out, bool *owned)
 {
