@@ -312,6 +312,45 @@ static void test_cached_weights(void **state)
     ox_model_free(m);
 }
 
+/* Split over threads, the integer products give the same bits. */
+static void test_threads(void **state)
+{
+    (void)state;
+    ox_model *m = fh_model(13);
+    int64_t xd[2] = {64, 256}, wd[2] = {256, 512};
+    fh_input(m, "x", 2, xd);
+    fh_init(m, "W", 2, wd, NULL, -1, 1);
+    fh_node(m, "MatMul", "y", "x", "W", NULL);
+    fh_output(m, "y");
+    ox_quant_opts o = opts(OX_QUANT_INTEGER);
+    for (int t = 0; t < 2; t++) {
+        ox_model *q = ox_model_clone(m);
+        assert_int_equal(q_run(q, &o, t ? OX_TARGET_ORT : OX_TARGET_ONNX, NULL), 1);
+        ox_error err = {0};
+        ox_exec *e1, *e2;
+        ox_exec_opts o1 = {.threads = 1}, o2 = {.threads = 2};
+        assert_int_equal(ox_exec_new(q, &o1, &e1, &err), OX_OK);
+        assert_int_equal(ox_exec_new(q, &o2, &e2, &err), OX_OK);
+        for (int novnni = 0; novnni < 2; novnni++) {
+            if (novnni)
+                setenv("ONNXSCOPE_NO_VNNI", "1", 1);
+            ox_rval *in[8] = {0}, *ra[8] = {0}, *rb[8] = {0};
+            assert_int_equal(ox_random_inputs(q, NULL, 5, 10, in, &err), OX_OK);
+            assert_int_equal(ox_exec_run(e1, 1, in, 1, ra, &err), OX_OK);
+            assert_int_equal(ox_exec_run(e2, 1, in, 1, rb, &err), OX_OK);
+            assert_true(ox_tensor_equal(ra[0]->t, rb[0]->t));
+            ox_rval_free(in[0]);
+            ox_rval_free(ra[0]);
+            ox_rval_free(rb[0]);
+            unsetenv("ONNXSCOPE_NO_VNNI");
+        }
+        ox_exec_free(e1);
+        ox_exec_free(e2);
+        ox_model_free(q);
+    }
+    ox_model_free(m);
+}
+
 /* Under --target ort a bias Add after the MatMul goes into
  * DynamicQuantizeMatMul's bias input; same outputs as the standard form. */
 static void test_ort_bias(void **state)
@@ -770,6 +809,7 @@ int main(void)
         cmocka_unit_test(test_integer_form),
         cmocka_unit_test(test_forms_agree),
         cmocka_unit_test(test_cached_weights),
+        cmocka_unit_test(test_threads),
         cmocka_unit_test(test_ort_bias),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_conv),
