@@ -420,6 +420,12 @@ def ex_fuse_gemm_act():
                  [("x", [2, 3])], [("y", [2, 4])], [c("W", rnd(3, 4)), c("b", rnd(4))])
 
 
+def ex_quantize_dynamic():
+    # 64x64 = 4096 weight elements: the default --quant-min-elems.
+    return model([N("MatMul", ["x", "W"], ["y"])],
+                 [("x", [2, 64])], [("y", [2, 64])], [c("W", rnd(64, 64))])
+
+
 def ex_cse():
     return model([N("Relu", ["x"], ["a"]), N("Relu", ["x"], ["b"]),
                   N("Add", ["a", "b"], ["y"])], [("x", [2])], [("y", [2])])

@@ -61,7 +61,15 @@ typedef struct ox_kernel_ctx {
     ox_error *err;
     void *priv;               /* executor-private: the running scope */
     int64_t max_output_bytes; /* > 0: refuse larger outputs (constant folding) */
+    /* The node's cache slot in the executor's plan, or NULL (one-off calls):
+     * a kernel may keep data derived from constant inputs there (packed
+     * weights) across runs; the plan frees it with its free function. */
+    struct ox_kernel_state **state;
 } ox_kernel_ctx;
+
+typedef struct ox_kernel_state {
+    void (*free)(struct ox_kernel_state *s);
+} ox_kernel_state;
 
 typedef ox_status (*ox_kernel_fn)(ox_kernel_ctx *ctx);
 

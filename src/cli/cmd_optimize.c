@@ -16,10 +16,54 @@
 #include "onnxscope/exec.h"
 #include "onnxscope/io.h"
 #include "onnxscope/passes.h"
+#include "onnxscope/quantize.h"
 #include "onnxscope/randinput.h"
 
 #define CHECK_RTOL 1e-4
 #define CHECK_ATOL 1e-5
+
+/* quantize_dynamic's entries (docs/CLI.md): which weights went int8 and
+ * how much each lost. */
+static json_t *quant_json(const ox_pass_report *r)
+{
+    json_t *arr = json_array();
+    for (int i = 0; i < r->n_quant; i++) {
+        const ox_quant_entry *e = &r->quant[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "node", json_string(e->node));
+        json_object_set_new(o, "op_type", json_string(e->op));
+        json_object_set_new(o, "weight", json_string(e->weight));
+        json_object_set_new(o, "form", json_string(e->form));
+        json_object_set_new(o, "node_id", json_integer(e->node_id));
+        json_object_set_new(o, "elements", json_integer(e->elems));
+        json_object_set_new(o, "channels", json_integer(e->channels));
+        json_object_set_new(o, "scale_min", json_real(e->scale_min));
+        json_object_set_new(o, "scale_max", json_real(e->scale_max));
+        json_object_set_new(o, "zero_point", json_integer(e->zero_point));
+        json_object_set_new(o, "max_abs_err", json_real(e->max_abs_err));
+        json_object_set_new(o, "snr_db", isfinite(e->snr_db) ? json_real(e->snr_db) : json_null());
+        json_object_set_new(o, "bytes_before", json_integer(e->bytes_before));
+        json_object_set_new(o, "bytes_after", json_integer(e->bytes_after));
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+static void quant_print(const ox_pass_report *r)
+{
+    for (int i = 0; i < r->n_quant; i++) {
+        const ox_quant_entry *e = &r->quant[i];
+        char snr[32];
+        if (isfinite(e->snr_db))
+            snprintf(snr, sizeof snr, "%.1f dB", e->snr_db);
+        else
+            snprintf(snr, sizeof snr, "exact");
+        printf("  int8 %s (%s -> %s): weight %s, %lld scale%s %.3g..%.3g, zero point %d, "
+               "max abs err %.3g, SNR %s\n", e->node[0] ? e->node : "?", e->op, e->form,
+               e->weight, (long long)e->channels, e->channels == 1 ? "" : "s", e->scale_min,
+               e->scale_max, e->zero_point, e->max_abs_err, snr);
+    }
+}
 
 static void usage(FILE *f)
 {
@@ -28,6 +72,9 @@ static void usage(FILE *f)
             "          [--passes a,b] [--skip a,b] [--target onnx|ort]\n"
             "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE] [--json] [--force]\n"
             "          [--max-memory SIZE] [--keep-fp32 OP,...] [--fp16-io]\n"
+            "          [--max-memory SIZE]\n"
+            "          [--quant-format integer|qdq] [--quant-conv] [--quant-per-tensor]\n"
+            "          [--quant-min-elems N]\n"
             "          [--check N [--bisect] [--input NAME=FILE.pb] [--fill NAME=VALUE]\n"
             "                     [--int-max M] [--default-dim D]]\n"
             "--check N runs the original and the optimized model on N input sets: the\n"
@@ -40,7 +87,10 @@ static void usage(FILE *f)
             "to_fp16 (opt-in: --passes +to_fp16) converts to float16; --keep-fp32 adds op\n"
             "types to its block list, --fp16-io makes graph inputs/outputs float16 too.\n"
             "With to_fp16 on, --check passes an output within rtol 1e-2 / atol 1e-3 or\n"
-            "with cosine similarity >= 0.999 to the original's.\n");
+            "with cosine similarity >= 0.999 to the original's.\n"
+            "--quant-* set the opt-in quantize_dynamic pass (--passes +quantize_dynamic):\n"
+            "output form, Conv weights too, one scale per weight, and the smallest weight\n"
+            "(elements, default %d) it quantizes.\n", OX_QUANT_MIN_ELEMS_DEFAULT);
 }
 
 typedef struct check_res {
@@ -335,6 +385,10 @@ int ox_cmd_optimize(int argc, char **argv)
         {"bisect", no_argument, NULL, 'B'},
         {"keep-fp32", required_argument, NULL, 'K'},
         {"fp16-io", no_argument, NULL, 'F'},
+        {"quant-format", required_argument, NULL, 'Q'},
+        {"quant-conv", no_argument, NULL, 'C'},
+        {"quant-per-tensor", no_argument, NULL, 'T'},
+        {"quant-min-elems", required_argument, NULL, 'E'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -349,6 +403,9 @@ int ox_cmd_optimize(int argc, char **argv)
     int n_check = 0, rc = 0;
     int64_t max_memory = 0;
     bool json = false, force = false, bisect = false;
+    ox_quant_opts qo;
+    ox_quant_opts_default(&qo);
+    const char *quant_opt = NULL;   /* a --quant-* option given (to warn) */
     optind = 1;
     int c;
     while ((c = ox_cli_getopt(argc, argv, "optimize", "o:h", longopts)) != -1) {
@@ -393,6 +450,26 @@ int ox_cmd_optimize(int argc, char **argv)
             keep32 = optarg;
             break;
         case 'F': fp16_io = true; break;
+        case 'Q':
+            quant_opt = "--quant-format";
+            if (!ox_quant_format_parse(optarg, &qo.format)) {
+                ox_cli_error(NULL, "--quant-format: expected integer or qdq");
+                rc = 2;
+            }
+            break;
+        case 'C': quant_opt = "--quant-conv"; qo.conv = true; break;
+        case 'T': quant_opt = "--quant-per-tensor"; qo.per_tensor = true; break;
+        case 'E': {
+            char *end;
+            long long v = strtoll(optarg, &end, 10);
+            quant_opt = "--quant-min-elems";
+            if (!*optarg || *end || v < 0) {
+                ox_cli_error(NULL, "--quant-min-elems: expected a count >= 0");
+                rc = 2;
+            }
+            qo.min_elems = v;
+            break;
+        }
         case 'M':
             if (!ox_cli_parse_size("--max-memory", optarg, &max_memory))
                 rc = 2;
@@ -501,6 +578,16 @@ int ox_cmd_optimize(int argc, char **argv)
     if (pass_on(pm, "to_fp16"))
         tol = (check_tol){.rtol = 1e-2, .atol = 1e-3, .min_cos = 0.999};
     ox_pm_set_infer_opts(pm, &io);
+    ox_pm_set_quant_opts(pm, &qo);
+    if (quant_opt) {
+        const ox_pass *qp = ox_pass_find("quantize_dynamic");
+        bool on = false;
+        for (int i = 0; i < ox_pm_count(pm); i++)
+            on |= ox_pm_pass(pm, i) == qp && ox_pm_enabled(pm, i);
+        if (!on)
+            ox_cli_error(NULL, "%s has no effect: quantize_dynamic is not enabled (add --passes "
+                         "+quantize_dynamic)", quant_opt);
+    }
     if (ox_pm_run(pm, opt, &rep, &err) != OX_OK) {
         ox_cli_error(path, "optimize: %s", err.msg);
         rc = 1;
@@ -600,6 +687,8 @@ int ox_cmd_optimize(int argc, char **argv)
         for (int i = 0; i < rep.n_passes; i++)
             json_array_append_new(arr, stat_json(&rep.passes[i]));
         json_object_set_new(o, "passes", arr);
+        if (rep.n_quant)
+            json_object_set_new(o, "quantization", quant_json(&rep));
         if (n_check > 0) {
             json_t *k = json_object();
             json_object_set_new(k, "runs", json_integer(chk.runs));
@@ -644,6 +733,7 @@ int ox_cmd_optimize(int argc, char **argv)
         char cosbuf[64] = "";
         if (tol.min_cos > 0)   /* the float16 tolerance: say how close */
             snprintf(cosbuf, sizeof cosbuf, ", min cosine %.6f", chk.min_cos);
+        quant_print(&rep);
         if (n_check > 0)
             printf("check: %d run(s), max abs err %.3g, max rel err %.3g%s: %s%s%s\n", chk.runs,
                    chk.max_abs, chk.max_rel, cosbuf, chk.ok ? "ok" : "FAILED",

@@ -61,6 +61,7 @@ typedef struct plan_node {
     ox_dnnl_node *dnnl;
     int act_k;            /* -1: none */
     bool skip;
+    ox_kernel_state *state;  /* the kernel's cache (ox_kernel_ctx.state) */
 } plan_node;
 
 typedef struct ox_plan {
@@ -223,6 +224,8 @@ static void plan_free(ox_plan *p)
         free(p->nodes[i].out_needed);
         free(p->nodes[i].release);
         ox_dnnl_free(p->nodes[i].dnnl);
+        if (p->nodes[i].state)
+            p->nodes[i].state->free(p->nodes[i].state);
     }
     free(p->nodes);
     free(p->in_slots);
@@ -921,7 +924,7 @@ static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
         ox_kernel_ctx ctx = {
             .node = pn->node, .opset = pn->opset, .n_in = pn->n_in, .in = in,
             .n_out = pn->n_out, .out = out, .exec = e, .pool = e->pool,
-            .err = &kerr, .priv = f,
+            .err = &kerr, .priv = f, .state = &((plan_node *)pn)->state,
         };
         f->cur = pn;
         f->cur_out = out;

@@ -1100,6 +1100,7 @@ static bool tested_elsewhere(const char *name)
         "fuse_attention", "fuse_attention_onnx", "fuse_multihead_attention",
         "fuse_rmsnorm_ort", "residual_sum", "fuse_token_transpose_gemm",
         "to_fp16", /* tests/passes/test_to_fp16.c */
+        "quantize_dynamic", /* tests/passes/test_quantize.c */
         NULL};
     for (int i = 0; names[i]; i++)
         if (!strcmp(names[i], name))
