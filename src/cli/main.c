@@ -23,6 +23,7 @@ static const command commands[] = {
     {"run", ox_cmd_run, "run a model on given or random inputs"},
     {"bench", ox_cmd_bench, "time a model (optionally against another) on random inputs"},
     {"test-backend", ox_cmd_test_backend, "run ONNX backend test cases"},
+    {"convert", ox_cmd_convert, "convert a model to another opset (7..23)"},
 };
 
 static void usage(FILE *fp)

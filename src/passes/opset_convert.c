@@ -1,0 +1,491 @@
+/* The opset converter's driver: checks the request, walks every graph
+ * (subgraphs included) once, gives each default-domain node to its
+ * adapter, checks that what remains exists at the target opset with the
+ * element types it uses, then updates the opset import and ir_version and
+ * re-infers types. Adapters live in opset_adapt.c and opset_expand.c; the
+ * opset history they rely on is the generated opset_table.c. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnxscope/infer.h"
+#include "onnxscope/opset.h"
+#include "passes/opset_internal.h"
+#include "passes/opset_table.h"
+#include "passes/pass_internal.h"
+
+/* ---- shared helpers -------------------------------------------------------- */
+
+ox_status ox__cv_refuse(ox__cv *c, const ox_node *n, const char *fmt, ...)
+{
+    char why[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    return ox_errorf(c->err, OX_EUNSUPPORTED, "%s node '%s' cannot be converted to opset %d: %s",
+                     n->op_type, n->name && *n->name ? n->name : "(unnamed)", c->to, why);
+}
+
+const ox_tensor *ox__cv_const(const ox_value *v)
+{
+    if (!v)
+        return NULL;
+    const ox_tensor *t = ox_infer_known_value(v);
+    if (t)
+        return t;
+    /* A Constant node with a tensor value (inference may not have run on
+     * this value yet: it was made by an adapter). */
+    if (v->producer && ox_node_is(v->producer, "Constant")) {
+        const ox_attr *a = ox_node_attr(v->producer, "value");
+        if (a && a->type == OX_ATTR_TENSOR)
+            return a->t;
+    }
+    return NULL;
+}
+
+int ox__cv_ints(const ox_value *v, int64_t *out, int cap)
+{
+    const ox_tensor *t = ox__cv_const(v);
+    if (!t || t->rank > 1 || t->numel > cap || !ox_dtype_is_int(t->dtype))
+        return -1;
+    for (int64_t i = 0; i < t->numel; i++)
+        out[i] = ox_tensor_get_i64(t, i);
+    return (int)t->numel;
+}
+
+int ox__cv_floats(const ox_value *v, float *out, int cap)
+{
+    const ox_tensor *t = ox__cv_const(v);
+    if (!t || t->rank > 1 || t->numel > cap || t->dtype == OX_DT_STRING)
+        return -1;
+    for (int64_t i = 0; i < t->numel; i++)
+        out[i] = (float)ox_tensor_get_f64(t, i);
+    return (int)t->numel;
+}
+
+int ox__cv_rank(const ox_value *v)
+{
+    const ox_type *t = v ? v->type : NULL;
+    if ((!t || !t->has_shape) && v)
+        t = v->decl;
+    if (!t || t->kind != OX_TYPE_TENSOR || !t->has_shape)
+        return -1;
+    return t->rank;
+}
+
+int64_t ox__cv_dim(const ox_value *v, int k)
+{
+    const ox_type *t = v ? v->type : NULL;
+    if (!t || t->kind != OX_TYPE_TENSOR || !t->has_shape || k < 0 || k >= t->rank)
+        return -1;
+    return t->dims[k].value;
+}
+
+ox_dtype ox__cv_elem(const ox_value *v)
+{
+    const ox_type *t = v ? v->type : NULL;
+    if ((!t || t->elem == OX_DT_UNDEFINED) && v)
+        t = v->decl;
+    if (!t || t->kind != OX_TYPE_TENSOR)
+        return OX_DT_UNDEFINED;
+    return t->elem;
+}
+
+bool ox__cv_out_used(const ox_node *n, int i)
+{
+    const ox_value *v = ox__cv_out(n, i);
+    return v && (v->n_uses > 0 || v->is_output);
+}
+
+void ox__cv_trim(ox_node *n)
+{
+    while (n->n_inputs > 0 && !n->inputs[n->n_inputs - 1])
+        n->n_inputs--;
+    while (n->n_outputs > 1 && !n->outputs[n->n_outputs - 1])
+        n->n_outputs--;
+}
+
+void ox__cv_rename(ox_node *n, const char *op)
+{
+    char *s = ox_strdup(op);
+    if (!s) {
+        n->graph->model->oom = true;
+        return;
+    }
+    free(n->op_type);
+    n->op_type = s;
+}
+
+static ox_value *new_init(ox_node *n, const char *hint, ox_tensor *t)
+{
+    char h[96];
+    snprintf(h, sizeof h, "%s_%s", n->name && *n->name ? n->name : n->op_type, hint);
+    return ox__pass_new_init(n->graph, h, t);
+}
+
+ox_value *ox__cv_i64(ox__cv *c, ox_node *n, const char *hint, int count, const int64_t *v)
+{
+    (void)c;
+    return new_init(n, hint, ox__pass_i64_tensor(count, v));
+}
+
+ox_value *ox__cv_i64_scalar(ox__cv *c, ox_node *n, const char *hint, int64_t v)
+{
+    (void)c;
+    ox_tensor *t = ox_tensor_new(OX_DT_INT64, 0, NULL);
+    if (t)
+        ox_tensor_set_i64(t, 0, v);
+    return new_init(n, hint, t);
+}
+
+ox_value *ox__cv_scalar(ox__cv *c, ox_node *n, const char *hint, ox_dtype dt, double v)
+{
+    (void)c;
+    ox_tensor *t = ox_tensor_new(dt == OX_DT_UNDEFINED ? OX_DT_FLOAT : dt, 0, NULL);
+    if (t)
+        ox_tensor_set_f64(t, 0, v);
+    return new_init(n, hint, t);
+}
+
+ox_value *ox__cv_floats_1d(ox__cv *c, ox_node *n, const char *hint, int count, const float *v)
+{
+    (void)c;
+    int64_t d = count;
+    ox_tensor *t = ox_tensor_new(OX_DT_FLOAT, 1, &d);
+    for (int i = 0; t && i < count; i++)
+        ox_tensor_set_f64(t, i, v[i]);
+    return new_init(n, hint, t);
+}
+
+ox_node *ox__cv_node(ox__cv *c, ox_node *n, const char *op, int nin, ox_value *const *in,
+                     int nout)
+{
+    ox_graph *g = n->graph;
+    char hint[128];
+    snprintf(hint, sizeof hint, "%s_%s", n->name && *n->name ? n->name : n->op_type, op);
+    ox_value *outs[4] = {0};
+    for (int i = 0; i < nout && i < 4; i++) {
+        outs[i] = ox_graph_new_value(g, hint);
+        if (!outs[i])
+            return NULL;
+    }
+    char *name = ox_model_unique_node_name(c->m, hint);
+    ox_node *p = ox_node_new(g, op, "", name, nin, in, nout, outs);
+    free(name);
+    if (p && c->rep)
+        c->rep->nodes_added++;
+    return p;
+}
+
+ox_value *ox__cv_op(ox__cv *c, ox_node *n, const char *op, int nin, ox_value *const *in)
+{
+    ox_node *p = ox__cv_node(c, n, op, nin, in, 1);
+    return p ? p->outputs[0] : NULL;
+}
+
+void ox__cv_take_output(ox_node *n, int i, ox_node *p, int j)
+{
+    ox_value *v = ox__cv_out(n, i);
+    if (!v)
+        return;
+    ox_value *tmp = p->outputs[j];
+    ox_node_set_output(n, i, NULL);
+    ox_node_set_output(p, j, v);
+    if (tmp && !tmp->producer && tmp->n_uses == 0)
+        ox_graph_remove_value(p->graph, tmp);
+}
+
+void ox__cv_kill(ox__cv *c, ox_node *n)
+{
+    for (int i = 0; i < n->n_inputs; i++)
+        ox_node_set_input(n, i, NULL);
+    for (int i = 0; i < n->n_outputs; i++)
+        ox_node_set_output(n, i, NULL);
+    if (c->n_dead == c->cap_dead) {
+        int cap = c->cap_dead ? 2 * c->cap_dead : 16;
+        ox_node **d = realloc(c->dead, (size_t)cap * sizeof *d);
+        if (!d) {
+            c->m->oom = true;
+            return;
+        }
+        c->dead = d;
+        c->cap_dead = cap;
+    }
+    c->dead[c->n_dead++] = n;
+    if (c->rep)
+        c->rep->nodes_expanded++;
+}
+
+void ox__cv_attr_to_input(ox__cv *c, ox_node *n, const char *name, int i)
+{
+    const int64_t *v;
+    int k = ox_node_attr_ints(n, name, &v);
+    if (k < 0)
+        return;
+    ox_value *x = ox__cv_i64(c, n, name, k, v);
+    ox_node_remove_attr(n, name);
+    ox_node_set_input(n, i, x);
+}
+
+ox_status ox__cv_input_to_attr(ox__cv *c, ox_node *n, int i, const char *name)
+{
+    ox_value *x = ox__cv_in(n, i);
+    if (!x)
+        return OX_OK;
+    int64_t v[OX_MAX_RANK * 2 + 64];
+    int k = ox__cv_ints(x, v, (int)(sizeof v / sizeof *v));
+    if (k < 0)
+        return ox__cv_refuse(c, n, "input '%s' is computed at run time, and opset %d needs "
+                             "it as the constant attribute '%s'", x->name, c->to, name);
+    if (k > 0)   /* an empty list means the default (all axes) */
+        ox_node_set_attr_ints(n, name, k, v);
+    ox_node_set_input(n, i, NULL);
+    ox__cv_trim(n);
+    return OX_OK;
+}
+
+ox_status ox__cv_need_s(ox__cv *c, ox_node *n, const char *name, const char *dflt,
+                        const char *bad, int since)
+{
+    const char *s = ox_node_attr_s(n, name, dflt);
+    if (c->to < since && s && !strcmp(s, bad))
+        return ox__cv_refuse(c, n, "%s='%s' needs opset %d", name, bad, since);
+    return OX_OK;
+}
+
+ox_status ox__cv_need_i(ox__cv *c, ox_node *n, const char *name, int64_t ok, int since)
+{
+    if (c->to >= since)
+        return OX_OK;
+    ox_attr *a = ox_node_attr(n, name);
+    if (a && a->type == OX_ATTR_INT && a->i != ok)
+        return ox__cv_refuse(c, n, "%s=%lld needs opset %d", name, (long long)a->i, since);
+    if (a)
+        ox_node_remove_attr(n, name);
+    return OX_OK;
+}
+
+void ox__cv_count_added(ox__cv *c, int k)
+{
+    if (c->rep)
+        c->rep->nodes_added += k;
+}
+
+/* ---- the opset history ---------------------------------------------------- */
+
+static const ox__opset_op *find_op(const char *name)
+{
+    int lo = 0, hi = ox__opset_n_ops - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        int r = strcmp(ox__opset_ops[mid].name, name);
+        if (!r)
+            return &ox__opset_ops[mid];
+        if (r < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return NULL;
+}
+
+/* The schema version of op at opset v: NULL when the op does not exist
+ * there (not yet introduced, or deprecated). */
+static const ox__opset_ver *version_at(const ox__opset_op *op, int v)
+{
+    const ox__opset_ver *best = NULL;
+    for (int i = 0; i < op->n_versions; i++)
+        if (op->v[i].since <= v)
+            best = &op->v[i];
+    return best && !best->deprecated ? best : NULL;
+}
+
+static const char *dtype_name(ox_dtype dt)
+{
+    const char *s = ox_dtype_name(dt);
+    return s ? s : "?";
+}
+
+/* The op must exist at the target and accept the element types its
+ * inputs have. */
+static ox_status check_node(ox__cv *c, ox_node *n)
+{
+    const ox__opset_op *op = find_op(n->op_type);
+    if (!op)
+        return ox__cv_refuse(c, n, "not an operator of the default domain in opsets 1..%d",
+                             OX_OPSET_MAX);
+    const ox__opset_ver *v = version_at(op, c->to);
+    if (!v) {
+        if (c->to < op->v[0].since)
+            return ox__cv_refuse(c, n, "%s was introduced in opset %d", n->op_type,
+                                 op->v[0].since);
+        int gone = op->v[0].since;
+        for (int i = 0; i < op->n_versions; i++)
+            if (op->v[i].deprecated)
+                gone = op->v[i].since;
+        return ox__cv_refuse(c, n, "%s was removed in opset %d", n->op_type, gone);
+    }
+    for (int i = 0; i < n->n_inputs; i++) {
+        int k = i < v->n_inputs ? i : v->n_inputs - 1;   /* variadic: last formal */
+        if (k < 0 || !n->inputs[i] || !v->in_types[k])
+            continue;
+        ox_dtype dt = ox__cv_elem(n->inputs[i]);
+        if (dt == OX_DT_UNDEFINED || (unsigned)dt >= 32)
+            continue;
+        if (!(v->in_types[k] & (1u << dt)))
+            return ox__cv_refuse(c, n, "input %d is %s, which %s-%d does not accept", i,
+                                 dtype_name(dt), n->op_type, v->since);
+    }
+    return OX_OK;
+}
+
+/* ---- the walk -------------------------------------------------------------- */
+
+static const ox__cv_adapter *find_adapter(const ox__cv_adapter *t, const char *op)
+{
+    for (; t->op; t++)
+        if (!strcmp(t->op, op))
+            return t;
+    return NULL;
+}
+
+typedef struct graphs {
+    ox_graph **g;
+    int n, cap;
+    bool oom;
+} graphs;
+
+static void collect(ox_graph *g, void *ctx)
+{
+    graphs *l = ctx;
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 16;
+        ox_graph **p = realloc(l->g, (size_t)cap * sizeof *p);
+        if (!p) {
+            l->oom = true;
+            return;
+        }
+        l->g = p;
+        l->cap = cap;
+    }
+    l->g[l->n++] = g;
+}
+
+static ox_status convert_graph(ox__cv *c, ox_graph *g)
+{
+    int count = g->n_nodes;
+    ox_node **snap = malloc((size_t)(count ? count : 1) * sizeof *snap);
+    if (!snap)
+        return ox_errorf(c->err, OX_ENOMEM, "out of memory converting the opset");
+    memcpy(snap, g->nodes, (size_t)count * sizeof *snap);
+    c->n_dead = 0;
+    ox_status st = OX_OK;
+    for (int i = 0; i < count && !st; i++) {
+        ox_node *n = snap[i];
+        if (!ox_node_is_default_domain(n))
+            continue;
+        int before = c->n_dead;
+        const ox__cv_adapter *a = find_adapter(ox__cv_adapters, n->op_type);
+        if (a) {
+            /* Counted as adapted when its signature changed. */
+            int ni = n->n_inputs, na = n->n_attrs, no = n->n_outputs;
+            const char *op = n->op_type;
+            ox_value *i1 = ox__cv_in(n, 1);
+            st = a->fn(c, n);
+            if (!st && c->rep && c->n_dead == before &&
+                (ni != n->n_inputs || na != n->n_attrs || no != n->n_outputs ||
+                 op != n->op_type || i1 != ox__cv_in(n, 1)))
+                c->rep->nodes_adapted++;
+        }
+        if (st || c->n_dead != before)
+            continue;
+        /* An operator the target lacks: its expansion, else a refusal. */
+        const ox__opset_op *op = find_op(n->op_type);
+        const ox__cv_adapter *e = find_adapter(ox__cv_expansions, n->op_type);
+        if (e && (!op || !version_at(op, c->to))) {
+            st = e->fn(c, n);
+            continue;
+        }
+        st = check_node(c, n);
+    }
+    if (!st && c->m->oom)
+        st = ox_errorf(c->err, OX_ENOMEM, "out of memory converting the opset");
+    if (!st) {
+        ox_graph_remove_nodes(g, c->dead, c->n_dead);
+        c->n_dead = 0;
+        st = ox_graph_toposort(g, c->err);
+        ox_graph_prune_values(g);
+    }
+    free(snap);
+    return st;
+}
+
+/* Lowest ir_version that may carry opset v (onnx/helper.py's table). */
+static int64_t ir_for_opset(int64_t v)
+{
+    static const int ir[] = {0, 3, 3, 3, 3, 3, 3, 3, 3, 4, 5, 6, 7, 7, 7, 8, 8, 8, 8, 9, 9, 10,
+                             10, 11};
+    return v >= 0 && v < (int64_t)(sizeof ir / sizeof *ir) ? ir[v] : 11;
+}
+
+ox_status ox_opset_convert(ox_model *m, int64_t target, ox_opset_report *rep, ox_error *err)
+{
+    if (rep)
+        memset(rep, 0, sizeof *rep);
+    if (!m || !m->graph)
+        return ox_errorf(err, OX_EINVAL, "no model");
+    if (target < OX_OPSET_MIN || target > OX_OPSET_MAX)
+        return ox_errorf(err, OX_EINVAL, "--opset %lld: the converter handles opsets %d to %d",
+                         (long long)target, OX_OPSET_MIN, OX_OPSET_MAX);
+    int64_t from = ox_model_opset(m, "");
+    if (from < 0)
+        return ox_errorf(err, OX_EINVAL, "the model imports no default-domain opset");
+    if (from < OX_OPSET_MIN || from > OX_OPSET_MAX)
+        return ox_errorf(err, OX_EINVAL, "the model has opset %lld; the converter reads "
+                         "opsets %d to %d", (long long)from, OX_OPSET_MIN, OX_OPSET_MAX);
+    if (rep) {
+        rep->from = from;
+        rep->to = target;
+        rep->ir_from = rep->ir_to = m->ir_version;
+    }
+    if (from == target)
+        return OX_OK;
+    ox_status st = ox_model_check_oom(m, "opset conversion", err);
+    if (st)
+        return st;
+    /* Ranks, element types and constants computed from shapes, at the
+     * source opset: adapters need them. Problems are not errors here
+     * (check reports them); the conversion refuses what it cannot see. */
+    ox_infer_opts io = {.no_value_info = true};
+    ox_infer_model(m, &io, NULL);
+    ox__cv c = {.m = m, .from = (int)from, .to = (int)target, .err = err, .rep = rep};
+    graphs l = {0};
+    ox_graph_visit(m->graph, collect, &l);
+    if (l.oom)
+        st = ox_errorf(err, OX_ENOMEM, "out of memory converting the opset");
+    for (int i = 0; i < l.n && !st; i++)
+        st = convert_graph(&c, l.g[i]);
+    free(l.g);
+    free(c.dead);
+    if (st)
+        return st;
+    ox_model_set_opset(m, "", target);
+    /* A newer opset needs a newer IR; going down, the IR comes down to
+     * what the target opset came with (never below 4, which stopped
+     * requiring initializers to be graph inputs) so older tools read it. */
+    int64_t ir = ir_for_opset(target);
+    if (m->ir_version < ir)
+        m->ir_version = ir;
+    else if (target < from && m->ir_version > ir && ir_for_opset(from) <= m->ir_version) {
+        int64_t floor = m->ir_version >= 4 ? 4 : m->ir_version;
+        m->ir_version = ir > floor ? ir : floor;
+    }
+    if (rep)
+        rep->ir_to = m->ir_version;
+    ox_graph_relink(m->graph);
+    io.reset = true;
+    ox_infer_model(m, &io, NULL);
+    return ox_model_check_oom(m, "opset conversion", err);
+}

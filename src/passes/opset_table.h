@@ -1,0 +1,31 @@
+/* The opset history of the default-domain operators (generated table,
+ * src/passes/opset_table.c from tools/gen_opset_table.py): at which opset
+ * versions each operator's schema changed, whether a version deprecated it,
+ * and the element types its inputs accept per version. The opset converter
+ * reads it to know whether an operator exists at the target opset and
+ * whether the types a node uses are allowed there. */
+#ifndef ONNXSCOPE_PASSES_OPSET_TABLE_H
+#define ONNXSCOPE_PASSES_OPSET_TABLE_H
+
+#include <stdint.h>
+
+#define OX__OPSET_MAX_VERSIONS 12
+#define OX__OPSET_MAX_INPUTS 6
+
+typedef struct ox__opset_ver {
+    int since;               /* opset version of this schema */
+    int deprecated;          /* 1: the operator is gone from this version on */
+    int n_inputs;            /* formal inputs with a mask (at most 6) */
+    uint32_t in_types[OX__OPSET_MAX_INPUTS]; /* bit k: data type k; 0 unchecked */
+} ox__opset_ver;
+
+typedef struct ox__opset_op {
+    const char *name;
+    int n_versions;
+    ox__opset_ver v[OX__OPSET_MAX_VERSIONS];
+} ox__opset_op;
+
+extern const ox__opset_op ox__opset_ops[];
+extern const int ox__opset_n_ops;
+
+#endif
