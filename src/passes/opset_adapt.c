@@ -43,7 +43,8 @@ static ox_status fix_negative_axes(ox__cv *c, ox_node *n, const ox_value *ref)
 
 static ox_status adapt_axis_only(ox__cv *c, ox_node *n)
 {
-    return fix_negative_axes(c, n, ox__cv_in(n, 0));
+    /* OneHot's axis indexes its output (one dim more than the indices). */
+    return fix_negative_axes(c, n, ox_node_is(n, "OneHot") ? ox__cv_out(n, 0) : ox__cv_in(n, 0));
 }
 
 /* ---- axes: attribute <-> input -------------------------------------------- */
@@ -461,11 +462,12 @@ static ox_status adapt_softmax(ox__cv *c, ox_node *n)
 
 /* ---- Resize and Upsample ------------------------------------------------------ */
 
-/* What a Resize/Upsample node computes, read from any of its versions. */
+/* What a Resize/Upsample node computes, read from any of its versions
+ * (strings copied: the adapter replaces the attributes they come from). */
 typedef struct resize_spec {
-    const char *mode;           /* nearest, linear, cubic */
-    const char *ctm;            /* coordinate_transformation_mode */
-    const char *nearest;        /* nearest_mode */
+    char mode[24];              /* nearest, linear, cubic */
+    char ctm[32];               /* coordinate_transformation_mode */
+    char nearest[24];           /* nearest_mode */
     ox_value *x, *roi, *scales, *sizes;
     float scale_attr[OX_MAX_RANK];
     int n_scale_attr;           /* Upsample-7's attribute; -1 when none */
@@ -476,13 +478,15 @@ static void read_resize(const ox__cv *c, ox_node *n, resize_spec *s)
     memset(s, 0, sizeof *s);
     s->n_scale_attr = -1;
     s->x = ox__cv_in(n, 0);
-    s->mode = ox_node_attr_s(n, "mode", "nearest");
+    snprintf(s->mode, sizeof s->mode, "%s", ox_node_attr_s(n, "mode", "nearest"));
     if (!strcmp(s->mode, "bilinear"))
-        s->mode = "linear";
+        snprintf(s->mode, sizeof s->mode, "linear");
     if (!strcmp(n->op_type, "Upsample") || c->from < 11) {
-        /* Upsample and Resize-10: asymmetric coordinates, nearest = floor. */
-        s->ctm = "asymmetric";
-        s->nearest = "floor";
+        /* Upsample and Resize-10: asymmetric coordinates; nearest rounds
+         * down when upsampling and up when downsampling (ONNX Runtime's
+         * behaviour, which the reference outputs follow). */
+        snprintf(s->ctm, sizeof s->ctm, "asymmetric");
+        snprintf(s->nearest, sizeof s->nearest, "simple");
         if (!strcmp(n->op_type, "Upsample") && c->from < 9) {
             const ox_attr *a = ox_node_attr(n, "scales");
             if (a && a->type == OX_ATTR_FLOATS && a->n <= OX_MAX_RANK) {
@@ -494,11 +498,31 @@ static void read_resize(const ox__cv *c, ox_node *n, resize_spec *s)
         }
         return;
     }
-    s->ctm = ox_node_attr_s(n, "coordinate_transformation_mode", "half_pixel");
-    s->nearest = ox_node_attr_s(n, "nearest_mode", "round_prefer_floor");
+    snprintf(s->ctm, sizeof s->ctm, "%s",
+             ox_node_attr_s(n, "coordinate_transformation_mode", "half_pixel"));
+    snprintf(s->nearest, sizeof s->nearest, "%s",
+             ox_node_attr_s(n, "nearest_mode", "round_prefer_floor"));
     s->roi = ox__cv_in(n, 1);
     s->scales = ox__cv_in(n, 2);
     s->sizes = ox__cv_in(n, 3);
+}
+
+/* The nearest_mode of Resize-11 that rounds like Upsample/Resize-10 for
+ * these scales: floor when upsampling, ceil when downsampling; either when
+ * the scale's inverse is an integer (positions fall on integers). NULL
+ * when the scales mix both or are unknown. */
+static const char *simple_nearest(const float *sc, int n)
+{
+    bool up = false, down = false;
+    for (int i = 0; i < n; i++) {
+        if (sc[i] > 1)
+            up = true;
+        else if (sc[i] < 1 && fabsf(1.0f / sc[i] - roundf(1.0f / sc[i])) > 1e-6f)
+            down = true;
+    }
+    if (n < 0 || (up && down))
+        return NULL;
+    return down ? "ceil" : "floor";
 }
 
 /* An empty float tensor, for Resize-11's required roi/scales. */
@@ -539,15 +563,26 @@ static ox_status adapt_resize(ox__cv *c, ox_node *n)
     if (c->to >= 11) {
         /* Upsample or Resize-10 up to the Resize-11 form. */
         ox_value *scales = s.scales;
-        if (s.n_scale_attr >= 0)
-            scales = ox__cv_floats_1d(c, n, "scales", s.n_scale_attr, s.scale_attr);
+        float sc[OX_MAX_RANK];
+        int nsc = s.n_scale_attr;
+        if (nsc >= 0) {
+            memcpy(sc, s.scale_attr, (size_t)nsc * sizeof(float));
+            scales = ox__cv_floats_1d(c, n, "scales", nsc, sc);
+        } else {
+            nsc = ox__cv_floats(scales, sc, OX_MAX_RANK);
+        }
+        /* Run-time scales: assumed upsampling (the op's name says so). */
+        const char *nm = nsc < 0 ? "floor" : simple_nearest(sc, nsc);
+        if (!strcmp(s.mode, "nearest") && !nm)
+            return ox__cv_refuse(c, n, "nearest rounding of scales that both up- and "
+                                 "downsample has no Resize-11 equivalent");
         ox_node_set_input(n, 1, c->to >= 13 ? NULL : empty_floats(c, n, "roi"));
         ox_node_set_input(n, 2, scales);
         ox_node_remove_attr(n, "scales");
         ox_node_set_attr_s(n, "mode", s.mode);
         ox_node_set_attr_s(n, "coordinate_transformation_mode", "asymmetric");
         if (!strcmp(s.mode, "nearest"))
-            ox_node_set_attr_s(n, "nearest_mode", "floor");
+            ox_node_set_attr_s(n, "nearest_mode", nm);
         ox__cv_rename(n, "Resize");
         return OX_OK;
     }
@@ -556,8 +591,6 @@ static ox_status adapt_resize(ox__cv *c, ox_node *n)
         return ox__cv_refuse(c, n, "mode=%s needs opset 11", s.mode);
     if (strcmp(s.ctm, "asymmetric"))
         return ox__cv_refuse(c, n, "coordinate_transformation_mode=%s needs opset 11", s.ctm);
-    if (!strcmp(s.mode, "nearest") && strcmp(s.nearest, "floor"))
-        return ox__cv_refuse(c, n, "nearest_mode=%s needs opset 11", s.nearest);
     if (ox_node_attr_i(n, "antialias", 0) || ox_node_attr(n, "axes"))
         return ox__cv_refuse(c, n, "antialias/axes need opset 18");
     ox_value *scales = s.scales;
@@ -587,12 +620,18 @@ static ox_status adapt_resize(ox__cv *c, ox_node *n)
         }
         nsc = k;
     }
-    if (c->to < 9 && nsc < 0) {
+    if (nsc < 0)
         nsc = ox__cv_floats(scales, sc, OX_MAX_RANK);
-        if (nsc < 0)
-            return ox__cv_refuse(c, n, "scales are computed at run time, and opset %d needs "
-                                 "them as a constant attribute", c->to);
+    if (c->to < 9 && nsc < 0)
+        return ox__cv_refuse(c, n, "scales are computed at run time, and opset %d needs "
+                             "them as a constant attribute", c->to);
+    if (!strcmp(s.mode, "nearest")) {
+        const char *want = nsc < 0 ? NULL : simple_nearest(sc, nsc);
+        if (strcmp(s.nearest, "simple") && (!want || strcmp(s.nearest, want)))
+            return ox__cv_refuse(c, n, "nearest_mode=%s needs opset 11 (opset %d rounds down "
+                                 "when upsampling, up when downsampling)", s.nearest, c->to);
     }
+    bool scales_const = ox__cv_const(scales) != NULL;
     for (int i = n->n_inputs - 1; i >= 1; i--)
         ox_node_set_input(n, i, NULL);
     ox__cv_trim(n);
@@ -609,7 +648,8 @@ static ox_status adapt_resize(ox__cv *c, ox_node *n)
         ox_attr a = {.name = "scales", .type = OX_ATTR_FLOATS, .n = nsc, .floats = sc};
         ox_node_set_attr(n, &a);
     } else {
-        ox_node_set_input(n, 1, nsc >= 0 ? ox__cv_floats_1d(c, n, "scales", nsc, sc) : scales);
+        ox_node_set_input(n, 1, nsc >= 0 && !scales_const ? ox__cv_floats_1d(c, n, "scales", nsc, sc)
+                                : scales);
     }
     ox__cv_rename(n, c->to >= 10 ? "Resize" : "Upsample");
     return OX_OK;

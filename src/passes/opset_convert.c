@@ -193,8 +193,13 @@ void ox__cv_take_output(ox_node *n, int i, ox_node *p, int j)
     ox_value *tmp = p->outputs[j];
     ox_node_set_output(n, i, NULL);
     ox_node_set_output(p, j, v);
-    if (tmp && !tmp->producer && tmp->n_uses == 0)
-        ox_graph_remove_value(p->graph, tmp);
+    if (tmp && tmp != v) {
+        /* Helper nodes may already read p's fresh output: they read v now. */
+        if (tmp->n_uses)
+            ox_value_replace_uses(tmp, v);
+        if (!tmp->producer && tmp->n_uses == 0)
+            ox_graph_remove_value(p->graph, tmp);
+    }
 }
 
 void ox__cv_kill(ox__cv *c, ox_node *n)
@@ -328,7 +333,7 @@ static ox_status check_node(ox__cv *c, ox_node *n)
         return ox__cv_refuse(c, n, "%s was removed in opset %d", n->op_type, gone);
     }
     for (int i = 0; i < n->n_inputs; i++) {
-        int k = i < v->n_inputs ? i : v->n_inputs - 1;   /* variadic: last formal */
+        int k = i < v->n_inputs ? i : v->variadic ? v->n_inputs - 1 : -1;
         if (k < 0 || !n->inputs[i] || !v->in_types[k])
             continue;
         ox_dtype dt = ox__cv_elem(n->inputs[i]);
@@ -460,6 +465,19 @@ ox_status ox_opset_convert(ox_model *m, int64_t target, ox_opset_report *rep, ox
      * (check reports them); the conversion refuses what it cannot see. */
     ox_infer_opts io = {.no_value_info = true};
     ox_infer_model(m, &io, NULL);
+    /* A newer opset needs a newer IR (set first: from IR 4 on, the
+     * constants adapters add need not be listed as graph inputs). Going
+     * down, the IR comes down to what the target opset came with (never
+     * below 4) so that older tools read the result. */
+    int64_t ir = ir_for_opset(target);
+    if (m->ir_version < ir)
+        m->ir_version = ir;
+    else if (target < from && m->ir_version > ir) {
+        int64_t floor = m->ir_version >= 4 ? 4 : m->ir_version;
+        m->ir_version = ir > floor ? ir : floor;
+    }
+    if (rep)
+        rep->ir_to = m->ir_version;
     ox__cv c = {.m = m, .from = (int)from, .to = (int)target, .err = err, .rep = rep};
     graphs l = {0};
     ox_graph_visit(m->graph, collect, &l);
@@ -472,20 +490,9 @@ ox_status ox_opset_convert(ox_model *m, int64_t target, ox_opset_report *rep, ox
     if (st)
         return st;
     ox_model_set_opset(m, "", target);
-    /* A newer opset needs a newer IR; going down, the IR comes down to
-     * what the target opset came with (never below 4, which stopped
-     * requiring initializers to be graph inputs) so older tools read it. */
-    int64_t ir = ir_for_opset(target);
-    if (m->ir_version < ir)
-        m->ir_version = ir;
-    else if (target < from && m->ir_version > ir && ir_for_opset(from) <= m->ir_version) {
-        int64_t floor = m->ir_version >= 4 ? 4 : m->ir_version;
-        m->ir_version = ir > floor ? ir : floor;
-    }
-    if (rep)
-        rep->ir_to = m->ir_version;
     ox_graph_relink(m->graph);
-    io.reset = true;
+    /* Types of untouched values stay (they fill what inference cannot
+     * say, e.g. a Loop's sequence output); new values get theirs. */
     ox_infer_model(m, &io, NULL);
     return ox_model_check_oom(m, "opset conversion", err);
 }

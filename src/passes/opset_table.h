@@ -10,12 +10,13 @@
 #include <stdint.h>
 
 #define OX__OPSET_MAX_VERSIONS 12
-#define OX__OPSET_MAX_INPUTS 6
+#define OX__OPSET_MAX_INPUTS 10
 
 typedef struct ox__opset_ver {
     int since;               /* opset version of this schema */
     int deprecated;          /* 1: the operator is gone from this version on */
-    int n_inputs;            /* formal inputs with a mask (at most 6) */
+    int n_inputs;            /* formal inputs */
+    int variadic;            /* 1: the last formal input repeats */
     uint32_t in_types[OX__OPSET_MAX_INPUTS]; /* bit k: data type k; 0 unchecked */
 } ox__opset_ver;
 
