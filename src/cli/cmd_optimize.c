@@ -14,6 +14,7 @@
 #include "onnxscope/cost.h"
 #include "onnxscope/exec.h"
 #include "onnxscope/io.h"
+#include "onnxscope/opset.h"
 #include "onnxscope/passes.h"
 #include "onnxscope/randinput.h"
 
@@ -26,7 +27,7 @@ static void usage(FILE *f)
             "usage: onnxscope optimize MODEL -o OUT [--level basic|extended|all]\n"
             "          [--passes a,b] [--skip a,b] [--target onnx|ort]\n"
             "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE] [--json] [--force]\n"
-            "          [--max-memory SIZE]\n"
+            "          [--max-memory SIZE] [--opset N]\n"
             "          [--check N [--bisect] [--input NAME=FILE.pb] [--fill NAME=VALUE]\n"
             "                     [--int-max M] [--default-dim D]]\n"
             "--check N runs the original and the optimized model on N input sets: the\n"
@@ -35,7 +36,9 @@ static void usage(FILE *f)
             "written (exit 1) unless --force. --max-memory caps the tensor memory of those\n"
             "runs (default 3/4 of RAM; K/M/G suffixes). --bisect: when the check fails, find\n"
             "the first pass, and in it the first rewrite, whose result diverges, and name\n"
-            "the nodes it touched. `onnxscope passes` lists the passes.\n");
+            "the nodes it touched. `onnxscope passes` lists the passes. --opset N first\n"
+            "converts the model to default-domain opset N (as `onnxscope convert`), e.g.\n"
+            "13 -> 17 so that LayerNormalization can be fused.\n");
 }
 
 typedef struct check_res {
@@ -269,6 +272,7 @@ int ox_cmd_optimize(int argc, char **argv)
         {"force", no_argument, NULL, 'f'},
         {"max-memory", required_argument, NULL, 'M'},
         {"bisect", no_argument, NULL, 'B'},
+        {"opset", required_argument, NULL, 'O'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -282,6 +286,7 @@ int ox_cmd_optimize(int argc, char **argv)
     int n_check = 0, rc = 0;
     int64_t max_memory = 0;
     bool json = false, force = false, bisect = false;
+    long opset = -1;
     optind = 1;
     int c;
     while ((c = ox_cli_getopt(argc, argv, "optimize", "o:h", longopts)) != -1) {
@@ -315,6 +320,10 @@ int ox_cmd_optimize(int argc, char **argv)
         case 'j': json = true; break;
         case 'f': force = true; break;
         case 'B': bisect = true; break;
+        case 'O':
+            if (!ox_cli_parse_long("--opset", optarg, OX_OPSET_MIN, OX_OPSET_MAX, &opset))
+                rc = 2;
+            break;
         case 'M':
             if (!ox_cli_parse_size("--max-memory", optarg, &max_memory))
                 rc = 2;
@@ -374,7 +383,7 @@ int ox_cmd_optimize(int argc, char **argv)
             ox_cli_error(NULL, "%s", none);
     }
     const char *path = argv[optind];
-    ox_model *m = ox_cli_load(path, &rc), *opt = NULL;
+    ox_model *m = ox_cli_load(path, &rc), *opt = NULL, *conv = NULL;
     ox_pass_manager *pm = NULL;
     ox_pass_report rep = {0};
     check_res chk = {0};
@@ -410,6 +419,21 @@ int ox_cmd_optimize(int argc, char **argv)
         goto out;
     }
     ox_pm_set_infer_opts(pm, &io);
+    /* --opset: convert first, so that the passes see the target's ops
+     * (bisecting then starts from the converted model too). */
+    ox_opset_report orep = {0};
+    if (opset > 0) {
+        if (ox_opset_convert(opt, opset, &orep, &err) != OX_OK) {
+            ox_cli_error(path, "%s", err.msg);
+            rc = 1;
+            goto out;
+        }
+        if (bisect && !(conv = ox_model_clone(opt))) {
+            ox_cli_error(NULL, "out of memory");
+            rc = 1;
+            goto out;
+        }
+    }
     if (ox_pm_run(pm, opt, &rep, &err) != OX_OK) {
         ox_cli_error(path, "optimize: %s", err.msg);
         rc = 1;
@@ -453,7 +477,7 @@ int ox_cmd_optimize(int argc, char **argv)
             ox_bisect_opts bo = {.inputs = &inputs, .n_sets = n_check, .rtol = CHECK_RTOL,
                                  .atol = CHECK_ATOL, .max_memory = max_memory};
             ox_error berr = {0};
-            if (ox_pm_bisect(pm, m, &bo, &bis, &berr) != OX_OK) {
+            if (ox_pm_bisect(pm, conv ? conv : m, &bo, &bis, &berr) != OX_OK) {
                 ox_cli_error(path, "--bisect: %s", berr.msg);
                 snprintf(bis.why, sizeof bis.why, "%.200s", berr.msg);
             }
@@ -476,6 +500,8 @@ int ox_cmd_optimize(int argc, char **argv)
         json_object_set_new(o, "output", write ? json_string(out_path) : json_null());
         json_object_set_new(o, "level", json_string(ox_pass_level_name(level)));
         json_object_set_new(o, "target", json_string(ox_pass_target_name(target)));
+        if (opset > 0)
+            json_object_set_new(o, "opset", json_integer(opset));
         if (!only) {
             const ox_pass *v[64];
             json_t *la = json_array(), *ta = json_array();
@@ -519,6 +545,10 @@ int ox_cmd_optimize(int argc, char **argv)
                ox_cli_bytes((double)rep.init_bytes_after, b2, sizeof b2), rep.iterations);
         if (note[0])
             printf("  %s\n", note);
+        if (opset > 0 && orep.from != orep.to)
+            printf("  opset %lld -> %lld: %d node(s) adapted, %d expanded, %d added\n",
+                   (long long)orep.from, (long long)orep.to, orep.nodes_adapted,
+                   orep.nodes_expanded, orep.nodes_added);
         for (int i = 0; i < rep.n_passes; i++) {
             if (rep.passes[i].note)
                 printf("  note: %s\n", rep.passes[i].note);
@@ -542,6 +572,7 @@ out:
     ox_pass_report_free(&rep);
     ox_pm_free(pm);
     ox_model_free(opt);
+    ox_model_free(conv);
     ox_model_free(m);
     ox_infer_opts_free(&io);
     ox_input_opts_free(&inputs);
