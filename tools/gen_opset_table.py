@@ -42,23 +42,28 @@ DT = {"float": 1, "uint8": 2, "int8": 3, "uint16": 4, "int16": 5, "int32": 6, "i
 
 
 def mask_of(type_strs):
-    m = 0
+    """Bit k: data type k allowed; bit 0: only plain tensors (no sequence,
+    map or optional) are allowed. 0 when the set holds other kinds too
+    (then the element types are not checked either)."""
+    m = 1
     for t in type_strs:
-        # tensor(float), seq(tensor(float)), optional(...): only plain tensors count;
-        # anything else makes the input unchecked.
         if not t.startswith("tensor(") or t.count("(") != 1:
             return 0
         m |= 1 << DT[t[7:-1]]
     return m
 
 
-def input_masks(s):
+def masks(s, params):
     cons = {c.type_param_str: c.allowed_type_strs for c in s.type_constraints}
     out = []
-    for p in s.inputs:
+    for p in params:
         ts = cons.get(p.typeStr)
         out.append(mask_of(ts) if ts is not None else mask_of([p.typeStr]))
     return out
+
+
+def variadic(params):
+    return bool(params) and params[-1].option == d.OpSchema.FormalParameterOption.Variadic
 
 
 def main():
@@ -66,8 +71,9 @@ def main():
     for s in d.get_all_schemas_with_history():
         if s.domain != "" or s.since_version > 17:
             continue
-        var = bool(s.inputs) and s.inputs[-1].option == d.OpSchema.FormalParameterOption.Variadic
-        ops.setdefault(s.name, []).append((s.since_version, s.deprecated, input_masks(s), var))
+        ops.setdefault(s.name, []).append((s.since_version, s.deprecated,
+                                           (masks(s, s.inputs), variadic(s.inputs)),
+                                           (masks(s, s.outputs), variadic(s.outputs))))
     for v, names in LATER.items():
         for n in names.split():
             ops.setdefault(n, []).append((v, False, None, None))
@@ -80,15 +86,19 @@ def main():
     for name in sorted(ops):
         vs = sorted(ops[name], key=lambda x: x[0])
         ents = []
-        last_masks, last_var = [], False
-        for v, dep, masks, var in vs:
-            if masks is None:
-                masks, var = [0] * len(last_masks), last_var
-            last_masks, last_var = masks, var
-            assert len(masks) <= 10, name
-            ms = ", ".join("0x%xu" % m for m in masks) or "0"
-            ents.append("{%d, %d, %d, %d, {%s}}" % (v, 1 if dep else 0, len(masks),
-                                                    1 if var else 0, ms))
+        last = (([], False), ([], False))
+        for v, dep, ins, outs in vs:
+            if ins is None:
+                # A later version: the same formals, types not checked.
+                ins = ([0] * len(last[0][0]), last[0][1])
+                outs = ([0] * len(last[1][0]), last[1][1])
+            last = (ins, outs)
+            assert len(ins[0]) <= 10 and len(outs[0]) <= 6, name
+            mi = ", ".join("0x%xu" % m for m in ins[0]) or "0"
+            mo = ", ".join("0x%xu" % m for m in outs[0]) or "0"
+            ents.append("{%d, %d, %d, %d, {%s}, %d, %d, {%s}}" % (
+                v, 1 if dep else 0, len(ins[0]), 1 if ins[1] else 0, mi,
+                len(outs[0]), 1 if outs[1] else 0, mo))
         rows.append('    {"%s", %d, {%s}},' % (name, len(ents), ",\n        ".join(ents)))
     print("const ox__opset_op ox__opset_ops[] = {")
     print("\n".join(rows))

@@ -313,8 +313,38 @@ static const char *dtype_name(ox_dtype dt)
     return s ? s : "?";
 }
 
-/* The op must exist at the target and accept the element types its
- * inputs have. */
+/* The values of n (inputs, or outputs) against the masks of schema v:
+ * a sequence/optional where only tensors are allowed, or an element type
+ * the schema does not list, is refused. */
+static ox_status check_types(ox__cv *c, ox_node *n, const ox__opset_ver *v, bool outputs)
+{
+    int count = outputs ? n->n_outputs : n->n_inputs;
+    int formals = outputs ? v->n_outputs : v->n_inputs;
+    bool var = outputs ? v->out_variadic : v->variadic;
+    const uint32_t *masks = outputs ? v->out_types : v->in_types;
+    for (int i = 0; i < count; i++) {
+        int k = i < formals ? i : var ? formals - 1 : -1;
+        ox_value *x = outputs ? n->outputs[i] : n->inputs[i];
+        if (k < 0 || !x || !masks[k])
+            continue;
+        const ox_type *t = x->type && x->type->kind != OX_TYPE_NONE ? x->type : x->decl;
+        if (t && t->kind != OX_TYPE_NONE && t->kind != OX_TYPE_TENSOR && (masks[k] & 1u))
+            return ox__cv_refuse(c, n, "%s %d is a sequence, map or optional, which %s-%d "
+                                 "does not accept", outputs ? "output" : "input", i,
+                                 n->op_type, v->since);
+        ox_dtype dt = ox__cv_elem(x);
+        if (dt == OX_DT_UNDEFINED || (unsigned)dt >= 32)
+            continue;
+        if (!(masks[k] & (1u << dt)))
+            return ox__cv_refuse(c, n, "%s %d is %s, which %s-%d does not accept",
+                                 outputs ? "output" : "input", i, dtype_name(dt), n->op_type,
+                                 v->since);
+    }
+    return OX_OK;
+}
+
+/* The op must exist at the target and accept the types its inputs and
+ * outputs have. */
 static ox_status check_node(ox__cv *c, ox_node *n)
 {
     const ox__opset_op *op = find_op(n->op_type);
@@ -332,18 +362,8 @@ static ox_status check_node(ox__cv *c, ox_node *n)
                 gone = op->v[i].since;
         return ox__cv_refuse(c, n, "%s was removed in opset %d", n->op_type, gone);
     }
-    for (int i = 0; i < n->n_inputs; i++) {
-        int k = i < v->n_inputs ? i : v->variadic ? v->n_inputs - 1 : -1;
-        if (k < 0 || !n->inputs[i] || !v->in_types[k])
-            continue;
-        ox_dtype dt = ox__cv_elem(n->inputs[i]);
-        if (dt == OX_DT_UNDEFINED || (unsigned)dt >= 32)
-            continue;
-        if (!(v->in_types[k] & (1u << dt)))
-            return ox__cv_refuse(c, n, "input %d is %s, which %s-%d does not accept", i,
-                                 dtype_name(dt), n->op_type, v->since);
-    }
-    return OX_OK;
+    ox_status st = check_types(c, n, v, false);
+    return st ? st : check_types(c, n, v, true);
 }
 
 /* ---- the walk -------------------------------------------------------------- */
@@ -483,16 +503,27 @@ ox_status ox_opset_convert(ox_model *m, int64_t target, ox_opset_report *rep, ox
     ox_graph_visit(m->graph, collect, &l);
     if (l.oom)
         st = ox_errorf(err, OX_ENOMEM, "out of memory converting the opset");
+    int first_new = m->next_node_id;
     for (int i = 0; i < l.n && !st; i++)
         st = convert_graph(&c, l.g[i]);
-    free(l.g);
     free(c.dead);
-    if (st)
+    if (st) {
+        free(l.g);
         return st;
+    }
     ox_model_set_opset(m, "", target);
     ox_graph_relink(m->graph);
-    /* Types of untouched values stay (they fill what inference cannot
-     * say, e.g. a Loop's sequence output); new values get theirs. */
+    /* The nodes adapters added, typed at the target, meet its schemas too
+     * (an expansion's Less on int16 does not exist at opset 7). */
     ox_infer_model(m, &io, NULL);
+    for (int i = 0; i < l.n && !st; i++)
+        for (int k = 0; k < l.g[i]->n_nodes && !st; k++) {
+            ox_node *n = l.g[i]->nodes[k];
+            if (n->id >= first_new && ox_node_is_default_domain(n))
+                st = check_node(&c, n);
+        }
+    free(l.g);
+    if (st)
+        return st;
     return ox_model_check_oom(m, "opset conversion", err);
 }

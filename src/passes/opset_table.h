@@ -11,13 +11,18 @@
 
 #define OX__OPSET_MAX_VERSIONS 12
 #define OX__OPSET_MAX_INPUTS 10
+#define OX__OPSET_MAX_OUTPUTS 6
 
 typedef struct ox__opset_ver {
     int since;               /* opset version of this schema */
     int deprecated;          /* 1: the operator is gone from this version on */
     int n_inputs;            /* formal inputs */
     int variadic;            /* 1: the last formal input repeats */
-    uint32_t in_types[OX__OPSET_MAX_INPUTS]; /* bit k: data type k; 0 unchecked */
+    /* Bit k: element type k allowed; bit 0: only plain tensors allowed
+     * (no sequence, map, optional); 0: not checked. */
+    uint32_t in_types[OX__OPSET_MAX_INPUTS];
+    int n_outputs, out_variadic;
+    uint32_t out_types[OX__OPSET_MAX_OUTPUTS];
 } ox__opset_ver;
 
 typedef struct ox__opset_op {
