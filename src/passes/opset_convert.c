@@ -376,6 +376,38 @@ static const ox__cv_adapter *find_adapter(const ox__cv_adapter *t, const char *o
     return NULL;
 }
 
+/* A hash of what an adapter may change in n (op, inputs, outputs,
+ * attribute values), to count the nodes it changed. */
+static uint64_t fp_mix(uint64_t h, const void *p, size_t len)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+static uint64_t fingerprint(const ox_node *n)
+{
+    uint64_t h = 14695981039346656037ull;
+    h = fp_mix(h, n->op_type, strlen(n->op_type));
+    h = fp_mix(h, &n->n_inputs, sizeof n->n_inputs);
+    h = fp_mix(h, n->inputs, (size_t)n->n_inputs * sizeof *n->inputs);
+    h = fp_mix(h, n->outputs, (size_t)n->n_outputs * sizeof *n->outputs);
+    for (int i = 0; i < n->n_attrs; i++) {
+        const ox_attr *a = &n->attrs[i];
+        h = fp_mix(h, a->name, strlen(a->name));
+        h = fp_mix(h, &a->i, sizeof a->i);
+        h = fp_mix(h, &a->f, sizeof a->f);
+        if (a->s.data)
+            h = fp_mix(h, a->s.data, a->s.len);
+        if (a->ints)
+            h = fp_mix(h, a->ints, (size_t)a->n * sizeof *a->ints);
+        if (a->floats)
+            h = fp_mix(h, a->floats, (size_t)a->n * sizeof *a->floats);
+    }
+    return h;
+}
+
 typedef struct graphs {
     ox_graph **g;
     int n, cap;
@@ -415,13 +447,9 @@ static ox_status convert_graph(ox__cv *c, ox_graph *g)
         const ox__cv_adapter *a = find_adapter(ox__cv_adapters, n->op_type);
         if (a) {
             /* Counted as adapted when its signature changed. */
-            int ni = n->n_inputs, na = n->n_attrs, no = n->n_outputs;
-            const char *op = n->op_type;
-            ox_value *i1 = ox__cv_in(n, 1);
+            uint64_t before_fp = fingerprint(n);
             st = a->fn(c, n);
-            if (!st && c->rep && c->n_dead == before &&
-                (ni != n->n_inputs || na != n->n_attrs || no != n->n_outputs ||
-                 op != n->op_type || i1 != ox__cv_in(n, 1)))
+            if (!st && c->rep && c->n_dead == before && fingerprint(n) != before_fp)
                 c->rep->nodes_adapted++;
         }
         if (st || c->n_dead != before)
