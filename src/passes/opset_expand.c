@@ -1,13 +1,15 @@
 /* Expansions: operators the target opset lacks, written with older
  * primitives (LayerNormalization before 17, Gelu before 20,
- * RMSNormalization before 23, Mish before 18, HardSwish before 14, Celu
- * and LessOrEqual/GreaterOrEqual before 12). The node's outputs keep their
+ * RMSNormalization and Attention before 23, Mish before 18, CastLike
+ * before 15, HardSwish before 14, Celu and LessOrEqual/GreaterOrEqual
+ * before 12). The node's outputs keep their
  * names; the node itself is removed after the walk. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "passes/opset_internal.h"
+#include "passes/pass_internal.h"
 
 static ox_value *bin(ox__cv *c, ox_node *n, const char *op, ox_value *a, ox_value *b)
 {
@@ -223,7 +225,218 @@ static ox_status expand_cmp_eq(ox__cv *c, ox_node *n)
     return st;
 }
 
+
+/* ---- Attention (23) ---------------------------------------------------------- */
+
+static ox_value *transpose(ox__cv *c, ox_node *n, ox_value *x, int r, const int64_t *perm)
+{
+    ox_node *t = ox__cv_node(c, n, "Transpose", 1, &x, 1);
+    if (!t)
+        return NULL;
+    ox_node_set_attr_ints(t, "perm", r, perm);
+    return t->outputs[0];
+}
+
+static ox_value *reshape(ox__cv *c, ox_node *n, ox_value *x, int r, const int64_t *shape)
+{
+    return bin(c, n, "Reshape", x, ox__cv_i64(c, n, "shape", r, shape));
+}
+
+static ox_value *unsqueeze(ox__cv *c, ox_node *n, ox_value *x, int64_t axis)
+{
+    if (c->to >= 13)
+        return bin(c, n, "Unsqueeze", x, ox__cv_i64(c, n, "axes", 1, &axis));
+    ox_node *u = ox__cv_node(c, n, "Unsqueeze", 1, &x, 1);
+    if (!u)
+        return NULL;
+    ox_node_set_attr_ints(u, "axes", 1, &axis);
+    return u->outputs[0];
+}
+
+/* [B, S, H*D] -> [B, H, S, D]. */
+static ox_value *split_heads(ox__cv *c, ox_node *n, ox_value *x, int64_t heads)
+{
+    static const int64_t perm[4] = {0, 2, 1, 3};
+    int64_t shape[4] = {0, 0, heads, -1};
+    return transpose(c, n, reshape(c, n, x, 4, shape), 4, perm);
+}
+
+/* Each of the kv heads repeated `rep` times in place ([h0, h0, h1, h1 ...]):
+ * [B, Hkv, T, D] -> [B, Hkv*rep, T, D], D known. */
+static ox_value *repeat_heads(ox__cv *c, ox_node *n, ox_value *x, int64_t rep, int64_t hq,
+                              int64_t d)
+{
+    int64_t reps[5] = {1, 1, rep, 1, 1};
+    ox_value *t = bin(c, n, "Tile", unsqueeze(c, n, x, 2), ox__cv_i64(c, n, "reps", 5, reps));
+    int64_t shape[4] = {0, hq, -1, d};
+    return reshape(c, n, t, 4, shape);
+}
+
+/* Attention-23 with primitives: scores = (Q sqrt(s)) (K sqrt(s))^T, softcap,
+ * plus the mask bias (a boolean mask as 0 / -inf) and the causal bias,
+ * softmax over the keys, times V. Needs the ranks, the head size, and for
+ * a causal mask the query and key lengths. The fourth output
+ * (qk_matmul_output) is refused. */
+static ox_status expand_attention(ox__cv *c, ox_node *n)
+{
+    ox_value *q = ox__cv_in(n, 0), *k = ox__cv_in(n, 1), *v = ox__cv_in(n, 2);
+    ox_value *mask = ox__cv_in(n, 3), *pk = ox__cv_in(n, 4), *pv = ox__cv_in(n, 5);
+    int r = ox__cv_rank(q);
+    if (r != 3 && r != 4)
+        return ox__cv_refuse(c, n, "the rank of Q is unknown");
+    if (ox__cv_rank(k) != r || ox__cv_rank(v) != r)
+        return ox__cv_refuse(c, n, "Q, K and V ranks differ or are unknown");
+    if (n->n_inputs > 6)
+        return ox__cv_refuse(c, n, "inputs past the sixth have no expansion");
+    int64_t qk_mode = ox_node_attr_i(n, "qk_matmul_output_mode", 0);
+    if (qk_mode < 0 || qk_mode > 3)
+        return ox__cv_refuse(c, n, "unknown qk_matmul_output_mode %lld", (long long)qk_mode);
+    if ((pk == NULL) != (pv == NULL))
+        return ox__cv_refuse(c, n, "past_key and past_value go together");
+    if (c->to < 9)
+        return ox__cv_refuse(c, n, "the expansion needs Where and IsNaN (opset 9)");
+    ox_dtype dt = ox__cv_elem(q);
+    /* Sequence lengths, from the inputs as given (before any reshape). */
+    int64_t q_len = ox__cv_dim(q, r - 2), new_len = ox__cv_dim(k, r - 2);
+    int64_t past_len = pk ? ox__cv_dim(pk, 2) : 0;
+    int64_t total_len = new_len >= 0 && past_len >= 0 ? new_len + past_len : -1;
+    int64_t hq = ox_node_attr_i(n, "q_num_heads", 0), hkv = ox_node_attr_i(n, "kv_num_heads", 0);
+    int64_t dq;   /* head size of Q and K */
+    if (r == 3) {
+        int64_t hid = ox__cv_dim(q, 2);
+        if (hq <= 0 || hkv <= 0 || hid <= 0 || hid % hq)
+            return ox__cv_refuse(c, n, "3-D inputs need q_num_heads, kv_num_heads and a known "
+                                 "hidden size");
+        dq = hid / hq;
+        q = split_heads(c, n, q, hq);
+        k = split_heads(c, n, k, hkv);
+        v = split_heads(c, n, v, hkv);
+    } else {
+        hq = ox__cv_dim(q, 1);
+        hkv = ox__cv_dim(k, 1);
+        dq = ox__cv_dim(q, 3);
+        if (hq <= 0 || hkv <= 0 || dq <= 0)
+            return ox__cv_refuse(c, n, "the head counts and head size must be known");
+    }
+    if (hq % hkv)
+        return ox__cv_refuse(c, n, "q_num_heads is not a multiple of kv_num_heads");
+    /* present = concat(past, new) along the sequence. */
+    ox_value *kk = k, *vv = v;
+    if (pk) {
+        ox_value *ink[2] = {pk, k}, *inv[2] = {pv, v};
+        ox_node *ck = ox__cv_node(c, n, "Concat", 2, ink, 1);
+        ox_node *cvn = ox__cv_node(c, n, "Concat", 2, inv, 1);
+        if (!ck || !cvn)
+            return OX_ENOMEM;
+        ox_node_set_attr_i(ck, "axis", 2);
+        ox_node_set_attr_i(cvn, "axis", 2);
+        kk = ck->outputs[0];
+        vv = cvn->outputs[0];
+    }
+    ox_value *present_k = kk, *present_v = vv;
+    int64_t dv = r == 3 ? -1 : ox__cv_dim(v, 3);
+    if (hq != hkv) {
+        if (r == 3) {
+            int64_t hid = ox__cv_dim(ox__cv_in(n, 2), 2);
+            dv = hid > 0 ? hid / hkv : -1;
+        }
+        if (dv <= 0)
+            return ox__cv_refuse(c, n, "grouped heads need V's head size known");
+        kk = repeat_heads(c, n, kk, hq / hkv, hq, dq);
+        vv = repeat_heads(c, n, vv, hq / hkv, hq, dv);
+    }
+    double scale = ox_node_attr(n, "scale") ? ox_node_attr_f(n, "scale", 1.0f) : 1.0 / sqrt((double)dq);
+    ox_value *sq = ox__cv_scalar(c, n, "sqrt_scale", dt, sqrt(scale));
+    static const int64_t kt[4] = {0, 1, 3, 2};
+    ox_value *s = bin(c, n, "MatMul", bin(c, n, "Mul", q, sq),
+                      transpose(c, n, bin(c, n, "Mul", kk, sq), 4, kt));
+    float cap = ox_node_attr_f(n, "softcap", 0.0f);
+    if (cap > 0) {
+        ox_value *cv = ox__cv_scalar(c, n, "softcap", dt, cap);
+        s = bin(c, n, "Mul", un(c, n, "Tanh", bin(c, n, "Div", s, cv)), cv);
+    }
+    ox_value *qk_out = s;   /* modes 0 and 1: the (softcapped) product */
+    bool masked = false;
+    if (mask) {
+        int64_t ml = ox__cv_dim(mask, ox__cv_rank(mask) - 1);
+        if (ml > 0 && total_len > 0 && ml != total_len)
+            return ox__cv_refuse(c, n, "a mask shorter than the keys (padded) has no expansion");
+        ox_value *bias = mask;
+        if (ox__cv_elem(mask) == OX_DT_BOOL) {
+            ox_value *in[3] = {mask, ox__cv_scalar(c, n, "zero", dt, 0.0),
+                               ox__cv_scalar(c, n, "neg_inf", dt, -INFINITY)};
+            bias = ox__cv_op(c, n, "Where", 3, in);
+        }
+        s = bin(c, n, "Add", s, bias);
+        masked = true;
+    }
+    if (ox_node_attr_i(n, "is_causal", 0)) {
+        int64_t sql = q_len, tl = total_len, past = past_len;
+        if (sql <= 0 || tl <= 0 || past < 0 || sql * tl > ((int64_t)1 << 24))
+            return ox__cv_refuse(c, n, "a causal mask needs the query and key lengths known");
+        int64_t d2[2] = {sql, tl};
+        ox_tensor *t = ox_tensor_new(dt == OX_DT_UNDEFINED ? OX_DT_FLOAT : dt, 2, d2);
+        if (!t)
+            return OX_ENOMEM;
+        for (int64_t i = 0; i < sql; i++)
+            for (int64_t j = 0; j < tl; j++)
+                ox_tensor_set_f64(t, i * tl + j, j > i + past ? -INFINITY : 0.0);
+        s = bin(c, n, "Add", s, ox__pass_new_init(n->graph, "causal_bias", t));
+        masked = true;
+    }
+    if (qk_mode == 2)
+        qk_out = s;
+    ox_node *sm = ox__cv_node(c, n, "Softmax", 1, &s, 1);
+    if (!sm)
+        return OX_ENOMEM;
+    ox_node_set_attr_i(sm, "axis", 3);   /* the last: the same before and from 13 */
+    ox_value *p = sm->outputs[0];
+    if (masked) {
+        /* A fully masked row gives zeros (the kernel's and the reference's
+         * rule), not the NaN of a softmax over -inf. */
+        ox_value *in[3] = {un(c, n, "IsNaN", p), ox__cv_scalar(c, n, "zero", dt, 0.0), p};
+        p = ox__cv_op(c, n, "Where", 3, in);
+    }
+    if (qk_mode == 3)
+        qk_out = p;
+    ox_value *y = bin(c, n, "MatMul", p, vv);
+    if (r == 3) {
+        static const int64_t back[4] = {0, 2, 1, 3};
+        int64_t shape[3] = {0, 0, -1};
+        y = reshape(c, n, transpose(c, n, y, 4, back), 3, shape);
+    }
+    ox_status st = finish(c, n, 0, y);
+    if (!st && ox__cv_out(n, 1))
+        st = finish(c, n, 1, un(c, n, "Identity", present_k));
+    if (!st && ox__cv_out(n, 2))
+        st = finish(c, n, 2, un(c, n, "Identity", present_v));
+    if (!st && ox__cv_out(n, 3))
+        st = finish(c, n, 3, un(c, n, "Identity", qk_out));
+    if (!st)
+        ox__cv_kill(c, n);
+    return st;
+}
+
+/* CastLike (15): a Cast to the element type of the second input. */
+static ox_status expand_castlike(ox__cv *c, ox_node *n)
+{
+    ox_dtype to = ox__cv_elem(ox__cv_in(n, 1));
+    if (to == OX_DT_UNDEFINED)
+        return ox__cv_refuse(c, n, "the target type (of input 1) is unknown");
+    ox_value *x = ox__cv_in(n, 0);
+    ox_node *p = ox__cv_node(c, n, "Cast", 1, &x, 1);
+    if (!p)
+        return OX_ENOMEM;
+    ox_node_set_attr_i(p, "to", to);
+    ox_status st = finish(c, n, 0, p->outputs[0]);
+    if (!st)
+        ox__cv_kill(c, n);
+    return st;
+}
+
 const ox__cv_adapter ox__cv_expansions[] = {
+    {"Attention", expand_attention},
+    {"CastLike", expand_castlike},
     {"Celu", expand_celu},
     {"Gelu", expand_gelu},
     {"GreaterOrEqual", expand_cmp_eq},

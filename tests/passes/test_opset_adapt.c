@@ -577,6 +577,56 @@ static void test_gelu_rms_and_small_ops(void **state)
     ox_model_free(m);
 }
 
+/* Attention (23) expanded: 4-D with a boolean mask and causal masking;
+ * 3-D grouped-query heads with a KV cache (present outputs). */
+static void test_attention(void **state)
+{
+    (void)state;
+    ox_model *m = fh_model(23);
+    const int64_t dq[4] = {1, 2, 3, 4}, dk[4] = {1, 2, 5, 4}, dm[2] = {3, 5};
+    fh_input(m, "q", 4, dq);
+    fh_input(m, "k", 4, dk);
+    fh_input(m, "v", 4, dk);
+    ox_tensor *mt = ox_tensor_new(OX_DT_BOOL, 2, dm);
+    for (int i = 0; i < 15; i++)
+        ox_tensor_set_i64(mt, i, i % 4 != 1);
+    ox_graph_set_initializer(m->graph, ox_graph_value(m->graph, "mask"), mt);
+    ox_node *n = fh_node(m, "Attention", "y", "q", "k", "v", "mask", NULL);
+    ox_node_set_attr_i(n, "is_causal", 1);
+    fh_output(m, "y");
+    ox_model *e = cv_ok(m, 22);
+    assert_int_equal(fh_count(e, "Attention"), 0);
+    assert_int_equal(fh_count(e, "Softmax"), 1);
+    ox_model_free(e);
+    e = cv_ok(m, 9);
+    ox_model_free(e);
+    cv_refused(m, 8, "Attention", "y");
+    ox_model_free(m);
+    m = fh_model(23);
+    const int64_t q3[3] = {2, 3, 8}, k3[3] = {2, 3, 4}, past[4] = {2, 1, 2, 4};
+    fh_input(m, "q", 3, q3);
+    fh_input(m, "k", 3, k3);
+    fh_input(m, "v", 3, k3);
+    fh_input(m, "pk", 4, past);
+    fh_input(m, "pv", 4, past);
+    ox_value *in[6], *out[3];
+    const char *ins[6] = {"q", "k", "v", "", "pk", "pv"}, *outs[3] = {"y", "pres_k", "pres_v"};
+    for (int i = 0; i < 6; i++)
+        in[i] = *ins[i] ? ox_graph_value(m->graph, ins[i]) : NULL;
+    for (int i = 0; i < 3; i++)
+        out[i] = ox_graph_value(m->graph, outs[i]);
+    n = ox_node_new(m->graph, "Attention", "", "attn", 6, in, 3, out);
+    ox_node_set_attr_i(n, "q_num_heads", 2);
+    ox_node_set_attr_i(n, "kv_num_heads", 1);
+    ox_node_set_attr_f(n, "softcap", 2.0f);
+    for (int i = 0; i < 3; i++)
+        fh_output(m, outs[i]);
+    e = cv_ok(m, 18);
+    assert_int_equal(fh_count(e, "Tile"), 2);
+    ox_model_free(e);
+    ox_model_free(m);
+}
+
 /* ---- smaller signature changes ---- */
 
 static void test_small_changes(void **state)
@@ -632,6 +682,17 @@ static void test_small_changes(void **state)
     fh_output(m, "y");
     e = cv_ok(m, 11);
     assert_non_null(ox_node_attr(first(e, "Constant"), "value"));
+    ox_model_free(e);
+    ox_model_free(m);
+    /* CastLike (15) becomes a Cast to the like input's type. */
+    m = fh_model(15);
+    fh_input(m, "x", 3, d234);
+    ox_tensor *it = ox_tensor_new(OX_DT_INT32, 0, NULL);
+    ox_graph_set_initializer(m->graph, ox_graph_value(m->graph, "like"), it);
+    fh_node(m, "CastLike", "y", "x", "like", NULL);
+    fh_output(m, "y");
+    e = cv_ok(m, 13);
+    assert_int_equal(ox_node_attr_i(first(e, "Cast"), "to", 0), OX_DT_INT32);
     ox_model_free(e);
     ox_model_free(m);
     /* Concat with a negative axis below 11. */
@@ -700,6 +761,7 @@ int main(void)
         cmocka_unit_test(test_resize_upsample),
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_gelu_rms_and_small_ops),
+        cmocka_unit_test(test_attention),
         cmocka_unit_test(test_small_changes),
         cmocka_unit_test(test_targets_and_report),
     };

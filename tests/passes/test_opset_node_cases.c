@@ -26,7 +26,7 @@ static const int targets[] = {7, 9, 10, 11, 12, 13, 16, 17, 18, 20, 23};
 /* The operators with an adapter or an expansion (src/passes/opset_adapt.c,
  * opset_expand.c): the figures are reported for these. */
 static const char *const ops[] = {
-    "ArgMax", "ArgMin", "AveragePool", "BatchNormalization", "Cast", "CastLike", "Celu", "Clip",
+    "ArgMax", "ArgMin", "Attention", "AveragePool", "BatchNormalization", "Cast", "CastLike", "Celu", "Clip",
     "Compress", "Concat", "Constant", "DFT", "DepthToSpace", "DequantizeLinear", "Dropout",
     "Flatten", "GRU", "Gather", "GatherElements", "GatherND", "Gelu", "Gemm", "GreaterOrEqual",
     "GridSample", "GroupNormalization", "Hardmax", "HardSwish", "LSTM", "LayerNormalization",
