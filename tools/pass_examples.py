@@ -423,6 +423,13 @@ def ex_unique_node_names():
     return m
 
 
+def ex_upgrade_opset():
+    # Opset 11: ReduceSum's axes are an attribute; at 17 they become input 1.
+    r = N("ReduceSum", ["x"], ["y"])
+    r.attribute.extend([H.make_attribute("axes", [1])])
+    return model([r], [("x", [2, 3])], [("y", [2, 1])], opset=11)
+
+
 def passes(binary):
     out = subprocess.run([binary, "passes", "--json"], capture_output=True, text=True,
                          check=True).stdout

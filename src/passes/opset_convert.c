@@ -366,6 +366,45 @@ static ox_status check_node(ox__cv *c, ox_node *n)
     return st ? st : check_types(c, n, v, true);
 }
 
+/* ---- the pass ------------------------------------------------------------ */
+
+/* upgrade_opset: an opt-in pass for front ends whose pass list has no
+ * parameters (the TUI): raises a model of opset 7..16 to 17, so that the
+ * LayerNormalization fusions apply. It converts the whole model when the
+ * manager hands it the main graph (subgraphs come first and are skipped);
+ * at 17 or above it does nothing, so it is idempotent. A model the
+ * converter refuses is left unchanged (converted on a clone first). */
+static ox_status pass_upgrade_opset(ox_pass_ctx *c, ox_graph *g, ox_error *err)
+{
+    ox_model *m = g->model;
+    int64_t v = ox_model_opset(m, "");
+    if (g != m->graph || v < OX_OPSET_MIN || v >= 17 || !ox__pass_may(c))
+        return OX_OK;
+    ox_model *trial = ox_model_clone(m);
+    if (!trial)
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    ox_error e = {0};
+    ox_status st = ox__opset_convert_io(trial, 17, c->io, NULL, &e);
+    ox_model_free(trial);
+    if (st == OX_EUNSUPPORTED) {
+        ox__pass_note(c, "upgrade_opset not applied: %s", e.msg);
+        return OX_OK;
+    }
+    if (st)
+        return ox_errorf(err, st, "%s", e.msg);
+    if ((st = ox__opset_convert_io(m, 17, c->io, NULL, err)))
+        return st;
+    ox__pass_did(c);
+    return OX_OK;
+}
+
+const ox_pass ox__passes_opset[] = {
+    {"upgrade_opset", "convert a model of opset 7..16 to opset 17 (LayerNormalization fusions "
+     "need it)", OX_PASS_CONVERSION, OX_TARGET_ONNX, OX_LEVEL_BASIC, false, pass_upgrade_opset,
+     true},
+    {0},
+};
+
 /* ---- the walk -------------------------------------------------------------- */
 
 static const ox__cv_adapter *find_adapter(const ox__cv_adapter *t, const char *op)
@@ -485,6 +524,12 @@ static int64_t ir_for_opset(int64_t v)
 
 ox_status ox_opset_convert(ox_model *m, int64_t target, ox_opset_report *rep, ox_error *err)
 {
+    return ox__opset_convert_io(m, target, NULL, rep, err);
+}
+
+ox_status ox__opset_convert_io(ox_model *m, int64_t target, const ox_infer_opts *shapes,
+                               ox_opset_report *rep, ox_error *err)
+{
     if (rep)
         memset(rep, 0, sizeof *rep);
     if (!m || !m->graph)
@@ -512,6 +557,12 @@ ox_status ox_opset_convert(ox_model *m, int64_t target, ox_opset_report *rep, ox
      * source opset: adapters need them. Problems are not errors here
      * (check reports them); the conversion refuses what it cannot see. */
     ox_infer_opts io = {.no_value_info = true};
+    if (shapes) {
+        io.shapes = shapes->shapes;
+        io.n_shapes = shapes->n_shapes;
+        io.dims = shapes->dims;
+        io.n_dims = shapes->n_dims;
+    }
     ox_infer_model(m, &io, NULL);
     /* A newer opset needs a newer IR (set first: from IR 4 on, the
      * constants adapters add need not be listed as graph inputs). Going

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 
+#include "onnxscope/infer.h"
 #include "onnxscope/opset.h"
 #include "onnxscope/ir.h"
 
@@ -20,6 +21,11 @@ typedef struct ox__cv {
     ox_node **dead;
     int n_dead, cap_dead;
 } ox__cv;
+
+/* ox_opset_convert with the --shape/--dim overrides of a pass run
+ * (shapes may be NULL). */
+ox_status ox__opset_convert_io(ox_model *m, int64_t target, const ox_infer_opts *shapes,
+                               ox_opset_report *rep, ox_error *err);
 
 /* Crossing opset boundary b upwards (from < b <= to) or downwards. */
 static inline bool ox__cv_up(const ox__cv *c, int b) { return c->from < b && c->to >= b; }

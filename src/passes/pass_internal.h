@@ -92,6 +92,8 @@ extern const ox_pass ox__passes_fuse_norm[];
 ox_status ox__fuse_embed_layernorm(ox_pass_ctx *c, ox_graph *g, ox_error *err);
 extern const ox_pass ox__passes_fuse_gelu[];
 extern const ox_pass ox__passes_fuse_attn[];
+/* opset_convert.c: upgrade_opset (opt-in), first in the pipeline. */
+extern const ox_pass ox__passes_opset[];
 
 /* The constant tensor of v when it is a real constant: an initializer that
  * is not also a graph input (those can be overridden at run time). */

@@ -744,6 +744,56 @@ static void test_targets_and_report(void **state)
     ox_model_free(m);
 }
 
+/* The opt-in pass upgrade_opset: raises 7..16 to 17 once (idempotent),
+ * leaves 17 alone, and leaves a model it cannot convert unchanged with a
+ * note. */
+static void test_upgrade_pass(void **state)
+{
+    (void)state;
+    ox_node *n;
+    ox_model *m = unary(11, "ReduceSum", &n);
+    int64_t ax = 1;
+    ox_node_set_attr_ints(n, "axes", 1, &ax);
+    int rw;
+    ox_model *o = fh_opt(m, "upgrade_opset", OX_TARGET_ONNX, &rw);
+    assert_int_equal(rw, 1);
+    assert_int_equal(ox_model_opset(o, ""), 17);
+    assert_int_equal(first(o, "ReduceSum")->n_inputs, 2);
+    ox_model_free(o);
+    ox_model_free(m);
+    /* Opset 8 Scan cannot become Scan-9: refused, nothing changes. */
+    m = fh_model(8);
+    fh_input(m, "x", 3, d234);
+    ox_graph *body = ox_graph_new(m, m->graph);
+    ox_value *x = ox_graph_value(m->graph, "x"), *y = ox_graph_value(m->graph, "y");
+    n = ox_node_new(m->graph, "Scan", "", "scan", 1, &x, 1, &y);
+    body->owner = n;
+    ox_value *bi = ox_graph_value(body, "bi"), *bo = ox_graph_value(body, "bo");
+    bi->type = ox_type_new_tensor(OX_DT_FLOAT, 2, d234 + 1);
+    ox_graph_add_input(body, bi);
+    ox_node_new(body, "Identity", "", "id", 1, &bi, 1, &bo);
+    ox_graph_add_output(body, bo);
+    ox_attr a = {.name = "body", .type = OX_ATTR_GRAPH, .g = body};
+    ox_node_set_attr(n, &a);
+    ox_graph_free(body);
+    ox_node_set_attr_i(n, "num_scan_inputs", 1);
+    fh_output(m, "y");
+    ox_graph_relink(m->graph);
+    ox_pass_manager *pm = ox_pm_new(OX_LEVEL_BASIC, OX_TARGET_ONNX);
+    ox_error err = {0};
+    ox_pass_report rep = {0};
+    assert_int_equal(ox_pm_only(pm, "upgrade_opset", &err), OX_OK);
+    assert_int_equal(ox_pm_run(pm, m, &rep, &err), OX_OK);
+    assert_int_equal(ox_model_opset(m, ""), 8);
+    const ox_pass_stat *st = ox_pass_report_find(&rep, "upgrade_opset");
+    assert_non_null(st);
+    assert_non_null(st->note);
+    assert_non_null(strstr(st->note, "Scan node 'scan' cannot be converted to opset 17"));
+    ox_pass_report_free(&rep);
+    ox_pm_free(pm);
+    ox_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -764,6 +814,7 @@ int main(void)
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_small_changes),
         cmocka_unit_test(test_targets_and_report),
+        cmocka_unit_test(test_upgrade_pass),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

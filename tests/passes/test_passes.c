@@ -465,6 +465,10 @@ static void test_reshape_and_shape_chain(void **state)
     ox_pass_report_free(&rep);
     /* Stepping a pass changes nothing now: the graph is at a fixed point. */
     for (int i = 0; i < ox_pm_count(pm); i++) {
+        /* upgrade_opset converts any model below opset 17 (this one is 13):
+         * a one-way conversion, not a pattern with a fixed point. */
+        if (!strcmp(ox_pm_pass(pm, i)->name, "upgrade_opset"))
+            continue;
         ox_pass_report r2 = {0};
         assert_int_equal(ox_pm_step(pm, o, i, 0, &r2, &err), OX_OK);
         assert_int_equal(r2.n_passes == 1 ? r2.passes[0].rewrites : 0, 0);
@@ -1095,6 +1099,7 @@ static bool tested_elsewhere(const char *name)
         "fuse_silu", "fuse_silu_ort", "fuse_conv_act", "fuse_conv_add_act", "fuse_gemm_act",
         "fuse_layernorm", "fuse_rmsnorm", "fuse_skip_layernorm", "fuse_norm_cast", "fuse_embed_layernorm", "fuse_gelu", "fuse_bias_gelu",
         "fuse_attention", "fuse_attention_onnx", "fuse_multihead_attention",
+        "upgrade_opset", /* tests/passes/test_opset_adapt.c */
         NULL};
     for (int i = 0; names[i]; i++)
         if (!strcmp(names[i], name))
