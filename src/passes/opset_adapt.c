@@ -100,6 +100,8 @@ static ox_status adapt_split(ox__cv *c, ox_node *n)
     int64_t axis = ox_node_attr_i(n, "axis", 0);
     if (ox__cv_down(c, 18) && ox_node_attr(n, "num_outputs")) {
         int64_t k = ox_node_attr_i(n, "num_outputs", 1);
+        if (k <= 0)
+            return ox__cv_refuse(c, n, "num_outputs %lld is not positive", (long long)k);
         ox_node_remove_attr(n, "num_outputs");
         if (!ox__cv_in(n, 1)) {
             int r = ox__cv_rank(ox__cv_in(n, 0));
@@ -431,6 +433,8 @@ static ox_status adapt_softmax(ox__cv *c, ox_node *n)
         }
         if (a < 0)
             a += r;
+        if (a < 0 || a >= r || r > OX_MAX_RANK)
+            return ox__cv_refuse(c, n, "axis %lld out of range for rank %d", (long long)a, r);
         if (a == r - 1) {
             ox_node_set_attr_i(n, "axis", a);
             return OX_OK;

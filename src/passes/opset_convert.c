@@ -484,6 +484,13 @@ static ox_status convert_graph(ox__cv *c, ox_graph *g)
             continue;
         int before = c->n_dead;
         const ox__cv_adapter *a = find_adapter(ox__cv_adapters, n->op_type);
+        const ox__cv_adapter *e = find_adapter(ox__cv_expansions, n->op_type);
+        /* Adapters and expansions read input 0 (every operator they serve
+         * but Constant requires it): a malformed node is refused. */
+        if ((a || e) && (n->n_inputs == 0 || !n->inputs[0]) && !ox_node_is(n, "Constant")) {
+            st = ox__cv_refuse(c, n, "its first input is missing");
+            continue;
+        }
         if (a) {
             /* Counted as adapted when its signature changed. */
             uint64_t before_fp = fingerprint(n);
@@ -495,7 +502,6 @@ static ox_status convert_graph(ox__cv *c, ox_graph *g)
             continue;
         /* An operator the target lacks: its expansion, else a refusal. */
         const ox__opset_op *op = find_op(n->op_type);
-        const ox__cv_adapter *e = find_adapter(ox__cv_expansions, n->op_type);
         if (e && (!op || !version_at(op, c->to))) {
             st = e->fn(c, n);
             continue;

@@ -59,6 +59,8 @@ static int norm_axes(ox__cv *c, ox_node *n, int64_t *axes)
 {
     int64_t a = ox_node_attr_i(n, "axis", -1);
     int r = ox__cv_rank(ox__cv_in(n, 0));
+    if (r > OX_MAX_RANK)
+        return -1;
     if (r >= 0) {
         if (a < 0)
             a += r;
@@ -372,7 +374,7 @@ static ox_status expand_attention(ox__cv *c, ox_node *n)
     }
     if (ox_node_attr_i(n, "is_causal", 0)) {
         int64_t sql = q_len, tl = total_len, past = past_len;
-        if (sql <= 0 || tl <= 0 || past < 0 || sql * tl > ((int64_t)1 << 24))
+        if (sql <= 0 || tl <= 0 || past < 0 || sql * tl > ((int64_t)1 << 22))
             return ox__cv_refuse(c, n, "a causal mask needs the query and key lengths known");
         int64_t d2[2] = {sql, tl};
         ox_tensor *t = ox_tensor_new(dt == OX_DT_UNDEFINED ? OX_DT_FLOAT : dt, 2, d2);
