@@ -362,6 +362,16 @@ static ox_status check_node(ox__cv *c, ox_node *n)
                 gone = op->v[i].since;
         return ox__cv_refuse(c, n, "%s was removed in opset %d", n->op_type, gone);
     }
+    if (v->exact) {
+        /* The inputs the target requires, and no more than it has. */
+        for (int i = 0; i < v->n_inputs && i < 32; i++)
+            if ((v->required & (1u << i)) && (i >= n->n_inputs || !n->inputs[i]))
+                return ox__cv_refuse(c, n, "input %d is required by %s-%d", i, n->op_type,
+                                     v->since);
+        if (!v->variadic && n->n_inputs > v->n_inputs)
+            return ox__cv_refuse(c, n, "%s-%d has %d input(s), the node %d", n->op_type,
+                                 v->since, v->n_inputs, n->n_inputs);
+    }
     ox_status st = check_types(c, n, v, false);
     return st ? st : check_types(c, n, v, true);
 }

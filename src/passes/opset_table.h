@@ -23,6 +23,9 @@ typedef struct ox__opset_ver {
     uint32_t in_types[OX__OPSET_MAX_INPUTS];
     int n_outputs, out_variadic;
     uint32_t out_types[OX__OPSET_MAX_OUTPUTS];
+    uint32_t required;       /* bit i: formal input i must be present */
+    int exact;               /* 1: the formals above are this version's (opsets up
+                              * to 17); 0: copied from the version before */
 } ox__opset_ver;
 
 typedef struct ox__opset_op {
