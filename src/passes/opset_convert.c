@@ -589,6 +589,8 @@ ox_status ox__opset_convert_io(ox_model *m, int64_t target, const ox_infer_opts 
         m->ir_version = ir;
     else if (target < from && m->ir_version > ir) {
         int64_t floor = m->ir_version >= 4 ? 4 : m->ir_version;
+        if (m->n_functions > 0 && floor < 8)
+            floor = 8;   /* model-local functions came with IR 8 */
         m->ir_version = ir > floor ? ir : floor;
     }
     if (rep)
