@@ -724,6 +724,181 @@ static void test_small_changes(void **state)
     ox_model_free(m);
 }
 
+/* The adapters of less common operators: attribute values the older
+ * opset lacks are refused, renamed modes and moved attributes kept equal. */
+static void test_more_adapters(void **state)
+{
+    (void)state;
+    ox_node *n;
+    ox_model *e;
+    /* DepthToSpace mode (11). */
+    const int64_t d4[4] = {1, 8, 2, 2};
+    ox_model *m = fh_model(13);
+    fh_input(m, "x", 4, d4);
+    n = fh_node(m, "DepthToSpace", "y", "x", NULL);
+    ox_node_set_attr_i(n, "blocksize", 2);
+    ox_node_set_attr_s(n, "mode", "CRD");
+    fh_output(m, "y");
+    cv_refused(m, 10, "DepthToSpace", "y");
+    ox_node_set_attr_s(n, "mode", "DCR");
+    e = cv_ok(m, 10);
+    assert_null(ox_node_attr(first(e, "DepthToSpace"), "mode"));
+    ox_model_free(e);
+    ox_model_free(m);
+    /* Reshape allowzero (14). */
+    m = fh_model(14);
+    fh_input(m, "x", 3, d234);
+    int64_t shp[2] = {0, 12};
+    fh_ints(m, "shape", 2, shp);
+    n = fh_node(m, "Reshape", "y", "x", "shape", NULL);
+    ox_node_set_attr_i(n, "allowzero", 1);
+    fh_output(m, "y");
+    cv_refused(m, 13, "Reshape", "y");
+    ox_model_free(m);
+    m = fh_model(14);
+    fh_input(m, "x", 3, d234);
+    shp[0] = 2;
+    fh_ints(m, "shape", 2, shp);
+    n = fh_node(m, "Reshape", "y", "x", "shape", NULL);
+    ox_node_set_attr_i(n, "allowzero", 1);
+    fh_output(m, "y");
+    e = cv_ok(m, 13);
+    assert_null(ox_node_attr(first(e, "Reshape"), "allowzero"));
+    ox_model_free(e);
+    ox_model_free(m);
+    /* Cast saturate (19) dropped below. */
+    m = unary(19, "Cast", &n);
+    ox_node_set_attr_i(n, "to", OX_DT_FLOAT);
+    ox_node_set_attr_i(n, "saturate", 1);
+    e = cv_ok(m, 18);
+    assert_null(ox_node_attr(first(e, "Cast"), "saturate"));
+    ox_model_free(e);
+    ox_model_free(m);
+    /* AveragePool dilations (19). */
+    const int64_t d5[4] = {1, 1, 5, 5}, k2[2] = {2, 2}, dl[2] = {2, 2};
+    m = fh_model(19);
+    fh_input(m, "x", 4, d5);
+    n = fh_node(m, "AveragePool", "y", "x", NULL);
+    ox_node_set_attr_ints(n, "kernel_shape", 2, k2);
+    ox_node_set_attr_ints(n, "dilations", 2, dl);
+    fh_output(m, "y");
+    cv_refused(m, 18, "AveragePool", "y");
+    ox_model_free(m);
+    /* QuantizeLinear with a per-axis scale (13). */
+    m = fh_model(13);
+    fh_input(m, "x", 3, d234);
+    const int64_t three = 3;
+    fh_init(m, "s", 1, &three, NULL, 0.5, 1);
+    n = fh_node(m, "QuantizeLinear", "y", "x", "s", NULL);
+    ox_node_set_attr_i(n, "axis", 1);
+    fh_output(m, "y");
+    cv_refused(m, 12, "QuantizeLinear", "y");
+    ox_model_free(m);
+    /* ScatterND reduction (16). */
+    m = fh_model(16);
+    fh_input(m, "x", 3, d234);
+    int64_t idx1[1] = {1};
+    const int64_t di[2] = {1, 1}, du[3] = {1, 3, 4};
+    ox_tensor *it = ox_tensor_new(OX_DT_INT64, 2, di);
+    ox_tensor_set_i64(it, 0, idx1[0]);
+    ox_graph_set_initializer(m->graph, ox_graph_value(m->graph, "idx"), it);
+    fh_init(m, "upd", 3, du, NULL, -1, 1);
+    n = fh_node(m, "ScatterND", "y", "x", "idx", "upd", NULL);
+    ox_node_set_attr_s(n, "reduction", "add");
+    fh_output(m, "y");
+    cv_refused(m, 15, "ScatterND", "y");
+    ox_node_set_attr_s(n, "reduction", "none");
+    e = cv_ok(m, 13);
+    assert_null(ox_node_attr(first(e, "ScatterND"), "reduction"));
+    ox_model_free(e);
+    ox_model_free(m);
+    /* Max of different shapes has no broadcasting at 7. */
+    m = fh_model(8);
+    fh_input(m, "x", 3, d234);
+    const int64_t d4b = 4;
+    fh_input(m, "z", 1, &d4b);
+    fh_node(m, "Max", "y", "x", "z", NULL);
+    fh_output(m, "y");
+    cv_refused(m, 7, "Max", "y");
+    ox_model_free(m);
+    /* OneHot's negative axis counts the output's rank below 11. */
+    m = fh_model(11);
+    const int64_t d2 = 2;
+    ox_value *ind = ox_graph_value(m->graph, "ind");
+    ind->type = ox_type_new_tensor(OX_DT_INT64, 1, &d2);
+    ox_graph_add_input(m->graph, ind);
+    int64_t depth = 3;
+    fh_ints(m, "depth", 1, &depth);
+    const float vals[2] = {0, 1};
+    fh_init(m, "vals", 1, &d2, vals, 0, 0);
+    n = fh_node(m, "OneHot", "y", "ind", "depth", "vals", NULL);
+    ox_node_set_attr_i(n, "axis", -2);
+    fh_output(m, "y");
+    e = cv_ok(m, 9);
+    assert_int_equal(ox_node_attr_i(first(e, "OneHot"), "axis", -1), 0);
+    ox_model_free(e);
+    ox_model_free(m);
+    /* GroupNormalization: scale per group (18) <-> per channel (21). */
+    const int64_t dg[4] = {2, 4, 3, 3}, g2 = 2;
+    m = fh_model(18);
+    fh_input(m, "x", 4, dg);
+    fh_init(m, "s", 1, &g2, NULL, 0.5, 1.5);
+    fh_init(m, "b", 1, &g2, NULL, -1, 1);
+    n = fh_node(m, "GroupNormalization", "y", "x", "s", "b", NULL);
+    ox_node_set_attr_i(n, "num_groups", 2);
+    fh_output(m, "y");
+    e = cv_ok(m, 21);
+    const ox_tensor *sc = first(e, "GroupNormalization")->inputs[1]->init;
+    assert_non_null(sc);
+    assert_int_equal(sc->numel, 4);
+    ox_model *back = cv_ok(e, 18);
+    assert_int_equal(first(back, "GroupNormalization")->inputs[1]->init->numel, 2);
+    ox_model_free(back);
+    ox_model_free(e);
+    ox_model_free(m);
+    /* DFT: axis attribute (17) <-> input (20). */
+    const int64_t dd[3] = {2, 8, 1};
+    m = fh_model(17);
+    fh_input(m, "x", 3, dd);
+    n = fh_node(m, "DFT", "y", "x", NULL);
+    ox_node_set_attr_i(n, "axis", 1);
+    fh_output(m, "y");
+    e = cv_ok(m, 20);
+    assert_int_equal(first(e, "DFT")->n_inputs, 3);
+    back = cv_ok(e, 17);
+    assert_int_equal(ox_node_attr_i(first(back, "DFT"), "axis", 0), 1);
+    ox_model_free(back);
+    ox_model_free(e);
+    ox_model_free(m);
+    /* GridSample modes renamed at 20. */
+    const int64_t dx[4] = {1, 1, 3, 3}, dgr[4] = {1, 2, 2, 2};
+    m = fh_model(16);
+    fh_input(m, "x", 4, dx);
+    fh_init(m, "grid", 4, dgr, NULL, -1, 1);
+    n = fh_node(m, "GridSample", "y", "x", "grid", NULL);
+    ox_node_set_attr_s(n, "mode", "bilinear");
+    fh_output(m, "y");
+    e = cv_ok(m, 20);
+    assert_string_equal(ox_node_attr_s(first(e, "GridSample"), "mode", ""), "linear");
+    back = cv_ok(e, 16);
+    assert_string_equal(ox_node_attr_s(first(back, "GridSample"), "mode", ""), "bilinear");
+    ox_model_free(back);
+    ox_model_free(e);
+    ox_model_free(m);
+    /* RNN layout (14). */
+    m = fh_model(14);
+    const int64_t dxr[3] = {2, 3, 4}, dw[3] = {1, 5, 4}, dr[3] = {1, 5, 5};
+    fh_input(m, "x", 3, dxr);
+    fh_init(m, "W", 3, dw, NULL, -1, 1);
+    fh_init(m, "R", 3, dr, NULL, -1, 1);
+    n = fh_node(m, "RNN", "y", "x", "W", "R", NULL);
+    ox_node_set_attr_i(n, "hidden_size", 5);
+    ox_node_set_attr_i(n, "layout", 1);
+    fh_output(m, "y");
+    cv_refused(m, 13, "RNN", "y");
+    ox_model_free(m);
+}
+
 static void test_targets_and_report(void **state)
 {
     (void)state;
@@ -813,6 +988,7 @@ int main(void)
         cmocka_unit_test(test_gelu_rms_and_small_ops),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_small_changes),
+        cmocka_unit_test(test_more_adapters),
         cmocka_unit_test(test_targets_and_report),
         cmocka_unit_test(test_upgrade_pass),
     };
