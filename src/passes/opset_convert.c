@@ -485,7 +485,8 @@ static ox_status convert_graph(ox__cv *c, ox_graph *g)
     ox_node **snap = malloc((size_t)(count ? count : 1) * sizeof *snap);
     if (!snap)
         return ox_errorf(c->err, OX_ENOMEM, "out of memory converting the opset");
-    memcpy(snap, g->nodes, (size_t)count * sizeof *snap);
+    if (count)   /* an empty graph has no node array */
+        memcpy(snap, g->nodes, (size_t)count * sizeof *snap);
     c->n_dead = 0;
     ox_status st = OX_OK;
     for (int i = 0; i < count && !st; i++) {
