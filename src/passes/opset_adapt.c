@@ -818,11 +818,17 @@ static ox_status adapt_constant(ox__cv *c, ox_node *n)
     } else if (ox_node_attr(n, "value_string") || ox_node_attr(n, "value_strings")) {
         return ox__cv_refuse(c, n, "string values need opset 12");
     } else {
+        /* Before 12 `value` (or, at 11, sparse_value) is required. */
+        if (!ox_node_attr(n, "value") && !ox_node_attr(n, "sparse_value"))
+            return ox__cv_refuse(c, n, "it has no value attribute, which opset %d requires",
+                                 c->to);
         return OX_OK;
     }
     if (!t)
         return OX_ENOMEM;
-    ox_node_remove_attr(n, a->name);
+    char name[32];   /* a->name goes with the attribute */
+    snprintf(name, sizeof name, "%s", a->name);
+    ox_node_remove_attr(n, name);
     ox_node_set_attr_t(n, "value", t);
     return OX_OK;
 }
