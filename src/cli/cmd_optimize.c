@@ -15,6 +15,7 @@
 #include "onnxscope/cost.h"
 #include "onnxscope/exec.h"
 #include "onnxscope/io.h"
+#include "onnxscope/opset.h"
 #include "onnxscope/passes.h"
 #include "onnxscope/quantize.h"
 #include "onnxscope/randinput.h"
@@ -71,8 +72,7 @@ static void usage(FILE *f)
             "usage: onnxscope optimize MODEL -o OUT [--level basic|extended|all]\n"
             "          [--passes a,b] [--skip a,b] [--target onnx|ort]\n"
             "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE] [--json] [--force]\n"
-            "          [--max-memory SIZE] [--keep-fp32 OP,...] [--fp16-io]\n"
-            "          [--max-memory SIZE]\n"
+            "          [--max-memory SIZE] [--opset N] [--keep-fp32 OP,...] [--fp16-io]\n"
             "          [--quant-format integer|qdq] [--quant-conv] [--quant-per-tensor]\n"
             "          [--quant-min-elems N]\n"
             "          [--check N [--bisect] [--input NAME=FILE.pb] [--fill NAME=VALUE]\n"
@@ -83,7 +83,9 @@ static void usage(FILE *f)
             "written (exit 1) unless --force. --max-memory caps the tensor memory of those\n"
             "runs (default 3/4 of RAM; K/M/G suffixes). --bisect: when the check fails, find\n"
             "the first pass, and in it the first rewrite, whose result diverges, and name\n"
-            "the nodes it touched. `onnxscope passes` lists the passes.\n"
+            "the nodes it touched. `onnxscope passes` lists the passes. --opset N first\n"
+            "converts the model to default-domain opset N (as `onnxscope convert`), e.g.\n"
+            "13 -> 17 so that LayerNormalization can be fused.\n"
             "to_fp16 (opt-in: --passes +to_fp16) converts to float16; --keep-fp32 adds op\n"
             "types to its block list, --fp16-io makes graph inputs/outputs float16 too.\n"
             "With to_fp16 on, --check passes an output within rtol 1e-2 / atol 1e-3 or\n"
@@ -389,6 +391,7 @@ int ox_cmd_optimize(int argc, char **argv)
         {"quant-conv", no_argument, NULL, 'C'},
         {"quant-per-tensor", no_argument, NULL, 'T'},
         {"quant-min-elems", required_argument, NULL, 'E'},
+        {"opset", required_argument, NULL, 'O'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -406,6 +409,7 @@ int ox_cmd_optimize(int argc, char **argv)
     ox_quant_opts qo;
     ox_quant_opts_default(&qo);
     const char *quant_opt = NULL;   /* a --quant-* option given (to warn) */
+    long opset = -1;
     optind = 1;
     int c;
     while ((c = ox_cli_getopt(argc, argv, "optimize", "o:h", longopts)) != -1) {
@@ -470,6 +474,10 @@ int ox_cmd_optimize(int argc, char **argv)
             qo.min_elems = v;
             break;
         }
+        case 'O':
+            if (!ox_cli_parse_long("--opset", optarg, OX_OPSET_MIN, OX_OPSET_MAX, &opset))
+                rc = 2;
+            break;
         case 'M':
             if (!ox_cli_parse_size("--max-memory", optarg, &max_memory))
                 rc = 2;
@@ -529,7 +537,7 @@ int ox_cmd_optimize(int argc, char **argv)
             ox_cli_error(NULL, "%s", none);
     }
     const char *path = argv[optind];
-    ox_model *m = ox_cli_load(path, &rc), *opt = NULL;
+    ox_model *m = ox_cli_load(path, &rc), *opt = NULL, *conv = NULL;
     ox_pass_manager *pm = NULL;
     ox_pass_report rep = {0};
     check_res chk = {0};
@@ -588,6 +596,21 @@ int ox_cmd_optimize(int argc, char **argv)
             ox_cli_error(NULL, "%s has no effect: quantize_dynamic is not enabled (add --passes "
                          "+quantize_dynamic)", quant_opt);
     }
+    /* --opset: convert first, so that the passes see the target's ops
+     * (bisecting then starts from the converted model too). */
+    ox_opset_report orep = {0};
+    if (opset > 0) {
+        if (ox_opset_convert(opt, opset, &orep, &err) != OX_OK) {
+            ox_cli_error(path, "%s", err.msg);
+            rc = 1;
+            goto out;
+        }
+        if (bisect && !(conv = ox_model_clone(opt))) {
+            ox_cli_error(NULL, "out of memory");
+            rc = 1;
+            goto out;
+        }
+    }
     if (ox_pm_run(pm, opt, &rep, &err) != OX_OK) {
         ox_cli_error(path, "optimize: %s", err.msg);
         rc = 1;
@@ -632,7 +655,7 @@ int ox_cmd_optimize(int argc, char **argv)
             ox_bisect_opts bo = {.inputs = &inputs, .n_sets = n_check, .rtol = tol.rtol,
                                  .atol = tol.atol, .max_memory = max_memory};
             ox_error berr = {0};
-            if (ox_pm_bisect(pm, m, &bo, &bis, &berr) != OX_OK) {
+            if (ox_pm_bisect(pm, conv ? conv : m, &bo, &bis, &berr) != OX_OK) {
                 ox_cli_error(path, "--bisect: %s", berr.msg);
                 snprintf(bis.why, sizeof bis.why, "%.200s", berr.msg);
             }
@@ -661,6 +684,8 @@ int ox_cmd_optimize(int argc, char **argv)
         json_object_set_new(o, "output", write ? json_string(out_path) : json_null());
         json_object_set_new(o, "level", json_string(ox_pass_level_name(level)));
         json_object_set_new(o, "target", json_string(ox_pass_target_name(target)));
+        if (opset > 0)
+            json_object_set_new(o, "opset", json_integer(opset));
         if (!only) {
             const ox_pass *v[64];
             json_t *la = json_array(), *ta = json_array();
@@ -723,6 +748,10 @@ int ox_cmd_optimize(int argc, char **argv)
         }
         if (note[0])
             printf("  %s\n", note);
+        if (opset > 0 && orep.from != orep.to)
+            printf("  opset %lld -> %lld: %d node(s) adapted, %d expanded, %d added\n",
+                   (long long)orep.from, (long long)orep.to, orep.nodes_adapted,
+                   orep.nodes_expanded, orep.nodes_added);
         for (int i = 0; i < rep.n_passes; i++) {
             if (rep.passes[i].note)
                 printf("  note: %s\n", rep.passes[i].note);
@@ -756,6 +785,7 @@ out:
     ox_pass_report_free(&rep);
     ox_pm_free(pm);
     ox_model_free(opt);
+    ox_model_free(conv);
     ox_model_free(m);
     ox_infer_opts_free(&io);
     ox_input_opts_free(&inputs);

@@ -21,7 +21,8 @@ static void reg_build(void)
 {
     /* Order matters for a round: constants first so that folding sees
      * initializers, eliminations and fusions next, cleanup last. */
-    const ox_pass *tables[] = {ox__passes_fold,         ox__passes_elim,
+    const ox_pass *tables[] = {ox__passes_opset, /* opt-in: raise the opset first */
+                               ox__passes_fold,         ox__passes_elim,
                                ox__passes_fuse,         ox__passes_fuse_reshape,
                                /* Transformer fusions before the Gemm ones:
                                 * those fold GELU's 0.5 into the next

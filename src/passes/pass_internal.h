@@ -103,6 +103,8 @@ extern const ox_pass ox__passes_to_fp16[];
 extern const ox_pass ox__passes_quant[];
 /* Frees report entries of quantize_dynamic (quantize.c). */
 void ox__quant_entries_free(struct ox_quant_entry *v, int n);
+/* opset_convert.c: upgrade_opset (opt-in), first in the pipeline. */
+extern const ox_pass ox__passes_opset[];
 
 /* The constant tensor of v when it is a real constant: an initializer that
  * is not also a graph input (those can be overridden at run time). */
