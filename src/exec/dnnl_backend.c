@@ -887,35 +887,6 @@ static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
     return true;
 }
 
-/* The team size for a primitive: at most `want`, and no more than the
- * cores the load average leaves free (counting this process as one).
- * An OpenMP team spin-waits at its barriers; on an oversubscribed machine
- * a 2-thread team waiting for a descheduled member was up to 100x slower
- * than one thread (PERFORMANCE.md). libgomp's own dynamic adjustment does
- * this too, but oneDNN requires a team of exactly the size it asked for
- * (with it on, parts of the work were skipped). Load read once a second. */
-static int free_cores(int want)
-{
-    static atomic_int cached_free = 0;
-    static atomic_llong stamp = 0;
-    if (want <= 1)
-        return 1;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    long long now = (long long)ts.tv_sec;
-    if (atomic_load(&stamp) != now) {
-        double la[1];
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        int f = ncpu > 0 ? (int)ncpu : want;
-        if (getloadavg(la, 1) == 1)
-            f = (int)(ncpu - la[0] + 1.5);
-        atomic_store(&cached_free, f < 1 ? 1 : f);
-        atomic_store(&stamp, now);
-    }
-    int f = atomic_load(&cached_free);
-    return f < want ? f : want;
-}
-
 /* One run of a node at a time: its cache entries and their reorder
  * buffers are shared (concurrent runs of one executor serialize here). */
 bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
@@ -924,11 +895,10 @@ bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
     if (!d || !g_engine || !stream_ready())
         return false;
     /* Before creating primitives too: oneDNN sizes its work split and
-     * scratchpads by the thread count it sees then. */
-    int nt = c->pool ? ox_thread_pool_size(c->pool) : 1;
-    if (nt < 1)
-        nt = 1;
-    nt = free_cores(nt);
+     * scratchpads by the thread count it sees then. The team is the pool's
+     * size (the one thread policy, threadpool.h); our loops run on the same
+     * OpenMP team, never at the same time as a primitive. */
+    int nt = ox_threads_team(c->pool ? ox_thread_pool_size(c->pool) : 1);
     if (nt != tl_threads) {
         omp_set_num_threads(nt);
         tl_threads = nt;
