@@ -261,8 +261,9 @@ static bool in_default(const ox_node *n)
     return !n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx");
 }
 
-ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act)
+ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act, unsigned const_in)
 {
+#define IN_CONST(i) ((i) < n->n_inputs && n->inputs[i] && ((const_in >> (i)) & 1u))
     if (!ox_dnnl_enabled() || n->n_outputs < 1 || !n->outputs[0])
         return NULL;
     ox_dnnl_node d;
@@ -272,7 +273,7 @@ ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act)
     const char *op = n->op_type;
     if ((in_default(n) && !strcmp(op, "Conv")) || (ms && !strcmp(op, "FusedConv"))) {
         d.kind = K_CONV;
-        if (n->n_inputs < 2 || !is_const(n->inputs[1]))
+        if (n->n_inputs < 2 || !IN_CONST(1))
             return NULL;   /* runtime weights: our kernel (rare, no prepacking) */
         d.w_const = true;
         d.group = attr_i(n, "group", 1);
@@ -306,7 +307,7 @@ ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act)
         d.kind = K_MATMUL;
         if (n->n_inputs != 2)
             return NULL;
-        d.w_const = is_const(n->inputs[1]);
+        d.w_const = IN_CONST(1);
         d.alpha = 1.0f, d.beta = 1.0f;
     } else if ((in_default(n) && !strcmp(op, "Gemm")) || (ms && !strcmp(op, "FusedGemm"))) {
         d.kind = K_GEMM;
@@ -316,8 +317,8 @@ ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act)
         d.tb = attr_i(n, "transB", 0) != 0;
         d.alpha = attr_f(n, "alpha", 1.0f);
         d.beta = attr_f(n, "beta", 1.0f);
-        d.w_const = is_const(n->inputs[1]);
-        d.b_const = n->n_inputs > 2 && is_const(n->inputs[2]);
+        d.w_const = IN_CONST(1);
+        d.b_const = IN_CONST(2);
         /* alpha and beta are folded into packed copies of constant B and C;
          * with runtime operands our kernel keeps them. */
         if (d.alpha != 1.0f && !d.w_const)
@@ -913,9 +914,9 @@ bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
 
 bool ox_dnnl_enabled(void) { return false; }
 bool ox_dnnl_act_fusable(const ox_node *act) { (void)act; return false; }
-ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act)
+ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act, unsigned const_in)
 {
-    (void)n, (void)act;
+    (void)n, (void)act, (void)const_in;
     return NULL;
 }
 bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)

@@ -26,8 +26,10 @@ bool ox_dnnl_act_fusable(const ox_node *act);
 /* Plan time: the backend's state for node n (NULL when it does not take
  * the op, its attributes or the activation). `act`, when not NULL, is the
  * single consumer of n's output 0 to fuse as a post-op; the executor then
- * skips it. Weights given by initializers are packed on first use. */
-ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act);
+ * skips it. Bit i of const_in says input i is constant for the plan (an
+ * initializer, or a value the executor folded at plan time): such weights
+ * are packed on first use (and repacked if a run hands other data). */
+ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act, unsigned const_in);
 
 /* Runs the node. Returns false, touching nothing, when the backend
  * declines these inputs (dtype, rank, shape it does not take): the caller

@@ -61,6 +61,9 @@ typedef struct plan_node {
     ox_dnnl_node *dnnl;
     int act_k;            /* -1: none */
     bool skip;
+    /* Computed once at plan time (all inputs constant): its outputs are
+     * plan constants and the node never runs. */
+    bool folded;
 } plan_node;
 
 typedef struct ox_plan {
@@ -75,6 +78,7 @@ typedef struct ox_plan {
     int *in_slots;        /* graph inputs */
     int n_outputs;
     slot_ref *out_refs;   /* graph outputs */
+    int n_folded;         /* nodes folded at plan time */
 } ox_plan;
 
 struct ox_exec {
@@ -357,7 +361,7 @@ static void plan_dnnl(const ox_exec *e, ox_plan *p)
     for (int k = 0; k < p->n_nodes; k++) {
         plan_node *pn = &p->nodes[k];
         pn->act_k = -1;
-        if (pn->skip)
+        if (pn->skip || pn->folded)
             continue;
         const ox_node *n = pn->node, *act = NULL;
         int act_k = -1;
@@ -378,17 +382,118 @@ static void plan_dnnl(const ox_exec *e, ox_plan *p)
             else
                 act_k = -1;
         }
-        pn->dnnl = ox_dnnl_plan(n, act);
+        /* Inputs constant for this plan: initializers and folded values. */
+        unsigned cmask = 0;
+        for (int i = 0; i < pn->n_in && i < 32; i++)
+            if (pn->in[i].depth == 0 && p->consts[pn->in[i].slot])
+                cmask |= 1u << i;
+        pn->dnnl = ox_dnnl_plan(n, act, cmask);
         if (!pn->dnnl && act) {
             act = NULL;
             act_k = -1;
-            pn->dnnl = ox_dnnl_plan(n, NULL);
+            pn->dnnl = ox_dnnl_plan(n, NULL, cmask);
         }
         if (pn->dnnl && act_k >= 0) {
             pn->act_k = act_k;
             p->nodes[act_k].skip = true;
         }
     }
+}
+
+/* Plan-time folding (EXECUTOR.md): a main-graph node whose inputs are all
+ * constants for the plan (initializers that are not graph inputs, or values
+ * folded before it) is run once here with the plain kernels, and its outputs
+ * become plan constants: exported models recompute weight Transposes, shape
+ * arithmetic and ConstantOfShape weights on every run otherwise, and oneDNN
+ * can then pack the folded weights once. Nondeterministic ops and nodes with
+ * subgraphs are left alone; an output over FOLD_MAX_OUT bytes or a kernel
+ * error leaves the node to run as before (errors then surface at run time). */
+#define FOLD_MAX_OUT (64LL << 20)
+#define FOLD_MAX_TOTAL (1LL << 30)
+
+static bool foldable_op(const ox_node *n)
+{
+    static const char *const never[] = {
+        "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
+        "Multinomial", "Bernoulli", "Dropout", NULL,
+    };
+    for (int i = 0; never[i]; i++)
+        if (!strcmp(n->op_type, never[i]))
+            return false;
+    for (int a = 0; a < n->n_attrs; a++)
+        if (n->attrs[a].type == OX_ATTR_GRAPH || n->attrs[a].type == OX_ATTR_GRAPHS)
+            return false;
+    return true;
+}
+
+static bool slot_const(const ox_plan *p, slot_ref r)
+{
+    return r.depth == 0 && r.slot >= 0 && p->consts[r.slot] &&
+           !p->slot_value[r.slot]->is_input;
+}
+
+static void plan_fold(ox_exec *e, ox_plan *p)
+{
+    int64_t total = 0;
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        const ox_node *n = pn->node;
+        if (pn->n_out < 1 || pn->n_out > 16 || pn->n_in > 16 || !foldable_op(n))
+            continue;
+        bool ok = true;
+        for (int i = 0; i < pn->n_in && ok; i++)
+            ok = pn->in[i].depth < 0 || slot_const(p, pn->in[i]);
+        for (int i = 0; i < pn->n_out && ok; i++)
+            ok = pn->out[i] < 0 || (!p->consts[pn->out[i]] &&
+                                    !p->slot_value[pn->out[i]]->is_input);
+        if (!ok)
+            continue;
+        ox_rval *in[16] = {0}, *out[16] = {0};
+        for (int i = 0; i < pn->n_in; i++)
+            in[i] = pn->in[i].depth < 0 ? NULL : p->consts[pn->in[i].slot];
+        ox_error ferr = {0};
+        if (ox_exec_node_capped(e->model, n, pn->n_in, in, pn->n_out, out, FOLD_MAX_OUT,
+                                &ferr) != OX_OK)
+            continue;
+        int64_t bytes = 0;
+        for (int i = 0; i < pn->n_out; i++) {
+            if (!out[i] || out[i]->kind != OX_RV_TENSOR || !out[i]->t)
+                ok = ok && pn->out[i] < 0 && !out[i];
+            else
+                bytes += (int64_t)out[i]->t->nbytes;
+        }
+        if (!ok || total + bytes > FOLD_MAX_TOTAL) {
+            for (int i = 0; i < pn->n_out; i++)
+                ox_rval_free(out[i]);
+            continue;
+        }
+        total += bytes;
+        for (int i = 0; i < pn->n_out; i++) {
+            if (pn->out[i] >= 0) {
+                /* Kernels read typed, possibly vectorized data (see the
+                 * initializers above): a view at an odd offset gets a copy. */
+                const void *d = ox_tensor_data(out[i]->t);
+                if (d && ((uintptr_t)d & 15)) {
+                    ox_tensor *c = ox_tensor_clone(out[i]->t);
+                    if (c) {
+                        ox_tensor_free(out[i]->t);
+                        out[i]->t = c;
+                    }
+                }
+                p->consts[pn->out[i]] = out[i];
+            } else {
+                ox_rval_free(out[i]);
+            }
+        }
+        pn->folded = true;
+        p->n_folded++;
+    }
+}
+
+static bool fold_disabled(const ox_exec *e)
+{
+    const char *s = getenv("ONNXSCOPE_NO_PLAN_FOLD");
+    return e->opts.no_fold || e->opts.keep_intermediates || (s && s[0] && strcmp(s, "0"));
 }
 
 static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_error *err)
@@ -526,6 +631,8 @@ static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_err
         if (p->out_refs[i].depth == 0)
             last_use[p->out_refs[i].slot] = g->n_nodes;
     }
+    if (g == e->model->graph && !fold_disabled(e))
+        plan_fold(e, p);
     if (ox_dnnl_enabled())
         plan_dnnl(e, p);
     /* Release lists, and which outputs someone will read. */
@@ -769,6 +876,20 @@ static ox_status arena_detach(const ox_arena_plan *ap, ox_rval *v, const ox_tens
     return OX_OK;
 }
 
+/* True when v is a tensor lying exactly on slot s's planned bytes: a view
+ * kernel's output whose slot the plan put on its input's bytes (arena.c,
+ * view_ops). Such a value holds arena bytes only in its own slot, which is
+ * what the aliasing rule asks, so it needs no copy. */
+static bool own_slot_view(const ox_arena_plan *ap, int s, const ox_rval *v)
+{
+    if (!ap || s < 0 || s >= ap->n_slots || ap->off[s] < 0 || !v ||
+        v->kind != OX_RV_TENSOR || !v->t || v->n_items)
+        return false;
+    const ox_tensor *t = v->t;
+    return t->dtype == ap->dtype[s] && (int64_t)t->nbytes == ap->nbytes[s] &&
+           ox_tensor_data(t) == (const char *)ap->buf->data + ap->off[s];
+}
+
 /* A node's kernel: oneDNN's when the plan gave it one and it takes these
  * inputs, else ours followed by the activation oneDNN would have fused. */
 static ox_status run_kernel(ox_exec *e, frame *f, const plan_node *pn, ox_kernel_ctx *ctx)
@@ -884,6 +1005,10 @@ static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
     ox_rval *in_small[16], *out_small[16];
     for (int k = 0; k < p->n_nodes; k++) {
         const plan_node *pn = &p->nodes[k];
+        if (pn->folded) {
+            release_after(e, f, pn);
+            continue;
+        }
         if (pn->skip) {
             ox_status st = run_skip(e, f, pn, err);
             if (st)
@@ -956,10 +1081,14 @@ static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
                 const ox_tensor *mine = i < 16 ? f->placed[i] : NULL;
                 if (!out[i])
                     continue;
-                if (mine && out[i]->t == mine)
+                if (mine && out[i]->t == mine) {
                     f->stats->arena_outputs++;
-                else
+                } else if (own_slot_view(f->arena, pn->out[i], out[i])) {
+                    f->stats->arena_views++;   /* a view planned onto its input */
+                    continue;
+                } else {
                     f->stats->heap_outputs++;
+                }
                 if (arena_detach(f->arena, out[i], mine, &f->stats->arena_copies))
                     st = ox_errorf(&kerr, OX_ENOMEM, "out of memory");
             }
@@ -1167,7 +1296,12 @@ ox_status ox_exec_run(ox_exec *e, int n_inputs, ox_rval *const *inputs,
             goto out;
         }
     }
+    int64_t allocs0 = ox_buffer_allocs();
     st = run_frame(e, &f, err);
+    if (hold) {
+        e->stats.heap_allocs = ox_buffer_allocs() - allocs0;
+        e->stats.folded_nodes = p->n_folded;
+    }
     if (!st)
         st = take_outputs(&f, n_outputs, outputs, err);
     /* Graph outputs belong to the caller: copy them out of the arena. */
