@@ -79,6 +79,7 @@ typedef struct ox_plan {
     int n_outputs;
     slot_ref *out_refs;   /* graph outputs */
     int n_folded;         /* nodes folded at plan time */
+    bool fold_overridable; /* some read an initializer that is a graph input */
 } ox_plan;
 
 struct ox_exec {
@@ -107,6 +108,9 @@ typedef struct frame {
     ox_rval **cur_out;
     ox_tensor *placed[16];
     ox_exec_stats *stats;
+    /* The caller overrode an initializer some folded node read: folded
+     * nodes run like the others in this frame. */
+    bool run_folded;
 } frame;
 
 /* Largest single tensor a kernel may allocate; guards against absurd
@@ -426,10 +430,11 @@ static bool foldable_op(const ox_node *n)
     return true;
 }
 
+/* Initializers count even when they are also graph inputs (IR < 4): a run
+ * that overrides one runs the folded nodes again (frame.run_folded). */
 static bool slot_const(const ox_plan *p, slot_ref r)
 {
-    return r.depth == 0 && r.slot >= 0 && p->consts[r.slot] &&
-           !p->slot_value[r.slot]->is_input;
+    return r.depth == 0 && r.slot >= 0 && p->consts[r.slot];
 }
 
 static void plan_fold(ox_exec *e, ox_plan *p)
@@ -446,6 +451,9 @@ static void plan_fold(ox_exec *e, ox_plan *p)
         for (int i = 0; i < pn->n_out && ok; i++)
             ok = pn->out[i] < 0 || (!p->consts[pn->out[i]] &&
                                     !p->slot_value[pn->out[i]]->is_input);
+        for (int i = 0; i < pn->n_in; i++)
+            if (pn->in[i].depth == 0 && p->slot_value[pn->in[i].slot]->is_input)
+                p->fold_overridable = true;
         if (!ok)
             continue;
         ox_rval *in[16] = {0}, *out[16] = {0};
@@ -1005,7 +1013,7 @@ static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
     ox_rval *in_small[16], *out_small[16];
     for (int k = 0; k < p->n_nodes; k++) {
         const plan_node *pn = &p->nodes[k];
-        if (pn->folded) {
+        if (pn->folded && !f->run_folded) {
             release_after(e, f, pn);
             continue;
         }
@@ -1260,6 +1268,8 @@ ox_status ox_exec_run(ox_exec *e, int n_inputs, ox_rval *const *inputs,
             if (st)
                 goto out;
             f.vals[p->in_slots[i]] = v;   /* borrowed */
+            if (p->consts[p->in_slots[i]] && p->fold_overridable)
+                f.run_folded = true;      /* an initializer overridden */
         } else if (!p->consts[p->in_slots[i]]) {
             /* Allowed only when nothing reads it: the planner would fail
              * the node later with a clear message otherwise. */
