@@ -888,6 +888,28 @@ static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
     return true;
 }
 
+/* oneDNN's BLAS-like SGEMM (its JIT AVX-512 GEMM, row-major) for the GEMMs
+ * our kernels issue themselves: com.microsoft Attention's projection and
+ * per-head products, convolution fallbacks. Its OpenMP team is the pool's
+ * size; called from inside one of our parallel loops (a nested region) it
+ * runs on the calling thread alone. */
+bool ox_dnnl_sgemm(int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                   const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                   float *C, int64_t ldc)
+{
+    if (!ox_dnnl_enabled())
+        return false;
+    if (!omp_in_parallel()) {
+        int nt = ox_threads_team(threads < 1 ? 1 : threads);
+        if (nt != tl_threads) {
+            omp_set_num_threads(nt);
+            tl_threads = nt;
+        }
+    }
+    return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C,
+                      ldc) == dnnl_success;
+}
+
 /* One run of a node at a time: its cache entries and their reorder
  * buffers are shared (concurrent runs of one executor serialize here). */
 bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
@@ -926,6 +948,14 @@ bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
     return false;
 }
 void ox_dnnl_free(ox_dnnl_node *d) { (void)d; }
+bool ox_dnnl_sgemm(int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                   const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                   float *C, int64_t ldc)
+{
+    (void)threads, (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)A;
+    (void)lda, (void)B, (void)ldb, (void)beta, (void)C, (void)ldc;
+    return false;
+}
 void ox_dnnl_counts(long *runs, long *with_act) { *runs = 0, *with_act = 0; }
 const char *ox_dnnl_version(void) { return NULL; }
 

@@ -46,4 +46,11 @@ void ox_dnnl_counts(long *runs, long *with_act);
 /* The library and its version for reports ("oneDNN 2.6.3"), or NULL. */
 const char *ox_dnnl_version(void);
 
+/* C = alpha * op(A) op(B) + beta * C (row-major) on oneDNN's SGEMM with a
+ * team of `threads`; false (nothing done) when the backend is off
+ * (ONNXSCOPE_NO_DNNL, or a build without it): the caller runs its own. */
+bool ox_dnnl_sgemm(int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                   const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                   float *C, int64_t ldc);
+
 #endif
