@@ -56,7 +56,7 @@ typedef struct act_ops {
 typedef struct entry {
     bool used, declined;       /* declined: oneDNN refused this shape */
     int n_key;
-    int64_t key[3 * (MAXD + 1)];
+    int64_t key[3 * (MAXD + 1) + 1];
     dnnl_primitive_t prim;
     dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md;
     bool has_bias;
@@ -80,6 +80,11 @@ struct ox_dnnl_node {
     bool w_const, b_const;     /* inputs given by initializers */
     act_ops act;               /* fused activation (n == 0: none) */
     bool z_input;              /* FusedConv: input 3 (Z) added as a sum post-op */
+    /* 2-D Conv whose readers are all oneDNN convolutions (the executor
+     * decides, ox_dnnl_set_out_nhwc): its output is written channels-last
+     * (NHWC), the layout oneDNN's direct convolutions read without a
+     * reorder or im2col; the readers take it as is. */
+    bool out_nhwc;
     /* Conv */
     int64_t group;
     const char *auto_pad;
@@ -98,6 +103,7 @@ static atomic_long g_runs, g_runs_act;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static _Thread_local dnnl_stream_t tl_stream;
 static _Thread_local int tl_threads;
+static _Thread_local bool tl_in_nhwc;   /* input 0 of the node being run is NHWC */
 
 static void engine_init(void)
 {
@@ -609,8 +615,14 @@ static bool build_conv(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
     }
     dnnl_memory_desc_t wuser, wany;
     bd[0] = M;
-    if (dnnl_memory_desc_init_by_tag(&e->src_md, x->rank, xd, dnnl_f32, act_tag[nsp]) ||
-        dnnl_memory_desc_init_by_tag(&e->dst_md, x->rank, yd, dnnl_f32, act_tag[nsp]) ||
+    if (tl_in_nhwc && nsp != 2)
+        return false;
+    bool onhwc = d->out_nhwc && nsp == 2;
+    /* e->src_md/dst_md: the tensors' layouts (NHWC on a channels-last edge). */
+    if (dnnl_memory_desc_init_by_tag(&e->src_md, x->rank, xd, dnnl_f32,
+                                     tl_in_nhwc ? dnnl_nhwc : act_tag[nsp]) ||
+        dnnl_memory_desc_init_by_tag(&e->dst_md, x->rank, yd, dnnl_f32,
+                                     onhwc ? dnnl_nhwc : act_tag[nsp]) ||
         dnnl_memory_desc_init_by_tag(&wuser, wr, wd, dnnl_f32,
                                      G == 1 ? w_tag[nsp] : gw_tag[nsp]) ||
         dnnl_memory_desc_init_by_tag(&wany, wr, wd, dnnl_f32, dnnl_format_tag_any) ||
@@ -625,19 +637,50 @@ static bool build_conv(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
      * blocked tensors between consecutive oneDNN ops. Not with a Z input,
      * which must seed the output (FusedConv). */
     const char *bl = getenv("ONNXSCOPE_DNNL_BLOCKED");
-    e->blocked = !d->z_input && bl && bl[0] && strcmp(bl, "0");
-    dnnl_memory_desc_t sany, dany;
+    bool any = !d->z_input && bl && bl[0] && strcmp(bl, "0");
     e->usrc_md = e->src_md;
     e->udst_md = e->dst_md;
-    if (dnnl_memory_desc_init_by_tag(&sany, x->rank, xd, dnnl_f32, dnnl_format_tag_any) ||
-        dnnl_memory_desc_init_by_tag(&dany, x->rank, yd, dnnl_f32, dnnl_format_tag_any))
-        return false;
+    dnnl_memory_desc_t sp, dp;   /* the primitive's src/dst layouts */
+    if (any) {
+        if (dnnl_memory_desc_init_by_tag(&sp, x->rank, xd, dnnl_f32, dnnl_format_tag_any) ||
+            dnnl_memory_desc_init_by_tag(&dp, x->rank, yd, dnnl_f32, dnnl_format_tag_any))
+            return false;
+    } else if (tl_in_nhwc || onhwc) {
+        /* One layout on both sides (mixing NCHW and NHWC got oneDNN's
+         * reference kernel, 100x slower); reorders at a plain end. */
+        if (dnnl_memory_desc_init_by_tag(&sp, x->rank, xd, dnnl_f32, dnnl_nhwc) ||
+            dnnl_memory_desc_init_by_tag(&dp, x->rank, yd, dnnl_f32, dnnl_nhwc))
+            return false;
+    } else {
+        sp = e->src_md, dp = e->dst_md;
+    }
     dnnl_convolution_desc_t cd;
-    if (dnnl_dilated_convolution_forward_desc_init(
-            &cd, dnnl_forward_inference, dnnl_convolution_direct,
-            e->blocked ? &sany : &e->src_md, &wany, b ? &e->bias_md : NULL,
-            e->blocked ? &dany : &e->dst_md, strides, dil, pl, pr) != dnnl_success)
-        return false;
+    for (int attempt = 0;; attempt++) {
+        if (dnnl_dilated_convolution_forward_desc_init(
+                &cd, dnnl_forward_inference, dnnl_convolution_direct, &sp, &wany,
+                b ? &e->bias_md : NULL, &dp, strides, dil, pl, pr) != dnnl_success)
+            return false;
+        if (attempt > 0 || any || !(tl_in_nhwc || onhwc))
+            break;
+        /* Channels-last without a direct kernel (3-channel input, say):
+         * its reference fallback is far slower than reordering to NCHW. */
+        dnnl_primitive_desc_t pd = NULL;
+        const char *impl = NULL;
+        bool ref = dnnl_primitive_desc_create(&pd, &cd, NULL, g_engine, NULL) != dnnl_success ||
+                   dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) !=
+                       dnnl_success ||
+                   !impl || !strncmp(impl, "ref", 3);
+        if (pd)
+            dnnl_primitive_desc_destroy(pd);
+        if (!ref)
+            break;
+        if (dnnl_memory_desc_init_by_tag(&sp, x->rank, xd, dnnl_f32, act_tag[nsp]) ||
+            dnnl_memory_desc_init_by_tag(&dp, x->rank, yd, dnnl_f32, act_tag[nsp]))
+            return false;
+    }
+    /* finish_entry puts reorders where the tensors' layouts differ. */
+    e->blocked = !dnnl_memory_desc_equal(&sp, &e->src_md) ||
+                 !dnnl_memory_desc_equal(&dp, &e->dst_md);
     e->out_rank = x->rank;
     for (int i = 0; i < x->rank; i++)
         e->out_dims[i] = yd[i];
@@ -760,12 +803,13 @@ static int make_key(const ox_kernel_ctx *c, int64_t *key)
         for (int j = 0; j < t->rank; j++)
             key[n++] = t->dims[j];
     }
+    key[n++] = tl_in_nhwc;
     return n;
 }
 
 static entry *lookup(ox_dnnl_node *d, const ox_kernel_ctx *c)
 {
-    int64_t key[3 * (MAXD + 1)];
+    int64_t key[3 * (MAXD + 1) + 1];
     int n = make_key(c, key);
     if (n < 0)
         return NULL;
@@ -912,9 +956,22 @@ bool ox_dnnl_sgemm(int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t 
 
 /* One run of a node at a time: its cache entries and their reorder
  * buffers are shared (concurrent runs of one executor serialize here). */
-bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
+bool ox_dnnl_conv2d_plain(const ox_dnnl_node *d)
+{
+    return d && d->kind == K_CONV && !d->z_input && d->node->n_inputs >= 1;
+}
+
+void ox_dnnl_set_out_nhwc(ox_dnnl_node *d, bool on)
+{
+    if (d && d->kind == K_CONV && !d->z_input)
+        d->out_nhwc = on;
+}
+
+bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st, bool in_nhwc,
+                 bool *out_nhwc)
 {
     *st = OX_OK;
+    *out_nhwc = false;
     if (!d || !g_engine || !stream_ready())
         return false;
     /* Before creating primitives too: oneDNN sizes its work split and
@@ -927,8 +984,13 @@ bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
         tl_threads = nt;
     }
     pthread_mutex_lock(&d->lock);
+    tl_in_nhwc = in_nhwc;
     bool r = run_locked(d, c, st);
+    tl_in_nhwc = false;
     pthread_mutex_unlock(&d->lock);
+    /* Rank-4 outputs only (build_conv falls back to plain otherwise). */
+    *out_nhwc = r && *st == OX_OK && d->out_nhwc && c->out[0] && c->out[0]->t &&
+                c->out[0]->t->rank == 4;
     return r;
 }
 
@@ -941,12 +1003,16 @@ ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act, unsigned const_
     (void)n, (void)act, (void)const_in;
     return NULL;
 }
-bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
+bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st, bool in_nhwc,
+                 bool *out_nhwc)
 {
-    (void)d, (void)c;
+    (void)d, (void)c, (void)in_nhwc;
     *st = OX_OK;
+    *out_nhwc = false;
     return false;
 }
+bool ox_dnnl_conv2d_plain(const ox_dnnl_node *d) { (void)d; return false; }
+void ox_dnnl_set_out_nhwc(ox_dnnl_node *d, bool on) { (void)d, (void)on; }
 void ox_dnnl_free(ox_dnnl_node *d) { (void)d; }
 bool ox_dnnl_sgemm(int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                    const float *A, int64_t lda, const float *B, int64_t ldb, float beta,

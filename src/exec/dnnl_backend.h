@@ -35,7 +35,16 @@ ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act, unsigned const_
  * declines these inputs (dtype, rank, shape it does not take): the caller
  * runs its own kernel (and the fused activation's). Otherwise true, with
  * *st the outcome (outputs set through ox_kernel_output on OX_OK). */
-bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st);
+bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st, bool in_nhwc,
+                 bool *out_nhwc);
+/* in_nhwc: input 0 holds its NCHW shape's data channels-last (written by a
+ * producer with out_nhwc). *out_nhwc: output 0 was written channels-last.
+ * A declined NHWC input is the caller's to convert for its own kernel. */
+
+/* A Conv (no Z input) the backend runs: the executor may let its output
+ * stay channels-last when every reader is such a node (reading input 0). */
+bool ox_dnnl_conv2d_plain(const ox_dnnl_node *d);
+void ox_dnnl_set_out_nhwc(ox_dnnl_node *d, bool on);
 
 void ox_dnnl_free(ox_dnnl_node *d);
 

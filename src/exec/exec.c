@@ -111,6 +111,9 @@ typedef struct frame {
     /* The caller overrode an initializer some folded node read: folded
      * nodes run like the others in this frame. */
     bool run_folded;
+    /* Per slot: the tensor's data is channels-last (NHWC) for its NCHW
+     * shape, written by a oneDNN convolution for oneDNN readers only. */
+    unsigned char *nhwc;
 } frame;
 
 /* Largest single tensor a kernel may allocate; guards against absurd
@@ -360,6 +363,66 @@ static ox_status ref_for(const ox_exec *e, const ox_graph *g, const ox_plan *sel
  * activation as the primitive's post-op: the graph keeps standard ops (the
  * --target onnx form) and the executor fuses the epilogue here. Not with
  * keep_intermediates, where the un-activated value must stay visible. */
+static bool getenv_on(const char *name)
+{
+    const char *s = getenv(name);
+    return s && s[0] && strcmp(s, "0");
+}
+
+/* Channels-last edges (EXECUTOR.md, "Layouts"): a oneDNN convolution whose
+ * value (its output, or its fused activation's) is read only by oneDNN
+ * convolutions, at input 0, in this graph and is no graph output, writes
+ * that value NHWC; the readers take it as is. */
+static void plan_nhwc(ox_plan *p)
+{
+    pmap at = {0};
+    for (int k = 0; k < p->n_nodes; k++)
+        if (!pmap_put(&at, p->nodes[k].node, k)) {
+            pmap_free(&at);
+            return;
+        }
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        if (!pn->dnnl || !ox_dnnl_conv2d_plain(pn->dnnl) || pn->n_out < 1)
+            continue;
+        const ox_value *v = pn->node->outputs[0];
+        if (pn->act_k >= 0)
+            v = p->nodes[pn->act_k].node->outputs[0];
+        bool ok = v && !v->is_output && v->n_uses > 0;
+        for (int u = 0; ok && u < v->n_uses; u++) {
+            int r = v->uses[u].node ? pmap_get(&at, v->uses[u].node) : -1;
+            ok = r >= 0 && v->uses[u].input == 0 && p->nodes[r].dnnl &&
+                 !p->nodes[r].skip && !p->nodes[r].folded &&
+                 ox_dnnl_conv2d_plain(p->nodes[r].dnnl) && p->nodes[r].in[0].depth == 0;
+            for (int i = 1; ok && i < p->nodes[r].n_in; i++)
+                ok = p->nodes[r].node->inputs[i] != v;
+        }
+        if (ok)
+            ox_dnnl_set_out_nhwc(pn->dnnl, true);
+    }
+    pmap_free(&at);
+}
+
+/* An NHWC tensor (shape N,C,H,W) as a plain NCHW copy, for a kernel of ours. */
+static ox_rval *nhwc_to_plain(const ox_rval *v)
+{
+    if (!v || v->kind != OX_RV_TENSOR || !v->t || v->t->rank != 4 ||
+        v->t->dtype != OX_DT_FLOAT)
+        return NULL;
+    const ox_tensor *t = v->t;
+    ox_tensor *o = ox_tensor_new(OX_DT_FLOAT, 4, t->dims);
+    if (!o)
+        return NULL;
+    const float *src = ox_tensor_data(t);
+    float *dst = ox_tensor_data(o);
+    int64_t N = t->dims[0], C = t->dims[1], HW = t->dims[2] * t->dims[3];
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t i = 0; i < HW; i++)
+            for (int64_t c = 0; c < C; c++)
+                dst[(n * C + c) * HW + i] = src[(n * HW + i) * C + c];
+    return ox_rval_tensor(o);
+}
+
 static void plan_dnnl(const ox_exec *e, ox_plan *p)
 {
     for (int k = 0; k < p->n_nodes; k++) {
@@ -402,6 +465,8 @@ static void plan_dnnl(const ox_exec *e, ox_plan *p)
             p->nodes[act_k].skip = true;
         }
     }
+    if (!e->opts.keep_intermediates && !getenv_on("ONNXSCOPE_DNNL_NCHW"))
+        plan_nhwc(p);
 }
 
 /* Plan-time folding (EXECUTOR.md): a main-graph node whose inputs are all
@@ -812,6 +877,8 @@ static void frame_free(frame *f)
             ox_rval_free(f->vals[i]);
     free(f->vals);
     free(f->owned);
+    free(f->nhwc);
+    f->nhwc = NULL;
     f->vals = NULL;
 }
 
@@ -822,9 +889,12 @@ static ox_status frame_init(frame *f, frame *parent, const ox_plan *p, ox_error 
     f->plan = p;
     f->vals = calloc((size_t)p->n_slots + 1, sizeof *f->vals);
     f->owned = calloc((size_t)p->n_slots + 1, 1);
-    if (!f->vals || !f->owned) {
+    f->nhwc = calloc((size_t)p->n_slots + 1, 1);
+    if (!f->vals || !f->owned || !f->nhwc) {
         free(f->vals);
         free(f->owned);
+        free(f->nhwc);
+        f->nhwc = NULL;
         f->vals = NULL;
         return ox_errorf(err, OX_ENOMEM, "out of memory");
     }
@@ -903,9 +973,35 @@ static bool own_slot_view(const ox_arena_plan *ap, int s, const ox_rval *v)
 static ox_status run_kernel(ox_exec *e, frame *f, const plan_node *pn, ox_kernel_ctx *ctx)
 {
     ox_status st;
-    if (pn->dnnl && ox_dnnl_run(pn->dnnl, ctx, &st))
+    bool in_nhwc = f->nhwc && pn->n_in > 0 && pn->in[0].depth == 0 && f->nhwc[pn->in[0].slot];
+    if (f->nhwc)
+        for (int i = 0; i < pn->n_out; i++)
+            if (pn->out[i] >= 0)
+                f->nhwc[pn->out[i]] = 0;
+    bool out_nhwc = false;
+    if (pn->dnnl && ox_dnnl_run(pn->dnnl, ctx, &st, in_nhwc, &out_nhwc)) {
+        if (out_nhwc && pn->out[0] >= 0)
+            f->nhwc[pn->out[0]] = 1;
         return st;
+    }
+    /* Our kernels read NCHW: a channels-last input (its oneDNN reader
+     * declined it at run time) is converted first. */
+    ox_rval *plain = NULL, *saved = NULL;
+    for (int i = 0; f->nhwc && i < pn->n_in; i++)
+        if (pn->in[i].depth == 0 && f->nhwc[pn->in[i].slot]) {
+            if (i != 0 || plain)
+                return ox_errorf(ctx->err, OX_EINVAL, "channels-last value read by input %d", i);
+            plain = nhwc_to_plain(ctx->in[0]);
+            if (!plain)
+                return ox_errorf(ctx->err, OX_ENOMEM, "out of memory");
+            saved = ctx->in[0];
+            ((ox_rval **)ctx->in)[0] = plain;   /* run_frame's own array */
+        }
     st = pn->fn(ctx);
+    if (plain) {
+        ((ox_rval **)ctx->in)[0] = saved;
+        ox_rval_free(plain);
+    }
     if (st || !pn->dnnl || pn->act_k < 0)
         return st;
     const plan_node *an = &f->plan->nodes[pn->act_k];
@@ -947,6 +1043,8 @@ static ox_status run_skip(ox_exec *e, frame *f, const plan_node *pn, ox_error *e
     if (!v)
         return ox_errorf(err, OX_EINVAL, "node '%s' (%s): fused input has no value",
                          node_label(pn->node), pn->node->op_type);
+    if (s_out >= 0 && f->nhwc)
+        f->nhwc[s_out] = f->nhwc[s_in];
     if (s_out >= 0) {
         const ox_arena_plan *ap = f->arena;
         bool in_arena = ap && v->kind == OX_RV_TENSOR && v->t && ox_arena_holds(ap, v->t);

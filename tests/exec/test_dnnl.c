@@ -595,6 +595,85 @@ static void test_ms_attention_random(void **state)
     }
 }
 
+/* Channels-last edges (exec.c plan_nhwc): Conv -> Relu -> Conv(3x3) ->
+ * Conv(1x1) with the first value also read by a fourth Conv, their sum the
+ * output, on random sizes: the convolutions reading another's output take
+ * it NHWC; results equal our kernels'. With `override`, the second Conv's
+ * weights are also a graph input (IR < 4 style) that the run overrides:
+ * oneDNN declines that node, which then reads its NHWC input converted
+ * back to NCHW (run_kernel). */
+static void nhwc_case(bool override)
+{
+    int64_t N = rint_in(1, 2), C = rint_in(1, 20), H = rint_in(3, 12), W = rint_in(3, 12);
+    int64_t M1 = rint_in(1, 24), M2 = rint_in(1, 24), M3 = rint_in(1, 24);
+    ox_model *m = ox_model_new();
+    ox_model_set_opset(m, "", 14);
+    ox_graph *g = m->graph ? m->graph : ox_graph_new(m, NULL);
+    m->graph = g;
+    int64_t xd[4] = {N, C, H, W};
+    int64_t w1d[4] = {M1, C, 1, 1}, w2d[4] = {M2, M1, 3, 3}, w3d[4] = {M3, M2, 1, 1};
+    int64_t w4d[4] = {M3, M1, 1, 1};
+    ox_value *x = ox_graph_value(g, "x"), *y = ox_graph_value(g, "y");
+    x->type = ox_type_new_tensor(OX_DT_FLOAT, 4, xd);
+    assert_int_equal(ox_graph_add_input(g, x), OX_OK);
+    const int64_t *wds[4] = {w1d, w2d, w3d, w4d};
+    ox_value *w[4];
+    ox_tensor *wt[4];
+    for (int i = 0; i < 4; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "w%d", i);
+        w[i] = ox_graph_value(g, nm);
+        wt[i] = rand_tensor(4, wds[i]);
+        assert_int_equal(ox_graph_set_initializer(g, w[i], ox_tensor_share(wt[i])), OX_OK);
+    }
+    if (override) {
+        w[1]->type = ox_type_new_tensor(OX_DT_FLOAT, 4, w2d);
+        assert_int_equal(ox_graph_add_input(g, w[1]), OX_OK);
+    }
+    ox_value *a = ox_graph_value(g, "a"), *ar = ox_graph_value(g, "ar");
+    ox_value *b = ox_graph_value(g, "b"), *c3 = ox_graph_value(g, "c3");
+    ox_value *c4 = ox_graph_value(g, "c4");
+    ox_value *i1[2] = {x, w[0]}, *i2[2] = {ar, w[1]}, *i3[2] = {b, w[2]}, *i4[2] = {ar, w[3]};
+    ox_node_new(g, "Conv", "", "c1", 2, i1, 1, &a);
+    ox_node_new(g, "Relu", "", "relu", 1, &a, 1, &ar);
+    ox_node *n2 = ox_node_new(g, "Conv", "", "c2", 2, i2, 1, &b);
+    int64_t pads[4] = {1, 1, 1, 1};
+    ox_node_set_attr_ints(n2, "pads", 4, pads);
+    ox_node_new(g, "Conv", "", "c3", 2, i3, 1, &c3);
+    ox_node_new(g, "Conv", "", "c4", 2, i4, 1, &c4);
+    ox_value *ai[2] = {c3, c4};
+    ox_node_new(g, "Add", "", "add", 2, ai, 1, &y);
+    assert_int_equal(ox_graph_add_output(g, y), OX_OK);
+    ox_tensor *X = rand_tensor(4, xd);
+    ox_tensor *inputs[2] = {X, override ? rand_tensor(4, w2d) : NULL};
+    int threads = (int)(rnd() % 2) + 1;
+    ox_rval *ref = run_model(m, inputs, override ? 2 : 1, threads, true);
+    ox_rval *got = run_model(m, inputs, override ? 2 : 1, threads, false);
+    assert_int_equal(ref->t->numel, got->t->numel);
+    const float *p = ox_tensor_data(ref->t), *q = ox_tensor_data(got->t);
+    for (int64_t i = 0; i < ref->t->numel; i++)
+        if (!(fabsf(p[i] - q[i]) <= 1e-4f + 1e-4f * fabsf(p[i])))
+            fail_msg("nhwc chain (N=%lld C=%lld H=%lld W=%lld M=%lld,%lld,%lld, override %d): "
+                     "element %lld: ours %.7g, oneDNN %.7g", (long long)N, (long long)C,
+                     (long long)H, (long long)W, (long long)M1, (long long)M2, (long long)M3,
+                     override, (long long)i, p[i], q[i]);
+    ox_rval_free(ref);
+    ox_rval_free(got);
+    ox_tensor_free(X);
+    if (inputs[1])
+        ox_tensor_free(inputs[1]);
+    for (int i = 0; i < 4; i++)
+        ox_tensor_free(wt[i]);
+    ox_model_free(m);
+}
+
+static void test_nhwc_chain(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 16; i++)
+        nhwc_case(i % 4 == 3);
+}
+
 static void test_switch(void **state)
 {
     (void)state;
@@ -623,6 +702,7 @@ int main(void)
         cmocka_unit_test(test_matmul_random),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_sgemm_random),
+        cmocka_unit_test(test_nhwc_chain),
         cmocka_unit_test(test_ms_attention_random),
         cmocka_unit_test(test_summary),
     };
