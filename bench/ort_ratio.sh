@@ -5,7 +5,10 @@
 # `--warmup 3 --iters ITERS` (p50 of its runs); the table gives the median
 # of the rounds' p50s and the ratios of those medians, plus the 1-minute
 # load average at the start of the row (the machine is shared: only ratios
-# measured in the same run mean anything). Issue 14's acceptance table.
+# measured in the same run mean anything), and whether our load guard
+# (EXECUTOR.md, "Threads") ran some of our runs on fewer threads than asked.
+# Issue 14's acceptance table. ONNXSCOPE_THREADS_LOAD_CAP=0 in the
+# environment measures without the guard.
 #   bench/ort_ratio.sh [ITERS] [ROUNDS] [THREADS...]    (defaults 20 3 "1 2")
 #   MODELS="a.onnx b.onnx" bench/ort_ratio.sh ...       (default: the list below)
 # Needs build/onnxscope (or $ONNXSCOPE_BIN), /usr/bin/python3 with onnx for
@@ -51,15 +54,17 @@ dims() {  # model seq -> --dim flags for its symbolic dims (batch*: 1, seq*: seq
     $B info "$1" | sed -n '/^inputs:/,/^[a-z]/p' | grep -o '[A-Za-z_][A-Za-z0-9_]*' | sort -u |
         awk -v seq="$2" '/^batch/ {print "--dim " $0 "=1"} /^seq/ {print "--dim " $0 "=" seq}'
 }
-ours() {  # model seq threads -> p50
+ours() {  # model seq threads -> p50; notes in $TMP/capped when the load guard capped a team
     $B bench "$1" $(dims "$1" "$2") --threads "$3" --warmup 3 --iters "$ITERS" --no-profile \
-        --json 2>/dev/null | awk -F'[:,]' '/"p50"/ {p=$2} END {printf "%.3f\n", p}'
+        --json 2>/dev/null | awk -F'[:,]' -v cap="$TMP/capped" '
+            /"p50"/ {p=$2} /"capped_sections"/ {c=$2+0} /"min_team"/ {m=$2+0}
+            END {printf "%.3f\n", p; if (c > 0) print m > cap}'
 }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : "-")}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b+0 > 0 && a+0 > 0) printf "%.2f", a/b; else printf "-" }'; }
 
-echo "| model | threads | ours as is p50 ms | ours optimized p50 ms | ORT p50 ms | as is / ORT | optimized / ORT | load |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| model | threads | ours as is p50 ms | ours optimized p50 ms | ORT p50 ms | as is / ORT | optimized / ORT | load | our load guard |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for m in "${models[@]}"; do
     seq=128
     case "$m" in *gpt2*) seq=64 ;; *tiny_transformer*) seq=16 ;; esac
@@ -68,6 +73,7 @@ for m in "${models[@]}"; do
     sp=$(specs "$m" $seq)
     for t in $THREADS; do
         load=$(cut -d' ' -f1 /proc/loadavg)
+        rm -f "$TMP/capped"
         a=() o=() r=()
         for _ in $(seq "$ROUNDS"); do
             a+=("$(ours "$m" $seq $t)")
@@ -78,6 +84,8 @@ for m in "${models[@]}"; do
         ma=$(echo "${a[*]}" | median); mo=$(echo "${o[*]:-}" | median); mr=$(echo "${r[*]:-}" | median)
         name=$(basename "$(dirname "$m")")/$(basename "$m")
         case "$m" in "$TMP"/*) name="resnet50_folded (bench/gen_resnet50.py)" ;; esac
-        echo "| $name | $t | $ma | $mo | $mr | $(ratio "$ma" "$mr") | $(ratio "$mo" "$mr") | $load |"
+        guard=-
+        [ -f "$TMP/capped" ] && guard="capped to $(sort -n "$TMP/capped" | head -1)"
+        echo "| $name | $t | $ma | $mo | $mr | $(ratio "$ma" "$mr") | $(ratio "$mo" "$mr") | $load | $guard |"
     done
 done

@@ -28,13 +28,16 @@ typedef void (*ox_parallel_fn)(void *ctx, int64_t begin, int64_t end);
 int ox_threads_default(void);
 
 /* The team a parallel region or oneDNN primitive of a pool of `want`
- * threads uses: `want`, unless the opt-in load guard is on
- * (ONNXSCOPE_THREADS_LOAD_CAP=1, read once), which caps it by the cores
- * the 1-minute load average leaves free, counting this process as one
- * (read at most once a second). */
+ * threads uses: `want`, unless the load guard (on by default;
+ * ONNXSCOPE_THREADS_LOAD_CAP=0 turns it off, read once) caps it by the
+ * cores the 1-minute load average leaves free, counting this process as
+ * one (read at most once a second). Never silent: see ox_threads_capped. */
 int ox_threads_team(int want);
-/* Whether the load guard is on (bench reports it). */
+/* Whether the load guard is on. */
 bool ox_threads_load_cap(void);
+/* Since the process started: teams of more than one thread asked for,
+ * how many the guard capped, and the smallest team it gave (0: none). */
+void ox_threads_capped(long long *teams, long long *capped, int *min_team);
 /* "openmp" or "pthread": what backs the pool in this build. */
 const char *ox_threads_backend(void);
 

@@ -354,11 +354,17 @@ int ox_cmd_bench(int argc, char **argv)
             double la[1] = {-1};
             if (getloadavg(la, 1) != 1)
                 la[0] = -1;
+            long long teams, capped;
+            int min_team;
+            ox_threads_capped(&teams, &capped, &min_team);
             json_object_set_new(o, "thread_policy",
-                                json_pack("{s:s, s:i, s:b, s:f}", "pool", ox_threads_backend(),
-                                          "default_threads", ox_threads_default(),
-                                          "load_guard", ox_threads_load_cap(), "load_avg",
-                                          la[0]));
+                                json_pack("{s:s, s:i, s:b, s:f, s:I, s:I, s:i}", "pool",
+                                          ox_threads_backend(), "default_threads",
+                                          ox_threads_default(), "load_guard",
+                                          ox_threads_load_cap(), "load_avg", la[0],
+                                          "parallel_sections", (json_int_t)teams,
+                                          "capped_sections", (json_int_t)capped,
+                                          "min_team", min_team));
         }
         json_object_set_new(o, "seed", json_integer(cfg.seed));
         if (r.compared) {
@@ -400,10 +406,16 @@ int ox_cmd_bench(int argc, char **argv)
         double la[1] = {-1};
         if (getloadavg(la, 1) != 1)
             la[0] = -1;
-        printf("threads: %d on the %s pool%s, default %d (physical cores); load average %.2f\n",
-               threads, ox_threads_backend(),
-               ox_threads_load_cap() ? ", load guard on (ONNXSCOPE_THREADS_LOAD_CAP)" : "",
-               ox_threads_default(), la[0]);
+        printf("threads: %d on the %s pool, default %d (physical cores); load average %.2f\n",
+               threads, ox_threads_backend(), ox_threads_default(), la[0]);
+        long long teams, capped;
+        int min_team;
+        ox_threads_capped(&teams, &capped, &min_team);
+        if (capped)
+            printf("load guard: %lld of %lld parallel sections ran on fewer threads (down to "
+                   "%d) because the load average left fewer cores free "
+                   "(ONNXSCOPE_THREADS_LOAD_CAP=0: always %d)\n",
+                   capped, teams, min_team, threads);
     }
     printf("%-9s %9s %9s %9s %9s %9s %9s %11s\n", "ms", "min", "p50", "p90", "p99", "max",
            "runs/s", "peak RSS");

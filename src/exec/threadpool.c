@@ -7,7 +7,9 @@
  * loop instead of competing with a second set of threads for the cores.
  * Without OpenMP it is a small pthread pool: persistent workers that pick
  * chunks of one parallel_for at a time from a shared atomic counter. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -83,8 +85,9 @@ static bool g_load_cap;
 static void policy_init(void)
 {
     g_default_threads = physical_cores();
+    /* On unless set to 0: reported by bench whenever it capped a team. */
     const char *s = getenv("ONNXSCOPE_THREADS_LOAD_CAP");
-    g_load_cap = s && s[0] && strcmp(s, "0");
+    g_load_cap = !(s && s[0] == '0' && !s[1]);
 }
 
 int ox_threads_default(void)
@@ -108,15 +111,26 @@ const char *ox_threads_backend(void)
 #endif
 }
 
-/* The opt-in guard: an OpenMP team spin-waits at its barriers, and on an
+/* The load guard: an OpenMP team spin-waits at its barriers, and on an
  * oversubscribed machine a member waiting for a descheduled one burns the
- * time that one needs (PERFORMANCE.md measured 2-thread oneDNN runs up to
- * 100x slower than 1 thread at load 8 on 2 cores). Off by default: the
- * thread count is what the user asked for. */
+ * time that one needs (PERFORMANCE.md measured 2-thread runs 10-60x slower
+ * than 1 thread at load 10-24 on 2 cores). On by default and never silent:
+ * every capped team is counted (ox_threads_capped) and bench reports it. */
+static atomic_llong g_teams, g_capped;
+static atomic_int g_min_team;
+
+void ox_threads_capped(long long *teams, long long *capped, int *min_team)
+{
+    *teams = atomic_load(&g_teams);
+    *capped = atomic_load(&g_capped);
+    *min_team = atomic_load(&g_min_team);
+}
+
 int ox_threads_team(int want)
 {
     if (want <= 1)
         return 1;
+    atomic_fetch_add(&g_teams, 1);
     if (!ox_threads_load_cap())
         return want;
     static atomic_int cached_free = 0;
@@ -134,7 +148,13 @@ int ox_threads_team(int want)
         atomic_store(&stamp, now);
     }
     int f = atomic_load(&cached_free);
-    return f < want ? f : want;
+    if (f >= want)
+        return want;
+    atomic_fetch_add(&g_capped, 1);
+    int m = atomic_load(&g_min_team);
+    while ((m == 0 || f < m) && !atomic_compare_exchange_weak(&g_min_team, &m, f))
+        ;
+    return f;
 }
 
 /* ---- pool -------------------------------------------------------------- */
