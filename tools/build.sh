@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 
 pkgs=(meson ninja-build pkg-config gcc protobuf-c-compiler libprotobuf-c-dev
       libncurses-dev libgraphviz-dev graphviz libjansson-dev libcmocka-dev
-      tmux python3-onnx libdnnl-dev)
+      tmux python3-onnx libdnnl-dev
+      libcairo2-dev)  # optional: PNG charts of `matrix --chart` (docs/CLI.md)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -58,6 +58,11 @@ typedef struct ox_bench_config {
                                * with per-node timing (untimed for the
                                * latency figures) fill ox_bench_stats.ops;
                                * 0 (the default) skips them */
+    /* Optional (matrix, issue 16): model's n_outputs slots that receive the
+     * outputs of its first run (the caller frees them with ox_rval_free),
+     * for accuracy figures beyond the equivalence check. Ignored with
+     * compare. */
+    ox_rval **outputs;
 } ox_bench_config;
 
 /* Time of one operator type over a run (main-graph nodes: an If/Loop/Scan

@@ -20,6 +20,7 @@ int ox_cmd_dot(int argc, char **argv);
 int ox_cmd_passes(int argc, char **argv);
 int ox_cmd_optimize(int argc, char **argv);
 int ox_cmd_bench(int argc, char **argv);
+int ox_cmd_matrix(int argc, char **argv);
 
 /* Helpers shared by the commands (cli_util.c). */
 

@@ -22,6 +22,7 @@ static const command commands[] = {
     {"dot", ox_cmd_dot, "export the graph as DOT/SVG/PNG/PDF"},
     {"run", ox_cmd_run, "run a model on given or random inputs"},
     {"bench", ox_cmd_bench, "time a model (optionally against another) on random inputs"},
+    {"matrix", ox_cmd_matrix, "compare optimization strategies x threads x batch sizes"},
     {"test-backend", ox_cmd_test_backend, "run ONNX backend test cases"},
 };
 

@@ -545,7 +545,7 @@ ox_status ox_bench_run(const ox_bench_config *cfg, ox_bench_result *r, ox_error 
         goto out;
     if (mb && (st = map_inputs(ma, in, mb, in_b, err)))
         goto out;
-    st = run_model(&j, 0, ma, in, mb ? oa : NULL, &r->a, err);
+    st = run_model(&j, 0, ma, in, mb ? oa : cfg->outputs, &r->a, err);
     if (st)
         goto out;
     model_flops(ma, &r->a);

@@ -92,6 +92,7 @@ static void *bench_main(void *arg)
 
 void tui_bench_start(tui *t)
 {
+    tui_matrix_hide(t);
     if (t->bench_running) {
         tui_set_status(t, OX_SLOT_UI_WARNING, "a benchmark is already running (Esc cancels)");
         return;
@@ -211,6 +212,8 @@ static void draw_settings(tui *t, int y, int w)
 
 void tui_bench_draw(tui *t, int y0, int h, int w)
 {
+    if (tui_matrix_draw(t, y0, h, w))
+        return;
     int end = y0 + h;
     int y = y0 + 1;
     tui_put(y++, 2, w - 4, OX_SLOT_UI_HEADER, t,

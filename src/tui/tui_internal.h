@@ -77,6 +77,7 @@
     X(LEVEL, 'L', 0, "L", "Passes", "cycle level preset: basic, extended, all")      \
     X(BISECT, 'B', 0, "B", "Passes", "bisect: first pass and rewrite changing the outputs") \
     X(BENCH, 'b', 0, "b", "global", "run the benchmark (Bench panel)")               \
+    X(MATRIX, 'm', 0, "m", "global", "run the evaluation matrix: strategies x threads (Bench panel)") \
     X(CANCEL, 27, 0, "Esc", "global", "cancel the running job (export, passes, shapes, benchmark) / close a prompt") \
     X(EXPORT, 'x', 0, "x", "global", "export DOT/SVG/PNG (graph, neighbourhood, diff)") \
     X(WRITE, 'w', 0, "w", "global", "save the (optimized) model")                    \
@@ -285,6 +286,7 @@ struct tui {
     atomic_int bench_finished;
     ox_model *bench_a, *bench_b;
     tui_bench_result bench;
+    struct tui_matrix *matrix;    /* the Bench panel's Matrix view (tui_matrix.c) */
     int bench_iters, bench_warmup, bench_threads;   /* editable in the panel */
     int bench_sel;                /* the setting the cursor is on (0 runs, 1 warm-up, 2 threads) */
     char saved_name[512];         /* where the optimized model was last saved */
@@ -362,6 +364,12 @@ void tui_bench_cancel(tui *t);
 void tui_bench_poll(tui *t);
 void tui_bench_draw(tui *t, int y0, int h, int w);
 int tui_bench_key(tui *t, tui_action a);
+
+/* tui_matrix.c: the Bench panel's Matrix view */
+void tui_matrix_start(tui *t);
+void tui_matrix_hide(tui *t);
+bool tui_matrix_draw(tui *t, int y0, int h, int w);
+void tui_matrix_free(tui *t);
 
 /* tui_main.c */
 void tui_set_status(tui *t, int slot, const char *fmt, ...)

@@ -845,6 +845,10 @@ static int global_key(tui *t, tui_action a, int ch)
         tui_switch(t, TUI_P_BENCH);
         tui_bench_start(t);
         return TUI_REDRAW;
+    case TUI_A_MATRIX:
+        tui_switch(t, TUI_P_BENCH);
+        tui_matrix_start(t);
+        return TUI_REDRAW;
     case TUI_A_CANCEL:
         if (t->bench_running) {
             tui_bench_cancel(t);
@@ -1147,6 +1151,7 @@ static void load_theme(tui *t, const char *name, char *warn, size_t wn)
 static void tui_free(tui *t)
 {
     tui_job_quit(t);
+    tui_matrix_free(t);
     if (t->bench_running) {
         tui_bench_cancel(t);
         pthread_join(t->bench_thread, NULL);
