@@ -72,6 +72,10 @@ typedef struct entry {
     dnnl_memory_desc_t usrc_md, udst_md;
     dnnl_primitive_t r_src, r_dst;
     void *bsrc, *bdst;
+    /* FusedConv's Z (plain NCHW) into the primitive's dst layout when that
+     * is not NCHW (channels-last): the sum post-op's seed. */
+    dnnl_primitive_t r_z;
+    dnnl_memory_desc_t z_md;
 } entry;
 
 struct ox_dnnl_node {
@@ -366,6 +370,8 @@ static void entry_clear(entry *e)
         dnnl_primitive_destroy(e->r_src);
     if (e->r_dst)
         dnnl_primitive_destroy(e->r_dst);
+    if (e->r_z)
+        dnnl_primitive_destroy(e->r_z);
     free(e->bsrc);
     free(e->bdst);
     free(e->packed);
@@ -556,6 +562,12 @@ static bool finish_entry(const ox_dnnl_node *d, entry *e, const void *op_desc,
         /* bdst is the primitive's output buffer (the reorder's source). */
         if (e->r_dst && e->bdst == NULL)
             goto done;
+        if (d->z_input && !dnnl_memory_desc_equal(&e->z_md, &e->dst_md)) {
+            void *unused = NULL;
+            if (!make_reorder(&e->z_md, &e->dst_md, &e->r_z, &unused))
+                goto done;
+            free(unused);
+        }
     }
     ok = dnnl_primitive_create(&e->prim, pd) == dnnl_success;
 done:
@@ -640,6 +652,8 @@ static bool build_conv(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
     bool any = !d->z_input && bl && bl[0] && strcmp(bl, "0");
     e->usrc_md = e->src_md;
     e->udst_md = e->dst_md;
+    if (dnnl_memory_desc_init_by_tag(&e->z_md, x->rank, yd, dnnl_f32, act_tag[nsp]))
+        return false;
     dnnl_memory_desc_t sp, dp;   /* the primitive's src/dst layouts */
     if (any) {
         if (dnnl_memory_desc_init_by_tag(&sp, x->rank, xd, dnnl_f32, dnnl_format_tag_any) ||
@@ -877,7 +891,7 @@ static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
         return true;
     }
     float *yp = ox_tensor_mutable_data(y);
-    if (z && yp)
+    if (z && yp && !e->r_z)
         memcpy(yp, ox_tensor_data(z), (size_t)z->numel * sizeof(float));
     dnnl_memory_t ms[4] = {0};
     dnnl_exec_arg_t args[4];
@@ -909,6 +923,16 @@ static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
         if (e->r_src) {
             dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, ux}, {DNNL_ARG_TO, ms[0]}};
             ok = dnnl_primitive_execute(e->r_src, tl_stream, 2, ra) == dnnl_success;
+        }
+        if (ok && z && e->r_z) {
+            /* Z seeds the sum post-op in the primitive's own dst layout. */
+            dnnl_memory_t zm = NULL;
+            ok = dnnl_memory_create(&zm, &e->z_md, g_engine, (void *)ox_tensor_data(z)) ==
+                 dnnl_success;
+            dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, zm}, {DNNL_ARG_TO, ms[2]}};
+            ok = ok && dnnl_primitive_execute(e->r_z, tl_stream, 2, ra) == dnnl_success;
+            if (zm)
+                dnnl_memory_destroy(zm);
         }
         ok = ok && dnnl_primitive_execute(e->prim, tl_stream, na, args) == dnnl_success;
         if (ok && e->r_dst) {
@@ -959,6 +983,11 @@ bool ox_dnnl_sgemm(int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t 
 bool ox_dnnl_conv2d_plain(const ox_dnnl_node *d)
 {
     return d && d->kind == K_CONV && !d->z_input && d->node->n_inputs >= 1;
+}
+
+bool ox_dnnl_conv_reader(const ox_dnnl_node *d)
+{
+    return d && d->kind == K_CONV && d->node->n_inputs >= 1;
 }
 
 void ox_dnnl_set_out_nhwc(ox_dnnl_node *d, bool on)
@@ -1012,6 +1041,7 @@ bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st, bool in_nhwc,
     return false;
 }
 bool ox_dnnl_conv2d_plain(const ox_dnnl_node *d) { (void)d; return false; }
+bool ox_dnnl_conv_reader(const ox_dnnl_node *d) { (void)d; return false; }
 void ox_dnnl_set_out_nhwc(ox_dnnl_node *d, bool on) { (void)d, (void)on; }
 void ox_dnnl_free(ox_dnnl_node *d) { (void)d; }
 bool ox_dnnl_sgemm(int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,

@@ -45,6 +45,9 @@ bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st, bool in_nhwc,
  * stay channels-last when every reader is such a node (reading input 0). */
 bool ox_dnnl_conv2d_plain(const ox_dnnl_node *d);
 void ox_dnnl_set_out_nhwc(ox_dnnl_node *d, bool on);
+/* A Conv or FusedConv (Z included) the backend runs: it may read a
+ * channels-last input 0. */
+bool ox_dnnl_conv_reader(const ox_dnnl_node *d);
 
 void ox_dnnl_free(ox_dnnl_node *d);
 

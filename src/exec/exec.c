@@ -393,7 +393,7 @@ static void plan_nhwc(ox_plan *p)
             int r = v->uses[u].node ? pmap_get(&at, v->uses[u].node) : -1;
             ok = r >= 0 && v->uses[u].input == 0 && p->nodes[r].dnnl &&
                  !p->nodes[r].skip && !p->nodes[r].folded &&
-                 ox_dnnl_conv2d_plain(p->nodes[r].dnnl) && p->nodes[r].in[0].depth == 0;
+                 ox_dnnl_conv_reader(p->nodes[r].dnnl) && p->nodes[r].in[0].depth == 0;
             for (int i = 1; ok && i < p->nodes[r].n_in; i++)
                 ok = p->nodes[r].node->inputs[i] != v;
         }

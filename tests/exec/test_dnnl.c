@@ -602,12 +602,13 @@ static void test_ms_attention_random(void **state)
  * weights are also a graph input (IR < 4 style) that the run overrides:
  * oneDNN declines that node, which then reads its NHWC input converted
  * back to NCHW (run_kernel). */
-static void nhwc_case(bool override)
+static void nhwc_case(bool override, bool fused_z)
 {
     int64_t N = rint_in(1, 2), C = rint_in(1, 20), H = rint_in(3, 12), W = rint_in(3, 12);
     int64_t M1 = rint_in(1, 24), M2 = rint_in(1, 24), M3 = rint_in(1, 24);
     ox_model *m = ox_model_new();
     ox_model_set_opset(m, "", 14);
+    ox_model_set_opset(m, "com.microsoft", 1);
     ox_graph *g = m->graph ? m->graph : ox_graph_new(m, NULL);
     m->graph = g;
     int64_t xd[4] = {N, C, H, W};
@@ -639,10 +640,18 @@ static void nhwc_case(bool override)
     ox_node *n2 = ox_node_new(g, "Conv", "", "c2", 2, i2, 1, &b);
     int64_t pads[4] = {1, 1, 1, 1};
     ox_node_set_attr_ints(n2, "pads", 4, pads);
-    ox_node_new(g, "Conv", "", "c3", 2, i3, 1, &c3);
     ox_node_new(g, "Conv", "", "c4", 2, i4, 1, &c4);
-    ox_value *ai[2] = {c3, c4};
-    ox_node_new(g, "Add", "", "add", 2, ai, 1, &y);
+    if (fused_z) {
+        /* y = FusedConv(b, w2, Z = c4): a channels-last input with a plain Z
+         * seeding the sum post-op (reordered into the primitive's layout). */
+        ox_value *fz[4] = {b, w[2], NULL, c4};
+        ox_node *fn = ox_node_new(g, "FusedConv", "com.microsoft", "fc3", 4, fz, 1, &y);
+        ox_node_set_attr_s(fn, "activation", "Relu");
+    } else {
+        ox_node_new(g, "Conv", "", "c3", 2, i3, 1, &c3);
+        ox_value *ai[2] = {c3, c4};
+        ox_node_new(g, "Add", "", "add", 2, ai, 1, &y);
+    }
     assert_int_equal(ox_graph_add_output(g, y), OX_OK);
     ox_tensor *X = rand_tensor(4, xd);
     ox_tensor *inputs[2] = {X, override ? rand_tensor(4, w2d) : NULL};
@@ -654,9 +663,9 @@ static void nhwc_case(bool override)
     for (int64_t i = 0; i < ref->t->numel; i++)
         if (!(fabsf(p[i] - q[i]) <= 1e-4f + 1e-4f * fabsf(p[i])))
             fail_msg("nhwc chain (N=%lld C=%lld H=%lld W=%lld M=%lld,%lld,%lld, override %d): "
-                     "element %lld: ours %.7g, oneDNN %.7g", (long long)N, (long long)C,
+                     "element %lld: ours %.7g, oneDNN %.7g (FusedConv Z %d)", (long long)N, (long long)C,
                      (long long)H, (long long)W, (long long)M1, (long long)M2, (long long)M3,
-                     override, (long long)i, p[i], q[i]);
+                     override, (long long)i, p[i], q[i], fused_z);
     ox_rval_free(ref);
     ox_rval_free(got);
     ox_tensor_free(X);
@@ -670,8 +679,8 @@ static void nhwc_case(bool override)
 static void test_nhwc_chain(void **state)
 {
     (void)state;
-    for (int i = 0; i < 16; i++)
-        nhwc_case(i % 4 == 3);
+    for (int i = 0; i < 20; i++)
+        nhwc_case(i % 4 == 3, i % 4 == 1 || i % 5 == 4);
 }
 
 static void test_switch(void **state)
