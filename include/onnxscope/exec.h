@@ -116,7 +116,7 @@ const ox_kernel_entry *ox_kernel_at(int i);
 /* ---- running graphs ------------------------------------------------------ */
 
 typedef struct ox_exec_opts {
-    int threads;              /* 0 = number of cores */
+    int threads;              /* 0 = the physical cores (threadpool.h) */
     bool keep_intermediates;  /* for debugging/folding: keep every value */
     /* Optional per-node timing hook (`bench --trace`): called after each
      * node of every graph run (subgraphs too) with its start and end on
@@ -137,6 +137,9 @@ typedef struct ox_exec_opts {
     atomic_int *cancel;
     /* > 0: runs stop with OX_ETIMEDOUT once ox_exec_clock_ns() passes it. */
     int64_t deadline_ns;
+    /* Do not fold constant-input nodes at plan time (EXECUTOR.md, "Plan-time
+     * folding"); also ONNXSCOPE_NO_PLAN_FOLD=1. For comparisons. */
+    bool no_fold;
 } ox_exec_opts;
 
 /* The default memory ceiling: 3/4 of physical memory (8 GiB when unknown);
@@ -156,6 +159,12 @@ typedef struct ox_exec_stats {
     int output_copies;      /* graph outputs copied out of the arena */
     int inplace_slots;      /* outputs planned onto their input's bytes */
     int plans_built;        /* signatures planned so far (this executor) */
+    int folded_nodes;       /* main-graph nodes computed once at plan time */
+    int arena_views;        /* view outputs (Reshape...) kept on their own
+                             * planned slot, which is their input's bytes */
+    int64_t heap_allocs;    /* tensor buffers allocated on the heap while the
+                             * run went (process-wide count: ox_buffer_allocs);
+                             * 0 in a steady-state arena run of a static model */
     int plan_hits;          /* runs that reused a cached plan */
 } ox_exec_stats;
 

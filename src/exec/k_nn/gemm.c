@@ -3,6 +3,7 @@
  * and the matrix-product kernels built on it: MatMul, Gemm, FusedMatMul,
  * MatMulInteger and QLinearMatMul. */
 #include "nn_common.h"
+#include "exec/dnnl_backend.h"
 #include "onnxscope/threadpool.h"
 
 #define MR 6
@@ -144,6 +145,9 @@ void nn_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
         else if (beta != 1.0f) for (int64_t j = 0; j < N; j++) c[j] *= beta;
     }
     if (K <= 0 || alpha == 0.0f) return;
+    /* With oneDNN, its AVX-512 GEMM (beta 1: C was prepared above). */
+    if (M * N * K >= 4096 && ox_dnnl_sgemm(1, ta, tb, M, N, K, alpha, A, lda, B, ldb, 1.0f, C, ldc))
+        return;
     /* Tiny products and one- or two-row ones are dominated by packing. */
     if (M * N * K < 4096 || (M < 3 && !tb)) {
         sgemm_simple(ta, tb, M, N, K, alpha, A, lda, B, ldb, C, ldc);
@@ -212,6 +216,9 @@ void nn_sgemm_mt(ox_thread_pool *pool, bool ta, bool tb, int64_t M, int64_t N, i
                  float beta, float *C, int64_t ldc)
 {
     int threads = ox_thread_pool_size(pool);
+    if (M > 0 && N > 0 && K > 0 && M * N * K >= 262144LL &&
+        ox_dnnl_sgemm(threads, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+        return;
     /* Below ~1 MFLOP per thread the fork/join costs more than it saves. */
     if (threads <= 1 || M * N * K < 262144LL * threads) {
         nn_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
