@@ -420,6 +420,12 @@ def ex_fuse_gemm_act():
                  [("x", [2, 3])], [("y", [2, 4])], [c("W", rnd(3, 4)), c("b", rnd(4))])
 
 
+def ex_quantize_dynamic():
+    # 64x64 = 4096 weight elements: the default --quant-min-elems.
+    return model([N("MatMul", ["x", "W"], ["y"])],
+                 [("x", [2, 64])], [("y", [2, 64])], [c("W", rnd(64, 64))])
+
+
 def ex_cse():
     return model([N("Relu", ["x"], ["a"]), N("Relu", ["x"], ["b"]),
                   N("Add", ["a", "b"], ["y"])], [("x", [2])], [("y", [2])])
@@ -453,6 +459,11 @@ def ex_to_fp16():
     return model([N("MatMul", ["x", "W"], ["m"]), N("Max", ["m", "k"], ["b"]),
                   N("Relu", ["b"], ["y"])],
                  [("x", [2, 3])], [("y", [2, 4])], [c("W", rnd(3, 4)), c("k", [0.0])])
+def ex_upgrade_opset():
+    # Opset 11: ReduceSum's axes are an attribute; at 17 they become input 1.
+    r = N("ReduceSum", ["x"], ["y"])
+    r.attribute.extend([H.make_attribute("axes", [1])])
+    return model([r], [("x", [2, 3])], [("y", [2, 1])], opset=11)
 
 
 def passes(binary):

@@ -62,7 +62,15 @@ typedef struct ox_kernel_ctx {
     ox_error *err;
     void *priv;               /* executor-private: the running scope */
     int64_t max_output_bytes; /* > 0: refuse larger outputs (constant folding) */
+    /* The node's cache slot in the executor's plan, or NULL (one-off calls):
+     * a kernel may keep data derived from constant inputs there (packed
+     * weights) across runs; the plan frees it with its free function. */
+    struct ox_kernel_state **state;
 } ox_kernel_ctx;
+
+typedef struct ox_kernel_state {
+    void (*free)(struct ox_kernel_state *s);
+} ox_kernel_state;
 
 typedef ox_status (*ox_kernel_fn)(ox_kernel_ctx *ctx);
 
@@ -109,7 +117,7 @@ const ox_kernel_entry *ox_kernel_at(int i);
 /* ---- running graphs ------------------------------------------------------ */
 
 typedef struct ox_exec_opts {
-    int threads;              /* 0 = number of cores */
+    int threads;              /* 0 = the physical cores (threadpool.h) */
     bool keep_intermediates;  /* for debugging/folding: keep every value */
     /* Optional per-node timing hook (`bench --trace`): called after each
      * node of every graph run (subgraphs too) with its start and end on
@@ -135,6 +143,9 @@ typedef struct ox_exec_opts {
      * "CUDA backend"); ox_exec_new fails with OX_EUNSUPPORTED and the
      * probe's reason when no GPU is usable. */
     ox_device device;
+    /* Do not fold constant-input nodes at plan time (EXECUTOR.md, "Plan-time
+     * folding"); also ONNXSCOPE_NO_PLAN_FOLD=1. For comparisons. */
+    bool no_fold;
 } ox_exec_opts;
 
 /* The default memory ceiling: 3/4 of physical memory (8 GiB when unknown);
@@ -154,6 +165,12 @@ typedef struct ox_exec_stats {
     int output_copies;      /* graph outputs copied out of the arena */
     int inplace_slots;      /* outputs planned onto their input's bytes */
     int plans_built;        /* signatures planned so far (this executor) */
+    int folded_nodes;       /* main-graph nodes computed once at plan time */
+    int arena_views;        /* view outputs (Reshape...) kept on their own
+                             * planned slot, which is their input's bytes */
+    int64_t heap_allocs;    /* tensor buffers allocated on the heap while the
+                             * run went (process-wide count: ox_buffer_allocs);
+                             * 0 in a steady-state arena run of a static model */
     int plan_hits;          /* runs that reused a cached plan */
     /* Placement of the last run's main-graph nodes (index: ox_device) and
      * the cost model's FLOPs of those nodes (0 when unknown). Without a

@@ -166,6 +166,10 @@ typedef struct ox_pass_report {
     int n_touched;
     int *removed_ids;
     int n_removed_ids;
+    /* quantize_dynamic: one entry per weight it quantized, in the order it
+     * did them (onnxscope/quantize.h). */
+    struct ox_quant_entry *quant;
+    int n_quant;
 } ox_pass_report;
 
 void ox_pass_report_free(ox_pass_report *r);

@@ -43,6 +43,9 @@ ox_buffer *ox_buffer_retain(ox_buffer *b);
  * (exec.h, max_memory) compares against it. */
 int64_t ox_buffer_live_bytes(void);
 void ox_buffer_account(int64_t delta);
+/* ox_buffer_new calls so far in the process (thread-safe): the executor's
+ * "no allocation during a run" statistic (ox_exec_stats.heap_allocs). */
+int64_t ox_buffer_allocs(void);
 void ox_buffer_release(ox_buffer *b);
 
 typedef struct ox_bytes {

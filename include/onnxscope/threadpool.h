@@ -1,10 +1,17 @@
-/* A small pthread pool for data-parallel kernels. Kernels receive it as
- * ctx->pool (NULL means "run serially") and split work with
- * ox_parallel_for; nested calls from inside a worker run serially, so a
- * kernel never has to care who called it. */
+/* The process's thread policy and the pool data-parallel kernels use.
+ * Kernels receive the pool as ctx->pool (NULL means "run serially") and
+ * split work with ox_parallel_for; nested calls from inside a worker run
+ * serially, so a kernel never has to care who called it.
+ *
+ * One policy (EXECUTOR.md, "Threads"): `--threads N` (0: the physical
+ * cores, ox_threads_default) sizes both this pool and oneDNN's OpenMP team.
+ * In a build with OpenMP (the oneDNN build) the pool *is* that OpenMP
+ * team, so our loops and oneDNN's primitives run on the same threads and
+ * can never oversubscribe the cores; without OpenMP it is a pthread pool. */
 #ifndef ONNXSCOPE_THREADPOOL_H
 #define ONNXSCOPE_THREADPOOL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "onnxscope/status.h"
@@ -15,8 +22,27 @@ typedef struct ox_thread_pool ox_thread_pool;
  * space; it may be called concurrently on disjoint ranges. */
 typedef void (*ox_parallel_fn)(void *ctx, int64_t begin, int64_t end);
 
+/* The default thread count: the physical cores this process may run on
+ * (distinct core ids among the CPUs of its affinity mask; SMT siblings
+ * count once), or the online CPUs when the topology cannot be read. */
+int ox_threads_default(void);
+
+/* The team a parallel region or oneDNN primitive of a pool of `want`
+ * threads uses: `want`, unless the load guard (on by default;
+ * ONNXSCOPE_THREADS_LOAD_CAP=0 turns it off, read once) caps it by the
+ * cores the 1-minute load average leaves free, counting this process as
+ * one (read at most once a second). Never silent: see ox_threads_capped. */
+int ox_threads_team(int want);
+/* Whether the load guard is on. */
+bool ox_threads_load_cap(void);
+/* Since the process started: teams of more than one thread asked for,
+ * how many the guard capped, and the smallest team it gave (0: none). */
+void ox_threads_capped(long long *teams, long long *capped, int *min_team);
+/* "openmp" or "pthread": what backs the pool in this build. */
+const char *ox_threads_backend(void);
+
 /* A pool with `threads` workers in total (the calling thread counts as one;
- * threads <= 0 means the number of online CPUs). Returns NULL on failure;
+ * threads <= 0 means ox_threads_default()). Returns NULL on failure;
  * callers then simply pass NULL pools around and run serially. */
 ox_thread_pool *ox_thread_pool_new(int threads);
 void ox_thread_pool_free(ox_thread_pool *p);

@@ -285,6 +285,7 @@ static const rule rules[] = {
     {"Div", K_ELEM, OX_COST_DIV},
     {"Dropout", K_ZERO, 0},
     {"DynamicQuantizeLinear", K_IN, 5},
+    {"DynamicQuantizeMatMul", K_MATMUL, 0},
     {"Einsum", K_EINSUM, 0},
     {"Elu", K_ELEM, OX_COST_EXP + 2},
     {"EmbedLayerNormalization", K_ELEM, 9},

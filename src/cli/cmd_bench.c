@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "onnxscope/bench.h"
 #include "onnxscope/peak.h"
+#include "onnxscope/threadpool.h"
 
 static void usage(FILE *f)
 {
@@ -30,7 +31,7 @@ static void usage(FILE *f)
             "--compare runs OTHER on the same inputs,\n"
             "prints the speedup (p50 of MODEL / p50 of OTHER) and checks the outputs\n"
             "agree within --atol + --rtol*|x| (defaults 1e-4, 1e-3); exit 1 if not.\n"
-            "--threads 0 uses every core. --trace writes one traced run's per-node\n"
+            "--threads 0 (default) uses the physical cores. --trace writes one traced run's per-node\n"
             "timings as Chrome trace-event JSON (chrome://tracing, ui.perfetto.dev).\n"
             "--max-memory caps the tensor memory of a run (default 3/4 of RAM; K/M/G\n"
             "suffixes); --timeout stops the whole benchmark after SECONDS (exit 1).\n"
@@ -371,6 +372,22 @@ int ox_cmd_bench(int argc, char **argv)
             goto out;
         }
         json_object_set_new(o, "warmup", json_integer(cfg.warmup));
+        {
+            double la[1] = {-1};
+            if (getloadavg(la, 1) != 1)
+                la[0] = -1;
+            long long teams, capped;
+            int min_team;
+            ox_threads_capped(&teams, &capped, &min_team);
+            json_object_set_new(o, "thread_policy",
+                                json_pack("{s:s, s:i, s:b, s:f, s:I, s:I, s:i}", "pool",
+                                          ox_threads_backend(), "default_threads",
+                                          ox_threads_default(), "load_guard",
+                                          ox_threads_load_cap(), "load_avg", la[0],
+                                          "parallel_sections", (json_int_t)teams,
+                                          "capped_sections", (json_int_t)capped,
+                                          "min_team", min_team));
+        }
         json_object_set_new(o, "seed", json_integer(cfg.seed));
         if (r.compared) {
             json_object_set_new(o, "compare",
@@ -412,6 +429,23 @@ int ox_cmd_bench(int argc, char **argv)
         printf("%s: cpu, %d thread%s, %d timed run%s after %d warm-up, seed %u\n", path,
                threads, threads == 1 ? "" : "s", r.a.iters, r.a.iters == 1 ? "" : "s",
                cfg.warmup, cfg.seed);
+    }
+    {
+        /* The thread policy in force and how busy the machine was: latency on
+         * a shared machine means little without it (EXECUTOR.md, "Threads"). */
+        double la[1] = {-1};
+        if (getloadavg(la, 1) != 1)
+            la[0] = -1;
+        printf("threads: %d on the %s pool, default %d (physical cores); load average %.2f\n",
+               threads, ox_threads_backend(), ox_threads_default(), la[0]);
+        long long teams, capped;
+        int min_team;
+        ox_threads_capped(&teams, &capped, &min_team);
+        if (capped)
+            printf("load guard: %lld of %lld parallel sections ran on fewer threads (down to "
+                   "%d) because the load average left fewer cores free "
+                   "(ONNXSCOPE_THREADS_LOAD_CAP=0: always %d)\n",
+                   capped, teams, min_team, threads);
     }
     printf("%-9s %9s %9s %9s %9s %9s %9s %11s\n", "ms", "min", "p50", "p90", "p99", "max",
            "runs/s", "peak RSS");

@@ -15,11 +15,56 @@
 #include "onnxscope/cost.h"
 #include "onnxscope/exec.h"
 #include "onnxscope/io.h"
+#include "onnxscope/opset.h"
 #include "onnxscope/passes.h"
+#include "onnxscope/quantize.h"
 #include "onnxscope/randinput.h"
 
 #define CHECK_RTOL 1e-4
 #define CHECK_ATOL 1e-5
+
+/* quantize_dynamic's entries (docs/CLI.md): which weights went int8 and
+ * how much each lost. */
+static json_t *quant_json(const ox_pass_report *r)
+{
+    json_t *arr = json_array();
+    for (int i = 0; i < r->n_quant; i++) {
+        const ox_quant_entry *e = &r->quant[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "node", json_string(e->node));
+        json_object_set_new(o, "op_type", json_string(e->op));
+        json_object_set_new(o, "weight", json_string(e->weight));
+        json_object_set_new(o, "form", json_string(e->form));
+        json_object_set_new(o, "node_id", json_integer(e->node_id));
+        json_object_set_new(o, "elements", json_integer(e->elems));
+        json_object_set_new(o, "channels", json_integer(e->channels));
+        json_object_set_new(o, "scale_min", json_real(e->scale_min));
+        json_object_set_new(o, "scale_max", json_real(e->scale_max));
+        json_object_set_new(o, "zero_point", json_integer(e->zero_point));
+        json_object_set_new(o, "max_abs_err", json_real(e->max_abs_err));
+        json_object_set_new(o, "snr_db", isfinite(e->snr_db) ? json_real(e->snr_db) : json_null());
+        json_object_set_new(o, "bytes_before", json_integer(e->bytes_before));
+        json_object_set_new(o, "bytes_after", json_integer(e->bytes_after));
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+static void quant_print(const ox_pass_report *r)
+{
+    for (int i = 0; i < r->n_quant; i++) {
+        const ox_quant_entry *e = &r->quant[i];
+        char snr[32];
+        if (isfinite(e->snr_db))
+            snprintf(snr, sizeof snr, "%.1f dB", e->snr_db);
+        else
+            snprintf(snr, sizeof snr, "exact");
+        printf("  int8 %s (%s -> %s): weight %s, %lld scale%s %.3g..%.3g, zero point %d, "
+               "max abs err %.3g, SNR %s\n", e->node[0] ? e->node : "?", e->op, e->form,
+               e->weight, (long long)e->channels, e->channels == 1 ? "" : "s", e->scale_min,
+               e->scale_max, e->zero_point, e->max_abs_err, snr);
+    }
+}
 
 static void usage(FILE *f)
 {
@@ -27,7 +72,10 @@ static void usage(FILE *f)
             "usage: onnxscope optimize MODEL -o OUT [--level basic|extended|all]\n"
             "          [--passes a,b] [--skip a,b] [--target onnx|ort]\n"
             "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE] [--json] [--force]\n"
-            "          [--max-memory SIZE] [--keep-fp32 OP,...] [--fp16-io] [--device cpu|cuda]\n"
+            "          [--max-memory SIZE] [--opset N] [--keep-fp32 OP,...] [--fp16-io]\n"
+            "          [--device cpu|cuda]\n"
+            "          [--quant-format integer|qdq] [--quant-conv] [--quant-per-tensor]\n"
+            "          [--quant-min-elems N]\n"
             "          [--check N [--bisect] [--input NAME=FILE.pb] [--fill NAME=VALUE]\n"
             "                     [--int-max M] [--default-dim D]]\n"
             "--check N runs the original and the optimized model on N input sets: the\n"
@@ -36,12 +84,17 @@ static void usage(FILE *f)
             "written (exit 1) unless --force. --max-memory caps the tensor memory of those\n"
             "runs (default 3/4 of RAM; K/M/G suffixes). --bisect: when the check fails, find\n"
             "the first pass, and in it the first rewrite, whose result diverges, and name\n"
-            "the nodes it touched. `onnxscope passes` lists the passes.\n"
+            "the nodes it touched. `onnxscope passes` lists the passes. --opset N first\n"
+            "converts the model to default-domain opset N (as `onnxscope convert`), e.g.\n"
+            "13 -> 17 so that LayerNormalization can be fused.\n"
             "to_fp16 (opt-in: --passes +to_fp16) converts to float16; --keep-fp32 adds op\n"
             "types to its block list, --fp16-io makes graph inputs/outputs float16 too.\n"
             "With to_fp16 on, --check passes an output within rtol 1e-2 / atol 1e-3 or\n"
             "with cosine similarity >= 0.999 to the original's. --device cuda runs both\n"
-            "models of --check on the GPU (exit 4 when no GPU is usable).\n");
+            "models of --check on the GPU (exit 4 when no GPU is usable).\n"
+            "--quant-* set the opt-in quantize_dynamic pass (--passes +quantize_dynamic):\n"
+            "output form, Conv weights too, one scale per weight, and the smallest weight\n"
+            "(elements, default %d) it quantizes.\n", OX_QUANT_MIN_ELEMS_DEFAULT);
 }
 
 typedef struct check_res {
@@ -337,6 +390,11 @@ int ox_cmd_optimize(int argc, char **argv)
         {"device", required_argument, NULL, 'D'},
         {"keep-fp32", required_argument, NULL, 'K'},
         {"fp16-io", no_argument, NULL, 'F'},
+        {"quant-format", required_argument, NULL, 'Q'},
+        {"quant-conv", no_argument, NULL, 'C'},
+        {"quant-per-tensor", no_argument, NULL, 'T'},
+        {"quant-min-elems", required_argument, NULL, 'E'},
+        {"opset", required_argument, NULL, 'O'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -352,6 +410,10 @@ int ox_cmd_optimize(int argc, char **argv)
     int64_t max_memory = 0;
     ox_device device = OX_DEVICE_CPU;
     bool json = false, force = false, bisect = false;
+    ox_quant_opts qo;
+    ox_quant_opts_default(&qo);
+    const char *quant_opt = NULL;   /* a --quant-* option given (to warn) */
+    long opset = -1;
     optind = 1;
     int c;
     while ((c = ox_cli_getopt(argc, argv, "optimize", "o:h", longopts)) != -1) {
@@ -405,6 +467,30 @@ int ox_cmd_optimize(int argc, char **argv)
             keep32 = optarg;
             break;
         case 'F': fp16_io = true; break;
+        case 'Q':
+            quant_opt = "--quant-format";
+            if (!ox_quant_format_parse(optarg, &qo.format)) {
+                ox_cli_error(NULL, "--quant-format: expected integer or qdq");
+                rc = 2;
+            }
+            break;
+        case 'C': quant_opt = "--quant-conv"; qo.conv = true; break;
+        case 'T': quant_opt = "--quant-per-tensor"; qo.per_tensor = true; break;
+        case 'E': {
+            char *end;
+            long long v = strtoll(optarg, &end, 10);
+            quant_opt = "--quant-min-elems";
+            if (!*optarg || *end || v < 0) {
+                ox_cli_error(NULL, "--quant-min-elems: expected a count >= 0");
+                rc = 2;
+            }
+            qo.min_elems = v;
+            break;
+        }
+        case 'O':
+            if (!ox_cli_parse_long("--opset", optarg, OX_OPSET_MIN, OX_OPSET_MAX, &opset))
+                rc = 2;
+            break;
         case 'M':
             if (!ox_cli_parse_size("--max-memory", optarg, &max_memory))
                 rc = 2;
@@ -464,7 +550,7 @@ int ox_cmd_optimize(int argc, char **argv)
             ox_cli_error(NULL, "%s", none);
     }
     const char *path = argv[optind];
-    ox_model *m = ox_cli_load(path, &rc), *opt = NULL;
+    ox_model *m = ox_cli_load(path, &rc), *opt = NULL, *conv = NULL;
     ox_pass_manager *pm = NULL;
     ox_pass_report rep = {0};
     check_res chk = {0};
@@ -513,6 +599,31 @@ int ox_cmd_optimize(int argc, char **argv)
     if (pass_on(pm, "to_fp16"))
         tol = (check_tol){.rtol = 1e-2, .atol = 1e-3, .min_cos = 0.999};
     ox_pm_set_infer_opts(pm, &io);
+    ox_pm_set_quant_opts(pm, &qo);
+    if (quant_opt) {
+        const ox_pass *qp = ox_pass_find("quantize_dynamic");
+        bool on = false;
+        for (int i = 0; i < ox_pm_count(pm); i++)
+            on |= ox_pm_pass(pm, i) == qp && ox_pm_enabled(pm, i);
+        if (!on)
+            ox_cli_error(NULL, "%s has no effect: quantize_dynamic is not enabled (add --passes "
+                         "+quantize_dynamic)", quant_opt);
+    }
+    /* --opset: convert first, so that the passes see the target's ops
+     * (bisecting then starts from the converted model too). */
+    ox_opset_report orep = {0};
+    if (opset > 0) {
+        if (ox_opset_convert(opt, opset, &orep, &err) != OX_OK) {
+            ox_cli_error(path, "%s", err.msg);
+            rc = 1;
+            goto out;
+        }
+        if (bisect && !(conv = ox_model_clone(opt))) {
+            ox_cli_error(NULL, "out of memory");
+            rc = 1;
+            goto out;
+        }
+    }
     if (ox_pm_run(pm, opt, &rep, &err) != OX_OK) {
         ox_cli_error(path, "optimize: %s", err.msg);
         rc = 1;
@@ -557,7 +668,7 @@ int ox_cmd_optimize(int argc, char **argv)
             ox_bisect_opts bo = {.inputs = &inputs, .n_sets = n_check, .rtol = tol.rtol,
                                  .atol = tol.atol, .max_memory = max_memory};
             ox_error berr = {0};
-            if (ox_pm_bisect(pm, m, &bo, &bis, &berr) != OX_OK) {
+            if (ox_pm_bisect(pm, conv ? conv : m, &bo, &bis, &berr) != OX_OK) {
                 ox_cli_error(path, "--bisect: %s", berr.msg);
                 snprintf(bis.why, sizeof bis.why, "%.200s", berr.msg);
             }
@@ -586,6 +697,8 @@ int ox_cmd_optimize(int argc, char **argv)
         json_object_set_new(o, "output", write ? json_string(out_path) : json_null());
         json_object_set_new(o, "level", json_string(ox_pass_level_name(level)));
         json_object_set_new(o, "target", json_string(ox_pass_target_name(target)));
+        if (opset > 0)
+            json_object_set_new(o, "opset", json_integer(opset));
         if (!only) {
             const ox_pass *v[64];
             json_t *la = json_array(), *ta = json_array();
@@ -612,6 +725,8 @@ int ox_cmd_optimize(int argc, char **argv)
         for (int i = 0; i < rep.n_passes; i++)
             json_array_append_new(arr, stat_json(&rep.passes[i]));
         json_object_set_new(o, "passes", arr);
+        if (rep.n_quant)
+            json_object_set_new(o, "quantization", quant_json(&rep));
         if (n_check > 0) {
             json_t *k = json_object();
             json_object_set_new(k, "runs", json_integer(chk.runs));
@@ -646,6 +761,10 @@ int ox_cmd_optimize(int argc, char **argv)
         }
         if (note[0])
             printf("  %s\n", note);
+        if (opset > 0 && orep.from != orep.to)
+            printf("  opset %lld -> %lld: %d node(s) adapted, %d expanded, %d added\n",
+                   (long long)orep.from, (long long)orep.to, orep.nodes_adapted,
+                   orep.nodes_expanded, orep.nodes_added);
         for (int i = 0; i < rep.n_passes; i++) {
             if (rep.passes[i].note)
                 printf("  note: %s\n", rep.passes[i].note);
@@ -656,6 +775,7 @@ int ox_cmd_optimize(int argc, char **argv)
         char cosbuf[64] = "";
         if (tol.min_cos > 0)   /* the float16 tolerance: say how close */
             snprintf(cosbuf, sizeof cosbuf, ", min cosine %.6f", chk.min_cos);
+        quant_print(&rep);
         if (n_check > 0)
             printf("check: %d run(s), max abs err %.3g, max rel err %.3g%s: %s%s%s\n", chk.runs,
                    chk.max_abs, chk.max_rel, cosbuf, chk.ok ? "ok" : "FAILED",
@@ -678,6 +798,7 @@ out:
     ox_pass_report_free(&rep);
     ox_pm_free(pm);
     ox_model_free(opt);
+    ox_model_free(conv);
     ox_model_free(m);
     ox_infer_opts_free(&io);
     ox_input_opts_free(&inputs);

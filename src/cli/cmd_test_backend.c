@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "onnxscope/exec.h"
 #include "onnxscope/io.h"
+#include "onnxscope/opset.h"
 #include "onnxscope/testdata.h"
 
 typedef struct tb_opts {
@@ -27,6 +28,10 @@ typedef struct tb_opts {
     int threads;
     ox_device device;   /* --device cuda: runs without fork (see usage) */
     bool verbose, no_fork;
+    /* --opset A,B,...: convert each model to opset A, then B ... before
+     * running it (a conversion the converter refuses skips the case). */
+    int64_t opsets[8];
+    int n_opsets;
 } tb_opts;
 
 typedef struct strvec {
@@ -305,6 +310,14 @@ static result_kind run_case(const char *dir, const tb_opts *o, char *why, size_t
         snprintf(why, wn, "load: %s", err.msg);
         return st == OX_EUNSUPPORTED ? R_SKIP : R_FAIL;
     }
+    for (int k = 0; k < o->n_opsets; k++) {
+        st = ox_opset_convert(m, o->opsets[k], NULL, &err);
+        if (st) {
+            snprintf(why, wn, "convert to opset %lld: %s", (long long)o->opsets[k], err.msg);
+            ox_model_free(m);
+            return st == OX_ENOMEM ? R_FAIL : R_SKIP;
+        }
+    }
     const char *rnd = find_random_op(m->graph, 0);
     if (rnd) {
         snprintf(why, wn, "random operator %s", rnd);
@@ -423,11 +436,14 @@ static void usage(FILE *f)
             "usage: onnxscope test-backend DIR... [--filter REGEX] [--verbose]\n"
             "          [--rtol R] [--atol A] [--timeout SEC] [--threads N] [--no-fork]\n"
             "          [--device cpu|cuda]\n"
+            "          [--opset N[,N...]]\n"
             "Runs every ONNX backend test case (a folder with model.onnx and\n"
             "test_data_set_N/) found under the DIRs. Default tolerance rtol 1e-3,\n"
             "atol 1e-7. Last line: \"N passed, N failed, N skipped\".\n"
             "--device cuda runs each case with the CUDA backend, in this process (as\n"
-            "--no-fork: a CUDA context does not survive fork); exit 4 without a GPU.\n");
+            "--no-fork: a CUDA context does not survive fork); exit 4 without a GPU.\n"
+            "--opset 17,13 converts each model to opset 17, then 13, before running it\n"
+            "(a case the converter refuses is skipped, with the refusal as reason).\n");
 }
 
 static bool parse_double(const char *s, double *out)
@@ -454,6 +470,7 @@ int ox_cmd_test_backend(int argc, char **argv)
         {"threads", required_argument, NULL, 'j'},
         {"no-fork", no_argument, NULL, 'n'},
         {"device", required_argument, NULL, 'D'},
+        {"opset", required_argument, NULL, 'O'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -493,6 +510,27 @@ int ox_cmd_test_backend(int argc, char **argv)
                 return drc;
             if (o.device == OX_DEVICE_CUDA)
                 o.no_fork = true;
+            break;
+        }
+        case 'O': {
+            /* A comma-separated chain of target opsets. */
+            char buf[128];
+            snprintf(buf, sizeof buf, "%s", optarg);
+            o.n_opsets = 0;
+            for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+                 tok = strtok_r(NULL, ",", &save)) {
+                if (o.n_opsets == 8) {
+                    ox_cli_error(NULL, "--opset: at most 8 conversions");
+                    return 2;
+                }
+                if (!ox_cli_parse_long("--opset", tok, OX_OPSET_MIN, OX_OPSET_MAX, &v))
+                    return 2;
+                o.opsets[o.n_opsets++] = v;
+            }
+            if (!o.n_opsets) {
+                ox_cli_error(NULL, "--opset: expected N or N,M,...");
+                return 2;
+            }
             break;
         }
         case 'h': usage(stdout); return 0;

@@ -24,6 +24,7 @@ int ox_cmd_bench(int argc, char **argv);
 int ox_cmd_diff(int argc, char **argv);
 /* `onnxscope [OPTIONS] MODEL [MODEL]`: the viewer (argv[0] is the program) */
 int ox_cmd_view(int argc, char **argv);
+int ox_cmd_convert(int argc, char **argv);
 int ox_cmd_matrix(int argc, char **argv);
 
 /* Helpers shared by the commands (cli_util.c). */

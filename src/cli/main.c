@@ -26,6 +26,7 @@ static const command commands[] = {
     /* tui4 */
     {"diff", ox_cmd_diff, "compare two models: totals and the nodes removed/added/changed"},
     {"view", ox_cmd_view, "the interactive viewer (what `onnxscope MODEL [MODEL]` runs)"},
+    {"convert", ox_cmd_convert, "convert a model to another opset (7..23)"},
 };
 
 static void usage(FILE *fp)

@@ -21,6 +21,13 @@ void ox_buffer_account(int64_t delta)
     __atomic_add_fetch(&live_bytes, delta, __ATOMIC_RELAXED);
 }
 
+static int64_t n_allocs;
+
+int64_t ox_buffer_allocs(void)
+{
+    return __atomic_load_n(&n_allocs, __ATOMIC_RELAXED);
+}
+
 int64_t ox_buffer_live_bytes(void)
 {
     return __atomic_load_n(&live_bytes, __ATOMIC_RELAXED);
@@ -53,6 +60,7 @@ ox_buffer *ox_buffer_new(size_t size)
     b->size = size;
     b->release = heap_release;
     ox_buffer_account((int64_t)size);
+    __atomic_add_fetch(&n_allocs, 1, __ATOMIC_RELAXED);
     return b;
 }
 

@@ -1,6 +1,7 @@
 /* Activation arenas for the executor: per input-shape signature, infer the
  * main graph's shapes on a clone, plan it with ox_memplan (the same plan
  * the cost model reports) and keep one aligned arena; a small LRU cache. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,36 +110,72 @@ static const char *const inplace_ops[] = {
     "Add", "Sub", "Mul", "Div", NULL,
 };
 
-static bool inplace_op(const ox_node *n)
+/* Kernels whose output is a view of input 0's bytes (src/exec/k_tensor:
+ * ox_tk_out_view, Identity's shared value): planned onto input 0's bytes,
+ * the view already is its own slot, so the aliasing rule keeps it without a
+ * copy (exec.c, ox_exec_stats.arena_views). */
+static const char *const view_ops[] = {
+    "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", NULL,
+};
+
+static bool in_list(const ox_node *n, const char *const *ops)
 {
     if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
         return false;
-    for (int i = 0; inplace_ops[i]; i++)
-        if (!strcmp(n->op_type, inplace_ops[i]))
+    for (int i = 0; ops[i]; i++)
+        if (!strcmp(n->op_type, ops[i]))
             return true;
     /* Two-input Sum runs Add's kernel (variadic() -> binary()); the
      * residual_sum pass writes residual Adds that way. */
     return !strcmp(n->op_type, "Sum") && n->n_inputs == 2;
 }
 
+static bool inplace_op(const ox_node *n)
+{
+    return in_list(n, inplace_ops);
+}
+
 /* In-place rule: node k's output o may take the bytes of its input x when
- * the op is in inplace_ops, x is planned, dies at k (so it is no graph input,
+ * the op is in inplace_ops (or view_ops, input 0 only), x is planned, dies at k (so it is no graph input,
  * initializer or output), has o's dtype and size, and no other value live
  * during o's lifetime overlaps those bytes under the offsets chosen so far.
  * off[] (per memplan slot) is updated; inplace[] marks moved outputs. */
+/* Whether any planned slot other than a and b, live at some step of
+ * [t0, t1], overlaps bytes [b0, b1) under the offsets chosen so far. */
+static bool region_clash(const ox_memplan *mp, const int64_t *off, int a, int b, int64_t b0,
+                         int64_t b1, int t0, int t1)
+{
+    for (int t = 0; t < mp->n_slots; t++) {
+        const ox_memplan_slot *st = &mp->slots[t];
+        if (t == a || t == b || st->offset < 0 || st->first > t1 || st->last < t0)
+            continue;
+        if (off[t] < b1 && b0 < off[t] + st->size)
+            return true;
+    }
+    return false;
+}
+
 static void plan_inplace(const ox_graph *g, const ox_memplan *mp, int64_t *off,
                          bool *inplace)
 {
+    /* from[t]: the slot whose bytes slot t took (-1: none), so a view can
+     * move a whole chain (MatMul -> in-place Add -> Reshape) at once. */
+    int *from = malloc(((size_t)mp->n_slots + 1) * sizeof *from);
+    if (!from)
+        return;
+    for (int t = 0; t < mp->n_slots; t++)
+        from[t] = -1;
     for (int k = 0; k < g->n_nodes; k++) {
         const ox_node *n = g->nodes[k];
-        if (n->n_outputs != 1 || !n->outputs[0] || !inplace_op(n))
+        bool view = in_list(n, view_ops);
+        if (n->n_outputs != 1 || !n->outputs[0] || (!view && !inplace_op(n)))
             continue;
         const ox_value *o = n->outputs[0];
         const ox_memplan_slot *so = ox_memplan_find(mp, o);
         if (!so || so->offset < 0 || !o->type)
             continue;
         int io = (int)(so - mp->slots);
-        for (int j = 0; j < n->n_inputs && j < 2; j++) {
+        for (int j = 0; j < n->n_inputs && j < (view ? 1 : 2); j++) {
             const ox_value *x = n->inputs[j];
             const ox_memplan_slot *sx = x ? ox_memplan_find(mp, x) : NULL;
             if (!sx || sx->offset < 0 || sx->last != k || sx->nbytes != so->nbytes ||
@@ -146,22 +183,44 @@ static void plan_inplace(const ox_graph *g, const ox_memplan *mp, int64_t *off,
                 x->is_input || x->init || x->is_output)
                 continue;
             int ix = (int)(sx - mp->slots);
-            int64_t b0 = off[ix], b1 = off[ix] + sx->size;
-            bool clash = false;
-            for (int t = 0; t < mp->n_slots && !clash; t++) {
-                const ox_memplan_slot *st = &mp->slots[t];
-                if (t == io || t == ix || st->offset < 0 || st->first > so->last ||
-                    st->last < k)
-                    continue;
-                clash = off[t] < b1 && b0 < off[t] + st->size;
-            }
-            if (!clash) {
+            if (!region_clash(mp, off, io, ix, off[ix], off[ix] + sx->size, k, so->last)) {
                 off[io] = off[ix];
                 inplace[io] = true;
+                from[io] = ix;
+                break;
+            }
+            /* A view the other way round: x, with the chain of values whose
+             * bytes it took, moves onto o's bytes when they are free for the
+             * chain's whole life (the memplan often gives x's bytes, free
+             * after k, to a value living beside o). */
+            if (!view)
+                continue;
+            int first = sx->first, root = ix;
+            bool ok = true;
+            while (from[root] >= 0) {
+                root = from[root];
+                if (mp->slots[root].first < first)
+                    first = mp->slots[root].first;
+            }
+            for (int t = 0; t < mp->n_slots && ok; t++) {
+                const ox_memplan_slot *st = &mp->slots[t];
+                bool member = t == io;
+                for (int c = ix; c >= 0 && !member; c = from[c])
+                    member = c == t;
+                if (member || st->offset < 0 || st->first > k || st->last < first)
+                    continue;
+                ok = !(off[t] < off[io] + so->size && off[io] < off[t] + st->size);
+            }
+            if (ok) {
+                for (int c = ix; c >= 0; c = from[c])
+                    off[c] = off[io];
+                inplace[io] = true;
+                from[io] = ix;
                 break;
             }
         }
     }
+    free(from);
 }
 
 static void plan_free(ox_arena_plan *p)

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "onnxscope/bench.h"
+#include "onnxscope/threadpool.h"
 #include "onnxscope/cost.h"
 #include "onnxscope/exec.h"
 #include "onnxscope/io.h"
@@ -530,9 +531,8 @@ ox_status ox_bench_run(const ox_bench_config *cfg, ox_bench_result *r, ox_error 
     ox_status st = check_config(cfg, err);
     if (st)
         return st;
-    /* Report what the pool really uses: 0 means every online CPU there. */
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    r->threads = cfg->threads > 0 ? cfg->threads : ncpu > 0 ? (int)ncpu : 1;
+    /* Report what the pool really uses: 0 means the physical cores. */
+    r->threads = cfg->threads > 0 ? cfg->threads : ox_threads_default();
     r->warmup = cfg->warmup;
     ox_model *ma = cfg->model, *mb = cfg->compare;
     if ((st = apply_shapes(cfg, ma, err)) || (mb && (st = apply_shapes(cfg, mb, err))))

@@ -56,7 +56,7 @@ typedef struct act_ops {
 typedef struct entry {
     bool used, declined;       /* declined: oneDNN refused this shape */
     int n_key;
-    int64_t key[3 * (MAXD + 2)];
+    int64_t key[3 * (MAXD + 2) + 1];   /* per input: dtype, rank, dims; + NHWC flag */
     dnnl_primitive_t prim;
     dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md;
     bool has_bias;
@@ -72,6 +72,10 @@ typedef struct entry {
     dnnl_memory_desc_t usrc_md, udst_md;
     dnnl_primitive_t r_src, r_dst;
     void *bsrc, *bdst;
+    /* FusedConv's Z (plain NCHW) into the primitive's dst layout when that
+     * is not NCHW (channels-last): the sum post-op's seed. */
+    dnnl_primitive_t r_z;
+    dnnl_memory_desc_t z_md;
 } entry;
 
 struct ox_dnnl_node {
@@ -80,6 +84,11 @@ struct ox_dnnl_node {
     bool w_const, b_const;     /* inputs given by initializers */
     act_ops act;               /* fused activation (n == 0: none) */
     bool z_input;              /* FusedConv: input 3 (Z) added as a sum post-op */
+    /* 2-D Conv whose readers are all oneDNN convolutions (the executor
+     * decides, ox_dnnl_set_out_nhwc): its output is written channels-last
+     * (NHWC), the layout oneDNN's direct convolutions read without a
+     * reorder or im2col; the readers take it as is. */
+    bool out_nhwc;
     /* Conv */
     int64_t group;
     const char *auto_pad;
@@ -98,6 +107,7 @@ static atomic_long g_runs, g_runs_act;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static _Thread_local dnnl_stream_t tl_stream;
 static _Thread_local int tl_threads;
+static _Thread_local bool tl_in_nhwc;   /* input 0 of the node being run is NHWC */
 
 static void engine_init(void)
 {
@@ -261,8 +271,9 @@ static bool in_default(const ox_node *n)
     return !n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx");
 }
 
-ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act)
+ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act, unsigned const_in)
 {
+#define IN_CONST(i) ((i) < n->n_inputs && n->inputs[i] && ((const_in >> (i)) & 1u))
     if (!ox_dnnl_enabled() || n->n_outputs < 1 || !n->outputs[0])
         return NULL;
     ox_dnnl_node d;
@@ -272,7 +283,7 @@ ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act)
     const char *op = n->op_type;
     if ((in_default(n) && !strcmp(op, "Conv")) || (ms && !strcmp(op, "FusedConv"))) {
         d.kind = K_CONV;
-        if (n->n_inputs < 2 || !is_const(n->inputs[1]))
+        if (n->n_inputs < 2 || !IN_CONST(1))
             return NULL;   /* runtime weights: our kernel (rare, no prepacking) */
         d.w_const = true;
         d.group = attr_i(n, "group", 1);
@@ -306,7 +317,7 @@ ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act)
         d.kind = K_MATMUL;
         if (n->n_inputs != 2)
             return NULL;
-        d.w_const = is_const(n->inputs[1]);
+        d.w_const = IN_CONST(1);
         d.alpha = 1.0f, d.beta = 1.0f;
     } else if ((in_default(n) && !strcmp(op, "Gemm")) || (ms && !strcmp(op, "FusedGemm"))) {
         d.kind = K_GEMM;
@@ -316,8 +327,8 @@ ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act)
         d.tb = attr_i(n, "transB", 0) != 0;
         d.alpha = attr_f(n, "alpha", 1.0f);
         d.beta = attr_f(n, "beta", 1.0f);
-        d.w_const = is_const(n->inputs[1]);
-        d.b_const = n->n_inputs > 2 && is_const(n->inputs[2]);
+        d.w_const = IN_CONST(1);
+        d.b_const = IN_CONST(2);
         /* alpha and beta are folded into packed copies of constant B and C;
          * with runtime operands our kernel keeps them. */
         if (d.alpha != 1.0f && !d.w_const)
@@ -359,6 +370,8 @@ static void entry_clear(entry *e)
         dnnl_primitive_destroy(e->r_src);
     if (e->r_dst)
         dnnl_primitive_destroy(e->r_dst);
+    if (e->r_z)
+        dnnl_primitive_destroy(e->r_z);
     free(e->bsrc);
     free(e->bdst);
     free(e->packed);
@@ -549,6 +562,12 @@ static bool finish_entry(const ox_dnnl_node *d, entry *e, const void *op_desc,
         /* bdst is the primitive's output buffer (the reorder's source). */
         if (e->r_dst && e->bdst == NULL)
             goto done;
+        if (d->z_input && !dnnl_memory_desc_equal(&e->z_md, &e->dst_md)) {
+            void *unused = NULL;
+            if (!make_reorder(&e->z_md, &e->dst_md, &e->r_z, &unused))
+                goto done;
+            free(unused);
+        }
     }
     ok = dnnl_primitive_create(&e->prim, pd) == dnnl_success;
 done:
@@ -608,8 +627,14 @@ static bool build_conv(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
     }
     dnnl_memory_desc_t wuser, wany;
     bd[0] = M;
-    if (dnnl_memory_desc_init_by_tag(&e->src_md, x->rank, xd, dnnl_f32, act_tag[nsp]) ||
-        dnnl_memory_desc_init_by_tag(&e->dst_md, x->rank, yd, dnnl_f32, act_tag[nsp]) ||
+    if (tl_in_nhwc && nsp != 2)
+        return false;
+    bool onhwc = d->out_nhwc && nsp == 2;
+    /* e->src_md/dst_md: the tensors' layouts (NHWC on a channels-last edge). */
+    if (dnnl_memory_desc_init_by_tag(&e->src_md, x->rank, xd, dnnl_f32,
+                                     tl_in_nhwc ? dnnl_nhwc : act_tag[nsp]) ||
+        dnnl_memory_desc_init_by_tag(&e->dst_md, x->rank, yd, dnnl_f32,
+                                     onhwc ? dnnl_nhwc : act_tag[nsp]) ||
         dnnl_memory_desc_init_by_tag(&wuser, wr, wd, dnnl_f32,
                                      G == 1 ? w_tag[nsp] : gw_tag[nsp]) ||
         dnnl_memory_desc_init_by_tag(&wany, wr, wd, dnnl_f32, dnnl_format_tag_any) ||
@@ -624,19 +649,52 @@ static bool build_conv(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
      * blocked tensors between consecutive oneDNN ops. Not with a Z input,
      * which must seed the output (FusedConv). */
     const char *bl = getenv("ONNXSCOPE_DNNL_BLOCKED");
-    e->blocked = !d->z_input && bl && bl[0] && strcmp(bl, "0");
-    dnnl_memory_desc_t sany, dany;
+    bool any = !d->z_input && bl && bl[0] && strcmp(bl, "0");
     e->usrc_md = e->src_md;
     e->udst_md = e->dst_md;
-    if (dnnl_memory_desc_init_by_tag(&sany, x->rank, xd, dnnl_f32, dnnl_format_tag_any) ||
-        dnnl_memory_desc_init_by_tag(&dany, x->rank, yd, dnnl_f32, dnnl_format_tag_any))
+    if (dnnl_memory_desc_init_by_tag(&e->z_md, x->rank, yd, dnnl_f32, act_tag[nsp]))
         return false;
+    dnnl_memory_desc_t sp, dp;   /* the primitive's src/dst layouts */
+    if (any) {
+        if (dnnl_memory_desc_init_by_tag(&sp, x->rank, xd, dnnl_f32, dnnl_format_tag_any) ||
+            dnnl_memory_desc_init_by_tag(&dp, x->rank, yd, dnnl_f32, dnnl_format_tag_any))
+            return false;
+    } else if (tl_in_nhwc || onhwc) {
+        /* One layout on both sides (mixing NCHW and NHWC got oneDNN's
+         * reference kernel, 100x slower); reorders at a plain end. */
+        if (dnnl_memory_desc_init_by_tag(&sp, x->rank, xd, dnnl_f32, dnnl_nhwc) ||
+            dnnl_memory_desc_init_by_tag(&dp, x->rank, yd, dnnl_f32, dnnl_nhwc))
+            return false;
+    } else {
+        sp = e->src_md, dp = e->dst_md;
+    }
     dnnl_convolution_desc_t cd;
-    if (dnnl_dilated_convolution_forward_desc_init(
-            &cd, dnnl_forward_inference, dnnl_convolution_direct,
-            e->blocked ? &sany : &e->src_md, &wany, b ? &e->bias_md : NULL,
-            e->blocked ? &dany : &e->dst_md, strides, dil, pl, pr) != dnnl_success)
-        return false;
+    for (int attempt = 0;; attempt++) {
+        if (dnnl_dilated_convolution_forward_desc_init(
+                &cd, dnnl_forward_inference, dnnl_convolution_direct, &sp, &wany,
+                b ? &e->bias_md : NULL, &dp, strides, dil, pl, pr) != dnnl_success)
+            return false;
+        if (attempt > 0 || any || !(tl_in_nhwc || onhwc))
+            break;
+        /* Channels-last without a direct kernel (3-channel input, say):
+         * its reference fallback is far slower than reordering to NCHW. */
+        dnnl_primitive_desc_t pd = NULL;
+        const char *impl = NULL;
+        bool ref = dnnl_primitive_desc_create(&pd, &cd, NULL, g_engine, NULL) != dnnl_success ||
+                   dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) !=
+                       dnnl_success ||
+                   !impl || !strncmp(impl, "ref", 3);
+        if (pd)
+            dnnl_primitive_desc_destroy(pd);
+        if (!ref)
+            break;
+        if (dnnl_memory_desc_init_by_tag(&sp, x->rank, xd, dnnl_f32, act_tag[nsp]) ||
+            dnnl_memory_desc_init_by_tag(&dp, x->rank, yd, dnnl_f32, act_tag[nsp]))
+            return false;
+    }
+    /* finish_entry puts reorders where the tensors' layouts differ. */
+    e->blocked = !dnnl_memory_desc_equal(&sp, &e->src_md) ||
+                 !dnnl_memory_desc_equal(&dp, &e->dst_md);
     e->out_rank = x->rank;
     for (int i = 0; i < x->rank; i++)
         e->out_dims[i] = yd[i];
@@ -764,12 +822,13 @@ static int make_key(const ox_kernel_ctx *c, int64_t *key)
         for (int j = 0; j < t->rank; j++)
             key[n++] = t->dims[j];
     }
+    key[n++] = tl_in_nhwc;
     return n;
 }
 
 static entry *lookup(ox_dnnl_node *d, const ox_kernel_ctx *c)
 {
-    int64_t key[3 * (MAXD + 2)];
+    int64_t key[3 * (MAXD + 2) + 1];   /* per input: dtype, rank, dims; + NHWC flag */
     int n = make_key(c, key);
     if (n < 0)
         return NULL;
@@ -837,7 +896,7 @@ static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
         return true;
     }
     float *yp = ox_tensor_mutable_data(y);
-    if (z && yp)
+    if (z && yp && !e->r_z)
         memcpy(yp, ox_tensor_data(z), (size_t)z->numel * sizeof(float));
     dnnl_memory_t ms[4] = {0};
     dnnl_exec_arg_t args[4];
@@ -870,6 +929,16 @@ static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
             dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, ux}, {DNNL_ARG_TO, ms[0]}};
             ok = dnnl_primitive_execute(e->r_src, tl_stream, 2, ra) == dnnl_success;
         }
+        if (ok && z && e->r_z) {
+            /* Z seeds the sum post-op in the primitive's own dst layout. */
+            dnnl_memory_t zm = NULL;
+            ok = dnnl_memory_create(&zm, &e->z_md, g_engine, (void *)ox_tensor_data(z)) ==
+                 dnnl_success;
+            dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, zm}, {DNNL_ARG_TO, ms[2]}};
+            ok = ok && dnnl_primitive_execute(e->r_z, tl_stream, 2, ra) == dnnl_success;
+            if (zm)
+                dnnl_memory_destroy(zm);
+        }
         ok = ok && dnnl_primitive_execute(e->prim, tl_stream, na, args) == dnnl_success;
         if (ok && e->r_dst) {
             dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, ms[2]}, {DNNL_ARG_TO, uy}};
@@ -892,55 +961,70 @@ static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
     return true;
 }
 
-/* The team size for a primitive: at most `want`, and no more than the
- * cores the load average leaves free (counting this process as one).
- * An OpenMP team spin-waits at its barriers; on an oversubscribed machine
- * a 2-thread team waiting for a descheduled member was up to 100x slower
- * than one thread (PERFORMANCE.md). libgomp's own dynamic adjustment does
- * this too, but oneDNN requires a team of exactly the size it asked for
- * (with it on, parts of the work were skipped). Load read once a second. */
-static int free_cores(int want)
+/* oneDNN's BLAS-like SGEMM (its JIT AVX-512 GEMM, row-major) for the GEMMs
+ * our kernels issue themselves: com.microsoft Attention's projection and
+ * per-head products, convolution fallbacks. Its OpenMP team is the pool's
+ * size; called from inside one of our parallel loops (a nested region) it
+ * runs on the calling thread alone. */
+bool ox_dnnl_sgemm(int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                   const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                   float *C, int64_t ldc)
 {
-    static atomic_int cached_free = 0;
-    static atomic_llong stamp = 0;
-    if (want <= 1)
-        return 1;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    long long now = (long long)ts.tv_sec;
-    if (atomic_load(&stamp) != now) {
-        double la[1];
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        int f = ncpu > 0 ? (int)ncpu : want;
-        if (getloadavg(la, 1) == 1)
-            f = (int)(ncpu - la[0] + 1.5);
-        atomic_store(&cached_free, f < 1 ? 1 : f);
-        atomic_store(&stamp, now);
+    if (!ox_dnnl_enabled())
+        return false;
+    if (!omp_in_parallel()) {
+        int nt = ox_threads_team(threads < 1 ? 1 : threads);
+        if (nt != tl_threads) {
+            omp_set_num_threads(nt);
+            tl_threads = nt;
+        }
     }
-    int f = atomic_load(&cached_free);
-    return f < want ? f : want;
+    return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C,
+                      ldc) == dnnl_success;
 }
 
 /* One run of a node at a time: its cache entries and their reorder
  * buffers are shared (concurrent runs of one executor serialize here). */
-bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
+bool ox_dnnl_conv2d_plain(const ox_dnnl_node *d)
+{
+    return d && d->kind == K_CONV && !d->z_input && d->node->n_inputs >= 1;
+}
+
+bool ox_dnnl_conv_reader(const ox_dnnl_node *d)
+{
+    return d && d->kind == K_CONV && d->node->n_inputs >= 1;
+}
+
+void ox_dnnl_set_out_nhwc(ox_dnnl_node *d, bool on)
+{
+    if (d && d->kind == K_CONV && !d->z_input)
+        d->out_nhwc = on;
+}
+
+bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st, bool in_nhwc,
+                 bool *out_nhwc)
 {
     *st = OX_OK;
+    *out_nhwc = false;
     if (!d || !g_engine || !stream_ready())
         return false;
     /* Before creating primitives too: oneDNN sizes its work split and
-     * scratchpads by the thread count it sees then. */
-    int nt = c->pool ? ox_thread_pool_size(c->pool) : 1;
-    if (nt < 1)
-        nt = 1;
-    nt = free_cores(nt);
+     * scratchpads by the thread count it sees then. The team is the pool's
+     * size (the one thread policy, threadpool.h); our loops run on the same
+     * OpenMP team, never at the same time as a primitive. */
+    int nt = ox_threads_team(c->pool ? ox_thread_pool_size(c->pool) : 1);
     if (nt != tl_threads) {
         omp_set_num_threads(nt);
         tl_threads = nt;
     }
     pthread_mutex_lock(&d->lock);
+    tl_in_nhwc = in_nhwc;
     bool r = run_locked(d, c, st);
+    tl_in_nhwc = false;
     pthread_mutex_unlock(&d->lock);
+    /* Rank-4 outputs only (build_conv falls back to plain otherwise). */
+    *out_nhwc = r && *st == OX_OK && d->out_nhwc && c->out[0] && c->out[0]->t &&
+                c->out[0]->t->rank == 4;
     return r;
 }
 
@@ -948,18 +1032,31 @@ bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
 
 bool ox_dnnl_enabled(void) { return false; }
 bool ox_dnnl_act_fusable(const ox_node *act) { (void)act; return false; }
-ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act)
+ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act, unsigned const_in)
 {
-    (void)n, (void)act;
+    (void)n, (void)act, (void)const_in;
     return NULL;
 }
-bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
+bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st, bool in_nhwc,
+                 bool *out_nhwc)
 {
-    (void)d, (void)c;
+    (void)d, (void)c, (void)in_nhwc;
     *st = OX_OK;
+    *out_nhwc = false;
     return false;
 }
+bool ox_dnnl_conv2d_plain(const ox_dnnl_node *d) { (void)d; return false; }
+bool ox_dnnl_conv_reader(const ox_dnnl_node *d) { (void)d; return false; }
+void ox_dnnl_set_out_nhwc(ox_dnnl_node *d, bool on) { (void)d, (void)on; }
 void ox_dnnl_free(ox_dnnl_node *d) { (void)d; }
+bool ox_dnnl_sgemm(int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                   const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                   float *C, int64_t ldc)
+{
+    (void)threads, (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)A;
+    (void)lda, (void)B, (void)ldb, (void)beta, (void)C, (void)ldc;
+    return false;
+}
 void ox_dnnl_counts(long *runs, long *with_act) { *runs = 0, *with_act = 0; }
 const char *ox_dnnl_version(void) { return NULL; }
 

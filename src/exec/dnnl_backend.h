@@ -26,14 +26,28 @@ bool ox_dnnl_act_fusable(const ox_node *act);
 /* Plan time: the backend's state for node n (NULL when it does not take
  * the op, its attributes or the activation). `act`, when not NULL, is the
  * single consumer of n's output 0 to fuse as a post-op; the executor then
- * skips it. Weights given by initializers are packed on first use. */
-ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act);
+ * skips it. Bit i of const_in says input i is constant for the plan (an
+ * initializer, or a value the executor folded at plan time): such weights
+ * are packed on first use (and repacked if a run hands other data). */
+ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act, unsigned const_in);
 
 /* Runs the node. Returns false, touching nothing, when the backend
  * declines these inputs (dtype, rank, shape it does not take): the caller
  * runs its own kernel (and the fused activation's). Otherwise true, with
  * *st the outcome (outputs set through ox_kernel_output on OX_OK). */
-bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st);
+bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st, bool in_nhwc,
+                 bool *out_nhwc);
+/* in_nhwc: input 0 holds its NCHW shape's data channels-last (written by a
+ * producer with out_nhwc). *out_nhwc: output 0 was written channels-last.
+ * A declined NHWC input is the caller's to convert for its own kernel. */
+
+/* A Conv (no Z input) the backend runs: the executor may let its output
+ * stay channels-last when every reader is such a node (reading input 0). */
+bool ox_dnnl_conv2d_plain(const ox_dnnl_node *d);
+void ox_dnnl_set_out_nhwc(ox_dnnl_node *d, bool on);
+/* A Conv or FusedConv (Z included) the backend runs: it may read a
+ * channels-last input 0. */
+bool ox_dnnl_conv_reader(const ox_dnnl_node *d);
 
 void ox_dnnl_free(ox_dnnl_node *d);
 
@@ -43,5 +57,12 @@ void ox_dnnl_counts(long *runs, long *with_act);
 
 /* The library and its version for reports ("oneDNN 2.6.3"), or NULL. */
 const char *ox_dnnl_version(void);
+
+/* C = alpha * op(A) op(B) + beta * C (row-major) on oneDNN's SGEMM with a
+ * team of `threads`; false (nothing done) when the backend is off
+ * (ONNXSCOPE_NO_DNNL, or a build without it): the caller runs its own. */
+bool ox_dnnl_sgemm(int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                   const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
+                   float *C, int64_t ldc);
 
 #endif

@@ -63,6 +63,10 @@ typedef struct plan_node {
     ox_dnnl_node *dnnl;
     int act_k;            /* -1: none */
     bool skip;
+    ox_kernel_state *state;  /* the kernel's cache (ox_kernel_ctx.state) */
+    /* Computed once at plan time (all inputs constant): its outputs are
+     * plan constants and the node never runs. */
+    bool folded;
 } plan_node;
 
 typedef struct ox_plan {
@@ -77,6 +81,8 @@ typedef struct ox_plan {
     int *in_slots;        /* graph inputs */
     int n_outputs;
     slot_ref *out_refs;   /* graph outputs */
+    int n_folded;         /* nodes folded at plan time */
+    bool fold_overridable; /* some read an initializer that is a graph input */
 } ox_plan;
 
 struct ox_exec {
@@ -113,6 +119,12 @@ typedef struct frame {
     /* Main-graph frame of a CUDA run: where each node runs. */
     const ox_cuda_plan *cplan;
     ox_cuda_rt *cuda;
+    /* The caller overrode an initializer some folded node read: folded
+     * nodes run like the others in this frame. */
+    bool run_folded;
+    /* Per slot: the tensor's data is channels-last (NHWC) for its NCHW
+     * shape, written by a oneDNN convolution for oneDNN readers only. */
+    unsigned char *nhwc;
 } frame;
 
 /* Largest single tensor a kernel may allocate; guards against absurd
@@ -233,6 +245,8 @@ static void plan_free(ox_plan *p)
         free(p->nodes[i].out_needed);
         free(p->nodes[i].release);
         ox_dnnl_free(p->nodes[i].dnnl);
+        if (p->nodes[i].state)
+            p->nodes[i].state->free(p->nodes[i].state);
     }
     free(p->nodes);
     free(p->in_slots);
@@ -362,12 +376,72 @@ static ox_status ref_for(const ox_exec *e, const ox_graph *g, const ox_plan *sel
  * activation as the primitive's post-op: the graph keeps standard ops (the
  * --target onnx form) and the executor fuses the epilogue here. Not with
  * keep_intermediates, where the un-activated value must stay visible. */
+static bool getenv_on(const char *name)
+{
+    const char *s = getenv(name);
+    return s && s[0] && strcmp(s, "0");
+}
+
+/* Channels-last edges (EXECUTOR.md, "Layouts"): a oneDNN convolution whose
+ * value (its output, or its fused activation's) is read only by oneDNN
+ * convolutions, at input 0, in this graph and is no graph output, writes
+ * that value NHWC; the readers take it as is. */
+static void plan_nhwc(ox_plan *p)
+{
+    pmap at = {0};
+    for (int k = 0; k < p->n_nodes; k++)
+        if (!pmap_put(&at, p->nodes[k].node, k)) {
+            pmap_free(&at);
+            return;
+        }
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        if (!pn->dnnl || !ox_dnnl_conv2d_plain(pn->dnnl) || pn->n_out < 1)
+            continue;
+        const ox_value *v = pn->node->outputs[0];
+        if (pn->act_k >= 0)
+            v = p->nodes[pn->act_k].node->outputs[0];
+        bool ok = v && !v->is_output && v->n_uses > 0;
+        for (int u = 0; ok && u < v->n_uses; u++) {
+            int r = v->uses[u].node ? pmap_get(&at, v->uses[u].node) : -1;
+            ok = r >= 0 && v->uses[u].input == 0 && p->nodes[r].dnnl &&
+                 !p->nodes[r].skip && !p->nodes[r].folded &&
+                 ox_dnnl_conv_reader(p->nodes[r].dnnl) && p->nodes[r].in[0].depth == 0;
+            for (int i = 1; ok && i < p->nodes[r].n_in; i++)
+                ok = p->nodes[r].node->inputs[i] != v;
+        }
+        if (ok)
+            ox_dnnl_set_out_nhwc(pn->dnnl, true);
+    }
+    pmap_free(&at);
+}
+
+/* An NHWC tensor (shape N,C,H,W) as a plain NCHW copy, for a kernel of ours. */
+static ox_rval *nhwc_to_plain(const ox_rval *v)
+{
+    if (!v || v->kind != OX_RV_TENSOR || !v->t || v->t->rank != 4 ||
+        v->t->dtype != OX_DT_FLOAT)
+        return NULL;
+    const ox_tensor *t = v->t;
+    ox_tensor *o = ox_tensor_new(OX_DT_FLOAT, 4, t->dims);
+    if (!o)
+        return NULL;
+    const float *src = ox_tensor_data(t);
+    float *dst = ox_tensor_data(o);
+    int64_t N = t->dims[0], C = t->dims[1], HW = t->dims[2] * t->dims[3];
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t i = 0; i < HW; i++)
+            for (int64_t c = 0; c < C; c++)
+                dst[(n * C + c) * HW + i] = src[(n * HW + i) * C + c];
+    return ox_rval_tensor(o);
+}
+
 static void plan_dnnl(const ox_exec *e, ox_plan *p)
 {
     for (int k = 0; k < p->n_nodes; k++) {
         plan_node *pn = &p->nodes[k];
         pn->act_k = -1;
-        if (pn->skip)
+        if (pn->skip || pn->folded)
             continue;
         const ox_node *n = pn->node, *act = NULL;
         int act_k = -1;
@@ -388,17 +462,124 @@ static void plan_dnnl(const ox_exec *e, ox_plan *p)
             else
                 act_k = -1;
         }
-        pn->dnnl = ox_dnnl_plan(n, act);
+        /* Inputs constant for this plan: initializers and folded values. */
+        unsigned cmask = 0;
+        for (int i = 0; i < pn->n_in && i < 32; i++)
+            if (pn->in[i].depth == 0 && p->consts[pn->in[i].slot])
+                cmask |= 1u << i;
+        pn->dnnl = ox_dnnl_plan(n, act, cmask);
         if (!pn->dnnl && act) {
             act = NULL;
             act_k = -1;
-            pn->dnnl = ox_dnnl_plan(n, NULL);
+            pn->dnnl = ox_dnnl_plan(n, NULL, cmask);
         }
         if (pn->dnnl && act_k >= 0) {
             pn->act_k = act_k;
             p->nodes[act_k].skip = true;
         }
     }
+    if (!e->opts.keep_intermediates && !getenv_on("ONNXSCOPE_DNNL_NCHW"))
+        plan_nhwc(p);
+}
+
+/* Plan-time folding (EXECUTOR.md): a main-graph node whose inputs are all
+ * constants for the plan (initializers that are not graph inputs, or values
+ * folded before it) is run once here with the plain kernels, and its outputs
+ * become plan constants: exported models recompute weight Transposes, shape
+ * arithmetic and ConstantOfShape weights on every run otherwise, and oneDNN
+ * can then pack the folded weights once. Nondeterministic ops and nodes with
+ * subgraphs are left alone; an output over FOLD_MAX_OUT bytes or a kernel
+ * error leaves the node to run as before (errors then surface at run time). */
+#define FOLD_MAX_OUT (64LL << 20)
+#define FOLD_MAX_TOTAL (1LL << 30)
+
+static bool foldable_op(const ox_node *n)
+{
+    static const char *const never[] = {
+        "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
+        "Multinomial", "Bernoulli", "Dropout", NULL,
+    };
+    for (int i = 0; never[i]; i++)
+        if (!strcmp(n->op_type, never[i]))
+            return false;
+    for (int a = 0; a < n->n_attrs; a++)
+        if (n->attrs[a].type == OX_ATTR_GRAPH || n->attrs[a].type == OX_ATTR_GRAPHS)
+            return false;
+    return true;
+}
+
+/* Initializers count even when they are also graph inputs (IR < 4): a run
+ * that overrides one runs the folded nodes again (frame.run_folded). */
+static bool slot_const(const ox_plan *p, slot_ref r)
+{
+    return r.depth == 0 && r.slot >= 0 && p->consts[r.slot];
+}
+
+static void plan_fold(ox_exec *e, ox_plan *p)
+{
+    int64_t total = 0;
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        const ox_node *n = pn->node;
+        if (pn->n_out < 1 || pn->n_out > 16 || pn->n_in > 16 || !foldable_op(n))
+            continue;
+        bool ok = true;
+        for (int i = 0; i < pn->n_in && ok; i++)
+            ok = pn->in[i].depth < 0 || slot_const(p, pn->in[i]);
+        for (int i = 0; i < pn->n_out && ok; i++)
+            ok = pn->out[i] < 0 || (!p->consts[pn->out[i]] &&
+                                    !p->slot_value[pn->out[i]]->is_input);
+        for (int i = 0; i < pn->n_in; i++)
+            if (pn->in[i].depth == 0 && p->slot_value[pn->in[i].slot]->is_input)
+                p->fold_overridable = true;
+        if (!ok)
+            continue;
+        ox_rval *in[16] = {0}, *out[16] = {0};
+        for (int i = 0; i < pn->n_in; i++)
+            in[i] = pn->in[i].depth < 0 ? NULL : p->consts[pn->in[i].slot];
+        ox_error ferr = {0};
+        if (ox_exec_node_capped(e->model, n, pn->n_in, in, pn->n_out, out, FOLD_MAX_OUT,
+                                &ferr) != OX_OK)
+            continue;
+        int64_t bytes = 0;
+        for (int i = 0; i < pn->n_out; i++) {
+            if (!out[i] || out[i]->kind != OX_RV_TENSOR || !out[i]->t)
+                ok = ok && pn->out[i] < 0 && !out[i];
+            else
+                bytes += (int64_t)out[i]->t->nbytes;
+        }
+        if (!ok || total + bytes > FOLD_MAX_TOTAL) {
+            for (int i = 0; i < pn->n_out; i++)
+                ox_rval_free(out[i]);
+            continue;
+        }
+        total += bytes;
+        for (int i = 0; i < pn->n_out; i++) {
+            if (pn->out[i] >= 0) {
+                /* Kernels read typed, possibly vectorized data (see the
+                 * initializers above): a view at an odd offset gets a copy. */
+                const void *d = ox_tensor_data(out[i]->t);
+                if (d && ((uintptr_t)d & 15)) {
+                    ox_tensor *c = ox_tensor_clone(out[i]->t);
+                    if (c) {
+                        ox_tensor_free(out[i]->t);
+                        out[i]->t = c;
+                    }
+                }
+                p->consts[pn->out[i]] = out[i];
+            } else {
+                ox_rval_free(out[i]);
+            }
+        }
+        pn->folded = true;
+        p->n_folded++;
+    }
+}
+
+static bool fold_disabled(const ox_exec *e)
+{
+    const char *s = getenv("ONNXSCOPE_NO_PLAN_FOLD");
+    return e->opts.no_fold || e->opts.keep_intermediates || (s && s[0] && strcmp(s, "0"));
 }
 
 static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_error *err)
@@ -537,7 +718,10 @@ static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_err
             last_use[p->out_refs[i].slot] = g->n_nodes;
     }
     /* On the GPU the activations are ours to place: no oneDNN fusion of
-     * CPU nodes, whose skip nodes would hand host values around. */
+     * CPU nodes, whose skip nodes would hand host values around; no
+     * plan-time folding either (the CUDA placement runs every node). */
+    if (g == e->model->graph && !fold_disabled(e) && e->opts.device != OX_DEVICE_CUDA)
+        plan_fold(e, p);
     if (ox_dnnl_enabled() && e->opts.device != OX_DEVICE_CUDA)
         plan_dnnl(e, p);
     /* Release lists, and which outputs someone will read. */
@@ -709,6 +893,8 @@ static void frame_free(frame *f)
             ox_rval_free(f->vals[i]);
     free(f->vals);
     free(f->owned);
+    free(f->nhwc);
+    f->nhwc = NULL;
     f->vals = NULL;
 }
 
@@ -719,9 +905,12 @@ static ox_status frame_init(frame *f, frame *parent, const ox_plan *p, ox_error 
     f->plan = p;
     f->vals = calloc((size_t)p->n_slots + 1, sizeof *f->vals);
     f->owned = calloc((size_t)p->n_slots + 1, 1);
-    if (!f->vals || !f->owned) {
+    f->nhwc = calloc((size_t)p->n_slots + 1, 1);
+    if (!f->vals || !f->owned || !f->nhwc) {
         free(f->vals);
         free(f->owned);
+        free(f->nhwc);
+        f->nhwc = NULL;
         f->vals = NULL;
         return ox_errorf(err, OX_ENOMEM, "out of memory");
     }
@@ -781,14 +970,54 @@ static ox_status arena_detach(const ox_arena_plan *ap, ox_rval *v, const ox_tens
     return OX_OK;
 }
 
+/* True when v is a tensor lying exactly on slot s's planned bytes: a view
+ * kernel's output whose slot the plan put on its input's bytes (arena.c,
+ * view_ops). Such a value holds arena bytes only in its own slot, which is
+ * what the aliasing rule asks, so it needs no copy. */
+static bool own_slot_view(const ox_arena_plan *ap, int s, const ox_rval *v)
+{
+    if (!ap || s < 0 || s >= ap->n_slots || ap->off[s] < 0 || !v ||
+        v->kind != OX_RV_TENSOR || !v->t || v->n_items)
+        return false;
+    const ox_tensor *t = v->t;
+    return t->dtype == ap->dtype[s] && (int64_t)t->nbytes == ap->nbytes[s] &&
+           ox_tensor_data(t) == (const char *)ap->buf->data + ap->off[s];
+}
+
 /* A node's kernel: oneDNN's when the plan gave it one and it takes these
  * inputs, else ours followed by the activation oneDNN would have fused. */
 static ox_status run_kernel(ox_exec *e, frame *f, const plan_node *pn, ox_kernel_ctx *ctx)
 {
     ox_status st;
-    if (pn->dnnl && ox_dnnl_run(pn->dnnl, ctx, &st))
+    bool in_nhwc = f->nhwc && pn->n_in > 0 && pn->in[0].depth == 0 && f->nhwc[pn->in[0].slot];
+    if (f->nhwc)
+        for (int i = 0; i < pn->n_out; i++)
+            if (pn->out[i] >= 0)
+                f->nhwc[pn->out[i]] = 0;
+    bool out_nhwc = false;
+    if (pn->dnnl && ox_dnnl_run(pn->dnnl, ctx, &st, in_nhwc, &out_nhwc)) {
+        if (out_nhwc && pn->out[0] >= 0)
+            f->nhwc[pn->out[0]] = 1;
         return st;
+    }
+    /* Our kernels read NCHW: a channels-last input (its oneDNN reader
+     * declined it at run time) is converted first. */
+    ox_rval *plain = NULL, *saved = NULL;
+    for (int i = 0; f->nhwc && i < pn->n_in; i++)
+        if (pn->in[i].depth == 0 && f->nhwc[pn->in[i].slot]) {
+            if (i != 0 || plain)
+                return ox_errorf(ctx->err, OX_EINVAL, "channels-last value read by input %d", i);
+            plain = nhwc_to_plain(ctx->in[0]);
+            if (!plain)
+                return ox_errorf(ctx->err, OX_ENOMEM, "out of memory");
+            saved = ctx->in[0];
+            ((ox_rval **)ctx->in)[0] = plain;   /* run_frame's own array */
+        }
     st = pn->fn(ctx);
+    if (plain) {
+        ((ox_rval **)ctx->in)[0] = saved;
+        ox_rval_free(plain);
+    }
     if (st || !pn->dnnl || pn->act_k < 0)
         return st;
     const plan_node *an = &f->plan->nodes[pn->act_k];
@@ -830,6 +1059,8 @@ static ox_status run_skip(ox_exec *e, frame *f, const plan_node *pn, ox_error *e
     if (!v)
         return ox_errorf(err, OX_EINVAL, "node '%s' (%s): fused input has no value",
                          node_label(pn->node), pn->node->op_type);
+    if (s_out >= 0 && f->nhwc)
+        f->nhwc[s_out] = f->nhwc[s_in];
     if (s_out >= 0) {
         const ox_arena_plan *ap = f->arena;
         bool in_arena = ap && v->kind == OX_RV_TENSOR && v->t && ox_arena_holds(ap, v->t);
@@ -993,6 +1224,10 @@ static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
     ox_rval *in_small[16], *out_small[16];
     for (int k = 0; k < p->n_nodes; k++) {
         const plan_node *pn = &p->nodes[k];
+        if (pn->folded && !f->run_folded) {
+            release_after(e, f, pn);
+            continue;
+        }
         if (f->cplan) {
             bool done = false;
             ox_status st = cuda_node(e, f, k, pn, &done, err);
@@ -1040,7 +1275,7 @@ static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
         ox_kernel_ctx ctx = {
             .node = pn->node, .opset = pn->opset, .n_in = pn->n_in, .in = in,
             .n_out = pn->n_out, .out = out, .exec = e, .pool = e->pool,
-            .err = &kerr, .priv = f,
+            .err = &kerr, .priv = f, .state = &((plan_node *)pn)->state,
         };
         f->cur = pn;
         f->cur_out = out;
@@ -1075,10 +1310,14 @@ static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
                 const ox_tensor *mine = i < 16 ? f->placed[i] : NULL;
                 if (!out[i])
                     continue;
-                if (mine && out[i]->t == mine)
+                if (mine && out[i]->t == mine) {
                     f->stats->arena_outputs++;
-                else
+                } else if (own_slot_view(f->arena, pn->out[i], out[i])) {
+                    f->stats->arena_views++;   /* a view planned onto its input */
+                    continue;
+                } else {
                     f->stats->heap_outputs++;
+                }
                 if (arena_detach(f->arena, out[i], mine, &f->stats->arena_copies))
                     st = ox_errorf(&kerr, OX_ENOMEM, "out of memory");
             }
@@ -1317,6 +1556,8 @@ ox_status ox_exec_run(ox_exec *e, int n_inputs, ox_rval *const *inputs,
             if (st)
                 goto out;
             f.vals[p->in_slots[i]] = v;   /* borrowed */
+            if (p->consts[p->in_slots[i]] && p->fold_overridable)
+                f.run_folded = true;      /* an initializer overridden */
         } else if (!p->consts[p->in_slots[i]]) {
             /* Allowed only when nothing reads it: the planner would fail
              * the node later with a clear message otherwise. */
@@ -1360,7 +1601,12 @@ ox_status ox_exec_run(ox_exec *e, int n_inputs, ox_rval *const *inputs,
         if ((st = cuda_begin(e, &f, n_inputs, inputs, err)) != OX_OK)
             goto out;
     }
+    int64_t allocs0 = ox_buffer_allocs();
     st = run_frame(e, &f, err);
+    if (hold) {
+        e->stats.heap_allocs = ox_buffer_allocs() - allocs0;
+        e->stats.folded_nodes = p->n_folded;
+    }
     /* Graph outputs the GPU made come to the host. */
     for (int i = 0; !st && f.cuda && i < n_outputs && i < p->n_outputs; i++)
         if (p->out_refs[i].depth == 0)

@@ -1,49 +1,205 @@
-/* The executor's thread pool: persistent workers that pick chunks of one
- * parallel_for at a time from a shared atomic counter. Kept deliberately
- * simple (one job in flight per pool); the speed work of a later issue can
- * replace it behind the same header. */
+/* The process's thread policy and the executor's pool (threadpool.h).
+ *
+ * With OpenMP (the oneDNN build: Debian's oneDNN runs only on an OpenMP
+ * team) the pool is a parallel region of that same team, so a oneDNN
+ * primitive and one of our loops always run on the same threads: members
+ * still spin-waiting after a primitive are the ones that pick up our next
+ * loop instead of competing with a second set of threads for the cores.
+ * Without OpenMP it is a small pthread pool: persistent workers that pick
+ * chunks of one parallel_for at a time from a shared atomic counter. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "onnxscope/threadpool.h"
 
-struct ox_thread_pool {
-    int n_workers;            /* threads we started (size - 1) */
-    pthread_t *threads;
-    pthread_mutex_t lock;     /* guards the job fields below and the condvars */
-    pthread_cond_t wake;      /* workers wait here for a new generation */
-    pthread_cond_t done;      /* the submitter waits here for completion */
-    pthread_mutex_t submit;   /* one parallel_for at a time */
-    uint64_t generation;
-    bool stop;
-    /* current job */
+/* ---- policy ---------------------------------------------------------- */
+
+static int read_int_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int v = -1;
+    if (fscanf(f, "%d", &v) != 1)
+        v = -1;
+    fclose(f);
+    return v;
+}
+
+static int physical_cores(void)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    bool have_set = sched_getaffinity(0, sizeof set, &set) == 0;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int fallback = have_set ? CPU_COUNT(&set) : online > 0 ? (int)online : 1;
+    if (fallback < 1)
+        fallback = 1;
+    /* (package, core) pairs seen so far; SMT siblings share one. */
+    enum { MAXC = 1024 };
+    static int seen_pkg[MAXC], seen_core[MAXC];
+    int n = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE && cpu < MAXC; cpu++) {
+        if (have_set && !CPU_ISSET(cpu, &set))
+            continue;
+        if (!have_set && cpu >= fallback)
+            break;
+        char path[128];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/core_id", cpu);
+        int core = read_int_file(path);
+        snprintf(path, sizeof path,
+                 "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
+        int pkg = read_int_file(path);
+        if (core < 0 || pkg < 0)
+            return fallback;   /* no topology (containers, other systems) */
+        bool dup = false;
+        for (int i = 0; i < n && !dup; i++)
+            dup = seen_pkg[i] == pkg && seen_core[i] == core;
+        if (!dup) {
+            seen_pkg[n] = pkg;
+            seen_core[n] = core;
+            n++;
+        }
+    }
+    return n > 0 ? n : fallback;
+}
+
+static pthread_once_t g_policy_once = PTHREAD_ONCE_INIT;
+static int g_default_threads = 1;
+static bool g_load_cap;
+
+static void policy_init(void)
+{
+    g_default_threads = physical_cores();
+    /* On unless set to 0: reported by bench whenever it capped a team. */
+    const char *s = getenv("ONNXSCOPE_THREADS_LOAD_CAP");
+    g_load_cap = !(s && s[0] == '0' && !s[1]);
+}
+
+int ox_threads_default(void)
+{
+    pthread_once(&g_policy_once, policy_init);
+    return g_default_threads;
+}
+
+bool ox_threads_load_cap(void)
+{
+    pthread_once(&g_policy_once, policy_init);
+    return g_load_cap;
+}
+
+const char *ox_threads_backend(void)
+{
+#ifdef _OPENMP
+    return "openmp";
+#else
+    return "pthread";
+#endif
+}
+
+/* The load guard: an OpenMP team spin-waits at its barriers, and on an
+ * oversubscribed machine a member waiting for a descheduled one burns the
+ * time that one needs (PERFORMANCE.md measured 2-thread runs 10-60x slower
+ * than 1 thread at load 10-24 on 2 cores). On by default and never silent:
+ * every capped team is counted (ox_threads_capped) and bench reports it. */
+static atomic_llong g_teams, g_capped;
+static atomic_int g_min_team;
+
+void ox_threads_capped(long long *teams, long long *capped, int *min_team)
+{
+    *teams = atomic_load(&g_teams);
+    *capped = atomic_load(&g_capped);
+    *min_team = atomic_load(&g_min_team);
+}
+
+int ox_threads_team(int want)
+{
+    if (want <= 1)
+        return 1;
+    atomic_fetch_add(&g_teams, 1);
+    if (!ox_threads_load_cap())
+        return want;
+    static atomic_int cached_free = 0;
+    static atomic_llong stamp = -1;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    long long now = (long long)ts.tv_sec;
+    if (atomic_load(&stamp) != now) {
+        double la[1];
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        int f = ncpu > 0 ? (int)ncpu : want;
+        if (getloadavg(la, 1) == 1)
+            f = (int)(ncpu - la[0] + 1.5);
+        atomic_store(&cached_free, f < 1 ? 1 : f);
+        atomic_store(&stamp, now);
+    }
+    int f = atomic_load(&cached_free);
+    if (f >= want)
+        return want;
+    atomic_fetch_add(&g_capped, 1);
+    int m = atomic_load(&g_min_team);
+    while ((m == 0 || f < m) && !atomic_compare_exchange_weak(&g_min_team, &m, f))
+        ;
+    return f;
+}
+
+/* ---- pool -------------------------------------------------------------- */
+
+/* Set in workers (and in the submitter while it runs chunks) so nested
+ * parallel_for calls degrade to serial loops instead of deadlocking. */
+static _Thread_local bool tl_in_pool;
+
+typedef struct job {
     ox_parallel_fn fn;
     void *ctx;
     int64_t n, chunk;
     atomic_llong next;        /* next iteration index to hand out */
-    int active;               /* workers still inside the current job */
-};
+} job;
 
-/* Set in worker threads (and in the submitter while it runs chunks) so
- * nested parallel_for calls degrade to serial loops instead of deadlocking. */
-static _Thread_local bool tl_in_pool;
-
-static void run_chunks(ox_thread_pool *p)
+static void run_chunks(job *j)
 {
     for (;;) {
-        int64_t b = atomic_fetch_add(&p->next, p->chunk);
-        if (b >= p->n)
+        int64_t b = atomic_fetch_add(&j->next, j->chunk);
+        if (b >= j->n)
             break;
-        int64_t e = b + p->chunk;
-        if (e > p->n)
-            e = p->n;
-        p->fn(p->ctx, b, e);
+        int64_t e = b + j->chunk;
+        if (e > j->n)
+            e = j->n;
+        j->fn(j->ctx, b, e);
     }
 }
 
+struct ox_thread_pool {
+    int size;                 /* threads in total, the caller included */
+    pthread_mutex_t submit;   /* one parallel_for at a time */
+#ifndef _OPENMP
+    int n_workers;            /* threads we started (size - 1) */
+    pthread_t *threads;
+    pthread_mutex_t lock;     /* guards the fields below and the condvars */
+    pthread_cond_t wake;      /* workers wait here for a new generation */
+    pthread_cond_t done;      /* the submitter waits here for completion */
+    uint64_t generation;
+    bool stop;
+    job *cur;
+    int active;               /* workers still inside the current job */
+#endif
+};
+
+#ifndef _OPENMP
 static void *worker_main(void *arg)
 {
     ox_thread_pool *p = arg;
@@ -56,8 +212,9 @@ static void *worker_main(void *arg)
         if (p->stop)
             break;
         seen = p->generation;
+        job *j = p->cur;
         pthread_mutex_unlock(&p->lock);
-        run_chunks(p);
+        run_chunks(j);
         pthread_mutex_lock(&p->lock);
         if (--p->active == 0)
             pthread_cond_signal(&p->done);
@@ -65,23 +222,23 @@ static void *worker_main(void *arg)
     pthread_mutex_unlock(&p->lock);
     return NULL;
 }
+#endif
 
 ox_thread_pool *ox_thread_pool_new(int threads)
 {
-    if (threads <= 0) {
-        long c = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = c > 0 ? (int)c : 1;
-    }
+    if (threads <= 0)
+        threads = ox_threads_default();
     if (threads > 256)
         threads = 256;
     ox_thread_pool *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
-    pthread_mutex_init(&p->lock, NULL);
+    p->size = threads;
     pthread_mutex_init(&p->submit, NULL);
+#ifndef _OPENMP
+    pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->done, NULL);
-    atomic_init(&p->next, 0);
     if (threads > 1) {
         p->threads = calloc((size_t)threads - 1, sizeof *p->threads);
         if (!p->threads) {
@@ -94,6 +251,8 @@ ox_thread_pool *ox_thread_pool_new(int threads)
             p->n_workers++;
         }
     }
+    p->size = p->n_workers + 1;
+#endif
     return p;
 }
 
@@ -101,6 +260,7 @@ void ox_thread_pool_free(ox_thread_pool *p)
 {
     if (!p)
         return;
+#ifndef _OPENMP
     pthread_mutex_lock(&p->lock);
     p->stop = true;
     pthread_cond_broadcast(&p->wake);
@@ -109,15 +269,16 @@ void ox_thread_pool_free(ox_thread_pool *p)
         pthread_join(p->threads[i], NULL);
     free(p->threads);
     pthread_mutex_destroy(&p->lock);
-    pthread_mutex_destroy(&p->submit);
     pthread_cond_destroy(&p->wake);
     pthread_cond_destroy(&p->done);
+#endif
+    pthread_mutex_destroy(&p->submit);
     free(p);
 }
 
 int ox_thread_pool_size(const ox_thread_pool *p)
 {
-    return p ? p->n_workers + 1 : 1;
+    return p ? p->size : 1;
 }
 
 void ox_parallel_for(ox_thread_pool *p, int64_t n, int64_t grain,
@@ -127,35 +288,42 @@ void ox_parallel_for(ox_thread_pool *p, int64_t n, int64_t grain,
         return;
     if (grain <= 0)
         grain = 1;
-    if (!p || p->n_workers == 0 || tl_in_pool || n < 2 * grain) {
+    int team = p ? ox_threads_team(p->size) : 1;
+    if (team <= 1 || tl_in_pool || n < 2 * grain) {
         fn(ctx, 0, n);
         return;
     }
-    int64_t size = p->n_workers + 1;
     /* A few chunks per thread balance uneven work without much overhead. */
-    int64_t chunk = (n + size * 4 - 1) / (size * 4);
+    int64_t chunk = (n + (int64_t)team * 4 - 1) / ((int64_t)team * 4);
     if (chunk < grain)
         chunk = grain;
+    job j = {.fn = fn, .ctx = ctx, .n = n, .chunk = chunk};
+    atomic_init(&j.next, 0);
 
     pthread_mutex_lock(&p->submit);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(team)
+    {
+        tl_in_pool = true;
+        run_chunks(&j);
+        tl_in_pool = false;
+    }
+#else
     pthread_mutex_lock(&p->lock);
-    p->fn = fn;
-    p->ctx = ctx;
-    p->n = n;
-    p->chunk = chunk;
-    atomic_store(&p->next, 0);
+    p->cur = &j;
     p->active = p->n_workers;
     p->generation++;
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
 
     tl_in_pool = true;
-    run_chunks(p);
+    run_chunks(&j);
     tl_in_pool = false;
 
     pthread_mutex_lock(&p->lock);
     while (p->active > 0)
         pthread_cond_wait(&p->done, &p->lock);
     pthread_mutex_unlock(&p->lock);
+#endif
     pthread_mutex_unlock(&p->submit);
 }

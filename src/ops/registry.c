@@ -741,6 +741,10 @@ static const ox_op_schema ops_table[] = {
       "do_rotary:i=0, mask_filter_value:f=-10000.0, num_heads:i!, past_present_share_buffer:i=0, "
       "qkv_hidden_sizes:ints, rotary_embedding_dim:i=0, scale:f, unidirectional:i=0", TF,
       "Multi-head self-attention with packed QKV projection", ox__infer_attention_ms },
+    { "com.microsoft", "DynamicQuantizeMatMul", 1, "A:T1, B:T2, b_scale:T1, b_zero_point:T2?, bias:T1?",
+      "Y:T1", "", "T1: float, T2: int8|uint8",
+      "MatMul of float A (quantized to uint8 at run time) by int8 B with per-column scales",
+      ox__infer_matmul },
     { "com.microsoft", "MultiHeadAttention", 1,
       "query:T, key:T?, value:T?, bias:T?, key_padding_mask:M?, attention_bias:T?, "
       "past_key:T?, past_value:T?", "output:T, present_key:T?, present_value:T?",

@@ -216,6 +216,10 @@ static ox_status pass_constant_folding(ox_pass_ctx *c, ox_graph *g, ox_error *er
         /* Training-mode Dropout draws random masks. */
         if (ox_node_is(n, "Dropout") && n->n_inputs > 2 && n->inputs[2])
             continue;
+        /* Quantized weights stay quantized (QDQ form, quantize_dynamic),
+         * as ONNX Runtime keeps them: folding would make them float again. */
+        if (ox_node_is(n, "DequantizeLinear"))
+            continue;
         bool ok = true;
         int64_t freed = 0;
         for (int k = 0; k < n->n_inputs && ok; k++) {

@@ -9,6 +9,7 @@
 #include "onnxscope/cost.h"
 #include "onnxscope/infer.h"
 #include "onnxscope/memplan.h"
+#include "onnxscope/quantize.h"
 #include "passes/pass_internal.h"
 
 /* ---- registry ------------------------------------------------------------ */
@@ -20,7 +21,8 @@ static void reg_build(void)
 {
     /* Order matters for a round: constants first so that folding sees
      * initializers, eliminations and fusions next, cleanup last. */
-    const ox_pass *tables[] = {ox__passes_fold,         ox__passes_elim,
+    const ox_pass *tables[] = {ox__passes_opset, /* opt-in: raise the opset first */
+                               ox__passes_fold,         ox__passes_elim,
                                ox__passes_fuse,         ox__passes_fuse_reshape,
                                /* Transformer fusions before the Gemm ones:
                                 * those fold GELU's 0.5 into the next
@@ -30,6 +32,8 @@ static void reg_build(void)
                                ox__passes_fuse_act,
                                /* Precision last: the fusions see float32. */
                                ox__passes_to_fp16,
+                               /* After the fusions: they match float MatMuls. */
+                               ox__passes_quant,
                                ox__passes_cleanup};
     int k = 0;
     for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
@@ -126,6 +130,7 @@ struct ox_pass_manager {
     /* Options of individual passes (ox_pm_set_option), owned strings. */
     char *opt_keys[OX_PM_MAX_OPTIONS], *opt_vals[OX_PM_MAX_OPTIONS];
     int n_opts;
+    ox_quant_opts quant;  /* quantize_dynamic's options */
 };
 
 ox_pass_manager *ox_pm_new(ox_pass_level level, ox_pass_target target)
@@ -148,6 +153,7 @@ ox_pass_manager *ox_pm_new(ox_pass_level level, ox_pass_target target)
                     (l[i]->target == OX_TARGET_ONNX || target == OX_TARGET_ORT);
     }
     pm->fold_limit = 1 << 20;
+    ox_quant_opts_default(&pm->quant);
     pm->max_iter = 8;
     pm->target = target;
     return pm;
@@ -322,6 +328,16 @@ void ox_pm_set_fold_limit(ox_pass_manager *pm, int64_t bytes)
 {
     if (pm)
         pm->fold_limit = bytes < 0 ? 0 : bytes;
+}
+
+void ox_pm_set_quant_opts(ox_pass_manager *pm, const ox_quant_opts *o)
+{
+    if (!pm)
+        return;
+    if (o)
+        pm->quant = *o;
+    else
+        ox_quant_opts_default(&pm->quant);
 }
 
 void ox_pm_set_max_iterations(ox_pass_manager *pm, int n)
@@ -701,6 +717,7 @@ void ox_pass_report_free(ox_pass_report *r)
         free(r->passes[i].ops);
         free(r->passes[i].note);
     }
+    ox__quant_entries_free(r->quant, r->n_quant);
     free(r->passes);
     free(r->touched);
     free(r->removed_ids);
@@ -777,12 +794,12 @@ static void infer_new_graph(ox_graph *g, void *ctx)
 }
 
 static ox_status run_pass(ox_pass_manager *pm, ox_model *m, const ox_pass *p, int budget,
-                          int *rewrites, char **note, ox_error *err)
+                          ox_pass_report *rep, int *rewrites, char **note, ox_error *err)
 {
     int first_new = m->next_node_id;
     ox_pass_ctx c = {.m = m, .io = pm->io, .pm = pm, .target = pm->target,
-                     .fold_limit = pm->fold_limit,
-                     .fold_room = &pm->fold_room, .budget = budget};
+                     .fold_limit = pm->fold_limit, .fold_room = &pm->fold_room, .budget = budget,
+                     .quant = &pm->quant, .rep = rep};
     glist l = {0};
     ox_graph_visit(m->graph, collect, &l);
     if (l.oom) {
@@ -890,7 +907,7 @@ static ox_status invoke(ox_pass_manager *pm, ox_model *m, const ox_pass *p, int 
                         ox_pass_report *rep, snap *a, snap *b, int *rewrites, ox_error *err)
 {
     char *note = NULL;
-    ox_status st = run_pass(pm, m, p, budget, rewrites, &note, err);
+    ox_status st = run_pass(pm, m, p, budget, rep, rewrites, &note, err);
     if (rep) {
         ox_pass_stat *s = stat_for(rep, p);
         if (s) {

@@ -36,6 +36,10 @@ struct ox_pass_ctx {
     int n_maybe_dead, cap_maybe_dead;
     bool prune;     /* values became garbage: prune them at the flush */
     char *note;     /* ox__pass_note: why a found match was left alone */
+    /* quantize_dynamic: its options, and the run's report (NULL: none) to
+     * which it appends one entry per weight it quantizes. */
+    const struct ox_quant_opts *quant;
+    ox_pass_report *rep;
 };
 
 /* True while the pass may make another rewrite: budget left, and no edit
@@ -96,6 +100,11 @@ extern const ox_pass ox__passes_fuse_gelu[];
 extern const ox_pass ox__passes_fuse_attn[];
 /* to_fp16.c (category precision, opt-in). */
 extern const ox_pass ox__passes_to_fp16[];
+extern const ox_pass ox__passes_quant[];
+/* Frees report entries of quantize_dynamic (quantize.c). */
+void ox__quant_entries_free(struct ox_quant_entry *v, int n);
+/* opset_convert.c: upgrade_opset (opt-in), first in the pipeline. */
+extern const ox_pass ox__passes_opset[];
 
 /* The constant tensor of v when it is a real constant: an initializer that
  * is not also a graph input (those can be overridden at run time). */

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "onnxscope/profile.h"
+#include "onnxscope/quantize.h"
 #include "onnxscope/tensor.h"
 #include "tui/tui_internal.h"
 
@@ -800,6 +801,28 @@ void tui_detail_build(tui *t)
             attr_str(&n->attrs[i], ab, sizeof ab);
             add_line(t, &cap, OX_SLOT_UI_NORMAL, NULL, NULL, "  %s = %s", n->attrs[i].name, ab);
         }
+    }
+    /* What quantize_dynamic did to this node's weight, from the last
+     * action's report (docs/TUI.md). */
+    for (int i = 0; t->st.have_rep && i < t->st.rep.n_quant; i++) {
+        const ox_quant_entry *e = &t->st.rep.quant[i];
+        if (e->node_id != n->id)
+            continue;
+        char b1[32], b2[32];
+        add_line(t, &cap, OX_SLOT_UI_HEADER, NULL, NULL, "Quantization (quantize_dynamic, was %s%s%s)",
+                 e->op, e->node[0] ? " " : "", e->node);
+        add_line(t, &cap, OX_SLOT_UI_NORMAL, NULL, NULL,
+                 "  weight %s: int8, %lld scale%s %.3g..%.3g, zero point %d", e->weight,
+                 (long long)e->channels, e->channels == 1 ? "" : "s", e->scale_min, e->scale_max,
+                 e->zero_point);
+        if (e->snr_db < 1e300)
+            snprintf(b1, sizeof b1, "%.1f dB", e->snr_db);
+        else
+            snprintf(b1, sizeof b1, "exact");
+        snprintf(b2, sizeof b2, "%.3g", e->max_abs_err);
+        add_line(t, &cap, OX_SLOT_UI_NORMAL, NULL, NULL,
+                 "  max abs err %s, SNR %s, %lld -> %lld bytes", b2, b1,
+                 (long long)e->bytes_before, (long long)e->bytes_after);
     }
     if (n->doc_string && n->doc_string[0])
         add_line(t, &cap, OX_SLOT_UI_DIM, NULL, NULL, "doc: %.300s", n->doc_string);

@@ -198,8 +198,10 @@ static void test_chain_matches_memplan(void **state)
 }
 
 /* Reshape returns a view of its input's arena slot, whose bytes the plan
- * may give to a later value: the executor copies such views (one copy),
- * and the results equal the heap-only run. */
+ * may give to a later value: where the plan cannot put the view's slot on
+ * its input's bytes (here: Relu -> Neg -> Reshape -> Abs, every way of
+ * sharing needs a third region the memory plan did not leave) the executor
+ * copies the view (one copy), and the results equal the heap-only run. */
 static void test_views_and_no_arena(void **state)
 {
     (void)state;
@@ -228,6 +230,147 @@ static void test_views_and_no_arena(void **state)
     ox_exec_free(ea);
     ox_exec_free(eh);
     ox_model_free(m);
+}
+
+/* x[N,W] -> Relu -> Reshape([-1]) -> Abs -> y: the Reshape's slot can sit on
+ * the Relu's bytes (arena.c, view_ops), so its view is kept (no copy) and a
+ * steady-state run allocates no tensor buffer on the heap while it runs. */
+static void test_view_kept_no_alloc(void **state)
+{
+    (void)state;
+    ox_model *m = ox_model_new();
+    assert_non_null(m);
+    ox_model_set_opset(m, "", 13);
+    ox_graph *g = m->graph ? m->graph : ox_graph_new(m, NULL);
+    m->graph = g;
+    ox_value *x = ox_graph_value(g, "x"), *a = ox_graph_value(g, "a");
+    ox_value *shp = ox_graph_value(g, "shp"), *r = ox_graph_value(g, "r");
+    ox_value *y = ox_graph_value(g, "y");
+    int64_t dims[2] = {-1, 300}, one = 1;
+    x->type = ox_type_new_tensor(OX_DT_FLOAT, 2, dims);
+    assert_int_equal(ox_graph_add_input(g, x), OX_OK);
+    ox_tensor *t = ox_tensor_new(OX_DT_INT64, 1, &one);
+    ox_tensor_set_i64(t, 0, -1);
+    assert_int_equal(ox_graph_set_initializer(g, shp, t), OX_OK);
+    ox_node_new(g, "Relu", "", "relu", 1, &x, 1, &a);
+    ox_value *rin[2] = {a, shp};
+    ox_node_new(g, "Reshape", "", "reshape", 2, rin, 1, &r);
+    ox_node_new(g, "Abs", "", "abs", 1, &r, 1, &y);
+    assert_int_equal(ox_graph_add_output(g, y), OX_OK);
+    ox_exec *ea = NULL, *eh = NULL;
+    ox_exec_opts oa = {.threads = 1}, oh = {.threads = 1, .no_arena = true};
+    assert_int_equal(ox_exec_new(m, &oa, &ea, NULL), OX_OK);
+    assert_int_equal(ox_exec_new(m, &oh, &eh, NULL), OX_OK);
+    for (int run = 0; run < 3; run++) {
+        ox_rval *in = input(4, 300, run);
+        ox_rval *ya = run1(ea, in), *yh = run1(eh, in);
+        expect_relu(in, ya);
+        assert_true(ox_tensor_equal(ya->t, yh->t));
+        ox_exec_stats s;
+        ox_exec_get_stats(ea, &s);
+        assert_true(s.arena_used);
+        assert_int_equal(s.arena_views, 1);
+        assert_int_equal(s.arena_copies, 0);
+        assert_int_equal(s.heap_outputs, 0);
+        assert_int_equal(s.heap_allocs, 0);
+        assert_int_equal(s.output_copies, 1);   /* y leaves the arena for the caller */
+        ox_rval_free(ya);
+        ox_rval_free(yh);
+        ox_rval_free(in);
+    }
+    ox_exec_free(ea);
+    ox_exec_free(eh);
+    ox_model_free(m);
+}
+
+/* W[3,4] (initializer) -> Transpose -> Wt; x[2,3] -> MatMul(x, Wt^T...) -> y:
+ * the Transpose has only constant inputs, so the executor computes it once
+ * at plan time; results equal a run without folding. When W is also a graph
+ * input (IR < 4 style) it is folded too, and a run that overrides W runs the
+ * Transpose again: its result follows the given W. */
+static ox_model *fold_model(bool w_is_input)
+{
+    ox_model *m = ox_model_new();
+    assert_non_null(m);
+    ox_model_set_opset(m, "", 13);
+    ox_graph *g = m->graph ? m->graph : ox_graph_new(m, NULL);
+    m->graph = g;
+    ox_value *x = ox_graph_value(g, "x"), *w = ox_graph_value(g, "w");
+    ox_value *wt = ox_graph_value(g, "wt"), *y = ox_graph_value(g, "y");
+    int64_t xd[2] = {2, 4}, wd[2] = {3, 4};
+    x->type = ox_type_new_tensor(OX_DT_FLOAT, 2, xd);
+    assert_int_equal(ox_graph_add_input(g, x), OX_OK);
+    ox_tensor *t = ox_tensor_new(OX_DT_FLOAT, 2, wd);
+    float *p = ox_tensor_data(t);
+    for (int i = 0; i < 12; i++)
+        p[i] = (float)(i % 5) - 2.0f;
+    assert_int_equal(ox_graph_set_initializer(g, w, t), OX_OK);
+    if (w_is_input) {
+        w->type = ox_type_new_tensor(OX_DT_FLOAT, 2, wd);
+        assert_int_equal(ox_graph_add_input(g, w), OX_OK);
+    }
+    ox_node_new(g, "Transpose", "", "tr", 1, &w, 1, &wt);
+    ox_value *min[2] = {x, wt};
+    ox_node_new(g, "MatMul", "", "mm", 2, min, 1, &y);
+    assert_int_equal(ox_graph_add_output(g, y), OX_OK);
+    return m;
+}
+
+static void test_plan_fold(void **state)
+{
+    (void)state;
+    for (int wi = 0; wi < 2; wi++) {
+        ox_model *m = fold_model(wi);
+        ox_exec *ef = NULL, *en = NULL;
+        ox_exec_opts of = {.threads = 1}, on = {.threads = 1, .no_fold = true};
+        assert_int_equal(ox_exec_new(m, &of, &ef, NULL), OX_OK);
+        assert_int_equal(ox_exec_new(m, &on, &en, NULL), OX_OK);
+        ox_rval *in = input(2, 4, 5);
+        ox_rval *yf = run1(ef, in), *yn = run1(en, in);
+        assert_true(ox_tensor_equal(yf->t, yn->t));
+        /* y[i][j] = sum_k x[i][k] * w[j][k], computed by hand */
+        const float *xp = ox_tensor_data(in->t), *yp = ox_tensor_data(yf->t);
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 3; j++) {
+                float acc = 0;
+                for (int k = 0; k < 4; k++)
+                    acc += xp[i * 4 + k] * ((float)((j * 4 + k) % 5) - 2.0f);
+                assert_true(yp[i * 3 + j] == acc);
+            }
+        ox_exec_stats s;
+        ox_exec_get_stats(ef, &s);
+        assert_int_equal(s.folded_nodes, 1);
+        ox_exec_get_stats(en, &s);
+        assert_int_equal(s.folded_nodes, 0);
+        if (wi) {
+            /* Override W (input 1) with 2*W: y doubles, in both executors. */
+            int64_t wd[2] = {3, 4};
+            ox_tensor *w2 = ox_tensor_new(OX_DT_FLOAT, 2, wd);
+            float *p = ox_tensor_data(w2);
+            for (int i = 0; i < 12; i++)
+                p[i] = 2.0f * ((float)(i % 5) - 2.0f);
+            ox_rval *ins[2] = {in, ox_rval_tensor(w2)}, *y2f = NULL, *y2n = NULL;
+            assert_int_equal(ox_exec_run(ef, 2, ins, 1, &y2f, NULL), OX_OK);
+            assert_int_equal(ox_exec_run(en, 2, ins, 1, &y2n, NULL), OX_OK);
+            assert_true(ox_tensor_equal(y2f->t, y2n->t));
+            const float *a = ox_tensor_data(yf->t), *b = ox_tensor_data(y2f->t);
+            for (int i = 0; i < 6; i++)
+                assert_true(b[i] == 2.0f * a[i]);
+            /* and without the override again: the folded W^T */
+            ox_rval *y3 = run1(ef, in);
+            assert_true(ox_tensor_equal(y3->t, yf->t));
+            ox_rval_free(y3);
+            ox_rval_free(y2f);
+            ox_rval_free(y2n);
+            ox_rval_free(ins[1]);
+        }
+        ox_rval_free(yf);
+        ox_rval_free(yn);
+        ox_rval_free(in);
+        ox_exec_free(ef);
+        ox_exec_free(en);
+        ox_model_free(m);
+    }
 }
 
 /* The shared PyTorch models, both data sets: arena results are byte-equal
@@ -276,11 +419,18 @@ static void test_shared_models(void **state)
             ox_exec_stats s;
             ox_exec_get_stats(ea, &s);
             printf("%s set %d: arena %lld bytes, %d outputs in the arena, %d on the heap, "
-                   "%d view copies, %d in-place slots\n", models[k], ds,
+                   "%d view copies, %d views kept, %d in-place slots, %d folded, %lld heap allocs\n", models[k], ds,
                    (long long)s.arena_bytes, s.arena_outputs, s.heap_outputs, s.arena_copies,
-                   s.inplace_slots);
+                   s.arena_views, s.inplace_slots, s.folded_nodes, (long long)s.heap_allocs);
             assert_true(s.arena_used);
             assert_true(s.arena_outputs > 0);
+            /* Every model folds its constant-input nodes (weight Transposes,
+             * ConstantOfShape, shape constants); the CNNs run without any
+             * heap allocation (the transformers still compute shape
+             * arithmetic from Shape at run time: small heap values). */
+            assert_true(s.folded_nodes > 0);
+            if (strstr(models[k], "mobilenet") || strstr(models[k], "squeezenet"))
+                assert_int_equal(s.heap_allocs, 0);
             for (int i = 0; i < g->n_outputs; i++) {
                 snprintf(path, sizeof path, "%s/models/%s/test_data_set_%d/output_%d.pb",
                          shared, models[k], ds, i);
@@ -315,6 +465,8 @@ int main(void)
         cmocka_unit_test(test_chain_arena),
         cmocka_unit_test(test_chain_matches_memplan),
         cmocka_unit_test(test_views_and_no_arena),
+        cmocka_unit_test(test_view_kept_no_alloc),
+        cmocka_unit_test(test_plan_fold),
         cmocka_unit_test(test_shared_models),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

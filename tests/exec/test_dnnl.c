@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "exec/dnnl_backend.h"
+#include "exec/k_nn/nn_common.h"
 #include "onnxscope/exec.h"
 #include "onnxscope/ir.h"
 
@@ -488,6 +489,259 @@ static void test_dtype_change(void **state)
     ox_model_free(m);
 }
 
+/* Our kernels' own GEMMs (nn_sgemm, nn_sgemm_mt) go to oneDNN's SGEMM when
+ * the backend is on: both routes against a double-precision product on
+ * random shapes (odd sizes, transposes, padded leading dimensions, alpha,
+ * beta 0 over NaN, beta 1 and 0.5). */
+static void test_sgemm_random(void **state)
+{
+    (void)state;
+    for (int cs = 0; cs < 60; cs++) {
+        int64_t M = rint_in(1, 70), N = rint_in(1, 70), K = rint_in(1, 90);
+        if (cs % 10 == 0)
+            M = rint_in(100, 300), N = rint_in(60, 200), K = rint_in(60, 200);
+        bool ta = rnd() % 2, tb = rnd() % 2, mt = rnd() % 2;
+        int64_t lda = (ta ? M : K) + rint_in(0, 3), ldb = (tb ? K : N) + rint_in(0, 3);
+        int64_t ldc = N + rint_in(0, 3);
+        float alpha = (rnd() % 2) ? 1.0f : 0.75f;
+        float beta = (float[]){0.0f, 1.0f, 0.5f}[rnd() % 3];
+        int64_t ad[1] = {(ta ? K : M) * lda}, bd[1] = {(tb ? N : K) * ldb}, cd[1] = {M * ldc};
+        ox_tensor *A = rand_tensor(1, ad), *B = rand_tensor(1, bd), *C0 = rand_tensor(1, cd);
+        const float *a = ox_tensor_data(A), *b = ox_tensor_data(B), *c0 = ox_tensor_data(C0);
+        float *got[2];
+        ox_thread_pool *pool = ox_thread_pool_new(2);
+        for (int own = 0; own < 2; own++) {
+            got[own] = malloc((size_t)cd[0] * sizeof(float));
+            memcpy(got[own], c0, (size_t)cd[0] * sizeof(float));
+            if (beta == 0.0f)
+                for (int64_t i = 0; i < M; i++)
+                    got[own][i * ldc] = NAN;   /* beta 0 must not read C */
+            if (own)
+                setenv("ONNXSCOPE_NO_DNNL", "1", 1);
+            if (mt)
+                ox_nn_sgemm_mt(pool, ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, got[own], ldc);
+            else
+                ox_nn_sgemm(ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, got[own], ldc);
+            unsetenv("ONNXSCOPE_NO_DNNL");
+        }
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double acc = 0;
+                for (int64_t k = 0; k < K; k++)
+                    acc += (double)(ta ? a[k * lda + i] : a[i * lda + k]) *
+                           (double)(tb ? b[j * ldb + k] : b[k * ldb + j]);
+                double want = alpha * acc + (beta != 0.0f ? beta * c0[i * ldc + j] : 0.0);
+                for (int own = 0; own < 2; own++) {
+                    double d = fabs(got[own][i * ldc + j] - want);
+                    if (!(d <= 1e-4 + 1e-4 * fabs(want)))
+                        fail_msg("sgemm case %d (%s, M=%lld N=%lld K=%lld ta=%d tb=%d beta=%g): "
+                                 "[%lld,%lld] %.7g, want %.7g", cs, own ? "ours" : "oneDNN",
+                                 (long long)M, (long long)N, (long long)K, ta, tb, beta,
+                                 (long long)i, (long long)j, got[own][i * ldc + j], want);
+                }
+            }
+        /* Padding columns stay untouched. */
+        for (int own = 0; own < 2; own++) {
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = N; j < ldc; j++)
+                    assert_true(got[own][i * ldc + j] == c0[i * ldc + j]);
+            free(got[own]);
+        }
+        ox_thread_pool_free(pool);
+        ox_tensor_free(A);
+        ox_tensor_free(B);
+        ox_tensor_free(C0);
+    }
+}
+
+/* com.microsoft Attention (the strided core reading heads out of the
+ * projection, on oneDNN's or our GEMM) against a plain double-precision
+ * reference: random B, S, heads, head size, bias, 2-D padding mask_index
+ * and unidirectional. */
+static void test_ms_attention_random(void **state)
+{
+    (void)state;
+    for (int cs = 0; cs < 24; cs++) {
+        int64_t Bn = rint_in(1, 2), S = rint_in(1, 37), H = rint_in(1, 4), hs = rint_in(1, 12);
+        int64_t D = H * hs, Din = rint_in(1, 40);
+        bool uni = rnd() % 3 == 0, use_mask = rnd() % 2, use_bias = rnd() % 4 != 0;
+        ox_model *m = ox_model_new();
+        ox_model_set_opset(m, "", 14);
+        ox_model_set_opset(m, "com.microsoft", 1);
+        ox_graph *g = m->graph ? m->graph : ox_graph_new(m, NULL);
+        m->graph = g;
+        int64_t xd[3] = {Bn, S, Din}, wd[2] = {Din, 3 * D}, bd[1] = {3 * D}, md[2] = {Bn, S};
+        ox_value *x = ox_graph_value(g, "x"), *w = ox_graph_value(g, "w");
+        ox_value *bv = ox_graph_value(g, "b"), *mv = ox_graph_value(g, "mask");
+        ox_value *y = ox_graph_value(g, "y");
+        x->type = ox_type_new_tensor(OX_DT_FLOAT, 3, xd);
+        assert_int_equal(ox_graph_add_input(g, x), OX_OK);
+        ox_tensor *X = rand_tensor(3, xd), *W = rand_tensor(2, wd), *Bt = rand_tensor(1, bd);
+        assert_int_equal(ox_graph_set_initializer(g, w, ox_tensor_share(W)), OX_OK);
+        assert_int_equal(ox_graph_set_initializer(g, bv, ox_tensor_share(Bt)), OX_OK);
+        ox_tensor *Mk = ox_tensor_new(OX_DT_INT32, 2, md);
+        int32_t *mk = ox_tensor_data(Mk);
+        for (int64_t i = 0; i < Bn * S; i++)
+            mk[i] = (i % S) == 0 || rnd() % 4 != 0;   /* key 0 always visible */
+        assert_int_equal(ox_graph_set_initializer(g, mv, ox_tensor_share(Mk)), OX_OK);
+        ox_value *ins[4] = {x, w, use_bias ? bv : NULL, use_mask ? mv : NULL};
+        ox_node *n = ox_node_new(g, "Attention", "com.microsoft", "attn", 4, ins, 1, &y);
+        ox_node_set_attr_i(n, "num_heads", H);
+        if (uni)
+            ox_node_set_attr_i(n, "unidirectional", 1);
+        assert_int_equal(ox_graph_add_output(g, y), OX_OK);
+        const float *xp = ox_tensor_data(X), *wp = ox_tensor_data(W), *bp = ox_tensor_data(Bt);
+        ox_rval *r[2];
+        for (int own = 0; own < 2; own++)
+            r[own] = run_model(m, &X, 1, (int)(rnd() % 2) + 1, own);
+        /* Reference: P = X W + b; per head softmax(Q K^T / sqrt(hs) + mask) V. */
+        double *P = malloc((size_t)(Bn * S * 3 * D) * sizeof(double));
+        for (int64_t i = 0; i < Bn * S; i++)
+            for (int64_t j = 0; j < 3 * D; j++) {
+                double acc = use_bias ? bp[j] : 0.0;
+                for (int64_t k = 0; k < Din; k++)
+                    acc += (double)xp[i * Din + k] * wp[k * 3 * D + j];
+                P[i * 3 * D + j] = acc;
+            }
+        double *sc = malloc((size_t)S * sizeof(double));
+        for (int64_t b = 0; b < Bn; b++)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t i = 0; i < S; i++) {
+                    double mx = -INFINITY, sum = 0;
+                    for (int64_t j = 0; j < S; j++) {
+                        double d = 0;
+                        for (int64_t e = 0; e < hs; e++)
+                            d += P[(b * S + i) * 3 * D + h * hs + e] *
+                                 P[(b * S + j) * 3 * D + D + h * hs + e];
+                        d /= sqrt((double)hs);
+                        if (use_mask && !mk[b * S + j])
+                            d += -10000.0;
+                        if (uni && j > i)
+                            d = -INFINITY;
+                        sc[j] = d;
+                        if (d > mx)
+                            mx = d;
+                    }
+                    for (int64_t j = 0; j < S; j++)
+                        sum += (sc[j] = exp(sc[j] - mx));
+                    for (int64_t e = 0; e < hs; e++) {
+                        double acc = 0;
+                        for (int64_t j = 0; j < S; j++)
+                            acc += sc[j] / sum * P[(b * S + j) * 3 * D + 2 * D + h * hs + e];
+                        for (int own = 0; own < 2; own++) {
+                            float got = ((const float *)ox_tensor_data(r[own]->t))
+                                [(b * S + i) * D + h * hs + e];
+                            if (!(fabs(got - acc) <= 1e-4 + 1e-4 * fabs(acc)))
+                                fail_msg("attention case %d (%s, B=%lld S=%lld H=%lld hs=%lld "
+                                         "Din=%lld uni=%d mask=%d): [%lld,%lld,%lld] %.7g, "
+                                         "want %.7g", cs, own ? "ours" : "oneDNN GEMMs",
+                                         (long long)Bn, (long long)S, (long long)H,
+                                         (long long)hs, (long long)Din, uni, use_mask,
+                                         (long long)b, (long long)i, (long long)(h * hs + e),
+                                         got, acc);
+                        }
+                    }
+                }
+        free(sc);
+        free(P);
+        for (int own = 0; own < 2; own++)
+            ox_rval_free(r[own]);
+        ox_tensor_free(X);
+        ox_tensor_free(W);
+        ox_tensor_free(Bt);
+        ox_tensor_free(Mk);
+        ox_model_free(m);
+    }
+}
+
+/* Channels-last edges (exec.c plan_nhwc): Conv -> Relu -> Conv(3x3) ->
+ * Conv(1x1) with the first value also read by a fourth Conv, their sum the
+ * output, on random sizes: the convolutions reading another's output take
+ * it NHWC; results equal our kernels'. With `override`, the second Conv's
+ * weights are also a graph input (IR < 4 style) that the run overrides:
+ * oneDNN declines that node, which then reads its NHWC input converted
+ * back to NCHW (run_kernel). */
+static void nhwc_case(bool override, bool fused_z)
+{
+    int64_t N = rint_in(1, 2), C = rint_in(1, 20), H = rint_in(3, 12), W = rint_in(3, 12);
+    int64_t M1 = rint_in(1, 24), M2 = rint_in(1, 24), M3 = rint_in(1, 24);
+    ox_model *m = ox_model_new();
+    ox_model_set_opset(m, "", 14);
+    ox_model_set_opset(m, "com.microsoft", 1);
+    ox_graph *g = m->graph ? m->graph : ox_graph_new(m, NULL);
+    m->graph = g;
+    int64_t xd[4] = {N, C, H, W};
+    int64_t w1d[4] = {M1, C, 1, 1}, w2d[4] = {M2, M1, 3, 3}, w3d[4] = {M3, M2, 1, 1};
+    int64_t w4d[4] = {M3, M1, 1, 1};
+    ox_value *x = ox_graph_value(g, "x"), *y = ox_graph_value(g, "y");
+    x->type = ox_type_new_tensor(OX_DT_FLOAT, 4, xd);
+    assert_int_equal(ox_graph_add_input(g, x), OX_OK);
+    const int64_t *wds[4] = {w1d, w2d, w3d, w4d};
+    ox_value *w[4];
+    ox_tensor *wt[4];
+    for (int i = 0; i < 4; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "w%d", i);
+        w[i] = ox_graph_value(g, nm);
+        wt[i] = rand_tensor(4, wds[i]);
+        assert_int_equal(ox_graph_set_initializer(g, w[i], ox_tensor_share(wt[i])), OX_OK);
+    }
+    if (override) {
+        w[1]->type = ox_type_new_tensor(OX_DT_FLOAT, 4, w2d);
+        assert_int_equal(ox_graph_add_input(g, w[1]), OX_OK);
+    }
+    ox_value *a = ox_graph_value(g, "a"), *ar = ox_graph_value(g, "ar");
+    ox_value *b = ox_graph_value(g, "b"), *c3 = ox_graph_value(g, "c3");
+    ox_value *c4 = ox_graph_value(g, "c4");
+    ox_value *i1[2] = {x, w[0]}, *i2[2] = {ar, w[1]}, *i3[2] = {b, w[2]}, *i4[2] = {ar, w[3]};
+    ox_node_new(g, "Conv", "", "c1", 2, i1, 1, &a);
+    ox_node_new(g, "Relu", "", "relu", 1, &a, 1, &ar);
+    ox_node *n2 = ox_node_new(g, "Conv", "", "c2", 2, i2, 1, &b);
+    int64_t pads[4] = {1, 1, 1, 1};
+    ox_node_set_attr_ints(n2, "pads", 4, pads);
+    ox_node_new(g, "Conv", "", "c4", 2, i4, 1, &c4);
+    if (fused_z) {
+        /* y = FusedConv(b, w2, Z = c4): a channels-last input with a plain Z
+         * seeding the sum post-op (reordered into the primitive's layout). */
+        ox_value *fz[4] = {b, w[2], NULL, c4};
+        ox_node *fn = ox_node_new(g, "FusedConv", "com.microsoft", "fc3", 4, fz, 1, &y);
+        ox_node_set_attr_s(fn, "activation", "Relu");
+    } else {
+        ox_node_new(g, "Conv", "", "c3", 2, i3, 1, &c3);
+        ox_value *ai[2] = {c3, c4};
+        ox_node_new(g, "Add", "", "add", 2, ai, 1, &y);
+    }
+    assert_int_equal(ox_graph_add_output(g, y), OX_OK);
+    ox_tensor *X = rand_tensor(4, xd);
+    ox_tensor *inputs[2] = {X, override ? rand_tensor(4, w2d) : NULL};
+    int threads = (int)(rnd() % 2) + 1;
+    ox_rval *ref = run_model(m, inputs, override ? 2 : 1, threads, true);
+    ox_rval *got = run_model(m, inputs, override ? 2 : 1, threads, false);
+    assert_int_equal(ref->t->numel, got->t->numel);
+    const float *p = ox_tensor_data(ref->t), *q = ox_tensor_data(got->t);
+    for (int64_t i = 0; i < ref->t->numel; i++)
+        if (!(fabsf(p[i] - q[i]) <= 1e-4f + 1e-4f * fabsf(p[i])))
+            fail_msg("nhwc chain (N=%lld C=%lld H=%lld W=%lld M=%lld,%lld,%lld, override %d): "
+                     "element %lld: ours %.7g, oneDNN %.7g (FusedConv Z %d)", (long long)N, (long long)C,
+                     (long long)H, (long long)W, (long long)M1, (long long)M2, (long long)M3,
+                     override, (long long)i, p[i], q[i], fused_z);
+    ox_rval_free(ref);
+    ox_rval_free(got);
+    ox_tensor_free(X);
+    if (inputs[1])
+        ox_tensor_free(inputs[1]);
+    for (int i = 0; i < 4; i++)
+        ox_tensor_free(wt[i]);
+    ox_model_free(m);
+}
+
+static void test_nhwc_chain(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 20; i++)
+        nhwc_case(i % 4 == 3, i % 4 == 1 || i % 5 == 4);
+}
+
 static void test_switch(void **state)
 {
     (void)state;
@@ -516,6 +770,9 @@ int main(void)
         cmocka_unit_test(test_matmul_random),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_dtype_change),
+        cmocka_unit_test(test_sgemm_random),
+        cmocka_unit_test(test_nhwc_chain),
+        cmocka_unit_test(test_ms_attention_random),
         cmocka_unit_test(test_summary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,7 +20,23 @@ typedef struct attn_args {
     const float *kbias;    /* [B,T] additive per key (a key padding mask), or
                             * NULL: spares a [B,H,Sq,T] bias for masks that
                             * depend on the key alone */
+    /* Optional element strides (batch, head, row) of Q, K, V and Y; all 0
+     * means the contiguous head-major layout above. Lets com.microsoft
+     * Attention read heads straight out of its [B,S,3*D] projection and
+     * write [B,S,D] without head copies. */
+    int64_t q_st[3], k_st[3], v_st[3], y_st[3];
 } attn_args;
+
+/* Fills zero strides with the contiguous [B,H,S,d] layout. */
+static void attn_strides(attn_args *a)
+{
+    if (a->q_st[2] == 0) {
+        a->q_st[0] = a->Hq * a->Sq * a->hs, a->q_st[1] = a->Sq * a->hs, a->q_st[2] = a->hs;
+        a->y_st[0] = a->Hq * a->Sq * a->vs, a->y_st[1] = a->Sq * a->vs, a->y_st[2] = a->vs;
+        a->k_st[0] = a->Hkv * a->T * a->hs, a->k_st[1] = a->T * a->hs, a->k_st[2] = a->hs;
+        a->v_st[0] = a->Hkv * a->T * a->vs, a->v_st[1] = a->T * a->vs, a->v_st[2] = a->vs;
+    }
+}
 
 typedef struct attn_job {
     const attn_args *a;
@@ -44,14 +60,14 @@ static void attn_rows(void *ctx, int64_t b0, int64_t b1)
     float sq = sqrtf(a->scale);
     for (int64_t bh = b0; bh < b1; bh++) {
         int64_t b = bh / a->Hq, h = bh % a->Hq, hk = h / rep;
-        const float *Kh = a->K + (b * a->Hkv + hk) * a->T * a->hs;
-        const float *Vh = a->V + (b * a->Hkv + hk) * a->T * a->vs;
+        const float *Kh = a->K + b * a->k_st[0] + hk * a->k_st[1];
+        const float *Vh = a->V + b * a->v_st[0] + hk * a->v_st[1];
         for (int64_t i = 0; i < a->Sq; i++) {
-            const float *q = a->Q + ((b * a->Hq + h) * a->Sq + i) * a->hs;
+            const float *q = a->Q + b * a->q_st[0] + h * a->q_st[1] + i * a->q_st[2];
             const float *bias = a->bias ? a->bias + ((b * a->Hq + h) * a->Sq + i) * a->T : NULL;
             float mx = -INFINITY;
             for (int64_t j = 0; j < a->T; j++) {
-                const float *k = Kh + j * a->hs;
+                const float *k = Kh + j * a->k_st[2];
                 float d = 0;
                 /* The reference scales both operands by sqrt(scale). */
                 for (int64_t e = 0; e < a->hs; e++) d += (q[e] * sq) * (k[e] * sq);
@@ -73,12 +89,12 @@ static void attn_rows(void *ctx, int64_t b0, int64_t b1)
             /* A fully masked row yields zeros, not NaN. */
             for (int64_t j = 0; j < a->T; j++) s[j] = sum > 0 ? (float)(s[j] / sum) : 0.0f;
             if (qo && a->qk_mode == 3) memcpy(qo, s, (size_t)a->T * sizeof(float));
-            float *y = a->Y + ((b * a->Hq + h) * a->Sq + i) * a->vs;
+            float *y = a->Y + b * a->y_st[0] + h * a->y_st[1] + i * a->y_st[2];
             for (int64_t e = 0; e < a->vs; e++) y[e] = 0;
             for (int64_t j = 0; j < a->T; j++) {
                 float p = s[j];
                 if (p == 0.0f) continue;
-                const float *v = Vh + j * a->vs;
+                const float *v = Vh + j * a->v_st[2];
                 for (int64_t e = 0; e < a->vs; e++) y[e] += p * v[e];
             }
         }
@@ -104,10 +120,11 @@ static void attn_rows_gemm(void *ctx, int64_t b0, int64_t b1)
     int64_t rep = a->Hq / a->Hkv;
     for (int64_t bh = b0; bh < b1; bh++) {
         int64_t b = bh / a->Hq, h = bh % a->Hq, hk = h / rep;
-        const float *Qh = a->Q + (b * a->Hq + h) * a->Sq * a->hs;
-        const float *Kh = a->K + (b * a->Hkv + hk) * a->T * a->hs;
-        const float *Vh = a->V + (b * a->Hkv + hk) * a->T * a->vs;
-        nn_sgemm(false, true, a->Sq, a->T, a->hs, a->scale, Qh, a->hs, Kh, a->hs, 0.0f, S, a->T);
+        const float *Qh = a->Q + b * a->q_st[0] + h * a->q_st[1];
+        const float *Kh = a->K + b * a->k_st[0] + hk * a->k_st[1];
+        const float *Vh = a->V + b * a->v_st[0] + hk * a->v_st[1];
+        nn_sgemm(false, true, a->Sq, a->T, a->hs, a->scale, Qh, a->q_st[2], Kh, a->k_st[2], 0.0f,
+                 S, a->T);
         for (int64_t i = 0; i < a->Sq; i++) {
             float *row = S + i * a->T;
             if (a->bias) {
@@ -124,14 +141,15 @@ static void attn_rows_gemm(void *ctx, int64_t b0, int64_t b1)
             }
             ox__attn_softmax_row(row, a->T);
         }
-        nn_sgemm(false, false, a->Sq, a->vs, a->T, 1.0f, S, a->T, Vh, a->vs, 0.0f,
-                 a->Y + (b * a->Hq + h) * a->Sq * a->vs, a->vs);
+        nn_sgemm(false, false, a->Sq, a->vs, a->T, 1.0f, S, a->T, Vh, a->v_st[2], 0.0f,
+                 a->Y + b * a->y_st[0] + h * a->y_st[1], a->y_st[2]);
     }
     free(S);
 }
 
-static ox_status attn_core(ox_kernel_ctx *c, const attn_args *a)
+static ox_status attn_core(ox_kernel_ctx *c, attn_args *a)
 {
+    attn_strides(a);
     attn_job job = {a, false};
     bool gemm = !(a->softcap > 0) && !a->qk && a->T > 0 && a->Sq > 0 && a->hs > 0;
     ox_parallel_for(c->pool, a->B * a->Hq, 1, gemm ? attn_rows_gemm : attn_rows, &job);
@@ -476,34 +494,29 @@ NN_KERNEL(ms_attention)
     if (scale == 0.0f) scale = 1.0f / sqrtf((float)hs);
     float mfv = nn_attr_f(c, "mask_filter_value", -10000.0f);
     size_t f = sizeof(float);
-    float *t0 = NULL, *t1 = NULL, *t2 = NULL, *P = NULL, *Q4 = NULL, *K4 = NULL, *V4 = NULL,
-          *tmp3 = NULL, *Y4 = NULL, *bias = NULL, *kbias = NULL;
+    float *t0 = NULL, *t1 = NULL, *t2 = NULL, *P = NULL, *bias = NULL, *kbias = NULL;
     ox_status st = OX_OK;
     const float *X = nn_load_f32(c, x, &t0);
     const float *W = X ? nn_load_f32(c, w, &t1) : NULL;
     const float *Bf = (W && bi) ? nn_load_f32(c, bi, &t2) : NULL;
     if (!W || (bi && !Bf)) { st = NN_ST(c); goto done; }
     P = malloc((size_t)(B * S * Wn + 1) * f);
-    tmp3 = malloc((size_t)(B * S * (Dq > Dv ? Dq : Dv) + 1) * f);
-    Q4 = malloc((size_t)(B * S * Dq + 1) * f); K4 = malloc((size_t)(B * S * Dk + 1) * f);
-    V4 = malloc((size_t)(B * S * Dv + 1) * f); Y4 = malloc((size_t)(B * S * Dv + 1) * f);
     /* A full [B,H,S,S] bias only for attention_bias; mask_index masks keys
      * per batch, a [B,S] additive row. */
     if (ab) bias = calloc((size_t)(B * H * S * S + 1), f);
     if (mi) kbias = calloc((size_t)(B * S + 1), f);
-    if (!P || !tmp3 || !Q4 || !K4 || !V4 || !Y4 || (ab && !bias) || (mi && !kbias)) {
+    if (!P || (ab && !bias) || (mi && !kbias)) {
         st = NN_NOMEM(c);
         goto done;
     }
+    /* The projection [B*S, Q|K|V] plus its bias; the heads are then read in
+     * place from it (strides), never copied out. */
     nn_sgemm_mt(c->pool, false, false, B * S, Wn, Din, 1.0f, X, Din, W, Wn, 0.0f, P, Wn);
-    int64_t offs[3] = {0, Dq, Dq + Dk}, widths[3] = {Dq, Dk, Dv};
-    float *dst[3] = {Q4, K4, V4};
-    for (int part = 0; part < 3; part++) {
-        for (int64_t r = 0; r < B * S; r++)
-            for (int64_t e = 0; e < widths[part]; e++)
-                tmp3[r * widths[part] + e] = P[r * Wn + offs[part] + e] + (Bf ? Bf[offs[part] + e] : 0.0f);
-        heads_split(tmp3, dst[part], B, S, H, part == 2 ? vs : hs, true);
-    }
+    if (Bf)
+        for (int64_t r = 0; r < B * S; r++) {
+            float *pr = P + r * Wn;
+            for (int64_t e = 0; e < Wn; e++) pr[e] += Bf[e];
+        }
     if (ab) {
         /* attention_bias [B or 1, H or 1, S, S] is added to the scores. */
         if (ab->rank != 4 || (ab->dims[0] != 1 && ab->dims[0] != B) ||
@@ -531,17 +544,18 @@ NN_KERNEL(ms_attention)
                 if (masked) kbias[b * S + j] = mfv;
             }
     }
-    attn_args a = {B, H, H, S, S, hs, vs, Q4, K4, V4, bias, nn_attr_i(c, "unidirectional", 0) != 0,
-                   NULL, scale, 0.0f, Y4, NULL, 0, kbias};
-    if ((st = attn_core(c, &a))) goto done;
     int64_t od[3] = {B, S, Dv};
     nn_fout o;
     if ((st = nn_fout_new(c, 0, x->dtype, 3, od, &o))) goto done;
-    heads_split(Y4, o.f, B, S, H, vs, false);
-    nn_fout_done(&o);
+    attn_args a = {B, H, H, S, S, hs, vs, P, P + Dq, P + Dq + Dk, bias,
+                   nn_attr_i(c, "unidirectional", 0) != 0, NULL, scale, 0.0f, o.f, NULL, 0, kbias,
+                   .q_st = {S * Wn, hs, Wn}, .k_st = {S * Wn, hs, Wn}, .v_st = {S * Wn, vs, Wn},
+                   .y_st = {S * Dv, vs, Dv}};
+    st = attn_core(c, &a);
+    if (st) nn_fout_drop(&o);
+    else nn_fout_done(&o);
 done:
-    free(t0); free(t1); free(t2); free(P); free(tmp3); free(Q4); free(K4); free(V4); free(Y4); free(bias);
-    free(kbias);
+    free(t0); free(t1); free(t2); free(P); free(bias); free(kbias);
     return st;
 }
 

@@ -451,8 +451,12 @@ static ox_status conv_run_i(ox_kernel_ctx *c, const ox_tensor *x, const ox_tenso
     for (int64_t n = 0; n < N; n++)
         for (int64_t gi = 0; gi < group; gi++) {
             im2col_i(&g, Cg, X + (n * C + gi * Cg) * g.in_sz, col, 0, g.out[0] * g.out[1]);
-            nn_igemm(Mg, g.out_sz, kdim, W + gi * Mg * kdim, col,
-                     Y + (n * M + gi * Mg) * g.out_sz);
+            /* Few output channels per group (depthwise): the plain loop;
+             * else the packed int16 kernel (qgemm.c). */
+            if (Mg < 4 || !nn_qgemm_i32(c->pool, Mg, g.out_sz, kdim, W + gi * Mg * kdim, col,
+                                        Y + (n * M + gi * Mg) * g.out_sz))
+                nn_igemm(Mg, g.out_sz, kdim, W + gi * Mg * kdim, col,
+                         Y + (n * M + gi * Mg) * g.out_sz);
         }
     free(X); free(W); free(col);
     *out = Y;

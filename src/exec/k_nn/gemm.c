@@ -3,6 +3,7 @@
  * and the matrix-product kernels built on it: MatMul, Gemm, FusedMatMul,
  * MatMulInteger and QLinearMatMul. */
 #include "nn_common.h"
+#include "exec/dnnl_backend.h"
 #include "onnxscope/threadpool.h"
 
 #define MR 6
@@ -144,6 +145,9 @@ void nn_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
         else if (beta != 1.0f) for (int64_t j = 0; j < N; j++) c[j] *= beta;
     }
     if (K <= 0 || alpha == 0.0f) return;
+    /* With oneDNN, its AVX-512 GEMM (beta 1: C was prepared above). */
+    if (M * N * K >= 4096 && ox_dnnl_sgemm(1, ta, tb, M, N, K, alpha, A, lda, B, ldb, 1.0f, C, ldc))
+        return;
     /* Tiny products and one- or two-row ones are dominated by packing. */
     if (M * N * K < 4096 || (M < 3 && !tb)) {
         sgemm_simple(ta, tb, M, N, K, alpha, A, lda, B, ldb, C, ldc);
@@ -212,6 +216,9 @@ void nn_sgemm_mt(ox_thread_pool *pool, bool ta, bool tb, int64_t M, int64_t N, i
                  float beta, float *C, int64_t ldc)
 {
     int threads = ox_thread_pool_size(pool);
+    if (M > 0 && N > 0 && K > 0 && M * N * K >= 262144LL &&
+        ox_dnnl_sgemm(threads, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+        return;
     /* Below ~1 MFLOP per thread the fork/join costs more than it saves. */
     if (threads <= 1 || M * N * K < 262144LL * threads) {
         nn_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -473,30 +480,203 @@ done:
 
 /* ---- integer matrix products ---------------------------------------------------- */
 
-/* Converts an integer tensor viewed as a batch of [rows, cols] matrices to
- * int32, subtracting a zero point that is scalar, per-row (zp_per_row) or
- * per-column. */
-static int32_t *to_i32_zp(ox_kernel_ctx *c, const ox_tensor *t, const ox_tensor *zp,
-                          int64_t rows, int64_t cols, bool zp_per_row)
+/* Batches of a plan that can run as one product: B is the same matrix for
+ * every batch and A's batches follow each other (x[B,S,K] times w[K,N]). */
+static bool mm_foldable(const mm_plan *p)
 {
-    int64_t n = t->numel;
-    int32_t *v = malloc((size_t)(n > 0 ? n : 1) * sizeof(int32_t));
-    if (!v) { NN_NOMEM(c); return NULL; }
-    int64_t zn = zp ? zp->numel : 0;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t z = 0;
-        if (zn == 1) z = nn_get_i(zp, 0);
-        else if (zn > 1) {
-            int64_t idx = zp_per_row ? (i / cols) % rows : i % cols;
-            z = idx < zn ? nn_get_i(zp, idx) : 0;
-        }
-        v[i] = (int32_t)(nn_get_i(t, i) - z);
+    for (int64_t bi = 0; bi < p->batch; bi++) {
+        int64_t oa, ob;
+        mm_offsets(p, bi, &oa, &ob);
+        if (ob != 0 || oa != bi * p->M * p->K)
+            return false;
     }
-    return v;
+    return true;
 }
 
-/* Computes the int32 products of a and b (with zero points) into *out and
- * the plan; caller frees *out. */
+/* Zero point of row/column idx: scalar, per index, or 0 when absent. */
+static int32_t zp_of(const ox_tensor *zp, int64_t idx)
+{
+    if (!zp || !zp->numel) return 0;
+    return (int32_t)nn_get_i(zp, zp->numel == 1 ? 0 : idx < zp->numel ? idx : 0);
+}
+
+/* One batch (or the folded batches) on the VNNI path: raw u8 x s8 sums,
+ * then the zero points taken out. */
+static ox_status vnni_batch(ox_kernel_ctx *c, const ox_tensor *a, int64_t oa, int64_t M,
+                            const ox_tensor *azp, const int8_t *Bp, const int32_t *colsum,
+                            const ox_tensor *bzp, const mm_plan *p, int32_t *Y)
+{
+    int64_t lda = nn_qgemm_vnni_lda(p->K);
+    uint8_t *A = calloc((size_t)(M * lda + 64), 1);
+    int32_t *rowsum = malloc((size_t)(M + 1) * sizeof *rowsum);
+    if (!A || !rowsum) {
+        free(A);
+        free(rowsum);
+        return NN_NOMEM(c);
+    }
+    nn_qgemm_u8_rows((const uint8_t *)ox_tensor_data(a) + oa, M, p->K, lda, A, rowsum);
+    nn_qgemm_vnni(c->pool, M, p->N, p->K, A, Bp, Y);
+    bool has_bz = bzp && bzp->numel;
+    for (int64_t i = 0; i < M; i++) {
+        int32_t za = zp_of(azp, i % p->M);
+        int32_t *y = Y + i * p->N;
+        if (!has_bz) {
+            nn_qgemm_sub_colsum(y, p->N, za, colsum);
+        } else {
+            for (int64_t j = 0; j < p->N; j++) {
+                int32_t zb = zp_of(bzp, j);
+                /* int32 wrap-around, as the products themselves. */
+                y[j] = (int32_t)((uint32_t)y[j] - (uint32_t)za * (uint32_t)colsum[j] -
+                                 (uint32_t)zb * (uint32_t)rowsum[i] +
+                                 (uint32_t)p->K * (uint32_t)za * (uint32_t)zb);
+            }
+        }
+    }
+    free(A);
+    free(rowsum);
+    return OX_OK;
+}
+
+/* Packed constant weights kept in the node's plan slot across runs
+ * (ox_kernel_ctx.state): packing B costs as much as a small product. */
+typedef struct qpack_state {
+    ox_kernel_state base;
+    const void *bdata, *zdata;   /* what they were packed from */
+    int64_t ob, K, N;
+    bool vnni;
+    int16_t *Bp;
+    int8_t *Bv;
+    int32_t *colsum;
+} qpack_state;
+
+static void qpack_free(ox_kernel_state *s)
+{
+    qpack_state *q = (qpack_state *)s;
+    free(q->Bp);
+    free(q->Bv);
+    free(q->colsum);
+    free(q);
+}
+
+/* B (and its zero point) are initializers the run cannot override, and
+ * the node has a plan slot: packing them once pays. */
+static bool b_cacheable(const ox_kernel_ctx *c)
+{
+    const ox_node *n = c->node;
+    const ox_value *bv = n && n->n_inputs > 1 ? n->inputs[1] : NULL;
+    const ox_value *zv = n && n->n_inputs > 3 ? n->inputs[3] : NULL;
+    return c->state && bv && bv->init && !bv->is_input && (!zv || (zv->init && !zv->is_input));
+}
+
+/* B packed for the chosen path: from the node's cache when b_cacheable,
+ * else freshly (*owned: the caller frees it). */
+static bool packed_b(ox_kernel_ctx *c, const ox_tensor *b, const ox_tensor *bzp, int64_t ob,
+                     const mm_plan *p, bool vnni, qpack_state *out, bool *owned)
+{
+    bool konst = b_cacheable(c);
+    qpack_state *q = konst ? (qpack_state *)*c->state : NULL;
+    const void *zd = bzp ? ox_tensor_data(bzp) : NULL;
+    if (q && q->base.free == qpack_free && q->bdata == ox_tensor_data(b) && q->zdata == zd &&
+        q->ob == ob && q->K == p->K && q->N == p->N && q->vnni == vnni) {
+        *out = *q;
+        *owned = false;
+        return true;
+    }
+    memset(out, 0, sizeof *out);
+    if (vnni) {
+        out->colsum = malloc((size_t)(p->N + 1) * sizeof *out->colsum);
+        out->Bv = out->colsum ? nn_qgemm_vnni_pack_b((const int8_t *)ox_tensor_data(b) + ob, p->K,
+                                                     p->N, out->colsum) : NULL;
+    } else {
+        out->Bp = nn_qgemm_pack_b(b, ob, p->K, p->N, bzp);
+    }
+    if (vnni ? !out->Bv : !out->Bp) {
+        free(out->colsum);
+        free(out->Bp);
+        return false;
+    }
+    *owned = true;
+    if (!konst)
+        return true;
+    qpack_state *nq = malloc(sizeof *nq);
+    if (!nq)
+        return true;   /* no cache: still correct */
+    *nq = *out;
+    nq->base.free = qpack_free;
+    nq->bdata = ox_tensor_data(b);
+    nq->zdata = zd;
+    nq->ob = ob;
+    nq->K = p->K;
+    nq->N = p->N;
+    nq->vnni = vnni;
+    if (*c->state)
+        (*c->state)->free(*c->state);
+    *c->state = &nq->base;
+    *owned = false;
+    return true;
+}
+
+/* Computes the int32 products of a and b (with zero points) into *out for
+ * plan p; caller frees *out. uint8 x int8 runs on AVX-512 VNNI when the
+ * CPU has it, everything else on the int16 pmaddwd kernel (qgemm.c). */
+static ox_status int_matmul_run(ox_kernel_ctx *c, const ox_tensor *a, const ox_tensor *azp,
+                                const ox_tensor *b, const ox_tensor *bzp, const mm_plan *p,
+                                int32_t **out)
+{
+    *out = NULL;
+    int32_t *Y = malloc((size_t)(p->batch * p->M * p->N + 1) * sizeof(int32_t));
+    if (!Y) return NN_NOMEM(c);
+    /* A per-row a_zero_point indexes rows within one batch. */
+    bool fold = mm_foldable(p) && !(azp && azp->numel > 1);
+    bool vnni = nn_qgemm_vnni_ok(a->dtype, b->dtype), cacheable = b_cacheable(c);
+    int16_t *Ab = NULL;
+    qpack_state pk = {0};
+    bool owned = false;
+    int64_t packed_ob = -1;
+    ox_status st = OX_OK;
+    for (int64_t bi = 0; bi < (fold ? 1 : p->batch) && !st; bi++) {
+        int64_t oa, ob, M = fold ? p->M * p->batch : p->M;
+        mm_offsets(p, bi, &oa, &ob);
+        int32_t *Yb = Y + bi * p->M * p->N;
+        /* Below 4 rows packing B per run costs more than the product; a
+         * constant B is packed once (the plan keeps it), so it still pays. */
+        bool small = M < 4 && !cacheable;
+        if (!small && ob != packed_ob) {
+            if (owned) {
+                free(pk.Bp);
+                free(pk.Bv);
+                free(pk.colsum);
+            }
+            owned = false;
+            if (!packed_b(c, b, bzp, ob, p, vnni, &pk, &owned)) { st = NN_NOMEM(c); break; }
+            packed_ob = ob;
+        }
+        if (!small && vnni) {
+            st = vnni_batch(c, a, oa, M, azp, pk.Bv, pk.colsum, bzp, p, Yb);
+            continue;
+        }
+        free(Ab);
+        Ab = nn_qgemm_pack_a(a, oa, M, p->K, azp);
+        if (!Ab) { st = NN_NOMEM(c); break; }
+        if (small)
+            nn_qgemm_small(M, p->N, p->K, Ab, b, ob, bzp, Yb);
+        else
+            nn_qgemm(c->pool, M, p->N, p->K, Ab, pk.Bp, Yb);
+    }
+    if (owned) {
+        free(pk.Bp);
+        free(pk.Bv);
+        free(pk.colsum);
+    }
+    free(Ab);
+    if (st) {
+        free(Y);
+        return st;
+    }
+    *out = Y;
+    return OX_OK;
+}
+
 static ox_status int_matmul(ox_kernel_ctx *c, const ox_tensor *a, const ox_tensor *azp,
                             const ox_tensor *b, const ox_tensor *bzp, mm_plan *p,
                             int32_t **out)
@@ -508,23 +688,7 @@ static ox_status int_matmul(ox_kernel_ctx *c, const ox_tensor *a, const ox_tenso
         return NN_FAIL(c, "A and B must be int8 or uint8");
     ox_status st = mm_prepare(c, a, b, false, false, p);
     if (st) return st;
-    int32_t *A = to_i32_zp(c, a, azp, p->M, p->K, true);
-    int32_t *B = A ? to_i32_zp(c, b, bzp, p->K, p->N, false) : NULL;
-    int32_t *Y = B ? malloc((size_t)(p->batch * p->M * p->N + 1) * sizeof(int32_t)) : NULL;
-    if (!Y) {
-        free(A);
-        free(B);
-        return NN_NOMEM(c);
-    }
-    for (int64_t bi = 0; bi < p->batch; bi++) {
-        int64_t oa, ob;
-        mm_offsets(p, bi, &oa, &ob);
-        nn_igemm(p->M, p->N, p->K, A + oa, B + ob, Y + bi * p->M * p->N);
-    }
-    free(A);
-    free(B);
-    *out = Y;
-    return OX_OK;
+    return int_matmul_run(c, a, azp, b, bzp, p, out);
 }
 
 NN_KERNEL(matmul_integer)
@@ -539,6 +703,63 @@ NN_KERNEL(matmul_integer)
     memcpy(ox_tensor_data(y), Y, (size_t)y->numel * sizeof(int32_t));
     free(Y);
     return OX_OK;
+}
+
+/* com.microsoft DynamicQuantizeMatMul: A (float) quantized as
+ * DynamicQuantizeLinear does (uint8, one scale and zero point for the whole
+ * tensor), times int8/uint8 B with b_scale (scalar or per column) and an
+ * optional b_zero_point, then Y = acc * (a_scale * b_scale[j]) + bias[j]:
+ * the same float operations, in the same order, as the standard form
+ * MatMulInteger -> Cast -> Mul(a_scale * b_scale). */
+NN_KERNEL(dynamic_quantize_matmul)
+{
+    const ox_tensor *a = ox_kernel_in(c, 0), *b = ox_kernel_in(c, 1);
+    const ox_tensor *bs = ox_kernel_in(c, 2), *bzp = ox_kernel_in(c, 3), *bias = ox_kernel_in(c, 4);
+    if (!a || !b || !bs) return NN_FAIL(c, "needs A, B and b_scale");
+    if (a->dtype != OX_DT_FLOAT || (b->dtype != OX_DT_INT8 && b->dtype != OX_DT_UINT8))
+        return NN_FAIL(c, "A must be float and B int8 or uint8");
+    mm_plan p;
+    ox_status st = mm_prepare(c, a, b, false, false, &p);
+    if (st) return st;
+    if (bs->numel != 1 && bs->numel != p.N)
+        return NN_FAIL(c, "b_scale must be a scalar or have %lld (N) elements", (long long)p.N);
+    if (bias && bias->numel != p.N)
+        return NN_FAIL(c, "bias must have %lld (N) elements", (long long)p.N);
+    float *t0 = NULL, *t1 = NULL, *t2 = NULL;
+    const float *A = nn_load_f32(c, a, &t0);
+    const float *BS = A ? nn_load_f32(c, bs, &t1) : NULL;
+    const float *BI = BS && bias ? nn_load_f32(c, bias, &t2) : NULL;
+    if (!BS || (bias && !BI)) { free(t0); free(t1); free(t2); return NN_ST(c); }
+    float as;
+    uint8_t azp;
+    /* A quantized as DynamicQuantizeLinear does, then the integer product. */
+    ox_tensor *aq = ox_tensor_new(OX_DT_UINT8, a->rank, a->dims);
+    ox_tensor *zt = aq ? ox_tensor_new(OX_DT_UINT8, 0, NULL) : NULL;
+    int32_t *Y = NULL;
+    if (!zt) st = NN_NOMEM(c);
+    if (!st) {
+        nn_dyn_quant(A, a->numel, ox_tensor_mutable_data(aq), &as, &azp);
+        *(uint8_t *)ox_tensor_mutable_data(zt) = azp;
+        st = int_matmul_run(c, aq, zt, b, bzp, &p, &Y);
+    }
+    ox_tensor_free(aq);
+    ox_tensor_free(zt);
+    ox_tensor *y = st ? NULL : nn_out(c, 0, OX_DT_FLOAT, p.out_rank, p.dfinal);
+    if (!st && !y) st = NN_ST(c);
+    if (!st) {
+        float *o = ox_tensor_data(y);
+        float *mul = malloc((size_t)p.N * sizeof *mul);
+        if (!mul) st = NN_NOMEM(c);
+        for (int64_t j = 0; mul && j < p.N; j++)
+            mul[j] = as * BS[bs->numel == 1 ? 0 : j];
+        if (mul) nn_qgemm_dequant(Y, p.batch * p.M, p.N, mul, BI, o);
+        free(mul);
+    }
+    free(Y);
+    free(t0);
+    free(t1);
+    free(t2);
+    return st;
 }
 
 /* Scale for row i / column j: scalar or 1-D per-row/per-column. */

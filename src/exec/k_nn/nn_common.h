@@ -37,6 +37,20 @@
 #define nn_act_apply ox_nn_act_apply
 #define nn_set_i ox_nn_set_i
 #define nn_expand ox_nn_expand
+#define nn_qgemm ox_nn_qgemm
+#define nn_qgemm_kp ox_nn_qgemm_kp
+#define nn_qgemm_small ox_nn_qgemm_small
+#define nn_qgemm_vnni_ok ox_nn_qgemm_vnni_ok
+#define nn_qgemm_vnni_pack_b ox_nn_qgemm_vnni_pack_b
+#define nn_qgemm_vnni ox_nn_qgemm_vnni
+#define nn_qgemm_vnni_lda ox_nn_qgemm_vnni_lda
+#define nn_qgemm_u8_rows ox_nn_qgemm_u8_rows
+#define nn_qgemm_sub_colsum ox_nn_qgemm_sub_colsum
+#define nn_qgemm_dequant ox_nn_qgemm_dequant
+#define nn_qgemm_i32 ox_nn_qgemm_i32
+#define nn_qgemm_pack_a ox_nn_qgemm_pack_a
+#define nn_qgemm_pack_b ox_nn_qgemm_pack_b
+#define nn_dyn_quant ox_nn_dyn_quant
 
 /* ---- errors and attributes ------------------------------------------------ */
 
@@ -136,6 +150,48 @@ float *nn_scratch(int slot, size_t nfloats);
  * A and B given as int32 already offset-corrected by the caller. */
 void nn_igemm(int64_t M, int64_t N, int64_t K, const int32_t *A,
               const int32_t *B, int32_t *C);
+
+/* Exact 8-bit products (qgemm.c): A and B as int16 minus their zero
+ * points. pack_a: M rows of K (int8/uint8 tensor a from element off; zp
+ * scalar or per row; NULL: 0) padded to nn_qgemm_kp(K); pack_b: K x N
+ * (zp scalar or per column) into 16-column panels. nn_qgemm: C[M,N] int32
+ * = A x B, split over the pool (NULL: serial). The arrays are malloc'ed. */
+int64_t nn_qgemm_kp(int64_t K);
+int16_t *nn_qgemm_pack_a(const ox_tensor *a, int64_t off, int64_t M, int64_t K,
+                         const ox_tensor *zp);
+int16_t *nn_qgemm_pack_b(const ox_tensor *b, int64_t off, int64_t K, int64_t N,
+                         const ox_tensor *zp);
+struct ox_thread_pool;
+void nn_qgemm(struct ox_thread_pool *pool, int64_t M, int64_t N, int64_t K, const int16_t *A,
+              const int16_t *Bp, int32_t *C);
+/* The same product for a few rows of A, reading B (int8/uint8 from element
+ * off, K x N) in place: no packing (M = 1 decoding). */
+void nn_qgemm_small(int64_t M, int64_t N, int64_t K, const int16_t *A, const ox_tensor *b,
+                    int64_t off, const ox_tensor *zp, int32_t *C);
+/* AVX-512 VNNI path for uint8 A x int8 B (true when the CPU has it and
+ * neither ONNXSCOPE_NO_SIMD_QGEMM nor ONNXSCOPE_NO_VNNI is set): raw sums
+ * sum_k a b, zero points left to the caller. pack_b: B (K x N) into 32-column
+ * panels, colsum[j] = sum_k b. A rows are read with stride nn_qgemm_vnni_lda(K)
+ * bytes, zero padded. */
+bool nn_qgemm_vnni_ok(ox_dtype ta, ox_dtype tb);
+int8_t *nn_qgemm_vnni_pack_b(const int8_t *b, int64_t K, int64_t N, int32_t *colsum);
+int64_t nn_qgemm_vnni_lda(int64_t K);
+void nn_qgemm_vnni(struct ox_thread_pool *pool, int64_t M, int64_t N, int64_t K,
+                   const uint8_t *A, const int8_t *Bp, int32_t *C);
+/* Vectorized helpers: copy M rows of K bytes to stride lda with their sums;
+ * Y[j] -= za * colsum[j]; out = float(Y) * mul[j] (+ bias[j]). */
+void nn_qgemm_u8_rows(const uint8_t *src, int64_t M, int64_t K, int64_t lda, uint8_t *dst,
+                      int32_t *rowsum);
+void nn_qgemm_sub_colsum(int32_t *Y, int64_t N, int32_t za, const int32_t *colsum);
+void nn_qgemm_dequant(const int32_t *Y, int64_t rows, int64_t N, const float *mul,
+                      const float *bias, float *out);
+/* C = A x B for int32 operands within int16 (8-bit minus zero points), on
+ * the packed kernel; false when out of memory. */
+bool nn_qgemm_i32(struct ox_thread_pool *pool, int64_t M, int64_t N, int64_t K,
+                  const int32_t *A, const int32_t *B, int32_t *C);
+/* DynamicQuantizeLinear of x[0..n) (quant.c): y (may be NULL), scale and
+ * zero point as ONNX defines them (round half to even). */
+void nn_dyn_quant(const float *x, int64_t n, uint8_t *y, float *scale, uint8_t *zp);
 
 /* Broadcasting batched matmul of float arrays with numpy semantics; ranks
  * must already be >= 2 (callers handle 1-D operands). Output shape written

@@ -9,6 +9,7 @@
     X("", "Gemm", 1, gemm)                                  \
     X("", "MatMulInteger", 10, matmul_integer)              \
     X("", "QLinearMatMul", 10, qlinear_matmul)              \
+    X("com.microsoft", "DynamicQuantizeMatMul", 1, dynamic_quantize_matmul) \
     X("com.microsoft", "FusedMatMul", 1, fused_matmul)      \
     X("com.microsoft", "FusedGemm", 1, fused_gemm)          \
     X("com.microsoft", "GemmFastGelu", 1, gemm_fast_gelu)   \

@@ -149,6 +149,91 @@ NN_KERNEL(dequantize_linear)
     return OX_OK;
 }
 
+/* x86-64-v3 clones round with roundss inline instead of a libm call per
+ * element (the baseline ISA has no SSE4.1 rounding). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define DQ_CLONES __attribute__((target_clones("arch=x86-64-v3", "default"), optimize("O3")))
+#else
+#define DQ_CLONES
+#endif
+
+static void dq_minmax_c(const float *X, int64_t n, float *mn_out, float *mx_out)
+{
+    float mn = 0.0f, mx = 0.0f;
+    for (int64_t i = 0; i < n; i++) {
+        mn = X[i] < mn ? X[i] : mn;
+        mx = X[i] > mx ? X[i] : mx;
+    }
+    *mn_out = mn;
+    *mx_out = mx;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* minps(x, m) is exactly `x < m ? x : m` (a NaN x leaves m), so the lanes
+ * compute what the scalar loop does; min and max are exact in any order.
+ * (The compiler does not vectorize the ternary reduction itself.) */
+__attribute__((target("avx2"))) static void dq_minmax_avx2(const float *X, int64_t n,
+                                                           float *mn_out, float *mx_out)
+{
+    __m256 mn = _mm256_setzero_ps(), mx = mn;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(X + i);
+        mn = _mm256_min_ps(x, mn);
+        mx = _mm256_max_ps(x, mx);
+    }
+    float a[8], b[8], lo, hi;
+    _mm256_storeu_ps(a, mn);
+    _mm256_storeu_ps(b, mx);
+    dq_minmax_c(X + i, n - i, &lo, &hi);
+    for (int k = 0; k < 8; k++) {
+        lo = a[k] < lo ? a[k] : lo;
+        hi = b[k] > hi ? b[k] : hi;
+    }
+    *mn_out = lo;
+    *mx_out = hi;
+}
+#endif
+
+static void dq_minmax(const float *X, int64_t n, float *mn_out, float *mx_out)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx2")) {
+        dq_minmax_avx2(X, n, mn_out, mx_out);
+        return;
+    }
+#endif
+    dq_minmax_c(X, n, mn_out, mx_out);
+}
+
+DQ_CLONES
+static void dq_apply(const float *X, int64_t n, float scale, float zp, uint8_t *Y)
+{
+    for (int64_t i = 0; i < n; i++) {
+        /* Integer-valued floats add exactly below 2^24; anything larger
+         * saturates anyway. !(r >= 0) also sends NaN to 0. */
+        float r = nearbyintf(X[i] / scale) + zp;
+        r = !(r >= 0.0f) ? 0.0f : r > 255.0f ? 255.0f : r;
+        Y[i] = (uint8_t)r;
+    }
+}
+
+void nn_dyn_quant(const float *X, int64_t n, uint8_t *Y, float *scale_out, uint8_t *zp_out)
+{
+    float mn, mx;
+    dq_minmax(X, n, &mn, &mx);
+    float scale = (mx - mn) / 255.0f;
+    float zpf = scale != 0.0f ? nearbyintf(0.0f - mn / scale) : 0.0f;
+    int64_t zp = zpf < 0 ? 0 : zpf > 255 ? 255 : (int64_t)zpf;
+    if (Y && scale != 0.0f)
+        dq_apply(X, n, scale, (float)zp, Y);
+    else if (Y)
+        memset(Y, (int)zp, (size_t)n);
+    *scale_out = scale;
+    *zp_out = (uint8_t)zp;
+}
+
 NN_KERNEL(dynamic_quantize_linear)
 {
     const ox_tensor *x = ox_kernel_in(c, 0);
@@ -156,23 +241,12 @@ NN_KERNEL(dynamic_quantize_linear)
     float *t0 = NULL;
     const float *X = nn_load_f32(c, x, &t0);
     if (!X) return NN_ST(c);
-    float mn = 0.0f, mx = 0.0f;
-    for (int64_t i = 0; i < x->numel; i++) {
-        if (X[i] < mn) mn = X[i];
-        if (X[i] > mx) mx = X[i];
-    }
-    float scale = (mx - mn) / 255.0f;
-    float zpf = scale != 0.0f ? nearbyintf(0.0f - mn / scale) : 0.0f;
-    int64_t zp = zpf < 0 ? 0 : zpf > 255 ? 255 : (int64_t)zpf;
     ox_tensor *y = nn_out(c, 0, OX_DT_UINT8, x->rank, x->dims);
     ox_tensor *ys = y ? nn_out(c, 1, OX_DT_FLOAT, 0, NULL) : NULL;
     ox_tensor *yz = ys ? nn_out(c, 2, OX_DT_UINT8, 0, NULL) : NULL;
     if (!yz) { free(t0); return NN_ST(c); }
-    uint8_t *Y = ox_tensor_data(y);
-    for (int64_t i = 0; i < x->numel; i++)
-        Y[i] = (uint8_t)nn_q_round_sat(scale != 0.0f ? (double)nearbyintf(X[i] / scale) + (double)zp : (double)zp, 0, 255);
-    *(float *)ox_tensor_data(ys) = scale;
-    *(uint8_t *)ox_tensor_data(yz) = (uint8_t)zp;
+    nn_dyn_quant(X, x->numel, ox_tensor_data(y), (float *)ox_tensor_data(ys),
+                 (uint8_t *)ox_tensor_data(yz));
     free(t0);
     return OX_OK;
 }
