@@ -15,24 +15,16 @@
 #include "onnxscope/cost.h"
 #include "onnxscope/peak.h"
 
-/* The device selection is bench's: the CUDA backend (built in parallel
- * with this file) brings onnxscope/device.h, ox_cuda_probe and
- * ox_bench_config.device, and once it is in the tree the cuda rows use
- * them; before, bench refuses cuda ("not built with CUDA support") and so
- * do the rows. */
-#if defined(__has_include)
-#if __has_include("onnxscope/device.h")
+/* The device selection is bench's (ox_device_parse, ox_cuda_probe,
+ * ox_bench_config.device): a cuda row says the probe's reason when no GPU
+ * is usable. */
 #include "onnxscope/device.h"
-#define OX_MATRIX_HAVE_DEVICE 1
-#endif
-#endif
 
 /* Whether bench runs on device here; the reason in why when not. */
 static bool device_ok(const char *device, ox_bench_config *bc, char *why, size_t n)
 {
     if (strcmp(device, "cpu") == 0)
         return true;
-#ifdef OX_MATRIX_HAVE_DEVICE
     ox_device d;
     if (!ox_device_parse(device, &d)) {
         snprintf(why, n, "unknown device");
@@ -43,12 +35,6 @@ static bool device_ok(const char *device, ox_bench_config *bc, char *why, size_t
     if (bc)
         bc->device = d;
     return true;
-#else
-    (void)bc;
-    snprintf(why, n, "%s", strcmp(device, "cuda") == 0 ? "not built with CUDA support"
-                                                       : "unknown device");
-    return false;
-#endif
 }
 
 const char *const ox_matrix_default_strategies = "original,basic,extended,all,fp16,int8";
