@@ -15,7 +15,7 @@
  * Each figure is the median of the timed calls after one warm-up (at least
  * --reps calls and --min-ms of calls). FLOPs: 2*M*N*K per GEMM; for pooling
  * the window reads (out * kh * kw), so its column is "G window reads/s".
- *   kernel_bench [--threads N] [--reps R] [--min-ms MS] [--only SUBSTR]
+ *   kernel_bench [--threads N] [--reps R] [--min-ms MS] [--only SUBSTR] [--cpu-time]
  * Prints markdown table rows (the script prints the header). */
 #include <stdbool.h>
 #include <stdint.h>
@@ -35,11 +35,17 @@
 
 static int g_threads = 1, g_reps = 10;
 static double g_min_ms = 300;
+/* --cpu-time: the process's CPU time instead of the wall clock. With one
+ * thread on a loaded machine this leaves out the time the kernel waited
+ * for a core (it still pays for caches shared with other processes); with
+ * more threads it sums them (spinning included), so it is not a scaling
+ * measure. */
+static clockid_t g_clock = CLOCK_MONOTONIC;
 
 static double now_ms(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(g_clock, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
@@ -47,24 +53,6 @@ static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
-}
-
-/* Median ms of fn(arg) after one warm-up call; < 0 when fn fails. */
-static double time_median(bool (*fn)(void *), void *arg)
-{
-    if (!fn(arg))
-        return -1;
-    double t[1000];
-    int n = 0;
-    double start = now_ms();
-    while (n < 1000 && (n < g_reps || now_ms() - start < g_min_ms)) {
-        double t0 = now_ms();
-        if (!fn(arg))
-            return -1;
-        t[n++] = now_ms() - t0;
-    }
-    qsort(t, (size_t)n, sizeof *t, cmp_d);
-    return t[n / 2];
 }
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
@@ -164,6 +152,8 @@ typedef struct xrun {
     ox_model *m;
     int n_in;
     ox_rval *in[2];
+    bool own;     /* our kernels: their own GEMMs must not call dnnl_sgemm either */
+    long dnnl_runs;
 } xrun;
 
 static bool xrun_once(void *arg)
@@ -171,7 +161,16 @@ static bool xrun_once(void *arg)
     xrun *x = arg;
     ox_rval *out = NULL;
     ox_error err = {0};
-    if (ox_exec_run(x->e, x->n_in, x->in, 1, &out, &err)) {
+    long r0, r1, a;
+    if (x->own)
+        setenv("ONNXSCOPE_NO_DNNL", "1", 1);
+    ox_dnnl_counts(&r0, &a);
+    ox_status st = ox_exec_run(x->e, x->n_in, x->in, 1, &out, &err);
+    ox_dnnl_counts(&r1, &a);
+    x->dnnl_runs += r1 - r0;
+    if (x->own)
+        unsetenv("ONNXSCOPE_NO_DNNL");
+    if (st) {
         fprintf(stderr, "kernel_bench: run: %s\n", err.msg);
         return false;
     }
@@ -258,37 +257,38 @@ static ox_model *build_model(const kcase *c, int nodes, ox_tensor **inputs, int 
     return m;
 }
 
-/* Median ms of the executor on the case (nodes copies), own kernels only or
- * the default; *dnnl_runs tells whether oneDNN ran a primitive. */
-static double time_exec(const kcase *c, int nodes, bool own, bool *dnnl_ran)
+/* The executor on the case (nodes copies), planned with our kernels only
+ * (own) or the default; false when planning fails. */
+static bool exec_setup(xrun *x, const kcase *c, int nodes, bool own)
 {
     if (own)
         setenv("ONNXSCOPE_NO_DNNL", "1", 1);
     else
         unsetenv("ONNXSCOPE_NO_DNNL");
     ox_tensor *inputs[2];
-    xrun x = {0};
-    x.m = build_model(c, nodes, inputs, &x.n_in);
+    memset(x, 0, sizeof *x);
+    x->own = own;
+    x->m = build_model(c, nodes, inputs, &x->n_in);
     ox_exec_opts o = {.threads = g_threads};
     ox_error err = {0};
-    double ms = -1;
-    if (ox_exec_new(x.m, &o, &x.e, &err)) {
-        fprintf(stderr, "kernel_bench: %s: plan: %s\n", c->name, err.msg);
-    } else {
-        for (int i = 0; i < x.n_in; i++)
-            x.in[i] = ox_rval_tensor(inputs[i]);
-        long r0, r1, a;
-        ox_dnnl_counts(&r0, &a);
-        ms = time_median(xrun_once, &x);
-        ox_dnnl_counts(&r1, &a);
-        *dnnl_ran = r1 > r0;
-        for (int i = 0; i < x.n_in; i++)
-            ox_rval_free(x.in[i]);
-        ox_exec_free(x.e);
-    }
-    ox_model_free(x.m);
+    ox_status st = ox_exec_new(x->m, &o, &x->e, &err);
     unsetenv("ONNXSCOPE_NO_DNNL");
-    return ms;
+    for (int i = 0; i < x->n_in; i++)
+        x->in[i] = ox_rval_tensor(inputs[i]);
+    if (st) {
+        fprintf(stderr, "kernel_bench: %s: plan: %s\n", c->name, err.msg);
+        x->e = NULL;
+        return false;
+    }
+    return true;
+}
+
+static void exec_teardown(xrun *x)
+{
+    for (int i = 0; i < x->n_in; i++)
+        ox_rval_free(x->in[i]);
+    ox_exec_free(x->e);
+    ox_model_free(x->m);
 }
 
 /* ---- library SGEMM routes (OpenBLAS, oneDNN's dnnl_sgemm) ------------------- */
@@ -370,27 +370,73 @@ static bool lrun_once(void *arg)
     return true;
 }
 
-static double time_lib(const kcase *c, sgemm_fn gemm)
+static void lib_setup(lrun *l, const kcase *c, sgemm_fn gemm)
 {
-    if (c->k != C_MATMUL && c->k != C_CONV)
-        return -1;
-    lrun l = {.c = c, .gemm = gemm};
+    memset(l, 0, sizeof *l);
+    l->c = c, l->gemm = gemm;
     int64_t nb = c->batch ? c->batch : 1;
     if (c->k == C_MATMUL) {
-        l.x = rand_floats(nb * c->M * c->K);
-        l.w = rand_floats(nb * c->K * c->N);
-        l.y = rand_floats(nb * c->M * c->N);
+        l->x = rand_floats(nb * c->M * c->K);
+        l->w = rand_floats(nb * c->K * c->N);
+        l->y = rand_floats(nb * c->M * c->N);
     } else {
         int64_t oh = out_dim(c->H, c->kh, c->stride, c->pad), ow = out_dim(c->W, c->kw, c->stride, c->pad);
         int64_t cg = c->C / c->group;
-        l.x = rand_floats(c->C * c->H * c->W);
-        l.w = rand_floats(c->Mo * cg * c->kh * c->kw);
-        l.y = rand_floats(c->Mo * oh * ow);
-        l.col = rand_floats(cg * c->kh * c->kw * oh * ow);
+        l->x = rand_floats(c->C * c->H * c->W);
+        l->w = rand_floats(c->Mo * cg * c->kh * c->kw);
+        l->y = rand_floats(c->Mo * oh * ow);
+        l->col = rand_floats(cg * c->kh * c->kw * oh * ow);
     }
-    double ms = time_median(lrun_once, &l);
-    free(l.x), free(l.w), free(l.y), free(l.col);
-    return ms;
+}
+
+static void lib_teardown(lrun *l)
+{
+    free(l->x), free(l->w), free(l->y), free(l->col);
+}
+
+/* ---- timing: the routes of a case interleaved, call by call ------------------ */
+
+enum { R_OWN, R_BLAS, R_DSGEMM, R_EXEC, R_CHAIN, NR };
+
+typedef struct route {
+    bool on;
+    bool (*fn)(void *);
+    void *arg;
+    double t[1000];
+    int n;
+    double med;   /* median ms, < 0 when the route is off or failed */
+} route;
+
+/* One warm-up call each, then rounds of one call per route until every
+ * route has --reps calls and the rounds took --min-ms times the routes; a
+ * load change between routes then hits all of them alike. */
+static void time_routes(route *r)
+{
+    for (int k = 0; k < NR; k++) {
+        r[k].med = -1;
+        if (r[k].on && !r[k].fn(r[k].arg))
+            r[k].on = false;
+    }
+    int on = 0;
+    for (int k = 0; k < NR; k++)
+        on += r[k].on;
+    double start = now_ms();
+    for (int n = 0; n < 1000 && (n < g_reps || now_ms() - start < g_min_ms * on); n++)
+        for (int k = 0; k < NR; k++) {
+            if (!r[k].on)
+                continue;
+            double t0 = now_ms();
+            if (!r[k].fn(r[k].arg)) {
+                r[k].on = false;
+                continue;
+            }
+            r[k].t[r[k].n++] = now_ms() - t0;
+        }
+    for (int k = 0; k < NR; k++)
+        if (r[k].on && r[k].n) {
+            qsort(r[k].t, (size_t)r[k].n, sizeof(double), cmp_d);
+            r[k].med = r[k].t[r[k].n / 2];
+        }
 }
 
 /* ---- output -------------------------------------------------------------------- */
@@ -415,9 +461,11 @@ int main(int argc, char **argv)
             g_min_ms = atof(argv[++i]);
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
+        else if (!strcmp(argv[i], "--cpu-time"))
+            g_clock = CLOCK_PROCESS_CPUTIME_ID;
         else {
             fprintf(stderr, "usage: kernel_bench [--threads N] [--reps R] [--min-ms MS] "
-                            "[--only SUBSTR]\n");
+                            "[--only SUBSTR] [--cpu-time]\n");
             return 2;
         }
     }
@@ -433,15 +481,37 @@ int main(int argc, char **argv)
         if (only && !strstr(c->name, only))
             continue;
         double fl = case_flops(c);
-        bool own_dnnl = false, ex_dnnl = false, ch_dnnl = false;
-        double own = time_exec(c, 1, true, &own_dnnl);
-        double blas = -1;
+        static route r[NR];
+        memset(r, 0, sizeof r);
+        xrun xo, xe, xc;
+        lrun lb, ld;
+        bool lib = c->k == C_MATMUL || c->k == C_CONV;
+        r[R_OWN] = (route){.on = exec_setup(&xo, c, 1, true), .fn = xrun_once, .arg = &xo};
 #ifdef OX_BENCH_OPENBLAS
-        blas = time_lib(c, blas_sgemm);
+        if (lib) {
+            lib_setup(&lb, c, blas_sgemm);
+            r[R_BLAS] = (route){.on = true, .fn = lrun_once, .arg = &lb};
+        }
 #endif
-        double dsg = ox_dnnl_enabled() ? time_lib(c, dnnl_sgemm_route) : -1;
-        double ex = time_exec(c, 1, false, &ex_dnnl);
-        double chain = conv_chainable(c) ? time_exec(c, 4, false, &ch_dnnl) : -1;
+        if (lib && ox_dnnl_enabled()) {
+            lib_setup(&ld, c, dnnl_sgemm_route);
+            r[R_DSGEMM] = (route){.on = true, .fn = lrun_once, .arg = &ld};
+        }
+        r[R_EXEC] = (route){.on = exec_setup(&xe, c, 1, false), .fn = xrun_once, .arg = &xe};
+        if (conv_chainable(c))
+            r[R_CHAIN] = (route){.on = exec_setup(&xc, c, 4, false), .fn = xrun_once, .arg = &xc};
+        time_routes(r);
+        double own = r[R_OWN].med, blas = r[R_BLAS].med, dsg = r[R_DSGEMM].med;
+        double ex = r[R_EXEC].med, chain = r[R_CHAIN].med;
+        bool ex_dnnl = xe.dnnl_runs > 0;
+        exec_teardown(&xo);
+        exec_teardown(&xe);
+        if (conv_chainable(c))
+            exec_teardown(&xc);
+        if (r[R_BLAS].arg)
+            lib_teardown(&lb);
+        if (r[R_DSGEMM].arg)
+            lib_teardown(&ld);
         char s[5][32];
         cell(s[0], sizeof s[0], fl, own);
         cell(s[1], sizeof s[1], fl, blas);

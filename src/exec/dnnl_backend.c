@@ -76,6 +76,7 @@ typedef struct entry {
      * is not NCHW (channels-last): the sum post-op's seed. */
     dnnl_primitive_t r_z;
     dnnl_memory_desc_t z_md;
+    bool big_gemm;             /* MatMul/Gemm large enough for gemm:jit (prefer_gemm_jit) */
 } entry;
 
 struct ox_dnnl_node {
@@ -512,6 +513,47 @@ static bool make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_
 
 /* Creates the primitive for `op_desc`, querying the chosen md's, and packs
  * constant weights. */
+/* A single (unbatched) MatMul/Gemm whose M, N and K are all at least 512:
+ * oneDNN 2.6 ranks its brgemm matmul first, which reached 87-91 % of its
+ * own gemm:jit kernel (the one dnnl_sgemm runs) on 1024^3 and 2048^3 on
+ * this machine, while smaller shapes (M = 128 transformer layers, 512^3)
+ * tie or favour brgemm (docs/PERFORMANCE.md, "GEMM implementations").
+ * ONNXSCOPE_DNNL_MATMUL_IMPL=brg or =gemm forces either, for measuring. */
+static bool prefer_gemm_jit(int64_t batch, int64_t M, int64_t N, int64_t K)
+{
+    const char *f = getenv("ONNXSCOPE_DNNL_MATMUL_IMPL");
+    if (f && !strcmp(f, "brg"))
+        return false;
+    if (f && !strcmp(f, "gemm"))
+        return true;
+    return batch == 1 && M >= 512 && N >= 512 && K >= 512;
+}
+
+/* The primitive descriptor: oneDNN's first choice, or with prefer_gemm its
+ * gemm:jit implementation when it offers one for these descriptors. */
+static dnnl_status_t make_pd(dnnl_primitive_desc_t *pd, const void *op_desc,
+                             dnnl_primitive_attr_t a, bool prefer_gemm)
+{
+    dnnl_primitive_desc_iterator_t it = NULL;
+    if (prefer_gemm &&
+        dnnl_primitive_desc_iterator_create(&it, op_desc, a, g_engine, NULL) == dnnl_success) {
+        do {
+            dnnl_primitive_desc_t p = dnnl_primitive_desc_iterator_fetch(it);
+            const char *impl = NULL;
+            if (p && dnnl_primitive_desc_query(p, dnnl_query_impl_info_str, 0, &impl) ==
+                         dnnl_success && impl && strstr(impl, "gemm:jit")) {
+                dnnl_primitive_desc_iterator_destroy(it);
+                *pd = p;
+                return dnnl_success;
+            }
+            if (p)
+                dnnl_primitive_desc_destroy(p);
+        } while (dnnl_primitive_desc_iterator_next(it) == dnnl_success);
+        dnnl_primitive_desc_iterator_destroy(it);
+    }
+    return dnnl_primitive_desc_create(pd, op_desc, a, g_engine, NULL);
+}
+
 static bool finish_entry(const ox_dnnl_node *d, entry *e, const void *op_desc,
                          const dnnl_memory_desc_t *wei_user, const float *wei, float wscale)
 {
@@ -519,7 +561,7 @@ static bool finish_entry(const ox_dnnl_node *d, entry *e, const void *op_desc,
     dnnl_primitive_desc_t pd = NULL;
     if (!make_attr(d, &a))
         return false;
-    dnnl_status_t s = dnnl_primitive_desc_create(&pd, op_desc, a, g_engine, NULL);
+    dnnl_status_t s = make_pd(&pd, op_desc, a, e->big_gemm);
     dnnl_primitive_attr_destroy(a);
     if (s != dnnl_success)
         return false;
@@ -750,6 +792,7 @@ static bool build_gemm(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
         return false;
     e->out_rank = 2;
     e->out_dims[0] = M, e->out_dims[1] = N;
+    e->big_gemm = prefer_gemm_jit(1, M, N, K);
     return finish_entry(d, e, &md, &wuser, ox_tensor_data(b), d->alpha);
 }
 
@@ -793,8 +836,12 @@ static bool build_matmul(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e
         dnnl_success)
         return false;
     e->out_rank = r;
-    for (int i = 0; i < r; i++)
+    int64_t batch = 1;
+    for (int i = 0; i < r; i++) {
         e->out_dims[i] = yd[i];
+        batch *= i < r - 2 ? yd[i] : 1;
+    }
+    e->big_gemm = prefer_gemm_jit(batch, M, N, K);
     ox_dnnl_node dd = *d;
     dd.w_const = pack;
     return finish_entry(&dd, e, &md, &wuser, ox_tensor_data(b), 1.0f);
