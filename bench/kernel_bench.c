@@ -16,6 +16,7 @@
  * --reps calls and --min-ms of calls). FLOPs: 2*M*N*K per GEMM; for pooling
  * the window reads (out * kh * kw), so its column is "G window reads/s".
  *   kernel_bench [--threads N] [--reps R] [--min-ms MS] [--only SUBSTR] [--cpu-time]
+ *   kernel_bench --openblas-core   (the core OpenBLAS picked, for the script)
  * Prints markdown table rows (the script prints the header). */
 #include <stdbool.h>
 #include <stdint.h>
@@ -463,9 +464,17 @@ int main(int argc, char **argv)
             only = argv[++i];
         else if (!strcmp(argv[i], "--cpu-time"))
             g_clock = CLOCK_PROCESS_CPUTIME_ID;
+        else if (!strcmp(argv[i], "--openblas-core")) {
+#ifdef OX_BENCH_OPENBLAS
+            puts(openblas_get_corename());
+            return 0;
+#else
+            return 1;
+#endif
+        }
         else {
             fprintf(stderr, "usage: kernel_bench [--threads N] [--reps R] [--min-ms MS] "
-                            "[--only SUBSTR] [--cpu-time]\n");
+                            "[--only SUBSTR] [--cpu-time] [--openblas-core]\n");
             return 2;
         }
     }
