@@ -23,7 +23,7 @@ BUILD=${BUILD:-build}
 # its speed there and are not set on a user's machine.
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 export ONNXSCOPE_THREADS_LOAD_CAP=0
-nice ninja -C "$BUILD" kernel_bench >/dev/null
+nice ninja -C "$BUILD" bench/kernel_bench >/dev/null
 core=$("$BUILD"/bench/kernel_bench --openblas-core 2>/dev/null || echo -)
 case "$core" in
 Prescott|Core2|Nehalem|Atom|Katmai|Coppermine|Northwood|Banias|Penryn|Dunnington)
