@@ -513,12 +513,14 @@ static bool make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_
 
 /* Creates the primitive for `op_desc`, querying the chosen md's, and packs
  * constant weights. */
-/* A single (unbatched) MatMul/Gemm whose M, N and K are all at least 512:
- * oneDNN 2.6 ranks its brgemm matmul first, which reached 87-91 % of its
- * own gemm:jit kernel (the one dnnl_sgemm runs) on 1024^3 and 2048^3 on
- * this machine, while smaller shapes (M = 128 transformer layers, 512^3)
- * tie or favour brgemm (docs/PERFORMANCE.md, "GEMM implementations").
- * ONNXSCOPE_DNNL_MATMUL_IMPL=brg or =gemm forces either, for measuring. */
+/* A single (unbatched) MatMul/Gemm whose M, N and K are all at least 512,
+ * or a one-row product (a batch-1 fully connected layer) with at least 2^20
+ * weights: oneDNN 2.6 ranks its brgemm matmul first, which reached 85-92 %
+ * of its own gemm:jit kernel (the one dnnl_sgemm runs) on 1024^3 and 2048^3
+ * on this machine and 70-80 % on 1x3072x768, while other shapes (M = 2-128
+ * transformer layers, 512^3, small one-row products) tie or favour brgemm
+ * (docs/PERFORMANCE.md, "Kernel classes"). ONNXSCOPE_DNNL_MATMUL_IMPL=brg
+ * or =gemm forces either, for measuring. */
 static bool prefer_gemm_jit(int64_t batch, int64_t M, int64_t N, int64_t K)
 {
     const char *f = getenv("ONNXSCOPE_DNNL_MATMUL_IMPL");
@@ -526,7 +528,7 @@ static bool prefer_gemm_jit(int64_t batch, int64_t M, int64_t N, int64_t K)
         return false;
     if (f && !strcmp(f, "gemm"))
         return true;
-    return batch == 1 && M >= 512 && N >= 512 && K >= 512;
+    return batch == 1 && ((M >= 512 && N >= 512 && K >= 512) || (M == 1 && N * K >= (1 << 20)));
 }
 
 /* The primitive descriptor: oneDNN's first choice, or with prefer_gemm its
