@@ -595,6 +595,42 @@ static bool epilogues_off(void)
     return s && *s && strcmp(s, "0");
 }
 
+/* Slot s at offset off shares no byte with a slot live at the same time. */
+static bool fits(const ox_cuda_plan *p, int s, int64_t off)
+{
+    const ox_cuda_slot *o = &p->slot[s];
+    for (int t = 0; t < p->n_slots; t++) {
+        const ox_cuda_slot *x = &p->slot[t];
+        if (t == s || x->off < 0 || !x->nbytes || x->first > o->last || x->last < o->first)
+            continue;
+        if (x->off < off + o->nbytes && off < x->off + x->nbytes)
+            return false;
+    }
+    return true;
+}
+
+/* Slot s (whose lifetime grew) at the lowest aligned offset where it fits
+ * (offset 0 or just past a slot), else at the arena's end: p->ep_extra
+ * counts the bytes the arena grew by. */
+static void relocate(ox_cuda_plan *p, int s)
+{
+    ox_cuda_slot *o = &p->slot[s];
+    int64_t best = -1;
+    for (int t = -1; t < p->n_slots; t++) {
+        if (t >= 0 && (p->slot[t].off < 0 || t == s))
+            continue;
+        int64_t off = t < 0 ? 0 : (p->slot[t].off + p->slot[t].nbytes + 63) / 64 * 64;
+        if (off + o->nbytes <= p->arena_bytes && (best < 0 || off < best) && fits(p, s, off))
+            best = off;
+    }
+    if (best < 0) {
+        best = (p->arena_bytes + 63) / 64 * 64;
+        p->ep_extra += best + o->nbytes - p->arena_bytes;
+        p->arena_bytes = best + o->nbytes;
+    }
+    o->off = best;
+}
+
 /* GEMM epilogues: MatMul (2-D float weight B) followed by Add of a bias
  * weight of N, or Gemm with a bias C of N (beta 1), then optionally Relu
  * or Gelu, each intermediate read once by the next node in order: the
@@ -659,22 +695,16 @@ static void plan_epilogues(ox_cuda_plan *p, const ox_node *const *nodes, const o
             if (s >= 0)
                 slots_dead[n_dead++] = s;
         }
-        for (int i = 0; i < n_dead; i++)
+        for (int i = 0; i < n_dead; i++) {
+            if (p->slot[slots_dead[i]].off >= 0)
+                p->ep_freed += (p->slot[slots_dead[i]].nbytes + 63) / 64 * 64;
             p->slot[slots_dead[i]].off = -1;
+        }
         ox_cuda_slot *o = &p->slot[out];
         if (o->first > k) {
-            int old = o->first;
             o->first = k;
-            for (int s = 0; s < p->n_slots; s++) {
-                const ox_cuda_slot *x = &p->slot[s];
-                if (s == out || x->off < 0 || !x->nbytes || x->first >= old || x->last < k)
-                    continue;
-                if (x->off < o->off + o->nbytes && o->off < x->off + x->nbytes) {
-                    o->off = (p->arena_bytes + 63) / 64 * 64;   /* its own bytes */
-                    p->arena_bytes = o->off + o->nbytes;
-                    break;
-                }
-            }
+            if (!fits(p, out, o->off))
+                relocate(p, out);
         }
         p->ep[k] = (unsigned char)ep;
         p->ep_bias[k] = bias;
@@ -741,10 +771,6 @@ static void plan_graph(ox_cuda_plan *p, const ox_cuda_caps *caps)
             last = k;
         }
     p->graph_ok = false;
-    if (!caps->graphs || graphs_env_off()) {
-        p->graph_why = "turned off (ONNXSCOPE_CUDA_GRAPHS=0, --no-cuda-graphs or per-node timing)";
-        return;
-    }
     if (first < 0) {
         p->graph_why = "no node on the GPU";
         return;
@@ -754,6 +780,10 @@ static void plan_graph(ox_cuda_plan *p, const ox_cuda_caps *caps)
             p->graph_why = "a CPU node sits between GPU nodes";
             return;
         }
+    if (!caps->graphs || graphs_env_off()) {
+        p->graph_why = "turned off (ONNXSCOPE_CUDA_GRAPHS=0, --no-cuda-graphs or per-node timing)";
+        return;
+    }
     p->graph_ok = true;
     p->graph_why = NULL;
 }

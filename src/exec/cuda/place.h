@@ -89,6 +89,8 @@ typedef struct ox_cuda_plan {
     /* Attention nodes run by the tiled (flash) kernel. */
     unsigned char *flash;
     int n_half, n_epilogue, n_flash;
+    int64_t ep_extra;        /* arena bytes added for epilogue outputs moved to its end */
+    int64_t ep_freed;        /* bytes of fused intermediates (no device slot any more) */
     /* A CUDA Graph may capture the GPU nodes: they form one unbroken run
      * in node order (no CPU node between two GPU nodes). Else why not. */
     bool graph_ok;
