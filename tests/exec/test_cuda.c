@@ -1594,6 +1594,43 @@ static void test_emulated_cli(void **state)
     assert_int_equal(ox_test_run(cmd, &out), 0);
     assert_non_null(strstr(out, "\"device\": \"cuda\""));
     assert_non_null(strstr(out, "\"gpu_nodes\""));
+    assert_non_null(strstr(out, "\"graph\": \"replayed\""));
+    free(out);
+    out = NULL;
+    /* fp16: run on the (emulated) GPU, refused on the CPU with exit 2. */
+    snprintf(cmd, sizeof cmd,
+             "ONNXSCOPE_CUDA_EMULATE=1 '%s' bench %s/samples/tiny_cnn.onnx --device cuda "
+             "--precision fp16 --iters 2 --no-profile 2>&1",
+             bin, ox_test_source());
+    assert_int_equal(ox_test_run(cmd, &out), 0);
+    assert_non_null(strstr(out, "placement (model): fp16,"));
+    free(out);
+    out = NULL;
+    snprintf(cmd, sizeof cmd, "'%s' run %s/samples/tiny_cnn.onnx --random --precision fp16 2>&1",
+             bin, ox_test_source());
+    assert_int_equal(ox_test_run(cmd, &out), 2);
+    assert_non_null(strstr(out, "--precision fp16: needs --device cuda"));
+    free(out);
+    out = NULL;
+    /* The viewer's --device: validated as bench's (exit 2 unknown, 4 no GPU). */
+    snprintf(cmd, sizeof cmd, "'%s' %s/samples/tiny_cnn.onnx --device tpu </dev/null 2>&1", bin,
+             ox_test_source());
+    assert_int_equal(ox_test_run(cmd, &out), 2);
+    assert_non_null(strstr(out, "--device tpu: unknown device"));
+    free(out);
+    out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "ONNXSCOPE_NO_CUDA=1 '%s' %s/samples/tiny_cnn.onnx --device cuda </dev/null 2>&1",
+             bin, ox_test_source());
+    assert_int_equal(ox_test_run(cmd, &out), 4);
+    assert_non_null(strstr(out, "--device cuda: CUDA disabled by ONNXSCOPE_NO_CUDA"));
+    free(out);
+    out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "ONNXSCOPE_CUDA_EMULATE=1 '%s' %s/samples/tiny_cnn.onnx --device cuda </dev/null",
+             bin, ox_test_source());
+    assert_int_equal(ox_test_run(cmd, &out), 0);   /* no terminal: the summary */
+    assert_non_null(strstr(out, "tiny_cnn.onnx"));
     free(out);
 }
 
