@@ -559,8 +559,13 @@ static void compare_devices(ox_model *m, ox_rval *const *in, const char *what, i
     }
     ox_exec_stats s;
     ox_exec_get_stats(eg, &s);
-    printf("%s: %d GPU / %d CPU nodes, %lld uploads, %lld downloads\n", what,
-           s.nodes_on[1], s.nodes_on[0], (long long)s.h2d_copies, (long long)s.d2h_copies);
+    static const char *const gw[3] = {"off", "captured", "replayed"};
+    printf("%s: %d GPU / %d CPU nodes, %lld uploads, %lld downloads; %s%d fp16, %d epilogue, "
+           "%d tiled attention nodes; CUDA Graph run 1 %s, run 2 %s%s%s\n",
+           what, s.nodes_on[1], s.nodes_on[0], (long long)s.h2d_copies, (long long)s.d2h_copies,
+           cmp_fp16 ? "fp16: " : "", s.fp16_nodes, s.epilogue_nodes, s.flash_nodes,
+           gw[cmp_stats[0].cuda_graph % 3], gw[cmp_stats[1].cuda_graph % 3],
+           cmp_stats[1].cuda_graph_note[0] ? ": " : "", cmp_stats[1].cuda_graph_note);
     if (want_gpu >= 0 && s.nodes_on[1] < want_gpu)
         fail_msg("%s: %d nodes on the GPU, expected %d", what, s.nodes_on[1], want_gpu);
     for (int i = 0; i < g->n_outputs; i++) {
@@ -601,6 +606,36 @@ static void test_gpu_shared_models(void **state)
                 ox_rval_free(in[i]);
             ox_model_free(m);
         }
+}
+
+/* fp16 on the GPU: the shared models and the GEMM-class node cases within
+ * rtol 1e-2 (atol 1e-2: outputs of order one) of the float32 CPU run. */
+static void gpu_fp16_cases(void);
+
+static void test_gpu_fp16(void **state)
+{
+    (void)state;
+    cmp_reset();
+    const char *shared = ox_test_shared();
+    if (!gpu_or_skip())
+        skip();
+    cmp_fp16 = true;
+    cmp_rtol = 1e-2;
+    cmp_atol = 1e-2;
+    for (size_t k = 0; shared && k < sizeof models / sizeof models[0]; k++) {
+        ox_rval *in[8] = {0};
+        ox_model *m = load_model(shared, models[k], in, 0);
+        if (!m)
+            continue;
+        char what[256];
+        snprintf(what, sizeof what, "fp16 %s", models[k]);
+        compare_devices(m, in, what, 1);
+        for (int i = 0; i < m->graph->n_inputs; i++)
+            ox_rval_free(in[i]);
+        ox_model_free(m);
+    }
+    gpu_fp16_cases();
+    cmp_reset();
 }
 
 /* One single-node model per kernel family and attribute variant. */
@@ -956,6 +991,24 @@ static const ncase node_cases[] = {
     {"MatMul+Add+Relu epilogue", b_ep_matmul_relu}, {"Gemm+C+Gelu epilogue", b_ep_gemm_gelu},
     {"MatMul+Add epilogue", b_ep_matmul_bias}, {"Attention long (tiled)", b_attention_long},
 };
+
+static void gpu_fp16_cases(void)
+{
+    static const char *const names[] = {"MatMul 2-D", "MatMul batched", "Gemm NN + C row",
+                                        "Gemm TT + C column", "Conv", "Conv grouped strided dilated",
+                                        "Attention masked", "MatMul+Add+Relu epilogue",
+                                        "Gemm+C+Gelu epilogue", "Attention long (tiled)"};
+    for (size_t i = 0; i < sizeof node_cases / sizeof node_cases[0]; i++)
+        for (size_t j = 0; j < sizeof names / sizeof names[0]; j++)
+            if (!strcmp(node_cases[i].name, names[j])) {
+                gb b = gb_new(17);
+                node_cases[i].build(&b);
+                char what[128];
+                snprintf(what, sizeof what, "fp16 %s", node_cases[i].name);
+                compare_devices(b.m, b.in, what, b.g->n_nodes);
+                gb_free(&b);
+            }
+}
 
 static void test_gpu_nodes(void **state)
 {
@@ -1658,6 +1711,7 @@ int main(void)
         cmocka_unit_test(test_emulated_graphs),
         cmocka_unit_test(test_gpu_nodes),
         cmocka_unit_test(test_gpu_shared_models),
+        cmocka_unit_test(test_gpu_fp16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
