@@ -174,6 +174,7 @@ static ox_status emu_input(emu_rt *r, const ox_cuda_plan *p, int s, const ox_rva
         if (sl->nbytes)
             memcpy(r->arena + sl->off, ox_tensor_data(t), (size_t)sl->nbytes);
         r->dev_valid[s] = 1;
+        r->host_has[s] = 1;   /* it came from the host: never downloaded */
         r->h2d++;
         if (getenv("ONNXSCOPE_CUDA_VERBOSE"))
             fprintf(stderr, "cuda: upload slot %d (%lld bytes)\n", s, (long long)sl->nbytes);

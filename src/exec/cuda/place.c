@@ -757,11 +757,17 @@ static bool graphs_env_off(void)
     return s && (!strcmp(s, "0") || !strcmp(s, "off"));
 }
 
-/* A CUDA Graph replays the GPU nodes as one launch: they must form one
- * unbroken run in node order (a CPU node in between would need their
- * values mid-graph). CPU nodes before (reading inputs) or after (reading
- * outputs) are fine. */
-static void plan_graph(ox_cuda_plan *p, const ox_cuda_caps *caps)
+/* A CUDA Graph replays the GPU nodes as one launch, after every node of
+ * the run has been seen (uploads done, nothing executed yet): the GPU
+ * nodes must form one run in node order, except for CPU nodes that are
+ * independent of it: they read only host values (no download mid-graph),
+ * have no subgraph, and write nothing a GPU node reads from the arena (a
+ * value uploaded before the launch into bytes an earlier GPU node of the
+ * graph reuses would be overwritten). Constant-derived weights and shape
+ * arithmetic are such nodes. CPU nodes before or after the GPU ones are
+ * fine too. */
+static void plan_graph(ox_cuda_plan *p, const ox_node *const *nodes, const ox_ptrmap *idx,
+                       const ox_cuda_caps *caps)
 {
     int first = -1, last = -1;
     for (int k = 0; k < p->n_nodes; k++)
@@ -775,11 +781,45 @@ static void plan_graph(ox_cuda_plan *p, const ox_cuda_caps *caps)
         p->graph_why = "no node on the GPU";
         return;
     }
-    for (int k = first; k <= last; k++)
-        if (!p->kind[k]) {
-            p->graph_why = "a CPU node sits between GPU nodes";
-            return;
+    unsigned char *dev_read = calloc((size_t)p->n_slots + 1, 1);
+    if (!dev_read) {
+        p->graph_why = "out of memory planning the graph";
+        return;
+    }
+    for (int k = 0; k < p->n_nodes; k++)
+        for (int i = 0; p->kind[k] && p->kind[k] != OX_CK_K_FUSED && i < nodes[k]->n_inputs; i++) {
+            int s = slot_at(idx, nodes[k]->inputs[i]);
+            if (s >= 0 && !ox_cuda_input_on_host((ox_cuda_kind)p->kind[k], i))
+                dev_read[s] = 1;
         }
+    const char *why = NULL;
+    for (int k = first; k <= last && !why; k++) {
+        if (p->kind[k])
+            continue;
+        const ox_node *n = nodes[k];
+        for (int a = 0; a < n->n_attrs && !why; a++)
+            if (n->attrs[a].type == OX_ATTR_GRAPH || n->attrs[a].type == OX_ATTR_GRAPHS)
+                why = "a CPU node with a subgraph sits between GPU nodes";
+        /* Shape and Size read only the planned dims of a GPU value (the
+         * executor downloads nothing for them). */
+        bool dims_only = is_default(n) && (!strcmp(n->op_type, "Shape") ||
+                                           !strcmp(n->op_type, "Size"));
+        for (int i = dims_only ? 1 : 0; i < n->n_inputs && !why; i++) {
+            int s = slot_at(idx, n->inputs[i]);
+            if (s >= 0 && !p->slot[s].host)
+                why = "a CPU node between GPU nodes reads a GPU value";
+        }
+        for (int i = 0; i < n->n_outputs && !why; i++) {
+            int s = slot_at(idx, n->outputs[i]);
+            if (s >= 0 && p->slot[s].off >= 0 && dev_read[s])
+                why = "a CPU node between GPU nodes makes a value a GPU node reads";
+        }
+    }
+    free(dev_read);
+    if (why) {
+        p->graph_why = why;
+        return;
+    }
     if (!caps->graphs || graphs_env_off()) {
         p->graph_why = "turned off (ONNXSCOPE_CUDA_GRAPHS=0, --no-cuda-graphs or per-node timing)";
         return;
@@ -1048,7 +1088,7 @@ ox_status ox_cuda_plan_build(const ox_model *m, int n_nodes, const ox_node *cons
     plan_fp16(p, nodes, &idx, caps);
     plan_epilogues(p, nodes, &idx);
     plan_flash(p);
-    plan_graph(p, caps);
+    plan_graph(p, nodes, &idx, caps);
     ox_ptrmap_free(&idx);
     ox_memplan_free(mp);
     free(host_in);

@@ -215,6 +215,10 @@ static ox_cuda_state real_probe(char *line, size_t len)
 
 /* ---- cuBLAS and cuDNN, opened at run time -------------------------------- */
 
+/* The workspace cuBLAS and cuBLASLt share (stream-ordered calls): set
+ * explicitly so that neither allocates while a CUDA Graph is captured. */
+#define LT_WS ((size_t)32 << 20)
+
 static struct {
     bool tried, blas, dnn;
     __typeof__(cublasCreate_v2) *blas_create;
@@ -224,6 +228,7 @@ static struct {
     __typeof__(cublasSgemmStridedBatched) *sgemm_batched;
     __typeof__(cublasGemmEx) *gemm_ex;
     __typeof__(cublasGemmStridedBatchedEx) *gemm_ex_batched;
+    __typeof__(cublasSetWorkspace_v2) *blas_ws;   /* optional */
     bool lt;   /* cuBLASLt: GEMM epilogues (optional: cuBLAS + our kernel otherwise) */
     __typeof__(cublasLtCreate) *lt_create;
     __typeof__(cublasLtDestroy) *lt_destroy;
@@ -299,6 +304,8 @@ static void libs_load(void)
                SYM(b, sgemm_batched, "cublasSgemmStridedBatched") &&
                SYM(b, gemm_ex, "cublasGemmEx") &&
                SYM(b, gemm_ex_batched, "cublasGemmStridedBatchedEx");
+    if (b && !(SYM(b, blas_ws, "cublasSetWorkspace_v2")))
+        lib.blas_ws = NULL;
     static const char *const lt_names[] = {"libcublasLt.so.13", "libcublasLt.so", NULL};
     void *l = lib.blas && !getenv("ONNXSCOPE_CUDA_NO_CUBLASLT") ? open_first(lt_names) : NULL;
     lib.lt = l && SYM(l, lt_create, "cublasLtCreate") && SYM(l, lt_destroy, "cublasLtDestroy") &&
@@ -415,10 +422,15 @@ static ox_status real_cuda_rt_new(int n_slots, ox_cuda_rt **out, ox_error *err)
         return cuda_err(err, e, "cannot start the CUDA device");
     }
     libs_load();
-    if (lib.blas && lib.blas_create(&r->blas) == CUBLAS_STATUS_SUCCESS)
-        lib.blas_stream(r->blas, r->stream);
-    else
+    if (lib.blas && lib.blas_create(&r->blas) == CUBLAS_STATUS_SUCCESS) {
+        lib.blas_stream(r->blas, r->stream);   /* (resets the workspace: set it after) */
+        if (cudaMalloc(&r->lt_ws, LT_WS) != cudaSuccess)
+            r->lt_ws = NULL;
+        if (r->lt_ws && lib.blas_ws)
+            lib.blas_ws(r->blas, r->lt_ws, LT_WS);
+    } else {
         r->blas = NULL;
+    }
     if (lib.dnn && lib.dnn_create(&r->dnn) == CUDNN_STATUS_SUCCESS)
         lib.dnn_stream(r->dnn, r->stream);
     else
@@ -598,6 +610,7 @@ static ox_status in_ptr_t(ox_cuda_rt *r, const ox_cuda_plan *p, int s, const ox_
             if (st)
                 return st;
             r->dev_valid[s] = 1;
+            r->host_has[s] = 1;   /* it came from the host: never downloaded */
         }
         *out = r->arena + sl->off;
         return OX_OK;
@@ -1198,8 +1211,6 @@ static ox_status gemm_rm(nctx *c, bool ta, bool tb, int64_t m, int64_t n, int64_
                                          (int)batch));
 }
 
-#define LT_WS ((size_t)32 << 20)
-
 static int ep_act(int ep)
 {
     return ep == OX_EP_RELU_BIAS         ? OX_CK_RELU
@@ -1511,7 +1522,10 @@ static ox_status run_attention(nctx *c)
     int64_t B = x->dims[0], S = x->dims[1], Hin = x->dims[2], H = c->os[0]->dims[2];
     int64_t heads = ox_node_attr_i(c->n, "num_heads", 1), d = H / heads;
     int causal = (int)ox_node_attr_i(c->n, "unidirectional", 0);
-    int64_t n_qkv = B * S * 3 * H, n_sc = B * heads * S * S, n_ctx = B * S * H;
+    /* The tiled kernel needs no S x S scores (nor the context buffer). */
+    bool flash = c->p->flash[c->k];
+    int64_t n_qkv = B * S * 3 * H, n_sc = flash ? 0 : B * heads * S * S,
+            n_ctx = flash ? 0 : B * S * H;
     ox_status st = grow_scratch(c->r, (2 * n_qkv + n_sc + n_ctx) * (int64_t)sizeof(float),
                                 c->err);
     if (st)
@@ -1531,10 +1545,11 @@ static ox_status run_attention(nctx *c)
     if ((st = kchk(c, ox_ck_copy(qkv, heads_qkv, 4, 5, dims5, 0, xs5, 0, ys5, n_qkv,
                                  c->r->stream))))
         return st;
-    const float *q = heads_qkv, *k = heads_qkv + n_ctx, *v = heads_qkv + 2 * n_ctx;
+    int64_t n_head = B * S * H;   /* one of Q, K, V */
+    const float *q = heads_qkv, *k = heads_qkv + n_head, *v = heads_qkv + 2 * n_head;
     /* Long sequences: the tiled kernel (no S x S scores in memory), which
      * writes (B, S, heads, d) itself. */
-    if (c->p->flash[c->k])
+    if (flash)
         return kchk(c, ox_ck_flash_attn(q, k, v, c->n_in > 3 ? c->in[3] : NULL, c->out[0], B,
                                         heads, S, d, 1.f / sqrtf((float)d), causal,
                                         c->r->stream));
