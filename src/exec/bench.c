@@ -267,8 +267,9 @@ static ox_status run_model(const job *j, int which, ox_model *m, ox_rval *const 
 {
     const ox_bench_config *cfg = j->cfg;
     ox_exec *e = NULL;
-    ox_exec_opts eo = {.threads = cfg->threads, .max_memory = cfg->max_memory, .device = cfg->device, .fp16 = cfg->fp16,
+    ox_exec_opts eo = {.threads = cfg->threads, .max_memory = cfg->max_memory, .device = cfg->device,
                        .cancel = cfg->cancel, .deadline_ns = j->deadline_ns};
+    eo.fp16 = cfg->fp16;   /* --precision fp16 (CUDA only) */
     int no = m->graph->n_outputs, ni = m->graph->n_inputs;
     int total = j->runs_per_model;
     s->latency_ms = calloc((size_t)cfg->iters + 1, sizeof *s->latency_ms);
@@ -388,9 +389,10 @@ static void profile_model(const job *j, ox_model *m, ox_rval *const *in, ox_benc
 {
     const ox_bench_config *cfg = j->cfg;
     op_prof p = {.top = m->graph};
-    ox_exec_opts eo = {.threads = cfg->threads, .max_memory = cfg->max_memory, .device = cfg->device, .fp16 = cfg->fp16,
+    ox_exec_opts eo = {.threads = cfg->threads, .max_memory = cfg->max_memory, .device = cfg->device,
                        .cancel = cfg->cancel, .deadline_ns = j->deadline_ns,
                        .node_hook = op_hook, .node_hook_user = &p};
+    eo.fp16 = cfg->fp16;   /* --precision fp16 (CUDA only) */
     ox_exec *e = NULL;
     ox_error err = {0};
     int no = m->graph->n_outputs, ni = m->graph->n_inputs;
@@ -688,8 +690,9 @@ ox_status ox_bench_trace(const ox_bench_config *cfg, const char *path, ox_error 
         return st;
     trace_buf buf = {0};
     ox_exec_opts eo = {.threads = cfg->threads, .node_hook = trace_hook,
-                       .node_hook_user = &buf, .max_memory = cfg->max_memory, .device = cfg->device, .fp16 = cfg->fp16,
+                       .node_hook_user = &buf, .max_memory = cfg->max_memory, .device = cfg->device,
                        .cancel = cfg->cancel, .deadline_ns = deadline_after(cfg->timeout_s)};
+    eo.fp16 = cfg->fp16;   /* --precision fp16 (CUDA only) */
     ox_exec *e = NULL;
     int ni = m->graph->n_inputs, no = m->graph->n_outputs;
     ox_rval **in = calloc((size_t)ni + 1, sizeof *in);

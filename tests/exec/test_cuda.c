@@ -995,7 +995,8 @@ static const ncase node_cases[] = {
 static void gpu_fp16_cases(void)
 {
     static const char *const names[] = {"MatMul 2-D", "MatMul batched", "Gemm NN + C row",
-                                        "Gemm TT + C column", "Conv", "Conv grouped strided dilated",
+                                        "Gemm TT + C column", "Conv",
+                                        "Conv grouped strided dilated",
                                         "Attention masked", "MatMul+Add+Relu epilogue",
                                         "Gemm+C+Gelu epilogue", "Attention long (tiled)"};
     for (size_t i = 0; i < sizeof node_cases / sizeof node_cases[0]; i++)
@@ -1226,7 +1227,8 @@ static void test_place_epilogues(void **state)
 
     b = gb_new(17);
     int64_t ad[2] = {6, 16}, gw[2] = {16, 12}, cd[1] = {12};
-    in[0] = gb_input(&b, "x", 2, ad), in[1] = gb_init(&b, "w", 2, gw), in[2] = gb_init(&b, "c", 1, cd);
+    in[0] = gb_input(&b, "x", 2, ad), in[1] = gb_init(&b, "w", 2, gw);
+    in[2] = gb_init(&b, "c", 1, cd);
     ox_node *n = gb_node(&b, "Gemm", "", 3, in, "a", NULL);
     ox_node_set_attr_f(n, "beta", 0.5f);
     gb_output(&b, "a");
@@ -1541,7 +1543,8 @@ static void test_emulated_fp16(void **state)
         assert_true(cmp_stats[2].fp16_nodes >= 1);
         /* The rounded-operand reference. */
         ox_rval *out[2] = {0}, *ref[2] = {0};
-        ox_exec_opts og = {.threads = 1, .device = OX_DEVICE_CUDA, .fp16 = true}, oc = {.threads = 1};
+        ox_exec_opts og = {.threads = 1, .device = OX_DEVICE_CUDA, .fp16 = true};
+        ox_exec_opts oc = {.threads = 1};
         ox_exec *e = NULL;
         ox_error err = {0};
         if (ox_exec_new(b.m, &og, &e, &err) || ox_exec_run(e, b.n_in, b.in, 1, out, &err))

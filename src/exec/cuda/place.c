@@ -503,7 +503,8 @@ static void plan_fp16(ox_cuda_plan *p, const ox_node *const *nodes, const ox_ptr
             p->n_half++;
         }
     }
-    unsigned char *bad = calloc((size_t)p->n_slots + 1, 1), *seen = calloc((size_t)p->n_slots + 1, 1);
+    unsigned char *bad = calloc((size_t)p->n_slots + 1, 1);
+    unsigned char *seen = calloc((size_t)p->n_slots + 1, 1);
     if (!bad || !seen) {
         free(bad);
         free(seen);

@@ -1248,8 +1248,10 @@ static bool lt_gemm(nctx *c, cudaDataType_t dt, bool ta, bool tb, int64_t m, int
     int got = 0;
     bool ok =
         lib.lt_desc_new(&d, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
-        lib.lt_desc_set(d, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa) == CUBLAS_STATUS_SUCCESS &&
-        lib.lt_desc_set(d, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb) == CUBLAS_STATUS_SUCCESS &&
+        lib.lt_desc_set(d, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa) ==
+            CUBLAS_STATUS_SUCCESS &&
+        lib.lt_desc_set(d, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb) ==
+            CUBLAS_STATUS_SUCCESS &&
         lib.lt_desc_set(d, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e) == CUBLAS_STATUS_SUCCESS &&
         lib.lt_desc_set(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias) ==
             CUBLAS_STATUS_SUCCESS &&
