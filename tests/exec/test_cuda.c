@@ -1576,7 +1576,7 @@ static void test_emulated_fp16(void **state)
 /* CUDA Graphs on the emulated device: the first run records and captures,
  * later runs replay (every run compared with the CPU inside
  * compare_devices), new input values with the same shapes replay too, and
- * the mixed graph or --no-cuda-graphs run eagerly and say why. */
+ * the mixed graph or no_cuda_graphs run eagerly and say why. */
 static void test_emulated_graphs(void **state)
 {
     (void)state;

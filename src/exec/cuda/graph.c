@@ -39,7 +39,7 @@ void ox_cuda_graphs_begin(ox_cuda_graphs *g, const ox_cuda_plan *p, bool *reset)
     if (!g->allowed || !p->graph_ok) {
         g->mode = OX_CG_EAGER;
         snprintf(g->note, sizeof g->note, "%s",
-                 !g->allowed ? "turned off (ONNXSCOPE_CUDA_GRAPHS=0, --no-cuda-graphs or "
+                 !g->allowed ? "turned off (ONNXSCOPE_CUDA_GRAPHS=0, no_cuda_graphs or "
                                "per-node timing)"
                              : p->graph_why ? p->graph_why : "not allowed by the plan");
         return;

@@ -822,7 +822,7 @@ static void plan_graph(ox_cuda_plan *p, const ox_node *const *nodes, const ox_pt
         return;
     }
     if (!caps->graphs || graphs_env_off()) {
-        p->graph_why = "turned off (ONNXSCOPE_CUDA_GRAPHS=0, --no-cuda-graphs or per-node timing)";
+        p->graph_why = "turned off (ONNXSCOPE_CUDA_GRAPHS=0, no_cuda_graphs or per-node timing)";
         return;
     }
     p->graph_ok = true;
