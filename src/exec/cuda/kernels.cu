@@ -490,9 +490,11 @@ __global__ void __launch_bounds__(128) k_flash_attn(const float *q, const float 
         qs[r][c] = q0 + r < s ? qb[(q0 + r) * d + c] : 0.f;
     }
     float m[kFlashRows], l[kFlashRows], o[kFlashRows][4];
+#pragma unroll
     for (int r = 0; r < kFlashRows; r++) {
         m[r] = -INFINITY;
         l[r] = 0.f;
+#pragma unroll
         for (int c = 0; c < 4; c++)
             o[r][c] = 0.f;
     }
@@ -505,46 +507,51 @@ __global__ void __launch_bounds__(128) k_flash_attn(const float *q, const float 
             vs[r][c] = in ? vb[(t0 + r) * d + c] : 0.f;
         }
         __syncthreads();
+        // Unrolled (no early exit) so that m, l and o stay in registers;
+        // the conditions are the same for the whole warp.
+#pragma unroll
         for (int r = 0; r < kFlashRows; r++) {
             int qr = warp * kFlashRows + r;
             int64_t qi = q0 + qr, j = t0 + lane;
-            if (qi >= s)
-                break;   // the same for the whole warp
-            bool keep = j < s && (!mask || mask[b * s + j] != 0) && (!causal || j <= qi);
-            float sc = -INFINITY;
-            if (keep) {
-                float acc = 0.f;
-                for (int c = 0; c < d; c++)
-                    acc += qs[qr][c] * ks[lane][c];
-                sc = acc * scale;
-            }
-            float mn = fmaxf(m[r], warp_max(sc));
-            if (mn == -INFINITY)
-                continue;   // every key so far masked
-            float p = keep ? __expf(sc - mn) : 0.f;
-            float alpha = m[r] == -INFINITY ? 0.f : __expf(m[r] - mn);
-            l[r] = l[r] * alpha + warp_sum(p);
-            for (int c = 0; c < 4; c++)
-                o[r][c] *= alpha;
-            for (int jj = 0; jj < kFlashK; jj++) {
-                float pj = __shfl_sync(0xffffffffu, p, jj);
-                if (pj == 0.f)
-                    continue;
-                for (int c = 0; c < 4; c++) {
-                    int dd = lane + 32 * c;
-                    if (dd < d)
-                        o[r][c] += pj * vs[jj][dd];
+            if (qi < s) {
+                bool keep = j < s && (!mask || mask[b * s + j] != 0) && (!causal || j <= qi);
+                float sc = -INFINITY;
+                if (keep) {
+                    float acc = 0.f;
+                    for (int c = 0; c < d; c++)
+                        acc += qs[qr][c] * ks[lane][c];
+                    sc = acc * scale;
+                }
+                float mn = fmaxf(m[r], warp_max(sc));
+                if (mn != -INFINITY) {   // else every key so far is masked
+                    float p = keep ? __expf(sc - mn) : 0.f;
+                    float alpha = m[r] == -INFINITY ? 0.f : __expf(m[r] - mn);
+                    l[r] = l[r] * alpha + warp_sum(p);
+#pragma unroll
+                    for (int c = 0; c < 4; c++)
+                        o[r][c] *= alpha;
+                    for (int jj = 0; jj < kFlashK; jj++) {
+                        float pj = __shfl_sync(0xffffffffu, p, jj);
+#pragma unroll
+                        for (int c = 0; c < 4; c++) {
+                            int dd = lane + 32 * c;
+                            if (dd < d)
+                                o[r][c] += pj * vs[jj][dd];
+                        }
+                    }
+                    m[r] = mn;
                 }
             }
-            m[r] = mn;
         }
     }
+#pragma unroll
     for (int r = 0; r < kFlashRows; r++) {
         int64_t qi = q0 + warp * kFlashRows + r;
         if (qi >= s)
-            break;
+            continue;
         float inv = l[r] > 0.f ? 1.f / l[r] : 0.f;
         float *yr = y + ((b * s + qi) * heads + h) * d;
+#pragma unroll
         for (int c = 0; c < 4; c++) {
             int dd = lane + 32 * c;
             if (dd < d)
