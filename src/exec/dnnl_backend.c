@@ -515,20 +515,24 @@ static bool make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_
  * constant weights. */
 /* A single (unbatched) MatMul/Gemm whose M, N and K are all at least 512,
  * or a one-row product (a batch-1 fully connected layer) with at least 2^20
- * weights: oneDNN 2.6 ranks its brgemm matmul first, which reached 85-92 %
- * of its own gemm:jit kernel (the one dnnl_sgemm runs) on 1024^3 and 2048^3
- * on this machine and 70-80 % on 1x3072x768, while other shapes (M = 2-128
- * transformer layers, 512^3, small one-row products) tie or favour brgemm
- * (docs/PERFORMANCE.md, "Kernel classes"). ONNXSCOPE_DNNL_MATMUL_IMPL=brg
- * or =gemm forces either, for measuring. */
-static bool prefer_gemm_jit(int64_t batch, int64_t M, int64_t N, int64_t K)
+ * weights, run by a 1-thread executor: oneDNN 2.6 ranks its brgemm matmul
+ * first, which reached 85-92 % of its own gemm:jit kernel (the one
+ * dnnl_sgemm runs) on 1024^3 and 2048^3 on this machine and 70-80 % on
+ * 1x3072x768, while other shapes (M = 2-128 transformer layers, 512^3,
+ * small one-row products) tie or favour brgemm. With 2 threads the two
+ * could only be compared on an oversubscribed machine, where brgemm did
+ * better, so larger teams keep oneDNN's choice (docs/PERFORMANCE.md,
+ * "Kernel classes"). ONNXSCOPE_DNNL_MATMUL_IMPL=brg or =gemm forces either
+ * for every shape and team, for measuring. */
+static bool prefer_gemm_jit(int threads, int64_t batch, int64_t M, int64_t N, int64_t K)
 {
     const char *f = getenv("ONNXSCOPE_DNNL_MATMUL_IMPL");
     if (f && !strcmp(f, "brg"))
         return false;
     if (f && !strcmp(f, "gemm"))
         return true;
-    return batch == 1 && ((M >= 512 && N >= 512 && K >= 512) || (M == 1 && N * K >= (1 << 20)));
+    return threads == 1 && batch == 1 &&
+           ((M >= 512 && N >= 512 && K >= 512) || (M == 1 && N * K >= (1 << 20)));
 }
 
 /* The primitive descriptor: oneDNN's first choice, or with prefer_gemm its
@@ -794,7 +798,7 @@ static bool build_gemm(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
         return false;
     e->out_rank = 2;
     e->out_dims[0] = M, e->out_dims[1] = N;
-    e->big_gemm = prefer_gemm_jit(1, M, N, K);
+    e->big_gemm = prefer_gemm_jit(c->pool ? ox_thread_pool_size(c->pool) : 1, 1, M, N, K);
     return finish_entry(d, e, &md, &wuser, ox_tensor_data(b), d->alpha);
 }
 
@@ -843,7 +847,7 @@ static bool build_matmul(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e
         e->out_dims[i] = yd[i];
         batch *= i < r - 2 ? yd[i] : 1;
     }
-    e->big_gemm = prefer_gemm_jit(batch, M, N, K);
+    e->big_gemm = prefer_gemm_jit(c->pool ? ox_thread_pool_size(c->pool) : 1, batch, M, N, K);
     ox_dnnl_node dd = *d;
     dd.w_const = pack;
     return finish_entry(&dd, e, &md, &wuser, ox_tensor_data(b), 1.0f);
