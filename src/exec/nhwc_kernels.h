@@ -29,6 +29,9 @@ ox_nhwc_kind ox_nhwc_kind_of(const ox_node *n);
  * them and runs the plain kernel. Otherwise true with *st the outcome. */
 bool ox_nhwc_run(ox_nhwc_kind k, ox_kernel_ctx *c, ox_status *st);
 
+/* Test hook: nodes this process ran on these kernels. */
+long ox_nhwc_runs(void);
+
 /* ONNXSCOPE_NO_NHWC_OPS=1: the planner keeps NHWC edges to convolutions
  * only (as before these kernels), for comparison. */
 bool ox_nhwc_ops_enabled(void);

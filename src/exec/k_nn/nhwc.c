@@ -11,10 +11,19 @@
 
 #include "exec/nhwc_kernels.h"
 
+#include <stdatomic.h>
+
 #include "exec/k_elementwise/ew.h"
 #include "exec/k_nn/nn_common.h"
 #include "exec/k_nn/pool_fast.h"
 #include "onnxscope/threadpool.h"
+
+static atomic_long g_runs;
+
+long ox_nhwc_runs(void)
+{
+    return atomic_load(&g_runs);
+}
 
 static bool default_domain(const ox_node *n)
 {
@@ -204,6 +213,7 @@ bool ox_nhwc_run(ox_nhwc_kind k, ox_kernel_ctx *c, ox_status *st)
             if (!in_nhwc(c, i))
                 return false;
         *st = run_concat(c);
+        atomic_fetch_add(&g_runs, 1);
         return true;
     }
     const ox_tensor *x = in_nhwc(c, 0);
@@ -215,5 +225,6 @@ bool ox_nhwc_run(ox_nhwc_kind k, ox_kernel_ctx *c, ox_status *st)
         *st = run_global(c, x);
     else
         return false;
+    atomic_fetch_add(&g_runs, 1);
     return true;
 }

@@ -29,26 +29,35 @@ static inline float maxn(float a, float v)
     return (v > a || v != v) ? v : a;
 }
 
-OX__EW_CLONES static void row_max(float *restrict y, const float *restrict x, int64_t n)
+/* Inlined into each clone of their callers (the callers carry the target
+ * clones: a call per window tap through the clone dispatch cost more than
+ * the tap itself for 64-channel pixels). */
+static inline void row_max(float *restrict y, const float *restrict x, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         y[i] = maxn(y[i], x[i]);
 }
 
-OX__EW_CLONES static void row_add(float *restrict y, const float *restrict x, int64_t n)
+static inline void row_add(float *restrict y, const float *restrict x, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         y[i] += x[i];
 }
 
-OX__EW_CLONES static void row_div(float *restrict y, float d, int64_t n)
+static inline void row_div(float *restrict y, float d, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
         y[i] = y[i] / d;
 }
 
+static inline void row_copy(float *restrict y, const float *restrict x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = x[i];
+}
+
 /* h[i] = max (or sum) over t < k of v[i + t * d], i < n. */
-OX__EW_CLONES static void row_taps(float *restrict h, const float *restrict v, int64_t n,
+static inline void row_taps(float *restrict h, const float *restrict v, int64_t n,
                                    int64_t k, int64_t d, bool avg)
 {
     memcpy(h, v, (size_t)n * sizeof *h);
@@ -65,7 +74,7 @@ OX__EW_CLONES static void row_taps(float *restrict h, const float *restrict v, i
 
 #define STACK_W 1024
 
-bool nn_pool2d_nchw(const nn_pool2d *g, const float *X, float *Y, int64_t p0, int64_t p1)
+OX__EW_CLONES bool nn_pool2d_nchw(const nn_pool2d *g, const float *X, float *Y, int64_t p0, int64_t p1)
 {
     const int64_t H = g->H, W = g->W, OH = g->OH, OW = g->OW;
     const bool avg = g->avg;
@@ -157,7 +166,7 @@ bool nn_pool2d_nchw(const nn_pool2d *g, const float *X, float *Y, int64_t p0, in
     return true;
 }
 
-void nn_pool2d_nhwc(const nn_pool2d *g, int64_t C, const float *X, float *Y, int64_t r0,
+OX__EW_CLONES void nn_pool2d_nhwc(const nn_pool2d *g, int64_t C, const float *X, float *Y, int64_t r0,
                     int64_t r1)
 {
     const int64_t H = g->H, W = g->W, OH = g->OH, OW = g->OW;
@@ -182,7 +191,7 @@ void nn_pool2d_nhwc(const nn_pool2d *g, int64_t C, const float *X, float *Y, int
                         continue;
                     const float *x = xn + (iy * W + ix) * C;
                     if (taps == 0)
-                        memcpy(y, x, (size_t)C * sizeof *y);
+                        row_copy(y, x, C);
                     else if (g->avg)
                         row_add(y, x, C);
                     else
