@@ -130,7 +130,8 @@ int main(int argc, char **argv)
     static const int64_t pools[3][3] = {{64, 111, 111}, {128, 55, 55}, {256, 27, 27}};
     for (int s = 0; s < 3; s++) {
         int64_t C = pools[s][0], H = pools[s][1], W = pools[s][2];
-        nn_pool2d g = {.H = H, .W = W, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .dh = 1, .dw = 1};
+        nn_pool2d g = {.H = H, .W = W, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .dh = 1, .dw = 1,
+                       .planes = C};
         g.OH = (H - 3 + 1) / 2 + 1;   /* ceil_mode */
         g.OW = (W - 3 + 1) / 2 + 1;
         if ((g.OH - 1) * 2 >= H)

@@ -280,6 +280,7 @@ static ox_status pool_run(ox_kernel_ctx *c, int kind)
     nn_pool2d f2;
     bool fast = !idx && kind != P_LP && pool2d_of(&g, kind == P_AVG, include_pad, &f2) &&
                 nn_fast_pool_enabled();
+    f2.planes = NC;
     pool_job j = {&g, fast ? &f2 : NULL, X, o.f, idx ? (int64_t *)ox_tensor_data(idx) : NULL,
                   kind, include_pad, p, col_major};
     ox_parallel_for(c->pool, NC, 1, pool_planes, &j);

@@ -16,6 +16,8 @@ typedef struct nn_pool2d {
     int64_t peh, pew;    /* trailing pads: taps past H + peh / W + pew are not counted */
     bool avg;            /* AveragePool, else MaxPool */
     bool include_pad;    /* AveragePool's count_include_pad */
+    int64_t planes;      /* NCHW: H x W planes in the tensor X points to (0: unknown); the
+                          * row passes read up to 15 floats past a row only inside it */
 } nn_pool2d;
 
 /* NCHW: pools the planes [p0, p1) of X (H x W each) into Y (OH x OW each),
