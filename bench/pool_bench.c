@@ -125,7 +125,8 @@ int main(int argc, char **argv)
     omp_set_num_threads(1);
     CHK(dnnl_engine_create(&eng, dnnl_cpu, 0));
     CHK(dnnl_stream_create(&strm, eng, dnnl_stream_default_flags));
-    printf("| op (SqueezeNet 1.1 shape) | ours NHWC us | oneDNN NHWC us | ours NCHW us | oneDNN NCHW us | oneDNN impl (NHWC / NCHW) |\n");
+    printf("| op (SqueezeNet 1.1 shape) | ours NHWC us | oneDNN NHWC us | ours NCHW us "
+           "| oneDNN NCHW us | oneDNN impl (NHWC / NCHW) |\n");
     printf("|---|---|---|---|---|---|\n");
     static const int64_t pools[3][3] = {{64, 111, 111}, {128, 55, 55}, {256, 27, 27}};
     for (int s = 0; s < 3; s++) {

@@ -510,7 +510,8 @@ static void plan_nhwc_ops(ox_plan *p)
             plan_node *pn = &p->nodes[k];
             if (!pn->nhwc_kind)
                 continue;
-            bool ok = pn->nhwc_kind == OX_NHWC_GLOBAL_POOL || cand[pn->out[0] >= 0 ? pn->out[0] : p->n_slots];
+            int o = pn->out[0] >= 0 ? pn->out[0] : p->n_slots;   /* n_slots: always 0 */
+            bool ok = pn->nhwc_kind == OX_NHWC_GLOBAL_POOL || cand[o];
             for (int i = 0; ok && i < pn->n_in; i++)
                 ok = cand[pn->in[i].slot];
             if (ok)

@@ -153,7 +153,8 @@ static void rand_pool(pool_spec *p, int nsp, bool avg, int64_t C, int64_t lo, in
         for (;;) {
             int64_t in = fixed ? fixed[i] : rint_in(lo, hi), k = rint_in(1, 4);
             int64_t d = p->has_d ? rint_in(1, 2) : 1, ek = (k - 1) * d + 1;
-            int64_t pb = p->has_pads ? rint_in(0, k - 1) : 0, pe = p->has_pads ? rint_in(0, k - 1) : 0;
+            int64_t pb = p->has_pads ? rint_in(0, k - 1) : 0;
+            int64_t pe = p->has_pads ? rint_in(0, k - 1) : 0;
             if (p->auto_pad && !strcmp(p->auto_pad, "VALID"))
                 pb = pe = 0;
             bool same = p->auto_pad && strncmp(p->auto_pad, "SAME", 4) == 0;

@@ -117,7 +117,8 @@ static inline int64_t vround(int64_t n)
  * the data (mispredicted about half the time on real activations). The
  * extra lanes read past the row's end, inside X (checked) or the zeroed
  * scratch, and land in scratch positions nothing reads. */
-OX__EW_CLONES bool nn_pool2d_nchw(const nn_pool2d *g, const float *X, float *Y, int64_t p0, int64_t p1)
+OX__EW_CLONES bool nn_pool2d_nchw(const nn_pool2d *g, const float *X, float *Y, int64_t p0,
+                                  int64_t p1)
 {
     const int64_t H = g->H, W = g->W, OH = g->OH, OW = g->OW;
     const bool avg = g->avg;
@@ -229,8 +230,8 @@ OX__EW_CLONES bool nn_pool2d_nchw(const nn_pool2d *g, const float *X, float *Y, 
     return true;
 }
 
-OX__EW_CLONES void nn_pool2d_nhwc(const nn_pool2d *g, int64_t C, const float *X, float *Y, int64_t r0,
-                    int64_t r1)
+OX__EW_CLONES void nn_pool2d_nhwc(const nn_pool2d *g, int64_t C, const float *X, float *Y,
+                                  int64_t r0, int64_t r1)
 {
     const int64_t H = g->H, W = g->W, OH = g->OH, OW = g->OW;
     for (int64_t r = r0; r < r1; r++) {
