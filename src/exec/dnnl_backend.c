@@ -753,6 +753,23 @@ static bool build_gemm(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
     return finish_entry(d, e, &md, &wuser, ox_tensor_data(b), d->alpha);
 }
 
+/* True when a rank-r MatMul (dims already padded to rank r) is one 2-D
+ * product of A's rows: B has no batch (all its batch dims 1) and A has one
+ * (r > 2). A torch encoder as exported multiplies a [seq, 1, 256]
+ * activation by a [256, 768] weight: as a batch that is 128 one-row
+ * products against an unpacked B (oneDNN ran it at 28 GFLOP/s), as rows
+ * one [128, 256] x [256, 768] product with B packed once. Both operands
+ * are dense row-major, so the bytes are the same either way. */
+static bool matmul_rows_2d(int r, const dnnl_dim_t *bdm)
+{
+    if (r <= 2)
+        return false;
+    for (int i = 0; i < r - 2; i++)
+        if (bdm[i] != 1)
+            return false;
+    return true;
+}
+
 /* MatMul with numpy batching: both ranks >= 2, batch dims broadcast
  * (oneDNN takes size-1 batch dims as broadcast); 1-D operands decline. */
 static bool build_matmul(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
@@ -778,6 +795,23 @@ static bool build_matmul(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e
     if (bdm[r - 2] != K || M < 1 || N < 1 || K < 1)
         return false;
     yd[r - 2] = M, yd[r - 1] = N;
+    e->out_rank = r;
+    for (int i = 0; i < r; i++)
+        e->out_dims[i] = yd[i];
+    /* B without batch (a 2-D weight, or leading 1s): A's batch dims are
+     * rows of one 2-D product (matmul_rows_2d), never a batch of M-row
+     * products against a broadcast B. */
+    int rr = r;
+    if (matmul_rows_2d(r, bdm)) {
+        int64_t rows = 1;
+        for (int i = 0; i < r - 1; i++)
+            rows *= ad[i];
+        rr = 2;
+        ad[0] = rows, ad[1] = K;
+        bdm[0] = K, bdm[1] = N;
+        yd[0] = rows, yd[1] = N;
+    }
+    r = rr;
     dnnl_memory_desc_t wuser, wany;
     if (!md_plain(&e->src_md, r, ad) || !md_plain(&wuser, r, bdm) ||
         !md_plain(&e->dst_md, r, yd) ||
@@ -792,9 +826,6 @@ static bool build_matmul(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e
     if (dnnl_matmul_desc_init(&md, &e->src_md, pack ? &wany : &wuser, NULL, &e->dst_md) !=
         dnnl_success)
         return false;
-    e->out_rank = r;
-    for (int i = 0; i < r; i++)
-        e->out_dims[i] = yd[i];
     ox_dnnl_node dd = *d;
     dd.w_const = pack;
     return finish_entry(&dd, e, &md, &wuser, ox_tensor_data(b), 1.0f);

@@ -14,6 +14,7 @@
 #include "onnxscope/profile.h"
 #include "arena.h"
 #include "dnnl_backend.h"
+#include "gelu_chain.h"
 #include "cuda/place.h"
 #include "cuda/runtime.h"
 #include "core/ptrmap.h"
@@ -67,6 +68,9 @@ typedef struct plan_node {
     /* Computed once at plan time (all inputs constant): its outputs are
      * plan constants and the node never runs. */
     bool folded;
+    /* Part of a chain a later node computes in one pass (plan_gelu_chains):
+     * never runs, its outputs stay empty. */
+    bool fused_away;
 } plan_node;
 
 typedef struct ox_plan {
@@ -576,6 +580,63 @@ static void plan_fold(ox_exec *e, ox_plan *p)
     }
 }
 
+/* PyTorch's exported GELU (gelu_chain.h): the Mul reading x and
+ * Erf(x / c1) + c2 computes that product itself in one pass, and the Div,
+ * Erf and Add before it never run. Only when c1 and c2 are plan constants
+ * that no run can override (not graph inputs) and no node of the chain is
+ * folded or already taken by another fusion. Memory plans are unaffected:
+ * the Mul still reads x (live up to it) and writes its own slot; the chain's
+ * intermediates are simply never made. ONNXSCOPE_NO_CHAIN_FUSE=1 turns it
+ * off. */
+static int plan_index_before(const ox_plan *p, int k, const ox_node *n)
+{
+    for (int j = k - 1; j >= 0; j--)
+        if (p->nodes[j].node == n)
+            return j;
+    return -1;
+}
+
+static bool fixed_const(const ox_plan *p, slot_ref r)
+{
+    if (r.depth != 0 || !p->consts[r.slot])
+        return false;
+    const ox_value *v = p->slot_value[r.slot];
+    return v && !v->is_input;
+}
+
+static void plan_gelu_chains(ox_plan *p)
+{
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        ox_gelu_chain m;
+        if (pn->folded || pn->skip || pn->fused_away || pn->n_in != 2 ||
+            !ox_gelu_chain_match(pn->node, &m))
+            continue;
+        int kf = plan_index_before(p, k, m.first), ke = plan_index_before(p, k, m.erf);
+        int ka = plan_index_before(p, k, m.add);
+        if (kf < 0 || ke < 0 || ka < 0)
+            continue;
+        plan_node *nf = &p->nodes[kf], *ne = &p->nodes[ke], *na = &p->nodes[ka];
+        if (nf->folded || ne->folded || na->folded || nf->skip || ne->skip || na->skip ||
+            nf->fused_away || ne->fused_away || na->fused_away)
+            continue;
+        int ix = m.first->inputs[0] == m.x ? 0 : 1;
+        int ic2 = m.add->inputs[0] == m.c2 ? 0 : 1;
+        slot_ref rx = nf->in[ix], r1 = nf->in[1 - ix], r2 = na->in[ic2];
+        if (!fixed_const(p, r1) || !fixed_const(p, r2))
+            continue;
+        slot_ref *in = calloc(4, sizeof *in);
+        if (!in)
+            return;
+        in[0] = rx, in[1] = r1, in[2] = r2;
+        free(pn->in);
+        pn->in = in;
+        pn->n_in = 3;
+        pn->fn = m.div ? ox_gelu_chain_div : ox_gelu_chain_mul;
+        nf->fused_away = ne->fused_away = na->fused_away = true;
+    }
+}
+
 static bool fold_disabled(const ox_exec *e)
 {
     const char *s = getenv("ONNXSCOPE_NO_PLAN_FOLD");
@@ -722,6 +783,9 @@ static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_err
      * plan-time folding either (the CUDA placement runs every node). */
     if (g == e->model->graph && !fold_disabled(e) && e->opts.device != OX_DEVICE_CUDA)
         plan_fold(e, p);
+    if (g == e->model->graph && !e->opts.keep_intermediates &&
+        e->opts.device != OX_DEVICE_CUDA && !getenv_on("ONNXSCOPE_NO_CHAIN_FUSE"))
+        plan_gelu_chains(p);
     if (ox_dnnl_enabled() && e->opts.device != OX_DEVICE_CUDA)
         plan_dnnl(e, p);
     /* Release lists, and which outputs someone will read. */
@@ -1224,7 +1288,7 @@ static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
     ox_rval *in_small[16], *out_small[16];
     for (int k = 0; k < p->n_nodes; k++) {
         const plan_node *pn = &p->nodes[k];
-        if (pn->folded && !f->run_folded) {
+        if ((pn->folded && !f->run_folded) || pn->fused_away) {
             release_after(e, f, pn);
             continue;
         }
