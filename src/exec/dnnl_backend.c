@@ -701,6 +701,21 @@ static bool build_conv(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
     return finish_entry(d, e, &cd, &wuser, ox_tensor_data(w), 1.0f);
 }
 
+/* One-row products (a batch-1 classifier, a decoder step) decline to our
+ * kernel's matrix-vector loop (k_nn/gemv.c): a primitive's per-call cost and
+ * its N padded to a block dominated them (a [1, 8192] x [8192, 10] Gemm:
+ * 39 us on oneDNN, PERFORMANCE.md). ONNXSCOPE_NO_GEMV=1 keeps them here. */
+static bool one_row_ours(int64_t rows, int64_t N, int64_t K, bool ta)
+{
+    /* Measured (PERFORMANCE.md): ours wins by 2-3x below a block of N or a
+     * 64K-element B; oneDNN's packed weights win on larger ones (1x512 x
+     * 512x1000: 35 vs 48 us), so those stay on the primitive. */
+    if (rows != 1 || ta || (N > 32 && N * K > 65536))
+        return false;
+    const char *s = getenv("ONNXSCOPE_NO_GEMV");
+    return !(s && s[0] && strcmp(s, "0"));
+}
+
 /* Gemm: Y = alpha * A' B' + beta * C as a 2-D matmul; alpha scales the
  * packed weights, beta a private copy of C. */
 static bool build_gemm(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
@@ -713,6 +728,8 @@ static bool build_gemm(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
     int64_t M = d->ta ? a->dims[1] : a->dims[0], K = d->ta ? a->dims[0] : a->dims[1];
     int64_t Kb = d->tb ? b->dims[1] : b->dims[0], N = d->tb ? b->dims[0] : b->dims[1];
     if (K != Kb || M < 1 || N < 1 || K < 1)
+        return false;
+    if (one_row_ours(M, N, K, d->ta))
         return false;
     if (d->beta == 0.0f)
         cc = NULL;
@@ -812,6 +829,8 @@ static bool build_matmul(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e
         yd[0] = rows, yd[1] = N;
     }
     r = rr;
+    if (r == 2 && one_row_ours(ad[0], N, K, false))
+        return false;
     dnnl_memory_desc_t wuser, wany;
     if (!md_plain(&e->src_md, r, ad) || !md_plain(&wuser, r, bdm) ||
         !md_plain(&e->dst_md, r, yd) ||
