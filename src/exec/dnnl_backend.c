@@ -94,6 +94,8 @@ struct ox_dnnl_node {
     const char *auto_pad;
     int n_k, n_s, n_d, n_p;
     int64_t ks[3], st[3], dl[3], pads[6];
+    /* MatMul: a fused constant bias row (ox_dnnl_set_bias), or NULL */
+    const ox_tensor *mm_bias;
     /* Gemm */
     bool ta, tb;
     float alpha, beta;
@@ -841,9 +843,23 @@ static bool build_matmul(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e
     for (int i = 0; i < r - 2; i++)
         if (bdm[i] != yd[i])
             pack = false;
+    if (d->mm_bias) {
+        /* The fused Add's output must be the product's shape: a row of N
+         * whose other dims are 1 and whose rank is not above the output's. */
+        const ox_tensor *bt = d->mm_bias;
+        if (bt->dtype != OX_DT_FLOAT || !ox_tensor_data(bt) || bt->rank > e->out_rank ||
+            bt->rank < 1 || bt->dims[bt->rank - 1] != N || bt->numel != N)
+            return false;
+        dnnl_dims_t bd;
+        for (int i = 0; i < r; i++)
+            bd[i] = i == r - 1 ? N : 1;
+        if (!md_plain(&e->bias_md, r, bd))
+            return false;
+        e->has_bias = true;
+    }
     dnnl_matmul_desc_t md;
-    if (dnnl_matmul_desc_init(&md, &e->src_md, pack ? &wany : &wuser, NULL, &e->dst_md) !=
-        dnnl_success)
+    if (dnnl_matmul_desc_init(&md, &e->src_md, pack ? &wany : &wuser,
+                              e->has_bias ? &e->bias_md : NULL, &e->dst_md) != dnnl_success)
         return false;
     ox_dnnl_node dd = *d;
     dd.w_const = pack;
@@ -932,7 +948,7 @@ static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
             return false;
     }
     const ox_tensor *x = ox_kernel_in(c, 0), *w = ox_kernel_in(c, 1);
-    const ox_tensor *b = e->has_bias ? ox_kernel_in(c, 2) : NULL;
+    const ox_tensor *b = !e->has_bias ? NULL : d->mm_bias ? d->mm_bias : ox_kernel_in(c, 2);
     const void *bp = e->bias_copy ? (const void *)e->bias_copy : b ? ox_tensor_data(b) : NULL;
     const void *wp = e->packed ? e->packed : ox_tensor_data(w);
     if ((e->packed && ox_tensor_data(w) != e->wsrc) ||
@@ -1045,6 +1061,14 @@ bool ox_dnnl_conv_reader(const ox_dnnl_node *d)
     return d && d->kind == K_CONV && d->node->n_inputs >= 1;
 }
 
+bool ox_dnnl_set_bias(ox_dnnl_node *d, const ox_tensor *bias)
+{
+    if (!d || d->kind != K_MATMUL || d->act.n || !bias || bias->dtype != OX_DT_FLOAT)
+        return false;
+    d->mm_bias = bias;
+    return true;
+}
+
 void ox_dnnl_set_out_nhwc(ox_dnnl_node *d, bool on)
 {
     if (d && d->kind == K_CONV && !d->z_input)
@@ -1098,6 +1122,11 @@ bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st, bool in_nhwc,
 bool ox_dnnl_conv2d_plain(const ox_dnnl_node *d) { (void)d; return false; }
 bool ox_dnnl_conv_reader(const ox_dnnl_node *d) { (void)d; return false; }
 void ox_dnnl_set_out_nhwc(ox_dnnl_node *d, bool on) { (void)d, (void)on; }
+bool ox_dnnl_set_bias(ox_dnnl_node *d, const ox_tensor *bias)
+{
+    (void)d, (void)bias;
+    return false;
+}
 void ox_dnnl_free(ox_dnnl_node *d) { (void)d; }
 bool ox_dnnl_sgemm(int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                    const float *A, int64_t lda, const float *B, int64_t ldb, float beta,

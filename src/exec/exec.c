@@ -658,6 +658,58 @@ static void plan_gelu_chains(ox_plan *p)
     }
 }
 
+/* A MatMul on oneDNN whose only reader is Add(product, constant row) (the
+ * bias of a linear layer as exported): the primitive adds the row itself
+ * and the Add becomes a skip node, like a fused activation (act_k). The Add
+ * is commutative, so its plan inputs are ordered product first, which the
+ * skip node and the declined-at-run-time path (run_kernel: the MatMul's own
+ * kernel, then the Add's on its output) both expect. Saves a pass over each
+ * product (the encoder's QKV, linear1 and linear2 outputs). */
+static void plan_dnnl_bias(const ox_exec *e, ox_plan *p)
+{
+    if (e->opts.keep_intermediates)
+        return;
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        const ox_node *n = pn->node;
+        if (!pn->dnnl || pn->act_k >= 0 || pn->skip || pn->folded || pn->fused_away ||
+            (n->domain && n->domain[0]) || strcmp(n->op_type, "MatMul") || n->n_outputs != 1)
+            continue;
+        const ox_value *v = n->outputs[0];
+        if (!v || v->is_output || v->n_uses != 1 || !v->uses[0].node)
+            continue;
+        const ox_node *add = v->uses[0].node;
+        if ((add->domain && add->domain[0]) || strcmp(add->op_type, "Add") ||
+            add->n_inputs != 2 || add->n_outputs != 1 || add->inputs[0] == add->inputs[1])
+            continue;
+        int ka = -1;
+        for (int j = k + 1; j < p->n_nodes; j++)
+            if (p->nodes[j].node == add) {
+                ka = j;
+                break;
+            }
+        if (ka < 0)
+            continue;
+        plan_node *na = &p->nodes[ka];
+        if (na->skip || na->folded || na->fused_away || na->n_in != 2)
+            continue;
+        int iv = add->inputs[0] == v ? 0 : 1;
+        slot_ref rb = na->in[1 - iv];
+        if (na->in[iv].depth != 0 || !fixed_const(p, rb))
+            continue;
+        const ox_rval *bv = p->consts[rb.slot];
+        if (!bv || bv->kind != OX_RV_TENSOR || !ox_dnnl_set_bias(pn->dnnl, bv->t))
+            continue;
+        if (iv == 1) {
+            slot_ref t = na->in[0];
+            na->in[0] = na->in[1];
+            na->in[1] = t;
+        }
+        pn->act_k = ka;
+        na->skip = true;
+    }
+}
+
 static bool fold_disabled(const ox_exec *e)
 {
     const char *s = getenv("ONNXSCOPE_NO_PLAN_FOLD");
@@ -808,8 +860,11 @@ static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_err
     if (g == e->model->graph && !e->opts.keep_intermediates &&
         e->opts.device != OX_DEVICE_CUDA && !getenv_on("ONNXSCOPE_NO_CHAIN_FUSE"))
         plan_gelu_chains(p);
-    if (ox_dnnl_enabled() && e->opts.device != OX_DEVICE_CUDA)
+    if (ox_dnnl_enabled() && e->opts.device != OX_DEVICE_CUDA) {
         plan_dnnl(e, p);
+        if (!getenv_on("ONNXSCOPE_NO_BIAS_FUSE"))
+            plan_dnnl_bias(e, p);
+    }
     /* Release lists, and which outputs someone will read. */
     for (int s = 0; s < p->n_slots; s++) {
         int k = last_use[s];

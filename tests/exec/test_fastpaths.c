@@ -345,6 +345,62 @@ static void test_matmul_rows(void **state)
     }
 }
 
+/* MatMul -> Add(constant row) with the bias fused into the oneDNN
+ * primitive (exec.c plan_dnnl_bias), either Add operand order, against our
+ * kernels; rows of rank above the product's or full [M, N] biases decline
+ * the fusion at run time and must still give the unfused result. */
+static void test_matmul_bias(void **state)
+{
+    (void)state;
+    for (int it = 0; it < 32; it++) {
+        int ra = (int)rint_in(2, 4);
+        int64_t da[4], db[2], M = rint_in(1, 33), K = rint_in(1, 50), N = rint_in(1, 45);
+        for (int i = 0; i < ra - 2; i++)
+            da[i] = rint_in(1, 4);
+        da[ra - 2] = M, da[ra - 1] = K;
+        db[0] = K, db[1] = N;
+        ox_tensor *inputs[2];
+        int n_in = 0;
+        ox_model *m = ox_model_new();
+        assert_non_null(m);
+        ox_model_set_opset(m, "", 14);
+        ox_graph *g = m->graph ? m->graph : ox_graph_new(m, NULL);
+        m->graph = g;
+        ox_value *x = ox_graph_value(g, "x"), *w = ox_graph_value(g, "w");
+        x->type = ox_type_new_tensor(OX_DT_FLOAT, ra, da);
+        assert_int_equal(ox_graph_add_input(g, x), OX_OK);
+        inputs[n_in++] = rand_tensor(ra, da, 1.0f);
+        if (it % 4 != 3) {
+            assert_int_equal(ox_graph_set_initializer(g, w, rand_tensor(2, db, 1.0f)), OX_OK);
+        } else {
+            w->type = ox_type_new_tensor(OX_DT_FLOAT, 2, db);
+            assert_int_equal(ox_graph_add_input(g, w), OX_OK);
+            inputs[n_in++] = rand_tensor(2, db, 1.0f);
+        }
+        ox_value *prod = ox_graph_value(g, "prod"), *y = ox_graph_value(g, "y");
+        ox_value *in[2] = {x, w};
+        ox_node_new(g, "MatMul", "", "mm", 2, in, 1, &prod);
+        int64_t bd[5] = {1, 1, 1, 1, 1};
+        int br = it % 8 == 7 ? ra + 1 : it % 3 == 0 ? 2 : 1;
+        bd[br - 1] = N;
+        if (it % 8 == 6) {   /* a full [M, N] bias: not a row */
+            br = 2, bd[0] = M, bd[1] = N;
+        }
+        ox_value *bias = ox_graph_value(g, "bias");
+        assert_int_equal(ox_graph_set_initializer(g, bias, rand_tensor(br, bd, 1.0f)), OX_OK);
+        in[0] = it % 2 ? bias : prod;
+        in[1] = it % 2 ? prod : bias;
+        ox_node_new(g, "Add", "", "add", 2, in, 1, &y);
+        assert_int_equal(ox_graph_add_output(g, y), OX_OK);
+        char what[64];
+        snprintf(what, sizeof what, "matmul bias case %d", it);
+        compare_paths(m, n_in, inputs, what);
+        for (int i = 0; i < n_in; i++)
+            ox_tensor_free(inputs[i]);
+        ox_model_free(m);
+    }
+}
+
 static void test_one_row_gemm(void **state)
 {
     (void)state;
@@ -379,6 +435,7 @@ int main(void)
         cmocka_unit_test(test_gemv_random),
         cmocka_unit_test(test_matmul_rows),
         cmocka_unit_test(test_one_row_gemm),
+        cmocka_unit_test(test_matmul_bias),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
