@@ -30,10 +30,14 @@ static void reg_build(void)
                                ox__passes_fuse_norm,    ox__passes_fuse_gelu,
                                ox__passes_fuse_attn,    ox__passes_fuse_gemm,    ox__passes_fuse_conv,
                                ox__passes_fuse_act,
-                               /* Precision last: the fusions see float32. */
-                               ox__passes_to_fp16,
                                /* After the fusions: they match float MatMuls. */
                                ox__passes_quant,
+                               /* Precision last: the fusions see float32, and
+                                * so does quantize_dynamic when both are on
+                                * (it quantizes float32 weights only); to_fp16
+                                * converts what it left float and keeps its
+                                * quantization ops in float32. */
+                               ox__passes_to_fp16,
                                ox__passes_cleanup};
     int k = 0;
     for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)

@@ -577,6 +577,60 @@ static void test_cli(void **state)
     assert_int_equal(ox_test_run(cmd, NULL), 0);
 }
 
+/* quantize_dynamic and to_fp16 together (the matrix's int8 after fp16, or
+ * `--passes +quantize_dynamic,to_fp16`): quantization runs first and finds
+ * the float32 weights whatever order the list names them in; to_fp16 then
+ * converts what is left (the Relu) and keeps the dequantization in float32:
+ * MatMulInteger's int32 sums over K = 1024 pass 65504 (float16's largest),
+ * and the scale products sit in float16's subnormals. */
+static void test_with_fp16(void **state)
+{
+    (void)state;
+    ox_model *m = fh_model(13);
+    int64_t xd[2] = {4, 1024}, wd[2] = {1024, 64};
+    fh_input(m, "x", 2, xd);
+    fh_init(m, "W", 2, wd, NULL, -1, 1);
+    fh_node(m, "MatMul", "h", "x", "W", NULL);
+    fh_node(m, "Relu", "y", "h", NULL);
+    fh_output(m, "y");
+    ox_error err = {0};
+    assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
+    for (int order = 0; order < 2; order++) {
+        ox_model *q = ox_model_clone(m);
+        ox_pass_manager *pm = ox_pm_new(OX_LEVEL_BASIC, OX_TARGET_ONNX);
+        assert_int_equal(ox_pm_only(pm, order ? "to_fp16,quantize_dynamic"
+                                              : "quantize_dynamic,to_fp16", &err), OX_OK);
+        ox_quant_opts o = opts(OX_QUANT_INTEGER);
+        ox_pm_set_quant_opts(pm, &o);
+        ox_pass_report rep = {0};
+        assert_int_equal(ox_pm_run(pm, q, &rep, &err), OX_OK);
+        assert_int_equal(rep.n_quant, 1);   /* it saw W in float32 */
+        ox_pass_report_free(&rep);
+        ox_pm_free(pm);
+        const ox_node *mmi = find_op(q, "MatMulInteger");
+        assert_non_null(mmi);
+        assert_int_equal(mmi->inputs[1]->init->dtype, OX_DT_INT8);
+        assert_int_equal(fh_count(q, "MatMul"), 0);
+        /* float16 where it is safe: the Relu; float32 for the dequantization */
+        const ox_node *relu = find_op(q, "Relu");
+        assert_int_equal(relu->inputs[0]->type->elem, OX_DT_FLOAT16);
+        for (int i = 0; i < q->graph->n_nodes; i++) {
+            const ox_node *n = q->graph->nodes[i];
+            if (!strcmp(n->op_type, "Mul"))
+                assert_int_equal(n->outputs[0]->type->elem, OX_DT_FLOAT);
+        }
+        ox_check_report cr = {0};
+        assert_int_equal(ox_check_model(q, &cr), OX_OK);
+        ox_check_report_free(&cr);
+        double amax, cs;
+        double d = out_diff(m, q, 0, 1, &amax, &cs);
+        if (!(d <= 0.02 * amax && cs >= 0.999))
+            fail_msg("order %d: max diff %g of %g, cosine %g", order, d, amax, cs);
+        ox_model_free(q);
+    }
+    ox_model_free(m);
+}
+
 /* ---- kernels ------------------------------------------------------------------- */
 
 typedef struct kc {
@@ -815,6 +869,7 @@ int main(void)
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_not_firing),
         cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_with_fp16),
         cmocka_unit_test(test_matmul_integer_kernel),
         cmocka_unit_test(test_shared_transformers),
     };
