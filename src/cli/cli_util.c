@@ -157,6 +157,18 @@ bool ox_cli_parse_long(const char *opt, const char *s, long lo, long hi, long *o
     return true;
 }
 
+bool ox_cli_parse_real(const char *opt, const char *s, double lo, double hi, double *out)
+{
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (!*s || *end || !(v >= lo && v <= hi)) {
+        ox_cli_error(NULL, "%s %s: expected a number in [%g, %g]", opt, s, lo, hi);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
 const char *ox_cli_si(double v, char *buf, size_t len)
 {
     static const char *units[] = {"", " K", " M", " G", " T", " P"};

@@ -185,18 +185,6 @@ static bool parse_devices(const char *s, ox_matrix_config *cfg)
     return ok;
 }
 
-static bool parse_real(const char *opt, const char *s, double lo, double hi, double *out)
-{
-    char *end = NULL;
-    double v = strtod(s, &end);
-    if (!*s || *end || !(v >= lo && v <= hi)) {
-        ox_cli_error(NULL, "%s %s: expected a number in [%g, %g]", opt, s, lo, hi);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
 /* ---- output ------------------------------------------------------------------ */
 
 static const char *label(const ox_matrix_config *c, const ox_matrix_row *r)
@@ -637,8 +625,8 @@ int ox_cmd_matrix(int argc, char **argv)
             ok = ox_cli_parse_long("--seed", optarg, 0, 4294967295L, &v);
             cfg.seed = (uint32_t)v;
             break;
-        case 'E': ok = parse_real("--max-error", optarg, 0, INFINITY, &cfg.max_error); break;
-        case 'C': ok = parse_real("--min-cosine", optarg, -1, 1, &cfg.min_cosine); break;
+        case 'E': ok = ox_cli_parse_real("--max-error", optarg, 0, INFINITY, &cfg.max_error); break;
+        case 'C': ok = ox_cli_parse_real("--min-cosine", optarg, -1, 1, &cfg.min_cosine); break;
         case 'M': ok = ox_cli_parse_size("--max-memory", optarg, &cfg.max_memory); break;
         case 'N': cfg.recalibrate = true; break;
         case 'J': format = 'j'; nformats++; break;

@@ -74,6 +74,9 @@ bool ox_cli_check_inputs(const char *path, const ox_model *m, const ox_infer_opt
 /* A whole-string integer in [lo, hi] for option opt; false after printing
  * "onnxscope: --threads x: expected an integer in [0, 4096]". */
 bool ox_cli_parse_long(const char *opt, const char *s, long lo, long hi, long *out);
+/* A whole-string number in [lo, hi] (hi may be INFINITY) for option opt;
+ * false after printing "onnxscope: --rtol x: expected a number in [0, inf]". */
+bool ox_cli_parse_real(const char *opt, const char *s, double lo, double hi, double *out);
 /* "12.3 M", "4.09 G" */
 const char *ox_cli_si(double v, char *buf, size_t len);
 /* "13.2 MiB" */
