@@ -129,6 +129,22 @@ def test_agrees_with_bench_and_check(o):
                                        "--iters", "10", "--json").stdout)["rows"][0]
                 ratio = again["latency_ms"]["min"] / bench(out, t)["latency_ms"]["min"]
             check(0.2 < ratio < 5, f"{level} t{t}: min latency ratio to bench {ratio:.2f}")
+    # The precision rows against `optimize --passes PASS --check 1`: the pass
+    # name, not the alias; checked by the pass's own criteria, so it passes
+    # and writes without --force, with the row's error.
+    for alias, pass_ in (("fp16", "to_fp16"), ("int8", "quantize_dynamic")):
+        r = rows[(alias, 1)]
+        if r["status"] != "ok":
+            continue
+        out = os.path.join(TMP, f"cnn_{alias}.onnx")
+        p = run("optimize", CNN, "-o", out, "--passes", pass_, "--check", "1", "--json", ok=False)
+        check(p.returncode == 0 and os.path.exists(out),
+              f"{alias}: optimize --check exit {p.returncode} {p.stderr}")
+        ck = json.loads(p.stdout)["check"]
+        check(ck["ok"] and pass_ in ck["criteria_of"], f"{alias}: check {ck}")
+        check(abs(r["accuracy"]["max_abs_err"] - ck["max_abs_err"]) <= 1e-9,
+              f"{alias}: max abs err {r['accuracy']['max_abs_err']} vs optimize --check "
+              f"{ck['max_abs_err']}")
 
 
 def bench(model, threads):
