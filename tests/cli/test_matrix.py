@@ -275,6 +275,24 @@ def test_usage():
               f"usage {args}: exit {p.returncode}: {p.stderr!r}")
     p = run("matrix", os.path.join(TMP, "missing.onnx"), ok=False)
     check(p.returncode == 3, f"missing model: exit {p.returncode}")
+    # The measurement options bench and matrix share: one parser, the same
+    # bounds and the same line from both commands.
+    for args, what in ((["--iters", "0"], "--iters 0: expected an integer in [1, 10000000]"),
+                       (["--warmup", "-1"], "--warmup -1: expected an integer in [0, 10000000]"),
+                       (["--seed", "4294967296"],
+                        "--seed 4294967296: expected an integer in [0, 4294967295]"),
+                       (["--max-memory", "1Q"], "--max-memory 1Q: expected a size")):
+        for cmd in ("matrix", "bench"):
+            p = run(cmd, CNN, *args, ok=False)
+            check(p.returncode == 2 and what in p.stderr and p.stderr.count("\n") == 1,
+                  f"{cmd} {args}: exit {p.returncode}: {p.stderr!r}")
+    # ... and the values they accept run alike: the largest seed, -n, --no-cache.
+    for cmd in ("matrix", "bench"):
+        extra = ["--strategies", "original"] if cmd == "matrix" else ["--no-profile"]
+        p = run(cmd, CNN, "--seed", "4294967295", "-n", "2", "--warmup", "0", "--no-cache",
+                "--max-memory", "1G", "--json", *extra)
+        o = json.loads(p.stdout)
+        check(o["seed"] == 4294967295, f"{cmd}: seed {o['seed']}")
 
 
 def test_interrupt():
