@@ -288,6 +288,13 @@ static ox_status for_list(ox_pass_manager *pm, const char *list, bool on, ox_err
                 pm->on[i] = on;
                 found = true;
             }
+        /* The matrix's precision aliases are not pass names: say which pass. */
+        const char *alias = len == 4 && !strncmp(p, "fp16", 4)   ? "to_fp16"
+                            : len == 4 && !strncmp(p, "int8", 4) ? "quantize_dynamic"
+                                                                 : NULL;
+        if (!found && alias)
+            return ox_errorf(err, OX_EINVAL, "unknown pass '%.*s' (`matrix --strategies %.*s` "
+                             "is the pass %s: name that)", (int)len, p, (int)len, p, alias);
         if (!found && len)
             return ox_errorf(err, OX_EINVAL, "unknown pass '%.*s' (see `onnxscope passes`)",
                              (int)len, p);

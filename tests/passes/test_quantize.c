@@ -662,6 +662,8 @@ static void test_cli_check(void **state)
         {"--check 1 --atol -1", "--atol -1: expected a number in [0, inf]"},
         {"--check 1 --min-cosine 2", "--min-cosine 2: expected a number in [0, 1]"},
         {"--atol 1e-3", "optimize: --atol sets what --check N accepts; add --check"},
+        {"--passes int8", "unknown pass 'int8' (`matrix --strategies int8` is the pass "
+                          "quantize_dynamic: name that)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         snprintf(cmd, sizeof cmd, "%s optimize %s -o %s %s", bin, path, q, bad[i][0]);
