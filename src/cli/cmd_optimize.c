@@ -141,11 +141,11 @@ static check_tol check_criteria(bool fp16, bool quant, double rtol, double atol,
     if (min_cos >= 0)
         t.min_cos = min_cos;
     /* "to_fp16+quantize_dynamic, --atol" */
-    snprintf(t.from, sizeof t.from, "%s%s%s%s%s%s",
+    snprintf(t.from, sizeof t.from, "%s%s%s%s",
              fp16 && quant ? "to_fp16+quantize_dynamic" : fp16 ? "to_fp16"
                                                         : quant ? "quantize_dynamic" : "default",
              rtol >= 0 ? ", --rtol" : "", atol >= 0 ? ", --atol" : "",
-             min_cos >= 0 ? ", --min-cosine" : "", "", "");
+             min_cos >= 0 ? ", --min-cosine" : "");
     return t;
 }
 
