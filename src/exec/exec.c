@@ -14,6 +14,8 @@
 #include "onnxscope/profile.h"
 #include "arena.h"
 #include "dnnl_backend.h"
+#include "nhwc_kernels.h"
+#include "gelu_chain.h"
 #include "cuda/place.h"
 #include "cuda/runtime.h"
 #include "core/ptrmap.h"
@@ -64,9 +66,18 @@ typedef struct plan_node {
     int act_k;            /* -1: none */
     bool skip;
     ox_kernel_state *state;  /* the kernel's cache (ox_kernel_ctx.state) */
+    /* Our channels-last kernel takes this node when its inputs arrive NHWC
+     * (plan_nhwc_ops; nhwc_kernels.h). */
+    ox_nhwc_kind nhwc_kind;
     /* Computed once at plan time (all inputs constant): its outputs are
      * plan constants and the node never runs. */
     bool folded;
+    /* Part of a chain a later node computes in one pass (plan_gelu_chains):
+     * never runs, its outputs stay empty. */
+    bool fused_away;
+    /* The kernel writes every element of its outputs (writes_every_element):
+     * their arena slots are not zeroed first. */
+    bool writes_all;
 } plan_node;
 
 typedef struct ox_plan {
@@ -436,6 +447,102 @@ static ox_rval *nhwc_to_plain(const ox_rval *v)
     return ox_rval_tensor(o);
 }
 
+/* Channels-last through our own kernels (EXECUTOR.md "Layouts"): pooling,
+ * global pooling and Concat on the channel axis (nhwc_kernels.h) join the
+ * NHWC edges plan_nhwc makes between oneDNN convolutions. A value is
+ * channels-last when its producer can write it so (a plain 2-D oneDNN
+ * convolution, through its fused activation, or a pooling/Concat node that
+ * is channels-last itself) and every reader can read it so (a oneDNN
+ * convolution at input 0, or such a node); a pooling/Concat node is
+ * channels-last when all its inputs and (global pooling aside) its output
+ * are. The last rule couples values, so it is applied until nothing
+ * changes. SqueezeNet's fire modules (squeeze conv -> expand convs ->
+ * Concat -> MaxPool -> next conv) then never leave NHWC. */
+static void plan_nhwc_ops(ox_plan *p)
+{
+    if (!ox_nhwc_ops_enabled())
+        return;
+    pmap at = {0};
+    unsigned char *cand = calloc((size_t)p->n_slots + 1, 1);
+    for (int k = 0; cand && k < p->n_nodes; k++)
+        if (!pmap_put(&at, p->nodes[k].node, k)) {
+            free(cand);
+            cand = NULL;
+        }
+    if (!cand) {
+        pmap_free(&at);
+        return;
+    }
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        pn->nhwc_kind = OX_NHWC_NONE;
+        if (pn->dnnl || pn->skip || pn->folded)
+            continue;
+        pn->nhwc_kind = ox_nhwc_kind_of(pn->node);
+        for (int i = 0; pn->nhwc_kind && i < pn->n_in; i++)
+            if (pn->in[i].depth != 0 || !pn->node->inputs[i])
+                pn->nhwc_kind = OX_NHWC_NONE;
+    }
+    /* Candidate values: a channels-last producer, and readers that all take it. */
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        int slot = -1;
+        const ox_value *v = NULL;
+        if (pn->dnnl && !pn->folded && ox_dnnl_conv2d_plain(pn->dnnl) && pn->n_out >= 1) {
+            const plan_node *src = pn->act_k >= 0 ? &p->nodes[pn->act_k] : pn;
+            v = src->node->outputs[0];
+            slot = src->n_out >= 1 ? src->out[0] : -1;
+        } else if (pn->nhwc_kind == OX_NHWC_POOL || pn->nhwc_kind == OX_NHWC_CONCAT) {
+            v = pn->node->outputs[0];
+            slot = pn->out[0];
+        }
+        bool ok = v && slot >= 0 && !v->is_output && v->n_uses > 0;
+        for (int u = 0; ok && u < v->n_uses; u++) {
+            int r = v->uses[u].node ? pmap_get(&at, v->uses[u].node) : -1;
+            const plan_node *rn = r >= 0 ? &p->nodes[r] : NULL;
+            ok = rn && !rn->skip && !rn->folded && rn->in[v->uses[u].input].depth == 0;
+            if (ok && rn->nhwc_kind)
+                continue;
+            ok = ok && v->uses[u].input == 0 && rn->dnnl && ox_dnnl_conv_reader(rn->dnnl);
+            for (int i = 1; ok && i < rn->n_in; i++)
+                ok = rn->node->inputs[i] != v;
+        }
+        if (ok)
+            cand[slot] = 1;
+    }
+    /* A channels-last node needs all its inputs and its output so. */
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int k = 0; k < p->n_nodes; k++) {
+            plan_node *pn = &p->nodes[k];
+            if (!pn->nhwc_kind)
+                continue;
+            int o = pn->out[0] >= 0 ? pn->out[0] : p->n_slots;   /* n_slots: always 0 */
+            bool ok = pn->nhwc_kind == OX_NHWC_GLOBAL_POOL || cand[o];
+            for (int i = 0; ok && i < pn->n_in; i++)
+                ok = cand[pn->in[i].slot];
+            if (ok)
+                continue;
+            pn->nhwc_kind = OX_NHWC_NONE;
+            if (pn->out[0] >= 0)
+                cand[pn->out[0]] = 0;
+            for (int i = 0; i < pn->n_in; i++)
+                cand[pn->in[i].slot] = 0;
+            changed = true;
+        }
+    }
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        if (pn->dnnl && !pn->folded && ox_dnnl_conv2d_plain(pn->dnnl) && pn->n_out >= 1) {
+            const plan_node *src = pn->act_k >= 0 ? &p->nodes[pn->act_k] : pn;
+            if (src->n_out >= 1 && src->out[0] >= 0 && cand[src->out[0]])
+                ox_dnnl_set_out_nhwc(pn->dnnl, true);
+        }
+    }
+    free(cand);
+    pmap_free(&at);
+}
+
 static void plan_dnnl(const ox_exec *e, ox_plan *p)
 {
     for (int k = 0; k < p->n_nodes; k++) {
@@ -478,8 +585,10 @@ static void plan_dnnl(const ox_exec *e, ox_plan *p)
             p->nodes[act_k].skip = true;
         }
     }
-    if (!e->opts.keep_intermediates && !getenv_on("ONNXSCOPE_DNNL_NCHW"))
+    if (!e->opts.keep_intermediates && !getenv_on("ONNXSCOPE_DNNL_NCHW")) {
         plan_nhwc(p);
+        plan_nhwc_ops(p);
+    }
 }
 
 /* Plan-time folding (EXECUTOR.md): a main-graph node whose inputs are all
@@ -573,6 +682,133 @@ static void plan_fold(ox_exec *e, ox_plan *p)
         }
         pn->folded = true;
         p->n_folded++;
+    }
+}
+
+/* PyTorch's exported GELU (gelu_chain.h): the Mul reading x and
+ * Erf(x / c1) + c2 computes that product itself in one pass, and the Div,
+ * Erf and Add before it never run. Only when c1 and c2 are plan constants
+ * that no run can override (not graph inputs) and no node of the chain is
+ * folded or already taken by another fusion. Memory plans are unaffected:
+ * the Mul still reads x (live up to it) and writes its own slot; the chain's
+ * intermediates are simply never made. ONNXSCOPE_NO_CHAIN_FUSE=1 turns it
+ * off. */
+static int plan_index_before(const ox_plan *p, int k, const ox_node *n)
+{
+    for (int j = k - 1; j >= 0; j--)
+        if (p->nodes[j].node == n)
+            return j;
+    return -1;
+}
+
+static bool fixed_const(const ox_plan *p, slot_ref r)
+{
+    if (r.depth != 0 || !p->consts[r.slot])
+        return false;
+    const ox_value *v = p->slot_value[r.slot];
+    return v && !v->is_input;
+}
+
+/* Default-domain kernels that write every element of every output they
+ * allocate (the broadcasting elementwise loops, the strided copy of
+ * Transpose, MatMul's GEMMs with beta 0): zeroing their arena slot first was
+ * ~5 % of the encoder's run (memset in perf). Others keep the zeroed slot. */
+static bool writes_every_element(const ox_node *n)
+{
+    static const char *const ops[] = {"Add", "Sub", "Mul", "Div", "Erf", "Tanh", "Sigmoid",
+                                      "Relu", "Neg", "Abs", "Exp", "Sqrt", "Reciprocal",
+                                      "Transpose", "MatMul", NULL};
+    if (n->domain && n->domain[0])
+        return false;
+    for (int i = 0; ops[i]; i++)
+        if (!strcmp(n->op_type, ops[i]))
+            return true;
+    return false;
+}
+
+static void plan_gelu_chains(ox_plan *p)
+{
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        ox_gelu_chain m;
+        if (pn->folded || pn->skip || pn->fused_away || pn->n_in != 2 ||
+            !ox_gelu_chain_match(pn->node, &m))
+            continue;
+        int kf = plan_index_before(p, k, m.first), ke = plan_index_before(p, k, m.erf);
+        int ka = plan_index_before(p, k, m.add);
+        if (kf < 0 || ke < 0 || ka < 0)
+            continue;
+        plan_node *nf = &p->nodes[kf], *ne = &p->nodes[ke], *na = &p->nodes[ka];
+        if (nf->folded || ne->folded || na->folded || nf->skip || ne->skip || na->skip ||
+            nf->fused_away || ne->fused_away || na->fused_away)
+            continue;
+        int ix = m.first->inputs[0] == m.x ? 0 : 1;
+        int ic2 = m.add->inputs[0] == m.c2 ? 0 : 1;
+        slot_ref rx = nf->in[ix], r1 = nf->in[1 - ix], r2 = na->in[ic2];
+        if (!fixed_const(p, r1) || !fixed_const(p, r2))
+            continue;
+        slot_ref *in = calloc(4, sizeof *in);
+        if (!in)
+            return;
+        in[0] = rx, in[1] = r1, in[2] = r2;
+        free(pn->in);
+        pn->in = in;
+        pn->n_in = 3;
+        pn->fn = m.div ? ox_gelu_chain_div : ox_gelu_chain_mul;
+        pn->writes_all = true;
+        nf->fused_away = ne->fused_away = na->fused_away = true;
+    }
+}
+
+/* A MatMul on oneDNN whose only reader is Add(product, constant row) (the
+ * bias of a linear layer as exported): the primitive adds the row itself
+ * and the Add becomes a skip node, like a fused activation (act_k). The Add
+ * is commutative, so its plan inputs are ordered product first, which the
+ * skip node and the declined-at-run-time path (run_kernel: the MatMul's own
+ * kernel, then the Add's on its output) both expect. Saves a pass over each
+ * product (the encoder's QKV, linear1 and linear2 outputs). */
+static void plan_dnnl_bias(const ox_exec *e, ox_plan *p)
+{
+    if (e->opts.keep_intermediates)
+        return;
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        const ox_node *n = pn->node;
+        if (!pn->dnnl || pn->act_k >= 0 || pn->skip || pn->folded || pn->fused_away ||
+            (n->domain && n->domain[0]) || strcmp(n->op_type, "MatMul") || n->n_outputs != 1)
+            continue;
+        const ox_value *v = n->outputs[0];
+        if (!v || v->is_output || v->n_uses != 1 || !v->uses[0].node)
+            continue;
+        const ox_node *add = v->uses[0].node;
+        if ((add->domain && add->domain[0]) || strcmp(add->op_type, "Add") ||
+            add->n_inputs != 2 || add->n_outputs != 1 || add->inputs[0] == add->inputs[1])
+            continue;
+        int ka = -1;
+        for (int j = k + 1; j < p->n_nodes; j++)
+            if (p->nodes[j].node == add) {
+                ka = j;
+                break;
+            }
+        if (ka < 0)
+            continue;
+        plan_node *na = &p->nodes[ka];
+        if (na->skip || na->folded || na->fused_away || na->n_in != 2)
+            continue;
+        int iv = add->inputs[0] == v ? 0 : 1;
+        slot_ref rb = na->in[1 - iv];
+        if (na->in[iv].depth != 0 || !fixed_const(p, rb))
+            continue;
+        const ox_rval *bv = p->consts[rb.slot];
+        if (!bv || bv->kind != OX_RV_TENSOR || !ox_dnnl_set_bias(pn->dnnl, bv->t))
+            continue;
+        if (iv == 1) {
+            slot_ref t = na->in[0];
+            na->in[0] = na->in[1];
+            na->in[1] = t;
+        }
+        pn->act_k = ka;
+        na->skip = true;
     }
 }
 
@@ -671,6 +907,7 @@ static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_err
         }
         pn->n_in = n->n_inputs;
         pn->n_out = n->n_outputs;
+        pn->writes_all = writes_every_element(n);
         pn->in = calloc((size_t)n->n_inputs + 1, sizeof *pn->in);
         pn->out = calloc((size_t)n->n_outputs + 1, sizeof *pn->out);
         pn->out_needed = calloc((size_t)n->n_outputs + 1, sizeof *pn->out_needed);
@@ -722,8 +959,14 @@ static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_err
      * plan-time folding either (the CUDA placement runs every node). */
     if (g == e->model->graph && !fold_disabled(e) && e->opts.device != OX_DEVICE_CUDA)
         plan_fold(e, p);
-    if (ox_dnnl_enabled() && e->opts.device != OX_DEVICE_CUDA)
+    if (g == e->model->graph && !e->opts.keep_intermediates &&
+        e->opts.device != OX_DEVICE_CUDA && !getenv_on("ONNXSCOPE_NO_CHAIN_FUSE"))
+        plan_gelu_chains(p);
+    if (ox_dnnl_enabled() && e->opts.device != OX_DEVICE_CUDA) {
         plan_dnnl(e, p);
+        if (!getenv_on("ONNXSCOPE_NO_BIAS_FUSE"))
+            plan_dnnl_bias(e, p);
+    }
     /* Release lists, and which outputs someone will read. */
     for (int s = 0; s < p->n_slots; s++) {
         int k = last_use[s];
@@ -798,6 +1041,14 @@ const ox_tensor *ox_kernel_in(const ox_kernel_ctx *c, int i)
 /* Output i of the node being run, at its planned arena offset when the
  * frame has an arena and dtype and size match the plan; else NULL (heap).
  * The bytes are zeroed like a fresh heap tensor's. */
+/* Element types whose values fill whole bytes (sub-byte types are written
+ * by read-modify-write and need the zeroed slot). */
+static bool whole_elements(ox_dtype dt)
+{
+    return dt == OX_DT_FLOAT || dt == OX_DT_DOUBLE || dt == OX_DT_FLOAT16 ||
+           dt == OX_DT_BFLOAT16 || dt == OX_DT_INT32 || dt == OX_DT_INT64;
+}
+
 static ox_tensor *arena_place(ox_kernel_ctx *c, int i, ox_dtype dt, int rank,
                               const int64_t *dims, size_t bytes)
 {
@@ -811,8 +1062,9 @@ static ox_tensor *arena_place(ox_kernel_ctx *c, int i, ox_dtype dt, int rank,
         ap->nbytes[s] != (int64_t)bytes || ap->off[s] + ap->nbytes[s] > ap->bytes)
         return NULL;
     char *data = (char *)ap->buf->data + ap->off[s];
-    /* An in-place output's bytes are its input's, still to be read. */
-    if (!ap->inplace[s])
+    /* An in-place output's bytes are its input's, still to be read; a kernel
+     * that writes every element needs no zeroed slot (whole-byte types). */
+    if (!ap->inplace[s] && !(f->cur->writes_all && whole_elements(dt)))
         memset(data, 0, bytes);
     /* A writable view of its own, so that kernels writing through
      * ox_tensor_mutable_data write the slot instead of copying. */
@@ -984,6 +1236,23 @@ static bool own_slot_view(const ox_arena_plan *ap, int s, const ox_rval *v)
            ox_tensor_data(t) == (const char *)ap->buf->data + ap->off[s];
 }
 
+/* A pooling/Concat node planned channels-last (plan_nhwc_ops): when every
+ * input arrived NHWC, our channels-last kernel runs it and its output is
+ * NHWC too (global pooling's [N,C,1,1] is the same either way: plain).
+ * False when an input is plain (a producer that declined at run time) or
+ * the kernel declines: the plain kernel runs, after conversion. */
+static bool run_nhwc_op(frame *f, const plan_node *pn, ox_kernel_ctx *ctx, ox_status *st)
+{
+    for (int i = 0; i < pn->n_in; i++)
+        if (pn->in[i].depth != 0 || !f->nhwc[pn->in[i].slot])
+            return false;
+    if (!ox_nhwc_run(pn->nhwc_kind, ctx, st))
+        return false;
+    if (*st == OX_OK && pn->nhwc_kind != OX_NHWC_GLOBAL_POOL && pn->n_out >= 1 && pn->out[0] >= 0)
+        f->nhwc[pn->out[0]] = 1;
+    return true;
+}
+
 /* A node's kernel: oneDNN's when the plan gave it one and it takes these
  * inputs, else ours followed by the activation oneDNN would have fused. */
 static ox_status run_kernel(ox_exec *e, frame *f, const plan_node *pn, ox_kernel_ctx *ctx)
@@ -995,29 +1264,36 @@ static ox_status run_kernel(ox_exec *e, frame *f, const plan_node *pn, ox_kernel
             if (pn->out[i] >= 0)
                 f->nhwc[pn->out[i]] = 0;
     bool out_nhwc = false;
+    if (pn->nhwc_kind && f->nhwc && run_nhwc_op(f, pn, ctx, &st))
+        return st;
     if (pn->dnnl && ox_dnnl_run(pn->dnnl, ctx, &st, in_nhwc, &out_nhwc)) {
         if (out_nhwc && pn->out[0] >= 0)
             f->nhwc[pn->out[0]] = 1;
         return st;
     }
-    /* Our kernels read NCHW: a channels-last input (its oneDNN reader
-     * declined it at run time) is converted first. */
-    ox_rval *plain = NULL, *saved = NULL;
+    /* Our kernels read NCHW: a channels-last input (its oneDNN or
+     * channels-last reader declined it at run time) is converted first. */
+    enum { MAXCV = 64 };
+    ox_rval *plain[MAXCV], *saved[MAXCV];
+    int n_cv = 0;
+    ox_status cst = OX_OK;
     for (int i = 0; f->nhwc && i < pn->n_in; i++)
         if (pn->in[i].depth == 0 && f->nhwc[pn->in[i].slot]) {
-            if (i != 0 || plain)
-                return ox_errorf(ctx->err, OX_EINVAL, "channels-last value read by input %d", i);
-            plain = nhwc_to_plain(ctx->in[0]);
-            if (!plain)
-                return ox_errorf(ctx->err, OX_ENOMEM, "out of memory");
-            saved = ctx->in[0];
-            ((ox_rval **)ctx->in)[0] = plain;   /* run_frame's own array */
+            ox_rval *pv = n_cv < MAXCV ? nhwc_to_plain(ctx->in[i]) : NULL;
+            if (!pv) {
+                cst = ox_errorf(ctx->err, OX_ENOMEM, "channels-last input %d: out of memory", i);
+                break;
+            }
+            plain[n_cv] = pv;
+            saved[n_cv++] = ctx->in[i];
+            ((ox_rval **)ctx->in)[i] = pv;   /* run_frame's own array */
         }
-    st = pn->fn(ctx);
-    if (plain) {
-        ((ox_rval **)ctx->in)[0] = saved;
-        ox_rval_free(plain);
-    }
+    st = cst ? cst : pn->fn(ctx);
+    for (int i = 0, c = 0; c < n_cv && i < pn->n_in; i++)
+        if (ctx->in[i] == plain[c]) {
+            ((ox_rval **)ctx->in)[i] = saved[c];
+            ox_rval_free(plain[c++]);
+        }
     if (st || !pn->dnnl || pn->act_k < 0)
         return st;
     const plan_node *an = &f->plan->nodes[pn->act_k];
@@ -1224,7 +1500,7 @@ static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
     ox_rval *in_small[16], *out_small[16];
     for (int k = 0; k < p->n_nodes; k++) {
         const plan_node *pn = &p->nodes[k];
-        if (pn->folded && !f->run_folded) {
+        if ((pn->folded && !f->run_folded) || pn->fused_away) {
             release_after(e, f, pn);
             continue;
         }
