@@ -4,6 +4,7 @@
  * the enclosing graph so subgraphs (If/Loop/Scan bodies) see outer values.
  * Main-graph activations go to a planned arena when shapes allow (arena.c,
  * docs/EXECUTOR.md). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,11 @@ typedef struct plan_node {
     /* Computed once at plan time (all inputs constant): its outputs are
      * plan constants and the node never runs. */
     bool folded;
+    /* A Conv's plan-time epilogue chain (BatchNormalization folded, residual
+     * sum, activation; see "plan-time Conv epilogues" below), or NULL. A skip
+     * node hands on its input skip_in (a residual Add's carried operand). */
+    struct conv_chain *chain;
+    int skip_in;
 } plan_node;
 
 typedef struct ox_plan {
@@ -229,6 +235,8 @@ static int scope_depth(const ox_graph *g, const ox_value *v)
     return -1;
 }
 
+static void conv_chain_free(struct conv_chain *c);
+
 static void plan_free(ox_plan *p)
 {
     if (!p)
@@ -245,6 +253,7 @@ static void plan_free(ox_plan *p)
         free(p->nodes[i].out_needed);
         free(p->nodes[i].release);
         ox_dnnl_free(p->nodes[i].dnnl);
+        conv_chain_free(p->nodes[i].chain);
         if (p->nodes[i].state)
             p->nodes[i].state->free(p->nodes[i].state);
     }
@@ -436,12 +445,334 @@ static ox_rval *nhwc_to_plain(const ox_rval *v)
     return ox_rval_tensor(o);
 }
 
+/* ---- plan-time Conv epilogues (EXECUTOR.md "Fused epilogues at plan time") ----
+ * A default-domain Conv on oneDNN takes, in this order, the nodes that alone
+ * read its value: a BatchNormalization with constant parameters (folded into
+ * a private copy of the weights and bias), a residual Add or two-input Sum
+ * whose other operand exists before the Conv runs (oneDNN's sum post-op, the
+ * operand seeding the output), and an activation whose parameters (Clip's
+ * bounds) are plan constants of any origin: initializers, Constant nodes,
+ * folded values. The taken nodes become skip nodes. The constants baked in
+ * are checked at every run: a run that overrides one (IR < 4 initializers are
+ * graph inputs) takes the plain path, our Conv and then each taken node's own
+ * kernel. A com.microsoft FusedConv with Z gets a chain too, so that its Z may
+ * be channels-last (plan_nhwc_chain). */
+#define CHAIN_CONSTS 8
+
+static bool slot_const(const ox_plan *p, slot_ref r);
+
+typedef struct conv_chain {
+    int bn_k, sum_k;            /* taken nodes, -1: none (act_k is the plan node's) */
+    bool has_z;
+    int sum_ci;                 /* the input of node sum_k that carries the value */
+    slot_ref z;                 /* the sum's other operand, or FusedConv's input 3 */
+    ox_rval *w, *b;             /* BatchNormalization folded in (NULL: the Conv's own) */
+    int n_fixed;
+    slot_ref fixed[CHAIN_CONSTS];   /* plan constants baked in, checked per run */
+} conv_chain;
+
+static void conv_chain_free(conv_chain *c)
+{
+    if (!c)
+        return;
+    ox_rval_free(c->w);
+    ox_rval_free(c->b);
+    free(c);
+}
+
+static bool default_domain(const ox_node *n)
+{
+    return !n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx");
+}
+
+/* The plan index of v's only reader (a node after k that no one took yet,
+ * reading it in this frame), with the input index; -1 when v has other
+ * readers or is a graph output. */
+static int sole_reader(const ox_plan *p, int k, const ox_value *v, int *input)
+{
+    if (!v || v->is_output || v->n_uses != 1 || !v->uses[0].node)
+        return -1;
+    for (int j = k + 1; j < p->n_nodes; j++) {
+        const plan_node *r = &p->nodes[j];
+        if (r->node != v->uses[0].node)
+            continue;
+        int i = v->uses[0].input;
+        if (r->skip || r->folded || i < 0 || i >= r->n_in || r->in[i].depth != 0)
+            return -1;
+        *input = i;
+        return j;
+    }
+    return -1;
+}
+
+/* A plan-constant float32 tensor at r, or NULL. */
+static const ox_tensor *const_f32(const ox_plan *p, slot_ref r)
+{
+    if (!slot_const(p, r))
+        return NULL;
+    const ox_rval *v = p->consts[r.slot];
+    return v->kind == OX_RV_TENSOR && v->t && v->t->dtype == OX_DT_FLOAT && ox_tensor_data(v->t)
+               ? v->t
+               : NULL;
+}
+
+static bool chain_fix(conv_chain *c, slot_ref r)
+{
+    if (r.depth < 0)
+        return true;
+    if (c->n_fixed == CHAIN_CONSTS)
+        return false;
+    c->fixed[c->n_fixed++] = r;
+    return true;
+}
+
+/* Conv k, then BatchNormalization node b in inference form with constant
+ * float32 parameters and only output 0 read: c->w / c->b get the weights
+ * and bias with it folded in, w' = w a, b' = b0 a + (beta - mean a),
+ * a = scale / sqrt(var + eps), computed as the BN kernel does (k_nn/norm.c). */
+static bool fold_bn(const ox_plan *p, int k, int b, conv_chain *c)
+{
+    const plan_node *cv = &p->nodes[k], *bn = &p->nodes[b];
+    const ox_node *n = bn->node;
+    if (!default_domain(n) || strcmp(n->op_type, "BatchNormalization") || bn->n_in != 5)
+        return false;
+    for (int i = 1; i < n->n_outputs; i++)
+        if (n->outputs[i] && (n->outputs[i]->n_uses || n->outputs[i]->is_output))
+            return false;
+    const ox_attr *tm = ox_node_attr(n, "training_mode");
+    if (bn->opset >= 14 && tm && tm->type == OX_ATTR_INT && tm->i)
+        return false;
+    const ox_attr *sp = ox_node_attr(n, "spatial");
+    if (sp && sp->type == OX_ATTR_INT && !sp->i)
+        return false;
+    const ox_attr *ea = ox_node_attr(n, "epsilon");
+    float eps = ea && ea->type == OX_ATTR_FLOAT ? ea->f : 1e-5f;
+    const ox_tensor *w = const_f32(p, cv->in[1]), *b0 = NULL, *P[5] = {0};
+    if (!w || w->rank < 3 || w->dims[0] < 1)
+        return false;
+    int64_t M = w->dims[0], per = w->numel / M;
+    if (cv->n_in > 2 && cv->in[2].depth >= 0 && (!(b0 = const_f32(p, cv->in[2])) || b0->numel != M))
+        return false;
+    for (int i = 1; i < 5; i++)
+        if (!(P[i] = const_f32(p, bn->in[i])) || P[i]->numel != M)
+            return false;
+    int64_t bd[1] = {M};
+    ox_tensor *nw = ox_tensor_new(OX_DT_FLOAT, w->rank, w->dims);
+    ox_tensor *nb = ox_tensor_new(OX_DT_FLOAT, 1, bd);
+    if (!nw || !nb) {
+        ox_tensor_free(nw);
+        ox_tensor_free(nb);
+        return false;
+    }
+    const float *sc = ox_tensor_data(P[1]), *be = ox_tensor_data(P[2]);
+    const float *mu = ox_tensor_data(P[3]), *va = ox_tensor_data(P[4]);
+    const float *ws = ox_tensor_data(w), *bs = b0 ? ox_tensor_data(b0) : NULL;
+    float *wd = ox_tensor_data(nw), *bo = ox_tensor_data(nb);
+    for (int64_t m = 0; m < M; m++) {
+        float a = (float)(sc[m] / sqrt((double)va[m] + eps));
+        float sh = (float)(be[m] - (double)mu[m] * a);
+        for (int64_t j = 0; j < per; j++)
+            wd[m * per + j] = ws[m * per + j] * a;
+        bo[m] = (bs ? bs[m] : 0.0f) * a + sh;
+    }
+    c->w = ox_rval_tensor(nw);
+    c->b = ox_rval_tensor(nb);
+    if (!c->w || !c->b)
+        return false;
+    bool ok = chain_fix(c, cv->in[1]) && (cv->n_in < 3 || chain_fix(c, cv->in[2]));
+    for (int i = 1; i < 5; i++)
+        ok = ok && chain_fix(c, bn->in[i]);
+    return ok;
+}
+
+/* Node r, an Add or two-input Sum reading the chain's value at input `ci`:
+ * its other operand becomes Z when it exists before Conv k runs (a graph
+ * input or a value made earlier in the plan order), is no constant (a
+ * broadcast bias, typically) and, where both types are known, has the
+ * value's shape. */
+static bool take_sum(const ox_plan *p, int k, int r, int ci, const ox_value *cur, conv_chain *c)
+{
+    const plan_node *rn = &p->nodes[r];
+    const ox_node *n = rn->node;
+    if (!default_domain(n) || (strcmp(n->op_type, "Add") && strcmp(n->op_type, "Sum")) ||
+        rn->n_in != 2 || rn->n_out != 1 || ox_node_attr(n, "broadcast"))
+        return false;
+    int oi = 1 - ci;
+    const ox_value *zv = n->inputs[oi];
+    slot_ref z = rn->in[oi];
+    if (!zv || zv == cur || z.depth != 0 || slot_const(p, z))
+        return false;
+    if (!zv->is_input) {
+        int at = -1;
+        for (int j = 0; j < k && at < 0; j++)
+            for (int o = 0; o < p->nodes[j].n_out; o++)
+                if (p->nodes[j].node->outputs[o] == zv)
+                    at = j;
+        if (at < 0)
+            return false;
+    }
+    const ox_type *a = cur->type, *b = zv->type;
+    if (a && b && a->kind == OX_TYPE_TENSOR && b->kind == OX_TYPE_TENSOR && a->has_shape &&
+        b->has_shape) {
+        if (a->rank != b->rank)
+            return false;
+        for (int i = 0; i < a->rank; i++)
+            if (a->dims[i].value >= 0 && b->dims[i].value >= 0 &&
+                a->dims[i].value != b->dims[i].value)
+                return false;
+    }
+    c->has_z = true;
+    c->z = z;
+    c->sum_ci = ci;
+    return true;
+}
+
+/* Plans node k with a chain when it is a Conv that takes more than the
+ * plain activation epilogue of plan_dnnl (or a FusedConv with Z); false
+ * leaves it to plan_dnnl. */
+static bool plan_conv_chain(const ox_exec *e, ox_plan *p, int k)
+{
+    plan_node *pn = &p->nodes[k];
+    const ox_node *n = pn->node;
+    if (e->opts.keep_intermediates || pn->n_out < 1 || !n->outputs[0] || pn->n_in < 2)
+        return false;
+    unsigned cmask = 0;
+    for (int i = 0; i < pn->n_in && i < 32; i++)
+        if (slot_const(p, pn->in[i]))
+            cmask |= 1u << i;
+    conv_chain c = {.bn_k = -1, .sum_k = -1};
+    ox_dnnl_epilogue ep = {0};
+    int act_k = -1;
+    if (n->domain && !strcmp(n->domain, "com.microsoft") && !strcmp(n->op_type, "FusedConv")) {
+        if (pn->n_in < 4 || pn->in[3].depth != 0)
+            return false;
+        c.has_z = true;
+        c.z = pn->in[3];
+    } else {
+        if (!default_domain(n) || strcmp(n->op_type, "Conv"))
+            return false;
+        const ox_value *cur = n->outputs[0];
+        int ci = 0, r = sole_reader(p, k, cur, &ci);
+        if (r >= 0 && ci == 0 && fold_bn(p, k, r, &c)) {
+            c.bn_k = r;
+            cur = p->nodes[r].node->outputs[0];
+            r = sole_reader(p, r, cur, &ci);
+        } else {
+            ox_rval_free(c.w);
+            ox_rval_free(c.b);
+            c.w = c.b = NULL;
+            c.n_fixed = 0;
+        }
+        if (r >= 0 && take_sum(p, k, r, ci, cur, &c)) {
+            c.sum_k = r;
+            cur = p->nodes[r].node->outputs[0];
+            r = sole_reader(p, r, cur, &ci);
+        }
+        if (r >= 0 && ci == 0 && default_domain(p->nodes[r].node)) {
+            const plan_node *an = &p->nodes[r];
+            for (int i = 1; i < an->n_in && i < 3; i++)
+                ep.act_in[i] = const_f32(p, an->in[i]);
+            if (ox_dnnl_act_fusable_ex(an->node, ep.act_in)) {
+                bool ok = true;
+                for (int i = 1; i < an->n_in && i < 3; i++)
+                    if (ep.act_in[i])
+                        ok = ok && chain_fix(&c, an->in[i]);
+                if (ok) {
+                    act_k = r;
+                    ep.act = an->node;
+                }
+            }
+        }
+        /* Nothing beyond what plan_dnnl fuses itself. */
+        if (c.bn_k < 0 && c.sum_k < 0 && (act_k < 0 || ox_dnnl_act_fusable(ep.act)))
+            return false;
+        if (c.bn_k >= 0)
+            cmask |= 6u;   /* the folded weights and bias */
+        ep.sum = c.sum_k >= 0;
+    }
+    ox_dnnl_node *d = ox_dnnl_plan_ex(n, &ep, cmask);
+    conv_chain *cc = d ? malloc(sizeof *cc) : NULL;
+    if (!cc) {
+        ox_dnnl_free(d);
+        ox_rval_free(c.w);
+        ox_rval_free(c.b);
+        return false;
+    }
+    *cc = c;
+    pn->dnnl = d;
+    pn->chain = cc;
+    pn->act_k = act_k;
+    if (c.bn_k >= 0)
+        p->nodes[c.bn_k].skip = true;
+    if (c.sum_k >= 0) {
+        p->nodes[c.sum_k].skip = true;
+        p->nodes[c.sum_k].skip_in = c.sum_ci;
+    }
+    if (act_k >= 0)
+        p->nodes[act_k].skip = true;
+    return true;
+}
+
+/* Channels-last through the chains (after plan_nhwc, which leaves values
+ * read by a sum's Z or a FusedConv's Z plain): a oneDNN Conv whose final
+ * value (after its chain) is read only by oneDNN convolutions at input 0,
+ * as the Z of a FusedConv chain, or as the Z of a fused residual sum, writes
+ * it NHWC; the Z readers reorder it into their own dst layout. */
+static void plan_nhwc_chain(ox_plan *p)
+{
+    pmap at = {0};
+    for (int k = 0; k < p->n_nodes; k++)
+        if (!pmap_put(&at, p->nodes[k].node, k)) {
+            pmap_free(&at);
+            return;
+        }
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        if (!pn->dnnl || !ox_dnnl_conv_any(pn->dnnl) || pn->n_out < 1)
+            continue;
+        const ox_value *v = pn->node->outputs[0];
+        const conv_chain *c = pn->chain;
+        if (pn->act_k >= 0)
+            v = p->nodes[pn->act_k].node->outputs[0];
+        else if (c && c->sum_k >= 0)
+            v = p->nodes[c->sum_k].node->outputs[0];
+        else if (c && c->bn_k >= 0)
+            v = p->nodes[c->bn_k].node->outputs[0];
+        bool ok = v && !v->is_output && v->n_uses > 0;
+        for (int u = 0; ok && u < v->n_uses; u++) {
+            int r = v->uses[u].node ? pmap_get(&at, v->uses[u].node) : -1, i = v->uses[u].input;
+            const plan_node *rn = r >= 0 ? &p->nodes[r] : NULL;
+            if (!rn || i < 0 || i >= rn->n_in || rn->in[i].depth != 0 || rn->folded) {
+                ok = false;
+            } else if (!rn->skip && rn->dnnl && ox_dnnl_conv_any(rn->dnnl)) {
+                bool zr = rn->chain && rn->chain->has_z && rn->chain->sum_k < 0;
+                for (int j = 0; ok && j < rn->n_in; j++)
+                    if (rn->node->inputs[j] == v)
+                        ok = j == 0 || (j == 3 && zr);
+            } else if (rn->skip && i != rn->skip_in) {
+                /* The Z of a residual sum fused into an earlier Conv. */
+                bool owner = false;
+                for (int o = 0; o < r && !owner; o++)
+                    owner = p->nodes[o].chain && p->nodes[o].chain->sum_k == r;
+                ok = owner;
+            } else {
+                ok = false;
+            }
+        }
+        if (ok)
+            ox_dnnl_set_out_nhwc(pn->dnnl, true);
+    }
+    pmap_free(&at);
+}
+
 static void plan_dnnl(const ox_exec *e, ox_plan *p)
 {
     for (int k = 0; k < p->n_nodes; k++) {
         plan_node *pn = &p->nodes[k];
         pn->act_k = -1;
         if (pn->skip || pn->folded)
+            continue;
+        if (plan_conv_chain(e, p, k))
             continue;
         const ox_node *n = pn->node, *act = NULL;
         int act_k = -1;
@@ -478,8 +809,10 @@ static void plan_dnnl(const ox_exec *e, ox_plan *p)
             p->nodes[act_k].skip = true;
         }
     }
-    if (!e->opts.keep_intermediates && !getenv_on("ONNXSCOPE_DNNL_NCHW"))
+    if (!e->opts.keep_intermediates && !getenv_on("ONNXSCOPE_DNNL_NCHW")) {
         plan_nhwc(p);
+        plan_nhwc_chain(p);
+    }
 }
 
 /* Plan-time folding (EXECUTOR.md): a main-graph node whose inputs are all
@@ -984,11 +1317,108 @@ static bool own_slot_view(const ox_arena_plan *ap, int s, const ox_rval *v)
            ox_tensor_data(t) == (const char *)ap->buf->data + ap->off[s];
 }
 
+/* A node planned with a Conv epilogue chain (plan_conv_chain): oneDNN with
+ * the folded weights, Z and the post-ops when the baked-in constants are
+ * still the run's; else our Conv on NCHW inputs and then each taken node's
+ * own kernel, so results never depend on which path ran. */
+static ox_status run_chain(ox_exec *e, frame *f, const plan_node *pn, ox_kernel_ctx *ctx)
+{
+    const conv_chain *c = pn->chain;
+    ox_status st = OX_OK;
+    bool in_nhwc = f->nhwc && pn->n_in > 0 && pn->in[0].depth == 0 && f->nhwc[pn->in[0].slot];
+    bool z_nhwc = f->nhwc && c->has_z && c->z.depth == 0 && f->nhwc[c->z.slot];
+    if (f->nhwc)
+        for (int i = 0; i < pn->n_out; i++)
+            if (pn->out[i] >= 0)
+                f->nhwc[pn->out[i]] = 0;
+    bool intact = true;
+    for (int i = 0; i < c->n_fixed && intact; i++)
+        intact = frame_get(f, c->fixed[i]) == f->plan->consts[c->fixed[i].slot];
+    if (intact) {
+        ox_rval *din[4] = {0};
+        for (int i = 0; i < ctx->n_in && i < 4; i++)
+            din[i] = ctx->in[i];
+        if (c->w)
+            din[1] = c->w, din[2] = c->b;
+        if (c->has_z)
+            din[3] = frame_get(f, c->z);
+        ox_kernel_ctx dc = *ctx;
+        dc.in = din;
+        dc.n_in = c->has_z ? 4 : ctx->n_in > 3 ? 4 : c->w ? 3 : ctx->n_in;
+        bool out_nhwc = false;
+        if (ox_dnnl_run_ex(pn->dnnl, &dc, &st, in_nhwc, z_nhwc, &out_nhwc)) {
+            if (out_nhwc && pn->out[0] >= 0)
+                f->nhwc[pn->out[0]] = 1;
+            return st;
+        }
+    }
+    /* Our kernels read NCHW: channels-last inputs converted first. */
+    ox_rval **in = (ox_rval **)ctx->in;   /* run_frame's own array */
+    ox_rval *saved[4] = {0}, *plain[4] = {0};
+    for (int i = 0; f->nhwc && i < pn->n_in && st == OX_OK; i++)
+        if (pn->in[i].depth == 0 && f->nhwc[pn->in[i].slot]) {
+            if (i != 0 && i != 3)
+                st = ox_errorf(ctx->err, OX_EINVAL, "channels-last value read by input %d", i);
+            else if (!(plain[i] = nhwc_to_plain(in[i])))
+                st = ox_errorf(ctx->err, OX_ENOMEM, "out of memory");
+            else
+                saved[i] = in[i], in[i] = plain[i];
+        }
+    if (st == OX_OK)
+        st = pn->fn(ctx);
+    for (int i = 0; i < 4; i++)
+        if (plain[i]) {
+            in[i] = saved[i];
+            ox_rval_free(plain[i]);
+        }
+    const int ks[3] = {c->bn_k, c->sum_k, pn->act_k};
+    for (int j = 0; j < 3 && st == OX_OK; j++) {
+        if (ks[j] < 0)
+            continue;
+        const plan_node *an = &f->plan->nodes[ks[j]];
+        ox_rval *ain[8] = {0}, *aout[8] = {0}, *zp = NULL;
+        if (an->n_in > 8 || an->n_out > 8)
+            return ox_errorf(ctx->err, OX_EINVAL, "fused node has too many inputs");
+        for (int i = 0; i < an->n_in; i++)
+            ain[i] = frame_get(f, an->in[i]);
+        ain[an->skip_in] = ctx->out[0];
+        if (j == 1 && f->nhwc) {
+            int oi = 1 - an->skip_in;
+            if (an->in[oi].depth == 0 && f->nhwc[an->in[oi].slot]) {
+                if (!(zp = nhwc_to_plain(ain[oi])))
+                    return ox_errorf(ctx->err, OX_ENOMEM, "out of memory");
+                ain[oi] = zp;
+            }
+        }
+        ox_kernel_ctx ac = {
+            .node = an->node, .opset = an->opset, .n_in = an->n_in, .in = ain,
+            .n_out = an->n_out, .out = aout, .exec = e, .pool = e->pool,
+            .err = ctx->err, .priv = NULL,
+        };
+        st = an->fn(&ac);
+        ox_rval_free(zp);
+        if (st == OX_OK && !aout[0])
+            st = ox_errorf(ctx->err, OX_EINVAL, "fused node produced no value");
+        for (int i = 1; i < an->n_out; i++)
+            ox_rval_free(aout[i]);
+        if (st) {
+            ox_rval_free(aout[0]);
+            break;
+        }
+        ox_rval_free(ctx->out[0]);
+        ctx->out[0] = aout[0];
+        f->placed[0] = NULL;   /* the placed tensor is gone */
+    }
+    return st;
+}
+
 /* A node's kernel: oneDNN's when the plan gave it one and it takes these
  * inputs, else ours followed by the activation oneDNN would have fused. */
 static ox_status run_kernel(ox_exec *e, frame *f, const plan_node *pn, ox_kernel_ctx *ctx)
 {
     ox_status st;
+    if (pn->chain)
+        return run_chain(e, f, pn, ctx);
     bool in_nhwc = f->nhwc && pn->n_in > 0 && pn->in[0].depth == 0 && f->nhwc[pn->in[0].slot];
     if (f->nhwc)
         for (int i = 0; i < pn->n_out; i++)
@@ -1054,8 +1484,8 @@ static ox_status run_kernel(ox_exec *e, frame *f, const plan_node *pn, ox_kernel
 static ox_status run_skip(ox_exec *e, frame *f, const plan_node *pn, ox_error *err)
 {
     int64_t t0 = e->opts.node_hook ? hook_now_ns() : 0;
-    int s_in = pn->in[0].slot, s_out = pn->n_out >= 1 ? pn->out[0] : -1;
-    ox_rval *v = pn->in[0].depth == 0 ? f->vals[s_in] : NULL;
+    int s_in = pn->in[pn->skip_in].slot, s_out = pn->n_out >= 1 ? pn->out[0] : -1;
+    ox_rval *v = pn->in[pn->skip_in].depth == 0 ? f->vals[s_in] : NULL;
     if (!v)
         return ox_errorf(err, OX_EINVAL, "node '%s' (%s): fused input has no value",
                          node_label(pn->node), pn->node->op_type);
