@@ -1501,6 +1501,7 @@ static ox_status run_skip(ox_exec *e, frame *f, const plan_node *pn, ox_error *e
             f->owned[s_in] = 0;
             frame_set(f, s_out, v);
         } else if (v->kind == OX_RV_TENSOR && v->t && v->t->dtype != OX_DT_STRING) {
+            if (getenv("CF_DEBUG")) fprintf(stderr, "skip copy %s in_arena %d shared %d owned %d\n", pn->node->op_type, in_arena, shared, f->owned[s_in]);
             /* Copy into this slot's own planned bytes (or the heap). */
             ox_rval *out[16] = {0};
             ox_error kerr = {0};
