@@ -934,9 +934,23 @@ static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
     }
     float *yp = ox_tensor_mutable_data(y);
     /* Z in the primitive's dst layout already: copied into its dst buffer
-     * (the blocked one when a reorder to the tensor follows). */
-    if (z && yp && !e->r_z)
-        memcpy(e->r_dst ? e->bdst : yp, ox_tensor_data(z), (size_t)z->numel * sizeof(float));
+     * (the blocked one when a reorder to the tensor follows), unless the
+     * executor placed the output on Z's own bytes (exec.c
+     * chain_direct_slot): then it already is there. A reorder of Z into the
+     * very buffer it reads gets a private copy of Z first. */
+    const void *zsrc = z ? ox_tensor_data(z) : NULL;
+    void *ztmp = NULL;
+    if (z && yp && !e->r_z && zsrc != (e->r_dst ? e->bdst : yp))
+        memcpy(e->r_dst ? e->bdst : yp, zsrc, (size_t)z->numel * sizeof(float));
+    if (z && yp && e->r_z && !e->r_dst && zsrc == yp) {
+        ztmp = malloc((size_t)z->numel * sizeof(float) + 1);
+        if (!ztmp) {
+            *st = ox_errorf(c->err, OX_ENOMEM, "out of memory");
+            return true;
+        }
+        memcpy(ztmp, zsrc, (size_t)z->numel * sizeof(float));
+        zsrc = ztmp;
+    }
     dnnl_memory_t ms[4] = {0};
     dnnl_exec_arg_t args[4];
     int na = 0;
@@ -971,8 +985,7 @@ static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
         if (ok && z && e->r_z) {
             /* Z seeds the sum post-op in the primitive's own dst layout. */
             dnnl_memory_t zm = NULL;
-            ok = dnnl_memory_create(&zm, &e->z_md, g_engine, (void *)ox_tensor_data(z)) ==
-                 dnnl_success;
+            ok = dnnl_memory_create(&zm, &e->z_md, g_engine, (void *)zsrc) == dnnl_success;
             dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, zm}, {DNNL_ARG_TO, ms[2]}};
             ok = ok && dnnl_primitive_execute(e->r_z, tl_stream, 2, ra) == dnnl_success;
             if (zm)
@@ -985,6 +998,7 @@ static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
         }
         ok = ok && dnnl_stream_wait(tl_stream) == dnnl_success;
     }
+    free(ztmp);
     if (ux)
         dnnl_memory_destroy(ux);
     if (uy)

@@ -1317,6 +1317,52 @@ static bool own_slot_view(const ox_arena_plan *ap, int s, const ox_rval *v)
            ox_tensor_data(t) == (const char *)ap->buf->data + ap->off[s];
 }
 
+/* True when tensor t lies in the arena and overlaps [b0, b1). */
+static bool arena_overlaps(const ox_arena_plan *ap, const ox_rval *v, const char *b0,
+                           const char *b1)
+{
+    if (!v || v->kind != OX_RV_TENSOR || !v->t || !ox_arena_holds(ap, v->t))
+        return false;
+    const char *d = ox_tensor_data(v->t);
+    return d < b1 && b0 < d + v->t->nbytes;
+}
+
+/* The slot a chain's oneDNN run may write straight into, or -1: the last
+ * taken node's output, when the taken nodes are the ones right after the
+ * Conv (nothing else runs before the value reaches that slot) and its
+ * planned bytes do not overlap the Conv's input or Z (the only values live
+ * then that die before that slot's life starts). The skip nodes then hand
+ * the value on without copies (run_skip), where the memory plan gave the
+ * intermediate values other bytes. */
+static int chain_direct_slot(const frame *f, const plan_node *pn, const ox_rval *x,
+                             const ox_rval *z)
+{
+    const conv_chain *c = pn->chain;
+    const ox_arena_plan *ap = f->arena;
+    int k = (int)(pn - f->plan->nodes), last = k;
+    int ks[3] = {c->bn_k, c->sum_k, pn->act_k};
+    for (int j = 0; j < 3; j++)
+        if (ks[j] >= 0) {
+            if (ks[j] != last + 1)
+                return -1;
+            last = ks[j];
+        }
+    if (!ap || last == k || pn->n_out != 1 || f->plan->nodes[last].n_out < 1)
+        return -1;
+    int s = f->plan->nodes[last].out[0];
+    if (s < 0 || s >= ap->n_slots || ap->off[s] < 0)
+        return -1;
+    const char *b0 = (const char *)ap->buf->data + ap->off[s], *b1 = b0 + ap->nbytes[s];
+    /* Z exactly on those bytes (the residual Add planned in place on it,
+     * so ox_kernel_output does not zero them) is fine: oneDNN's sum post-op accumulates into dst, which then already
+     * holds Z (dnnl_backend.c skips the seeding copy). */
+    bool z_same = z && z->kind == OX_RV_TENSOR && z->t && ap->inplace[s] &&
+                  (const char *)ox_tensor_data(z->t) == b0 && (int64_t)z->t->nbytes == ap->nbytes[s];
+    if (arena_overlaps(ap, x, b0, b1) || (!z_same && arena_overlaps(ap, z, b0, b1)))
+        return -1;
+    return s;
+}
+
 /* A node planned with a Conv epilogue chain (plan_conv_chain): oneDNN with
  * the folded weights, Z and the post-ops when the baked-in constants are
  * still the run's; else our Conv on NCHW inputs and then each taken node's
@@ -1345,8 +1391,19 @@ static ox_status run_chain(ox_exec *e, frame *f, const plan_node *pn, ox_kernel_
         ox_kernel_ctx dc = *ctx;
         dc.in = din;
         dc.n_in = c->has_z ? 4 : ctx->n_in > 3 ? 4 : c->w ? 3 : ctx->n_in;
-        bool out_nhwc = false;
-        if (ox_dnnl_run_ex(pn->dnnl, &dc, &st, in_nhwc, z_nhwc, &out_nhwc)) {
+        bool out_nhwc = false, ran;
+        int direct = f->cur == pn ? chain_direct_slot(f, pn, din[0], din[3]) : -1;
+        if (direct >= 0) {
+            /* ox_kernel_output places output 0 on the last taken node's slot. */
+            plan_node tmp = *pn;
+            tmp.out = &direct;
+            f->cur = &tmp;
+            ran = ox_dnnl_run_ex(pn->dnnl, &dc, &st, in_nhwc, z_nhwc, &out_nhwc);
+            f->cur = pn;
+        } else {
+            ran = ox_dnnl_run_ex(pn->dnnl, &dc, &st, in_nhwc, z_nhwc, &out_nhwc);
+        }
+        if (ran) {
             if (out_nhwc && pn->out[0] >= 0)
                 f->nhwc[pn->out[0]] = 1;
             return st;
@@ -1496,12 +1553,18 @@ static ox_status run_skip(ox_exec *e, frame *f, const plan_node *pn, ox_error *e
         bool in_arena = ap && v->kind == OX_RV_TENSOR && v->t && ox_arena_holds(ap, v->t);
         bool shared = in_arena && s_in < ap->n_slots && s_out < ap->n_slots &&
                       ap->off[s_in] >= 0 && ap->off[s_out] == ap->off[s_in];
+        /* An arena value off its own slot's bytes was written by a Conv chain
+         * straight into its last slot (chain_direct_slot): moved on as is. */
+        if (in_arena && !shared && s_in < ap->n_slots && ap->off[s_in] >= 0 &&
+            (const char *)ox_tensor_data(v->t) != (const char *)ap->buf->data + ap->off[s_in])
+            shared = true;
         if (f->owned[s_in] && (!in_arena || shared)) {
+            if (getenv("CF_DEBUG")) fprintf(stderr, "skip move %s\n", pn->node->op_type);
             f->vals[s_in] = f->plan->consts[s_in];
             f->owned[s_in] = 0;
             frame_set(f, s_out, v);
         } else if (v->kind == OX_RV_TENSOR && v->t && v->t->dtype != OX_DT_STRING) {
-            if (getenv("CF_DEBUG")) fprintf(stderr, "skip copy %s in_arena %d shared %d owned %d\n", pn->node->op_type, in_arena, shared, f->owned[s_in]);
+            if (getenv("CF_DEBUG")) fprintf(stderr, "skip copy %s\n", pn->node->op_type);
             /* Copy into this slot's own planned bytes (or the heap). */
             ox_rval *out[16] = {0};
             ox_error kerr = {0};
