@@ -609,6 +609,42 @@ done:
     return ok;
 }
 
+/* A first layer (a few input channels, plain NCHW source: an image): with a
+ * plain dst oneDNN takes im2col + its GEMM (gemm:jit, about 27 GFLOP/s on
+ * ResNet-50's 7x7 stride-2 conv1 here), with a blocked dst its direct AVX-512
+ * kernel; the dst is then reordered to the tensor's layout (finish_entry).
+ * Kept only when the implementation is neither a reference nor a GEMM one.
+ * ONNXSCOPE_DNNL_NO_FIRST=1 turns it off. */
+static void first_layer_dst(dnnl_convolution_desc_t *cd, const ox_tensor *x, int64_t G, int nsp,
+                            const dnnl_dim_t *yd, const dnnl_memory_desc_t *sp,
+                            dnnl_memory_desc_t *dp, const dnnl_memory_desc_t *bias,
+                            const dnnl_memory_desc_t *wany, const dnnl_dim_t *strides,
+                            const dnnl_dim_t *dil, const dnnl_dim_t *pl, const dnnl_dim_t *pr)
+{
+    const char *off = getenv("ONNXSCOPE_DNNL_NO_FIRST");
+    if ((off && off[0] && strcmp(off, "0")) || nsp != 2 || G != 1 || x->dims[1] > 4 ||
+        tl_in_nhwc || sp->format_desc.blocking.strides[1] == 1)
+        return;
+    dnnl_memory_desc_t dany;
+    dnnl_convolution_desc_t td;
+    dnnl_primitive_desc_t pd = NULL;
+    const char *impl = NULL;
+    if (dnnl_memory_desc_init_by_tag(&dany, x->rank, yd, dnnl_f32, dnnl_format_tag_any) ||
+        dnnl_dilated_convolution_forward_desc_init(&td, dnnl_forward_inference,
+                                                   dnnl_convolution_direct, sp, wany, bias,
+                                                   &dany, strides, dil, pl, pr) != dnnl_success)
+        return;
+    bool ok = dnnl_primitive_desc_create(&pd, &td, NULL, g_engine, NULL) == dnnl_success &&
+              dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+              impl && strncmp(impl, "ref", 3) && !strstr(impl, "gemm");
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (ok) {
+        *dp = dany;
+        *cd = td;
+    }
+}
+
 static bool build_conv(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
 {
     const ox_tensor *x = in_f32(c, 0), *w = in_f32(c, 1), *b = in_f32(c, 2);
@@ -729,6 +765,8 @@ static bool build_conv(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
             dnnl_memory_desc_init_by_tag(&dp, x->rank, yd, dnnl_f32, act_tag[nsp]))
             return false;
     }
+    first_layer_dst(&cd, x, G, nsp, yd, &sp, &dp, e->has_bias ? &e->bias_md : NULL, &wany,
+                    strides, dil, pl, pr);
     /* finish_entry puts reorders where the tensors' layouts differ. */
     e->blocked = !dnnl_memory_desc_equal(&sp, &e->src_md) ||
                  !dnnl_memory_desc_equal(&dp, &e->dst_md);

@@ -1559,12 +1559,10 @@ static ox_status run_skip(ox_exec *e, frame *f, const plan_node *pn, ox_error *e
             (const char *)ox_tensor_data(v->t) != (const char *)ap->buf->data + ap->off[s_in])
             shared = true;
         if (f->owned[s_in] && (!in_arena || shared)) {
-            if (getenv("CF_DEBUG")) fprintf(stderr, "skip move %s\n", pn->node->op_type);
             f->vals[s_in] = f->plan->consts[s_in];
             f->owned[s_in] = 0;
             frame_set(f, s_out, v);
         } else if (v->kind == OX_RV_TENSOR && v->t && v->t->dtype != OX_DT_STRING) {
-            if (getenv("CF_DEBUG")) fprintf(stderr, "skip copy %s\n", pn->node->op_type);
             /* Copy into this slot's own planned bytes (or the heap). */
             ox_rval *out[16] = {0};
             ox_error kerr = {0};
