@@ -131,6 +131,10 @@ typedef struct frame {
     /* Per slot: the tensor's data is channels-last (NHWC) for its NCHW
      * shape, written by a oneDNN convolution for oneDNN readers only. */
     unsigned char *nhwc;
+    /* A Conv chain's output written straight on the slot of its taken node
+     * direct_until (chain_direct_slot): skip nodes up to it move it on. */
+    const ox_tensor *direct_t;
+    int direct_until;
 } frame;
 
 /* Largest single tensor a kernel may allocate; guards against absurd
@@ -1327,13 +1331,15 @@ static bool arena_overlaps(const ox_arena_plan *ap, const ox_rval *v, const char
     return d < b1 && b0 < d + v->t->nbytes;
 }
 
-/* The slot a chain's oneDNN run may write straight into, or -1: the last
- * taken node's output, when the taken nodes are the ones right after the
- * Conv (nothing else runs before the value reaches that slot) and its
- * planned bytes do not overlap the Conv's input or Z (the only values live
- * then that die before that slot's life starts). The skip nodes then hand
- * the value on without copies (run_skip), where the memory plan gave the
- * intermediate values other bytes. */
+/* The slot a chain's oneDNN run may write straight into, or -1: when the
+ * taken nodes are the ones right after the Conv (nothing else, folded nodes
+ * aside, runs before
+ * the value reaches the last of them), the last taken node's output slot
+ * whose planned bytes do not overlap the Conv's input or Z (the only values
+ * alive then that die before those slots' lives start), trying the last
+ * node's first. The skip nodes then hand the value on without copies
+ * (run_skip) where the memory plan gave the values of the chain other bytes
+ * and the in-place rule could not join them. */
 static int chain_direct_slot(const frame *f, const plan_node *pn, const ox_rval *x,
                              const ox_rval *z)
 {
@@ -1343,24 +1349,33 @@ static int chain_direct_slot(const frame *f, const plan_node *pn, const ox_rval 
     int ks[3] = {c->bn_k, c->sum_k, pn->act_k};
     for (int j = 0; j < 3; j++)
         if (ks[j] >= 0) {
-            if (ks[j] != last + 1)
-                return -1;
+            /* Folded nodes between them never run (their values are
+             * constants, off the arena, even in a run_folded frame). */
+            for (int i = last + 1; i < ks[j]; i++)
+                if (!f->plan->nodes[i].folded)
+                    return -1;
             last = ks[j];
         }
-    if (!ap || last == k || pn->n_out != 1 || f->plan->nodes[last].n_out < 1)
+    if (!ap || last == k || pn->n_out != 1)
         return -1;
-    int s = f->plan->nodes[last].out[0];
-    if (s < 0 || s >= ap->n_slots || ap->off[s] < 0)
-        return -1;
-    const char *b0 = (const char *)ap->buf->data + ap->off[s], *b1 = b0 + ap->nbytes[s];
-    /* Z exactly on those bytes (the residual Add planned in place on it,
-     * so ox_kernel_output does not zero them) is fine: oneDNN's sum post-op accumulates into dst, which then already
-     * holds Z (dnnl_backend.c skips the seeding copy). */
-    bool z_same = z && z->kind == OX_RV_TENSOR && z->t && ap->inplace[s] &&
-                  (const char *)ox_tensor_data(z->t) == b0 && (int64_t)z->t->nbytes == ap->nbytes[s];
-    if (arena_overlaps(ap, x, b0, b1) || (!z_same && arena_overlaps(ap, z, b0, b1)))
-        return -1;
-    return s;
+    for (int j = 2; j >= 0; j--) {
+        if (ks[j] < 0 || f->plan->nodes[ks[j]].n_out < 1)
+            continue;
+        int s = f->plan->nodes[ks[j]].out[0];
+        if (s < 0 || s >= ap->n_slots || ap->off[s] < 0)
+            continue;
+        const char *b0 = (const char *)ap->buf->data + ap->off[s], *b1 = b0 + ap->nbytes[s];
+        /* Z exactly on those bytes (the residual Add planned in place on it,
+         * so ox_kernel_output does not zero them) is fine: oneDNN's sum
+         * post-op accumulates into dst, which then already holds Z
+         * (dnnl_backend.c skips the seeding copy). */
+        bool z_same = z && z->kind == OX_RV_TENSOR && z->t && ap->inplace[s] &&
+                      (const char *)ox_tensor_data(z->t) == b0 &&
+                      (int64_t)z->t->nbytes == ap->nbytes[s];
+        if (!arena_overlaps(ap, x, b0, b1) && (z_same || !arena_overlaps(ap, z, b0, b1)))
+            return s;
+    }
+    return -1;
 }
 
 /* A node planned with a Conv epilogue chain (plan_conv_chain): oneDNN with
@@ -1400,6 +1415,15 @@ static ox_status run_chain(ox_exec *e, frame *f, const plan_node *pn, ox_kernel_
             f->cur = &tmp;
             ran = ox_dnnl_run_ex(pn->dnnl, &dc, &st, in_nhwc, z_nhwc, &out_nhwc);
             f->cur = pn;
+            f->direct_t = NULL;
+            if (ran && st == OX_OK && f->placed[0] && ctx->out[0] && ctx->out[0]->t == f->placed[0]) {
+                f->direct_t = f->placed[0];
+                for (int j = 0; j < 3; j++) {
+                    int kk = j == 0 ? c->bn_k : j == 1 ? c->sum_k : pn->act_k;
+                    if (kk >= 0 && f->plan->nodes[kk].out[0] == direct)
+                        f->direct_until = kk;
+                }
+            }
         } else {
             ran = ox_dnnl_run_ex(pn->dnnl, &dc, &st, in_nhwc, z_nhwc, &out_nhwc);
         }
@@ -1553,10 +1577,9 @@ static ox_status run_skip(ox_exec *e, frame *f, const plan_node *pn, ox_error *e
         bool in_arena = ap && v->kind == OX_RV_TENSOR && v->t && ox_arena_holds(ap, v->t);
         bool shared = in_arena && s_in < ap->n_slots && s_out < ap->n_slots &&
                       ap->off[s_in] >= 0 && ap->off[s_out] == ap->off[s_in];
-        /* An arena value off its own slot's bytes was written by a Conv chain
-         * straight into its last slot (chain_direct_slot): moved on as is. */
-        if (in_arena && !shared && s_in < ap->n_slots && ap->off[s_in] >= 0 &&
-            (const char *)ox_tensor_data(v->t) != (const char *)ap->buf->data + ap->off[s_in])
+        /* A Conv chain's output written straight on the slot of a later
+         * taken node (chain_direct_slot): moved on as is up to that node. */
+        if (in_arena && v->t == f->direct_t && pn - f->plan->nodes <= f->direct_until)
             shared = true;
         if (f->owned[s_in] && (!in_arena || shared)) {
             f->vals[s_in] = f->plan->consts[s_in];
