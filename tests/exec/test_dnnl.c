@@ -745,8 +745,8 @@ static void test_nhwc_chain(void **state)
 /* Plan-time Conv epilogue chains (exec.c plan_conv_chain, EXECUTOR.md "Fused
  * epilogues at plan time"): zc = Conv1x1(x) first, then y = Conv3x3(x) ->
  * [BatchNormalization] -> [Add/Sum with zc, either operand order] -> [Relu or
- * Clip] -> Conv1x1 (the output), on random sizes. BN parameters and Clip
- * bounds come from initializers or Constant nodes. The chain must run on
+ * Clip] -> Conv1x1 (the output), on random sizes. The chain's weights, BN
+ * parameters and Clip bounds come from initializers or Constant nodes. The chain must run on
  * oneDNN with its post-ops (BN folded into the weights, the residual as a
  * sum post-op whose Z, zc, is channels-last) and equal our kernels' result;
  * with `override` the BN scale is also a graph input (IR < 4) that the run
@@ -787,7 +787,9 @@ static void chain_case(int bn, int sum, int act, bool const_nodes, bool override
     x->type = ox_type_new_tensor(OX_DT_FLOAT, 4, xd);
     assert_int_equal(ox_graph_add_input(g, x), OX_OK);
     ox_value *w0 = const_value(g, "w0", rand_tensor(4, w0d), false);
-    ox_value *w1 = const_value(g, "w1", rand_tensor(4, w1d), false);
+    /* The chain's weights from a Constant node too (folded at plan time,
+     * then packed by oneDNN like an initializer). */
+    ox_value *w1 = const_value(g, "w1", rand_tensor(4, w1d), const_nodes);
     ox_value *w2 = const_value(g, "w2", rand_tensor(4, w2d), false);
     ox_value *b1 = const_value(g, "b1", rand_tensor(1, md), false);
     ox_value *zc = ox_graph_value(g, "zc"), *cur = ox_graph_value(g, "c1");
