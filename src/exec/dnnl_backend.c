@@ -955,6 +955,13 @@ static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
             n *= e->out_dims[i];
         if (!z || z->numel != n)
             return false;
+        /* The exact shape too (a residual Add fused at plan time: equal
+         * element counts of different shapes would broadcast to more). */
+        bool same = z->rank == e->out_rank;
+        for (int i = 0; same && i < z->rank; i++)
+            same = z->dims[i] == e->out_dims[i];
+        if (!same)
+            return false;
     }
     const ox_tensor *x = ox_kernel_in(c, 0), *w = ox_kernel_in(c, 1);
     const ox_tensor *b = e->has_bias ? ox_kernel_in(c, 2) : NULL;

@@ -461,16 +461,20 @@ static ox_rval *nhwc_to_plain(const ox_rval *v)
  * graph inputs) takes the plain path, our Conv and then each taken node's own
  * kernel. A com.microsoft FusedConv with Z gets a chain too, so that its Z may
  * be channels-last (plan_nhwc_chain). */
-#define CHAIN_CONSTS 8
+#define CHAIN_CONSTS 24
+#define CHAIN_AFFINE 4   /* BN / per-channel Mul / Add nodes folded in */
 
 static bool slot_const(const ox_plan *p, slot_ref r);
 
 typedef struct conv_chain {
-    int bn_k, sum_k;            /* taken nodes, -1: none (act_k is the plan node's) */
+    /* Taken nodes in order (affine ones, the sum, the activation); bn_k is
+     * the last affine one, -1 for none (act_k is the plan node's). */
+    int taken[CHAIN_AFFINE + 2], n_taken;
+    int bn_k, sum_k;
     bool has_z;
     int sum_ci;                 /* the input of node sum_k that carries the value */
     slot_ref z;                 /* the sum's other operand, or FusedConv's input 3 */
-    ox_rval *w, *b;             /* BatchNormalization folded in (NULL: the Conv's own) */
+    ox_rval *w, *b;             /* BN, Mul, Add folded in (NULL: the Conv's own) */
     int n_fixed;
     slot_ref fixed[CHAIN_CONSTS];   /* plan constants baked in, checked per run */
 } conv_chain;
@@ -530,15 +534,60 @@ static bool chain_fix(conv_chain *c, slot_ref r)
     return true;
 }
 
-/* Conv k, then BatchNormalization node b in inference form with constant
- * float32 parameters and only output 0 read: c->w / c->b get the weights
- * and bias with it folded in, w' = w a, b' = b0 a + (beta - mean a),
- * a = scale / sqrt(var + eps), computed as the BN kernel does (k_nn/norm.c). */
-static bool fold_bn(const ox_plan *p, int k, int b, conv_chain *c)
+/* Per-output-channel affine epilogue folded into the Conv's weights:
+ * value = A[m] * conv(w) + B[m]; w' = w A, b' = B. */
+typedef struct affine {
+    const ox_tensor *w;
+    int64_t M, per;
+    float *A, *B;
+} affine;
+
+/* t broadcast over a Conv output of rank r along the channel axis only
+ * (numel 1 or M, every other dim 1): its data and stride (0 or 1), or NULL. */
+static const float *per_channel(const ox_tensor *t, int r, int64_t M, int64_t *stride)
 {
-    const plan_node *cv = &p->nodes[k], *bn = &p->nodes[b];
+    if (!t || t->rank > r || (t->numel != 1 && t->numel != M))
+        return NULL;
+    for (int j = 0; j < t->rank; j++) {
+        int axis = j + r - t->rank;
+        if (t->dims[j] != 1 && (axis != 1 || t->dims[j] != M))
+            return NULL;
+    }
+    *stride = t->numel == 1 ? 0 : 1;
+    return ox_tensor_data(t);
+}
+
+/* Node b, reading the chain's value at input ci, folded into af when it is a
+ * BatchNormalization in inference form (only output 0 read) with constant
+ * float32 parameters (a = scale / sqrt(var + eps), shift = beta - mean a,
+ * computed as the BN kernel does, k_nn/norm.c), or a Mul / Add whose other
+ * operand is a per-channel float32 constant (what `optimize` leaves of a BN
+ * whose parameters it could not fold). The constants used go to c->fixed. */
+static bool fold_affine(const ox_plan *p, int b, int ci, affine *af, conv_chain *c)
+{
+    const plan_node *bn = &p->nodes[b];
     const ox_node *n = bn->node;
-    if (!default_domain(n) || strcmp(n->op_type, "BatchNormalization") || bn->n_in != 5)
+    int r = af->w->rank;
+    int64_t M = af->M;
+    if (!default_domain(n) || bn->n_out < 1)
+        return false;
+    if (!strcmp(n->op_type, "Mul") || !strcmp(n->op_type, "Add")) {
+        if (bn->n_in != 2 || ox_node_attr(n, "broadcast"))
+            return false;
+        int64_t st = 0;
+        const float *t = per_channel(const_f32(p, bn->in[1 - ci]), r, M, &st);
+        if (!t || !chain_fix(c, bn->in[1 - ci]))
+            return false;
+        bool mul = n->op_type[0] == 'M';
+        for (int64_t m = 0; m < M; m++) {
+            if (mul)
+                af->A[m] *= t[m * st], af->B[m] *= t[m * st];
+            else
+                af->B[m] += t[m * st];
+        }
+        return true;
+    }
+    if (strcmp(n->op_type, "BatchNormalization") || bn->n_in != 5 || ci != 0)
         return false;
     for (int i = 1; i < n->n_outputs; i++)
         if (n->outputs[i] && (n->outputs[i]->n_uses || n->outputs[i]->is_output))
@@ -551,42 +600,45 @@ static bool fold_bn(const ox_plan *p, int k, int b, conv_chain *c)
         return false;
     const ox_attr *ea = ox_node_attr(n, "epsilon");
     float eps = ea && ea->type == OX_ATTR_FLOAT ? ea->f : 1e-5f;
-    const ox_tensor *w = const_f32(p, cv->in[1]), *b0 = NULL, *P[5] = {0};
-    if (!w || w->rank < 3 || w->dims[0] < 1)
-        return false;
-    int64_t M = w->dims[0], per = w->numel / M;
-    if (cv->n_in > 2 && cv->in[2].depth >= 0 && (!(b0 = const_f32(p, cv->in[2])) || b0->numel != M))
-        return false;
+    const ox_tensor *P[5] = {0};
     for (int i = 1; i < 5; i++)
         if (!(P[i] = const_f32(p, bn->in[i])) || P[i]->numel != M)
             return false;
-    int64_t bd[1] = {M};
-    ox_tensor *nw = ox_tensor_new(OX_DT_FLOAT, w->rank, w->dims);
+    for (int i = 1; i < 5; i++)
+        if (!chain_fix(c, bn->in[i]))
+            return false;
+    const float *sc = ox_tensor_data(P[1]), *be = ox_tensor_data(P[2]);
+    const float *mu = ox_tensor_data(P[3]), *va = ox_tensor_data(P[4]);
+    for (int64_t m = 0; m < M; m++) {
+        float a = (float)(sc[m] / sqrt((double)va[m] + eps));
+        float sh = (float)(be[m] - (double)mu[m] * a);
+        af->A[m] *= a;
+        af->B[m] = af->B[m] * a + sh;
+    }
+    return true;
+}
+
+/* The folded weights and bias of af into c->w / c->b. */
+static bool affine_finish(const affine *af, conv_chain *c)
+{
+    int64_t bd[1] = {af->M};
+    ox_tensor *nw = ox_tensor_new(OX_DT_FLOAT, af->w->rank, af->w->dims);
     ox_tensor *nb = ox_tensor_new(OX_DT_FLOAT, 1, bd);
     if (!nw || !nb) {
         ox_tensor_free(nw);
         ox_tensor_free(nb);
         return false;
     }
-    const float *sc = ox_tensor_data(P[1]), *be = ox_tensor_data(P[2]);
-    const float *mu = ox_tensor_data(P[3]), *va = ox_tensor_data(P[4]);
-    const float *ws = ox_tensor_data(w), *bs = b0 ? ox_tensor_data(b0) : NULL;
+    const float *ws = ox_tensor_data(af->w);
     float *wd = ox_tensor_data(nw), *bo = ox_tensor_data(nb);
-    for (int64_t m = 0; m < M; m++) {
-        float a = (float)(sc[m] / sqrt((double)va[m] + eps));
-        float sh = (float)(be[m] - (double)mu[m] * a);
-        for (int64_t j = 0; j < per; j++)
-            wd[m * per + j] = ws[m * per + j] * a;
-        bo[m] = (bs ? bs[m] : 0.0f) * a + sh;
+    for (int64_t m = 0; m < af->M; m++) {
+        for (int64_t j = 0; j < af->per; j++)
+            wd[m * af->per + j] = ws[m * af->per + j] * af->A[m];
+        bo[m] = af->B[m];
     }
     c->w = ox_rval_tensor(nw);
     c->b = ox_rval_tensor(nb);
-    if (!c->w || !c->b)
-        return false;
-    bool ok = chain_fix(c, cv->in[1]) && (cv->n_in < 3 || chain_fix(c, cv->in[2]));
-    for (int i = 1; i < 5; i++)
-        ok = ok && chain_fix(c, bn->in[i]);
-    return ok;
+    return c->w && c->b;
 }
 
 /* Node r, an Add or two-input Sum reading the chain's value at input `ci`:
@@ -645,6 +697,7 @@ static bool plan_conv_chain(const ox_exec *e, ox_plan *p, int k)
         if (slot_const(p, pn->in[i]))
             cmask |= 1u << i;
     conv_chain c = {.bn_k = -1, .sum_k = -1};
+    affine af = {0};
     ox_dnnl_epilogue ep = {0};
     int act_k = -1;
     if (n->domain && !strcmp(n->domain, "com.microsoft") && !strcmp(n->op_type, "FusedConv")) {
@@ -657,18 +710,42 @@ static bool plan_conv_chain(const ox_exec *e, ox_plan *p, int k)
             return false;
         const ox_value *cur = n->outputs[0];
         int ci = 0, r = sole_reader(p, k, cur, &ci);
-        if (r >= 0 && ci == 0 && fold_bn(p, k, r, &c)) {
-            c.bn_k = r;
-            cur = p->nodes[r].node->outputs[0];
-            r = sole_reader(p, r, cur, &ci);
-        } else {
+        /* Affine nodes: the Conv's weights (and bias) must be constants. */
+        af.w = const_f32(p, pn->in[1]);
+        const ox_tensor *b0 = pn->n_in > 2 && pn->in[2].depth >= 0 ? const_f32(p, pn->in[2]) : NULL;
+        bool bias_ok = pn->n_in < 3 || pn->in[2].depth < 0 || (b0 && af.w && b0->numel == af.w->dims[0]);
+        if (r >= 0 && af.w && af.w->rank >= 3 && af.w->dims[0] > 0 && bias_ok &&
+            chain_fix(&c, pn->in[1]) && (pn->n_in < 3 || chain_fix(&c, pn->in[2]))) {
+            af.M = af.w->dims[0];
+            af.per = af.w->numel / af.M;
+            af.A = malloc((size_t)af.M * sizeof *af.A);
+            af.B = malloc((size_t)af.M * sizeof *af.B);
+            for (int64_t m = 0; af.A && af.B && m < af.M; m++)
+                af.A[m] = 1.0f, af.B[m] = b0 ? ((const float *)ox_tensor_data(b0))[m] : 0.0f;
+            while (af.A && af.B && r >= 0 && c.n_taken < CHAIN_AFFINE &&
+                   fold_affine(p, r, ci, &af, &c)) {
+                c.bn_k = r;
+                c.taken[c.n_taken++] = r;
+                p->nodes[r].skip_in = ci;
+                cur = p->nodes[r].node->outputs[0];
+                r = sole_reader(p, r, cur, &ci);
+            }
+            if (c.bn_k >= 0 && !affine_finish(&af, &c))
+                c.n_taken = 0, c.bn_k = -1, r = -1;
+        }
+        free(af.A);
+        free(af.B);
+        if (c.bn_k < 0) {
             ox_rval_free(c.w);
             ox_rval_free(c.b);
             c.w = c.b = NULL;
             c.n_fixed = 0;
+            cur = n->outputs[0];
+            r = sole_reader(p, k, cur, &ci);
         }
         if (r >= 0 && take_sum(p, k, r, ci, cur, &c)) {
             c.sum_k = r;
+            c.taken[c.n_taken++] = r;
             cur = p->nodes[r].node->outputs[0];
             r = sole_reader(p, r, cur, &ci);
         }
@@ -684,6 +761,7 @@ static bool plan_conv_chain(const ox_exec *e, ox_plan *p, int k)
                 if (ok) {
                     act_k = r;
                     ep.act = an->node;
+                    c.taken[c.n_taken++] = r;
                 }
             }
         }
@@ -706,14 +784,10 @@ static bool plan_conv_chain(const ox_exec *e, ox_plan *p, int k)
     pn->dnnl = d;
     pn->chain = cc;
     pn->act_k = act_k;
-    if (c.bn_k >= 0)
-        p->nodes[c.bn_k].skip = true;
-    if (c.sum_k >= 0) {
-        p->nodes[c.sum_k].skip = true;
+    for (int j = 0; j < c.n_taken; j++)
+        p->nodes[c.taken[j]].skip = true;
+    if (c.sum_k >= 0)
         p->nodes[c.sum_k].skip_in = c.sum_ci;
-    }
-    if (act_k >= 0)
-        p->nodes[act_k].skip = true;
     return true;
 }
 
@@ -738,10 +812,8 @@ static void plan_nhwc_chain(ox_plan *p)
         const conv_chain *c = pn->chain;
         if (pn->act_k >= 0)
             v = p->nodes[pn->act_k].node->outputs[0];
-        else if (c && c->sum_k >= 0)
-            v = p->nodes[c->sum_k].node->outputs[0];
-        else if (c && c->bn_k >= 0)
-            v = p->nodes[c->bn_k].node->outputs[0];
+        else if (c && c->n_taken > 0)
+            v = p->nodes[c->taken[c->n_taken - 1]].node->outputs[0];
         bool ok = v && !v->is_output && v->n_uses > 0;
         for (int u = 0; ok && u < v->n_uses; u++) {
             int r = v->uses[u].node ? pmap_get(&at, v->uses[u].node) : -1, i = v->uses[u].input;
@@ -1346,22 +1418,20 @@ static int chain_direct_slot(const frame *f, const plan_node *pn, const ox_rval 
     const conv_chain *c = pn->chain;
     const ox_arena_plan *ap = f->arena;
     int k = (int)(pn - f->plan->nodes), last = k;
-    int ks[3] = {c->bn_k, c->sum_k, pn->act_k};
-    for (int j = 0; j < 3; j++)
-        if (ks[j] >= 0) {
-            /* Folded nodes between them never run (their values are
-             * constants, off the arena, even in a run_folded frame). */
-            for (int i = last + 1; i < ks[j]; i++)
-                if (!f->plan->nodes[i].folded)
-                    return -1;
-            last = ks[j];
-        }
+    for (int j = 0; j < c->n_taken; j++) {
+        /* Folded nodes between them never run (their values are constants,
+         * off the arena, even in a run_folded frame). */
+        for (int i = last + 1; i < c->taken[j]; i++)
+            if (!f->plan->nodes[i].folded)
+                return -1;
+        last = c->taken[j];
+    }
     if (!ap || last == k || pn->n_out != 1)
         return -1;
-    for (int j = 2; j >= 0; j--) {
-        if (ks[j] < 0 || f->plan->nodes[ks[j]].n_out < 1)
+    for (int j = c->n_taken - 1; j >= 0; j--) {
+        if (f->plan->nodes[c->taken[j]].n_out < 1)
             continue;
-        int s = f->plan->nodes[ks[j]].out[0];
+        int s = f->plan->nodes[c->taken[j]].out[0];
         if (s < 0 || s >= ap->n_slots || ap->off[s] < 0)
             continue;
         const char *b0 = (const char *)ap->buf->data + ap->off[s], *b1 = b0 + ap->nbytes[s];
@@ -1418,11 +1488,9 @@ static ox_status run_chain(ox_exec *e, frame *f, const plan_node *pn, ox_kernel_
             f->direct_t = NULL;
             if (ran && st == OX_OK && f->placed[0] && ctx->out[0] && ctx->out[0]->t == f->placed[0]) {
                 f->direct_t = f->placed[0];
-                for (int j = 0; j < 3; j++) {
-                    int kk = j == 0 ? c->bn_k : j == 1 ? c->sum_k : pn->act_k;
-                    if (kk >= 0 && f->plan->nodes[kk].out[0] == direct)
-                        f->direct_until = kk;
-                }
+                for (int j = 0; j < c->n_taken; j++)
+                    if (f->plan->nodes[c->taken[j]].out[0] == direct)
+                        f->direct_until = c->taken[j];
             }
         } else {
             ran = ox_dnnl_run_ex(pn->dnnl, &dc, &st, in_nhwc, z_nhwc, &out_nhwc);
@@ -1452,18 +1520,15 @@ static ox_status run_chain(ox_exec *e, frame *f, const plan_node *pn, ox_kernel_
             in[i] = saved[i];
             ox_rval_free(plain[i]);
         }
-    const int ks[3] = {c->bn_k, c->sum_k, pn->act_k};
-    for (int j = 0; j < 3 && st == OX_OK; j++) {
-        if (ks[j] < 0)
-            continue;
-        const plan_node *an = &f->plan->nodes[ks[j]];
+    for (int j = 0; j < c->n_taken && st == OX_OK; j++) {
+        const plan_node *an = &f->plan->nodes[c->taken[j]];
         ox_rval *ain[8] = {0}, *aout[8] = {0}, *zp = NULL;
         if (an->n_in > 8 || an->n_out > 8)
             return ox_errorf(ctx->err, OX_EINVAL, "fused node has too many inputs");
         for (int i = 0; i < an->n_in; i++)
             ain[i] = frame_get(f, an->in[i]);
         ain[an->skip_in] = ctx->out[0];
-        if (j == 1 && f->nhwc) {
+        if (c->taken[j] == c->sum_k && f->nhwc) {
             int oi = 1 - an->skip_in;
             if (an->in[oi].depth == 0 && f->nhwc[an->in[oi].slot]) {
                 if (!(zp = nhwc_to_plain(ain[oi])))

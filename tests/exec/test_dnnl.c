@@ -745,7 +745,8 @@ static void test_nhwc_chain(void **state)
 /* Plan-time Conv epilogue chains (exec.c plan_conv_chain, EXECUTOR.md "Fused
  * epilogues at plan time"): zc = Conv1x1(x) first, then y = Conv3x3(x) ->
  * [BatchNormalization] -> [Add/Sum with zc, either operand order] -> [Relu or
- * Clip] -> Conv1x1 (the output), on random sizes. The chain's weights, BN
+ * Clip] -> Conv1x1 (the output), on random sizes; instead of the BN also a
+ * Mul and an Add by per-channel constants (folded the same way). The chain's weights, BN
  * parameters and Clip bounds come from initializers or Constant nodes. The chain must run on
  * oneDNN with its post-ops (BN folded into the weights, the residual as a
  * sum post-op whose Z, zc, is channels-last) and equal our kernels' result;
@@ -799,7 +800,17 @@ static void chain_case(int bn, int sum, int act, bool const_nodes, bool override
     int64_t pads[4] = {1, 1, 1, 1};
     ox_node_set_attr_ints(c1, "pads", 4, pads);
     ox_tensor *scale_t = NULL;
-    if (bn) {
+    if (bn == 2) {
+        /* What `optimize` leaves of a BN it could not fold: Mul by a (M,1,1)
+         * constant, then Add of a (1,M,1,1) one as the first operand. */
+        int64_t sd[3] = {M, 1, 1}, td[4] = {1, M, 1, 1};
+        ox_value *o1 = ox_graph_value(g, "mul_out"), *o2 = ox_graph_value(g, "add_out_c");
+        ox_value *mi[2] = {cur, const_value(g, "mul_s", rand_tensor(3, sd), const_nodes)};
+        ox_node_new(g, "Mul", "", "mul", 2, mi, 1, &o1);
+        ox_value *ai[2] = {const_value(g, "add_t", rand_tensor(4, td), const_nodes), o1};
+        ox_node_new(g, "Add", "", "add_c", 2, ai, 1, &o2);
+        cur = o2;
+    } else if (bn) {
         ox_tensor *var = rand_tensor(1, md);
         float *vp = ox_tensor_data(var);
         for (int64_t i = 0; i < M; i++)
@@ -894,8 +905,8 @@ static void chain_case(int bn, int sum, int act, bool const_nodes, bool override
 static void test_conv_chains(void **state)
 {
     (void)state;
-    for (int i = 0; i < 48; i++) {
-        int bn = i % 2, sum = (i / 2) % 4, act = (i / 8) % 3;
+    for (int i = 0; i < 72; i++) {
+        int bn = i % 3, sum = (i / 3) % 4, act = (i / 12) % 3;
         if (!bn && !sum && act != 2)
             continue;   /* plan_dnnl's own epilogue (test_conv_each_act) */
         chain_case(bn, sum, act, i % 3 == 1, false);
