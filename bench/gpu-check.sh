@@ -7,8 +7,12 @@
 #      if it does not start, with the carried loader and C library; if that
 #      fails too, builds here (meson + nvcc) when the tools exist;
 #   2. runs the GPU tests (exec_cuda: the CUDA executor against the CPU one
-#      on the shared models and on every kernel family's node cases);
-#   3. benchmarks each carried model on the CPU and on the GPU;
+#      on the shared models and on every kernel family's node cases, rtol 1e-3
+#      in fp32, every run compared, so the CUDA Graph replays too; fp16 within
+#      rtol 1e-2 on the shared models and the GEMM/Conv/attention cases);
+#   3. benchmarks each carried model on the CPU and on the GPU: fp32 with
+#      CUDA Graphs (the default), fp32 eager (ONNXSCOPE_CUDA_GRAPHS=0) and
+#      fp16 (--precision fp16), noting whether the graph was replayed;
 #   4. prints a short table last.
 # usage: bench/gpu-check.sh [--dry-run] [--bundle DIR] [--models DIR] [--iters N]
 #   --dry-run  what can be checked without a GPU: the probe must report "no
@@ -144,7 +148,7 @@ if [ -x "$test_bin" ]; then
     failed=$(grep '^\[  FAILED  \] test_' "$out/tests.txt" | sort -u | wc -l)
     tests_line="exec_cuda: $passed passed, $failed failed, $skipped skipped (exit $tests_rc)"
     say "$tests_line"
-    grep -E 'ERROR|error:|nodes,|skipped' "$out/tests.txt" | grep -v '^emulated' | head -60
+    grep -E 'ERROR|error:|nodes,|skipped' "$out/tests.txt" | grep -v '^emulated' | head -90
     # A dry run has no GPU: its GPU tests skip, the rest must pass.
     if [ $gpu_ok -eq 1 ] && [ "$skipped" -gt 0 ]; then
         say "GPU tests skipped on a GPU machine:"; grep -A1 'RUN' "$out/tests.txt" | grep skipped
@@ -162,6 +166,9 @@ json_get() {   # json_get FILE KEY...: a number from bench --json (no jq/python 
     local f=$1 k=$2
     grep -o "\"$k\": *[-0-9.e+]*" "$f" | head -1 | sed 's/.*: *//'
 }
+json_str() {   # json_str FILE KEY: a string value
+    grep -o "\"$2\": *\"[^\"]*\"" "$1" | head -1 | sed 's/.*: *"//; s/"$//'
+}
 ms() { [ -n "$1" ] && awk -v v="$1" 'BEGIN{printf "%.3f", v}'; }
 if [ -n "$models" ]; then
     for mdir in "$models"/*/; do
@@ -178,7 +185,7 @@ if [ -n "$models" ]; then
             --device cpu >"$out/$m.cpu.json" 2>"$out/$m.cpu.err"
         crc=$?
         cpu=$(ms "$(json_get "$out/$m.cpu.json" p50)")
-        gpu="-" share="-" nodes="-" grc=0
+        gpu="-" share="-" nodes="-" grc=0 eager="-" half="-" graph="-"
         emu=()
         [ $gpu_ok -eq 0 ] && emu=(env ONNXSCOPE_CUDA_EMULATE=1)   # dry run
         if [ $gpu_ok -eq 1 ] || [ $dry -eq 1 ]; then
@@ -192,6 +199,19 @@ if [ -n "$models" ]; then
             cf=$(json_get "$out/$m.gpu.json" cpu_flops)
             [ -n "$gn" ] && nodes="$gn/$((gn + cn))"
             [ -n "$gf" ] && [ $((gf + cf)) -gt 0 ] && share="$(awk -v g="$gf" -v c="$cf" 'BEGIN{printf "%.1f%%", 100*g/(g+c)}')"
+            graph=$(json_str "$out/$m.gpu.json" graph)
+            # The same without CUDA Graphs, and in fp16 (its outputs are
+            # checked against the CPU by the tests above; here the latency).
+            ${emu[@]+"${emu[@]}"} ONNXSCOPE_CUDA_GRAPHS=0 timeout 120 ${runner[@]+"${runner[@]}"} "$bin" bench \
+                "$mdir/model.onnx" "${common[@]}" --device cuda >"$out/$m.eager.json" 2>"$out/$m.eager.err"
+            erc=$?
+            eager=$(ms "$(json_get "$out/$m.eager.json" p50)")
+            [ $erc -ne 0 ] && { eager="err $erc"; bench_rc=1; say "$m eager: $(head -1 "$out/$m.eager.err")"; }
+            ${emu[@]+"${emu[@]}"} timeout 120 ${runner[@]+"${runner[@]}"} "$bin" bench "$mdir/model.onnx" \
+                "${common[@]}" --device cuda --precision fp16 >"$out/$m.fp16.json" 2>"$out/$m.fp16.err"
+            hrc=$?
+            half=$(ms "$(json_get "$out/$m.fp16.json" p50)")
+            [ $hrc -ne 0 ] && { half="err $hrc"; bench_rc=1; say "$m fp16: $(head -1 "$out/$m.fp16.err")"; }
         fi
         [ $crc -ne 0 ] && { cpu="err $crc"; bench_rc=1; say "$m cpu: $(head -1 "$out/$m.cpu.err")"; }
         [ $grc -ne 0 ] && { gpu="err $grc"; bench_rc=1; say "$m gpu: $(head -1 "$out/$m.gpu.err")"; }
@@ -199,7 +219,8 @@ if [ -n "$models" ]; then
         case "$cpu$gpu" in *err*|*-*) ;; *)
             ratio=$(awk -v c="$cpu" -v g="$gpu" 'BEGIN{ if (g > 0) printf "x%.2f", c/g }') ;;
         esac
-        rows+=("$(printf '%-40s %12s %12s %8s %10s %8s' "$m" "${cpu:-?}" "${gpu:-?}" "$ratio" "$nodes" "$share")")
+        rows+=("$(printf '%-40s %10s %10s %10s %10s %8s %10s %8s %9s' "$m" "${cpu:-?}" "${gpu:-?}" \
+            "${eager:-?}" "${half:-?}" "$ratio" "$nodes" "$share" "${graph:-?}")")
     done
 fi
 
@@ -208,7 +229,11 @@ echo
 echo "GPU check ($(date -u +%FT%TZ), $(( $(date +%s) - t_start )) s, load $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)):"
 echo "  device: $([ $gpu_ok -eq 1 ] && grep -m1 '^device:' "$out/probe.txt" || echo "no GPU (${gpu_line#onnxscope: --device cuda: })")"
 echo "  tests:  $tests_line"
-printf '  %-40s %12s %12s %8s %10s %8s\n' model "cpu p50 ms" "gpu p50 ms" speedup "gpu nodes" "gpu FLOPs"
+printf '  %-40s %10s %10s %10s %10s %8s %10s %8s %9s\n' model "cpu p50" "gpu p50" "gpu eager" \
+    "gpu fp16" speedup "gpu nodes" "gpu FLOPs" "graph"
+echo "  (p50 latencies in ms; gpu: fp32 with CUDA Graphs where the plan allows one, eager:"
+echo "   ONNXSCOPE_CUDA_GRAPHS=0, fp16: --precision fp16; speedup: cpu / gpu; graph: the"
+echo "   last timed run replayed a graph or not. Outputs vs the CPU: the tests line above.)"
 for r in "${rows[@]}"; do echo "  $r"; done
 if [ $gpu_ok -eq 0 ]; then
     echo "  (dry run: no GPU here; the gpu columns are the emulated device: CPU kernels, not GPU timings)"

@@ -66,6 +66,7 @@ typedef struct ox_bench_config {
      * for accuracy figures beyond the equivalence check. Ignored with
      * compare. */
     ox_rval **outputs;
+    bool fp16;                /* --precision fp16 (ox_exec_opts.fp16; CUDA only) */
 } ox_bench_config;
 
 /* Time of one operator type over a run (main-graph nodes: an If/Loop/Scan
@@ -101,6 +102,10 @@ typedef struct ox_bench_stats {
     int nodes_on[2];
     int64_t flops_on[2];
     int64_t h2d_copies, d2h_copies;
+    /* CUDA Graph use and plan figures of the last timed run (ox_exec_stats). */
+    int cuda_graph;
+    char cuda_graph_note[160];
+    int fp16_nodes, epilogue_nodes, flash_nodes;
 } ox_bench_stats;
 
 typedef struct ox_bench_check {

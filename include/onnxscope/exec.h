@@ -146,6 +146,13 @@ typedef struct ox_exec_opts {
     /* Do not fold constant-input nodes at plan time (EXECUTOR.md, "Plan-time
      * folding"); also ONNXSCOPE_NO_PLAN_FOLD=1. For comparisons. */
     bool no_fold;
+    /* --device cuda only (docs/EXECUTOR.md "CUDA backend", "fp16 and CUDA
+     * Graphs"): fp16: MatMul/Gemm/Conv/Attention GEMMs take float16
+     * operands (weights converted once on upload) with float32 accumulation
+     * and float32 activations; no_cuda_graphs: never capture the run in a
+     * CUDA Graph (also ONNXSCOPE_CUDA_GRAPHS=0). Ignored on the CPU. */
+    bool fp16;
+    bool no_cuda_graphs;
 } ox_exec_opts;
 
 /* The default memory ceiling: 3/4 of physical memory (8 GiB when unknown);
@@ -179,7 +186,16 @@ typedef struct ox_exec_stats {
     int64_t flops_on[2];
     int64_t device_arena_bytes; /* the device memory plan's arena (CUDA) */
     int64_t h2d_copies, d2h_copies; /* transfers of the last run */
+    /* CUDA: how the last run used a CUDA Graph (OX_CUDA_GRAPH_*), why not
+     * ("" when it was used), and nodes planned with float16 operands, with a
+     * GEMM epilogue (bias/activation fused), with the tiled attention. */
+    int cuda_graph;
+    char cuda_graph_note[160];
+    int fp16_nodes, epilogue_nodes, flash_nodes;
 } ox_exec_stats;
+
+/* ox_exec_stats.cuda_graph */
+enum { OX_CUDA_GRAPH_OFF = 0, OX_CUDA_GRAPH_CAPTURED = 1, OX_CUDA_GRAPH_REPLAYED = 2 };
 
 /* Prepares an executor for m's main graph: topological order, a kernel per
  * node (OX_EUNSUPPORTED naming the node when one is missing), value

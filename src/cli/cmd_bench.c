@@ -17,7 +17,7 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: onnxscope bench MODEL [--compare OTHER.onnx] [--device cpu|cuda] [--precision fp32]\n"
+            "usage: onnxscope bench MODEL [--compare OTHER.onnx] [--device cpu|cuda] [--precision fp32|fp16]\n"
             "          [--threads N] [--warmup W] [--iters N] [--seed S]\n"
             "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE] [--default-dim D]\n"
             "          [--input NAME=FILE.pb] [--fill NAME=VALUE] [--int-max M]\n"
@@ -78,6 +78,11 @@ static json_t *num_or_null(double v)
 
 static ox_device json_device;   /* the run's --device, for the JSON objects */
 
+static const char *graph_word(int g)
+{
+    return g == OX_CUDA_GRAPH_REPLAYED ? "replayed" : g == OX_CUDA_GRAPH_CAPTURED ? "captured" : "off";
+}
+
 static json_t *stats_json_base(const char *path, const ox_bench_stats *s, int threads)
 {
     return json_pack("{s:s, s:s, s:i, s:i, s:{s:o, s:o, s:o, s:o, s:o, s:o}, s:o, s:I}",
@@ -104,6 +109,12 @@ static json_t *stats_json(const char *path, const ox_bench_stats *s, int threads
                       "cpu_nodes", s->nodes_on[0], "gpu_flops", (json_int_t)s->flops_on[1],
                       "cpu_flops", (json_int_t)s->flops_on[0], "uploads",
                       (json_int_t)s->h2d_copies, "downloads", (json_int_t)s->d2h_copies));
+    if (json_device == OX_DEVICE_CUDA)
+        json_object_set_new(
+            o, "cuda",
+            json_pack("{s:s, s:s, s:i, s:i, s:i}", "graph", graph_word(s->cuda_graph),
+                      "graph_note", s->cuda_graph_note, "fp16_nodes", s->fp16_nodes,
+                      "epilogue_nodes", s->epilogue_nodes, "flash_nodes", s->flash_nodes));
     bool known = s->flops >= 0 && s->gflops >= 0;
     json_object_set_new(o, "flops", known ? json_integer((json_int_t)s->flops) : json_null());
     json_object_set_new(o, "gflops", known ? json_real(s->gflops) : json_null());
@@ -188,6 +199,9 @@ static void print_placement(const char *label, const ox_bench_stats *s)
            label, s->nodes_on[1], s->nodes_on[0] + s->nodes_on[1], s->nodes_on[0],
            fl > 0 ? 100.0 * (double)s->flops_on[1] / (double)fl : 0.0,
            (long long)s->h2d_copies, (long long)s->d2h_copies);
+    printf("%s: %s, %d GEMM epilogue(s), %d tiled attention node(s); CUDA Graph %s%s%s\n",
+           label, s->fp16_nodes ? "fp16" : "fp32", s->epilogue_nodes, s->flash_nodes,
+           graph_word(s->cuda_graph), s->cuda_graph_note[0] ? ": " : "", s->cuda_graph_note);
 }
 
 static void print_row(const char *label, const ox_bench_stats *s)
@@ -243,7 +257,7 @@ int ox_cmd_bench(int argc, char **argv)
                 goto out;
             break;
         case 'p':
-            if ((rc = ox_cli_precision(optarg)) != 0)
+            if ((rc = ox_cli_precision(optarg, &cfg.fp16)) != 0)
                 goto out;
             break;
         case 'j':
@@ -326,6 +340,8 @@ int ox_cmd_bench(int argc, char **argv)
         rc = 2;
         goto out;
     }
+    if ((rc = ox_cli_precision_check(cfg.device, cfg.fp16)) != 0)
+        goto out;
     const char *path = argv[optind];
     m = ox_cli_load(path, &rc);
     if (!m)

@@ -51,7 +51,7 @@ static void usage(FILE *f)
             "usage: onnxscope run MODEL [--input NAME=FILE.pb ...] [--fill NAME=VALUE ...]\n"
             "          [--random] [--seed S] [--int-max M] [--default-dim D]\n"
             "          [--shape NAME=1x3x224x224] [--dim SYM=VALUE]\n"
-            "          [--save-outputs DIR] [--threads N] [--device cpu|cuda] [--precision fp32]\n"
+            "          [--save-outputs DIR] [--threads N] [--device cpu|cuda] [--precision fp32|fp16]\n"
             "          [--max-memory SIZE] [--timeout SECONDS]\n"
             "Each input comes from --input (a TensorProto file), --fill (one value\n"
             "broadcast to the input's shape: a number, an integer or true/false), or with\n"
@@ -113,6 +113,7 @@ int ox_cmd_run(int argc, char **argv)
     ox_input_opts inputs = {.shapes = &io, .no_random = true};
     int threads = 0, rc = 0;
     ox_device device = OX_DEVICE_CPU;
+    bool fp16 = false;
     long v;
     uint32_t seed = 0;
     int64_t max_memory = 0;
@@ -146,7 +147,7 @@ int ox_cmd_run(int argc, char **argv)
                 goto out;
             break;
         case 'P':
-            if ((rc = ox_cli_precision(optarg)) != 0)
+            if ((rc = ox_cli_precision(optarg, &fp16)) != 0)
                 goto out;
             break;
         case 'M':
@@ -178,6 +179,8 @@ int ox_cmd_run(int argc, char **argv)
         rc = 2;
         goto out;
     }
+    if ((rc = ox_cli_precision_check(device, fp16)) != 0)
+        goto out;
     const char *path = argv[optind];
     m = ox_cli_load(path, &rc);
     if (!m)
@@ -209,7 +212,7 @@ int ox_cmd_run(int argc, char **argv)
         goto out;
     }
     ox_exec_opts eo = {.threads = threads, .max_memory = max_memory,
-                       .deadline_ns = ox_cli_deadline(timeout_s), .device = device};
+                       .deadline_ns = ox_cli_deadline(timeout_s), .device = device, .fp16 = fp16};
     if (ox_exec_new(m, &eo, &e, &err) != OX_OK) {
         ox_cli_error(path, "%s", err.msg);
         rc = 1;
@@ -241,6 +244,14 @@ int ox_cmd_run(int argc, char **argv)
                es.nodes_on[0] + es.nodes_on[1],
                fl > 0 ? 100.0 * (double)es.flops_on[1] / (double)fl : 0.0,
                (long long)es.h2d_copies, (long long)es.d2h_copies);
+        printf("cuda: %s; %d fp16 node(s), %d GEMM epilogue(s), %d tiled attention node(s); "
+               "CUDA Graph %s%s%s\n",
+               fp16 ? "fp16 (float16 GEMM/Conv operands, float32 accumulation)" : "fp32",
+               es.fp16_nodes, es.epilogue_nodes, es.flash_nodes,
+               es.cuda_graph == OX_CUDA_GRAPH_REPLAYED   ? "replayed"
+               : es.cuda_graph == OX_CUDA_GRAPH_CAPTURED ? "captured (replayed by later runs)"
+                                                         : "not used",
+               es.cuda_graph_note[0] ? ": " : "", es.cuda_graph_note);
     }
     if (save_dir) {
         for (int k = 0; k < no; k++) {

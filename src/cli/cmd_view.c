@@ -25,6 +25,8 @@ static void view_usage(FILE *f)
             "  --shape NAME=1x3x224x224, --dim SYMBOL=VALUE   input shape overrides\n"
             "  --input NAME=FILE.pb, --fill NAME=VALUE, --int-max M, --default-dim D\n"
             "                     the Bench panel's inputs (as `onnxscope bench`)\n"
+            "  --device cpu|cuda  the Bench panel's device at start (checked as `bench`\n"
+            "                     does: exit 4 when no GPU is usable)\n"
             "  --help-keys        print the key map as a Markdown table\n"
             "Keys: ? inside the viewer. Set ONNXSCOPE_TUI_TIMING=FILE to log redraw times.\n"
             "Without a terminal it prints `onnxscope info MODEL` (`diff A B` for two).\n");
@@ -36,6 +38,7 @@ int ox_cmd_view(int argc, char **argv)
         {"theme", required_argument, NULL, 't'}, {"ascii", no_argument, NULL, 'a'},
         {"no-color", no_argument, NULL, 'C'},    OX_CLI_SHAPE_OPTIONS,
         OX_CLI_INPUT_OPTIONS,                    {"help-keys", no_argument, NULL, 'K'},
+        {"device", required_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
     ox_tui_opts o = {0};
     /* --shape/--dim as given, for the info/diff fallback */
@@ -52,6 +55,11 @@ int ox_cmd_view(int argc, char **argv)
         case 'a': o.ascii = true; break;
         case 'C': o.no_color = true; break;
         case 'K': ox_tui_print_keys(stdout); goto out;
+        case 'D':
+            /* Same parsing and probe as bench: one line, exit 4 without a GPU. */
+            if ((rc = ox_cli_device(optarg, &o.device)) != 0)
+                goto out;
+            break;
         case 'h': view_usage(stdout); goto out;
         default:
             if (ox_cli_input_opt(c, optarg, &o.shapes, &o.inputs) <= 0) {

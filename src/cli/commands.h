@@ -93,7 +93,9 @@ void ox_cli_run_error(const char *path, const ox_error *err, double timeout_s);
  * when CUDA is asked for and the probe finds no usable GPU (no toolkit in
  * the build, no driver, no device). --precision fp32|fp16: 0 or 2. */
 int ox_cli_device(const char *arg, ox_device *out);
-int ox_cli_precision(const char *arg);
+int ox_cli_precision(const char *arg, bool *fp16);
+/* 2 (with the message) when fp16 is asked for on a device without it. */
+int ox_cli_precision_check(ox_device device, bool fp16);
 
 /* The `info --json` object of a model (cmd_info.c); used by optimize. */
 typedef struct json_t json_t;

@@ -269,6 +269,7 @@ static ox_status run_model(const job *j, int which, ox_model *m, ox_rval *const 
     ox_exec *e = NULL;
     ox_exec_opts eo = {.threads = cfg->threads, .max_memory = cfg->max_memory, .device = cfg->device,
                        .cancel = cfg->cancel, .deadline_ns = j->deadline_ns};
+    eo.fp16 = cfg->fp16;   /* --precision fp16 (CUDA only) */
     int no = m->graph->n_outputs, ni = m->graph->n_inputs;
     int total = j->runs_per_model;
     s->latency_ms = calloc((size_t)cfg->iters + 1, sizeof *s->latency_ms);
@@ -328,6 +329,11 @@ static ox_status run_model(const job *j, int which, ox_model *m, ox_rval *const 
     }
     s->h2d_copies = es.h2d_copies;
     s->d2h_copies = es.d2h_copies;
+    s->cuda_graph = es.cuda_graph;
+    memcpy(s->cuda_graph_note, es.cuda_graph_note, sizeof s->cuda_graph_note);
+    s->fp16_nodes = es.fp16_nodes;
+    s->epilogue_nodes = es.epilogue_nodes;
+    s->flash_nodes = es.flash_nodes;
     free(out);
     ox_exec_free(e);
     return st;
@@ -386,6 +392,7 @@ static void profile_model(const job *j, ox_model *m, ox_rval *const *in, ox_benc
     ox_exec_opts eo = {.threads = cfg->threads, .max_memory = cfg->max_memory, .device = cfg->device,
                        .cancel = cfg->cancel, .deadline_ns = j->deadline_ns,
                        .node_hook = op_hook, .node_hook_user = &p};
+    eo.fp16 = cfg->fp16;   /* --precision fp16 (CUDA only) */
     ox_exec *e = NULL;
     ox_error err = {0};
     int no = m->graph->n_outputs, ni = m->graph->n_inputs;
@@ -685,6 +692,7 @@ ox_status ox_bench_trace(const ox_bench_config *cfg, const char *path, ox_error 
     ox_exec_opts eo = {.threads = cfg->threads, .node_hook = trace_hook,
                        .node_hook_user = &buf, .max_memory = cfg->max_memory, .device = cfg->device,
                        .cancel = cfg->cancel, .deadline_ns = deadline_after(cfg->timeout_s)};
+    eo.fp16 = cfg->fp16;   /* --precision fp16 (CUDA only) */
     ox_exec *e = NULL;
     int ni = m->graph->n_inputs, no = m->graph->n_outputs;
     ox_rval **in = calloc((size_t)ni + 1, sizeof *in);

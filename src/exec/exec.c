@@ -2022,6 +2022,8 @@ ox_status ox_exec_new(ox_model *m, const ox_exec_opts *opts, ox_exec **out,
             ox_exec_free(e);
             return st;
         }
+        ox_cuda_rt_configure(e->cuda, e->opts.fp16,
+                             !e->opts.no_cuda_graphs && !e->opts.node_hook);
     }
     /* The memory plan follows the file's node order: arenas only when the
      * executor runs that same order. A CUDA run keeps host values on the
@@ -2098,6 +2100,7 @@ static ox_status cuda_begin(ox_exec *e, frame *f, int n_inputs, ox_rval *const *
     e->stats.nodes_on[1] = e->cplan->nodes_on[1];
     e->stats.flops_on[0] = e->cplan->flops_on[0];
     e->stats.flops_on[1] = e->cplan->flops_on[1];
+    ox_cuda_plan_stats(e->cplan, &e->stats);
     if (!e->cplan->nodes_on[1])
         return OX_OK;
     ox_status st = ox_cuda_run_begin(e->cuda, e->cplan, err);
@@ -2193,8 +2196,7 @@ ox_status ox_exec_run(ox_exec *e, int n_inputs, ox_rval *const *inputs,
             st = cuda_to_host(&f, p->out_refs[i].slot, err);
     if (f.cuda) {
         ox_error eerr = {0};
-        ox_status est = ox_cuda_run_end(e->cuda, &e->stats.h2d_copies, &e->stats.d2h_copies,
-                                        &eerr);
+        ox_status est = ox_cuda_run_end(e->cuda, &e->stats, &eerr);
         if (!st && est)
             st = ox_errorf(err, est, "%s", eerr.msg);
     }

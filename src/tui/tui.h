@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "onnxscope/infer.h"
+#include "onnxscope/device.h"
 #include "onnxscope/randinput.h"
 
 typedef struct ox_tui_opts {
@@ -23,6 +24,8 @@ typedef struct ox_tui_opts {
     /* Called once the terminal is set up, so that handlers installed there
      * (the CLI's temporary-file cleanup) chain to ncurses' own. */
     void (*on_terminal_ready)(void);
+    /* --device: the Bench panel's device at start (the caller probed it). */
+    ox_device device;
 } ox_tui_opts;
 
 /* False in builds without ncursesw (the caller prints the summary). */

@@ -1180,6 +1180,7 @@ int ox_tui_run(ox_tui_opts *o)
     const char *bi = getenv("ONNXSCOPE_TUI_BENCH_ITERS");
     t->bench.iters = bi ? atoi(bi) : 50;
     t->bench.warmup = 1;   /* as `onnxscope bench` */
+    t->bench.device = (int)o->device;   /* --device (cmd_view.c probed it) */
     tui_panels_init(t);
 
     if (!initscr()) {

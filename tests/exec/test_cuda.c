@@ -21,7 +21,9 @@
 
 #include <cmocka.h>
 
+#include "exec/cuda/graph.h"
 #include "exec/cuda/place.h"
+#include "onnxscope/dtype.h"
 #include "onnxscope/device.h"
 #include "onnxscope/exec.h"
 #include "onnxscope/io.h"
@@ -66,6 +68,14 @@ static ox_tensor *rand_f(int rank, const int64_t *dims, float lo, float hi)
     for (int64_t i = 0; i < t->numel; i++)
         d[i] = lo + (hi - lo) * (float)(rnd() % 10001) / 10000.0f;
     return t;
+}
+
+/* t's float32 values rounded through float16 in place (host reference). */
+static void round_tensor_half(ox_tensor *t)
+{
+    float *d = ox_tensor_mutable_data(t);
+    for (int64_t i = 0; i < t->numel; i++)
+        d[i] = ox_f16_to_f32(ox_f32_to_f16(d[i]));
 }
 
 static ox_value *gb_input_t(gb *b, const char *name, ox_tensor *t)
@@ -185,7 +195,9 @@ static void check_device_plan(const ox_cuda_plan *p)
     }
     assert_true(p->arena_bytes >= biggest);
     assert_true(p->arena_bytes >= p->lower_bound);
-    assert_true(p->arena_bytes <= sum);
+    /* (An epilogue output whose longer life fits nowhere goes to the end;
+     * the fused intermediates it replaces lost their slots.) */
+    assert_true(p->arena_bytes - p->ep_extra <= sum + p->ep_freed);
 }
 
 /* ---- placement --------------------------------------------------------------- */
@@ -218,7 +230,10 @@ static void test_place_mixed(void **state)
     gb_output(&b, "y");
     gb_output(&b, "s");
 
+    /* (MatMul + Add + Relu is a GEMM epilogue: test_place_epilogues.) */
+    setenv("ONNXSCOPE_CUDA_NO_EPILOGUE", "1", 1);
     ox_cuda_plan *p = plan_of(&b, true, true);
+    unsetenv("ONNXSCOPE_CUDA_NO_EPILOGUE");
     static const ox_cuda_kind want[7] = {OX_CK_K_MATMUL,  OX_CK_K_BINARY, OX_CK_K_UNARY,
                                          OX_CK_NONE,      OX_CK_K_SOFTMAX, OX_CK_NONE,
                                          OX_CK_K_RESHAPE};
@@ -240,6 +255,9 @@ static void test_place_mixed(void **state)
     assert_int_equal(p->slot[slot_of(&b, "w")].off, -1);
     assert_true(p->slot[slot_of(&b, "x")].off >= 0);   /* inputs are uploaded */
     check_device_plan(p);
+    /* A CPU node (Round) between GPU nodes: no CUDA Graph. */
+    assert_false(p->graph_ok);
+    assert_string_equal(p->graph_why, "a CPU node between GPU nodes reads a GPU value");
     ox_cuda_plan_free(p);
 
     /* Without cuBLAS the MatMul falls back, and says why. */
@@ -502,12 +520,21 @@ static bool gpu_or_skip(void)
     return true;
 }
 
-/* Runs m on the CPU and on the GPU (twice: the second run reuses the plan
- * and the uploaded weights) and compares every output. */
+/* compare_devices' settings (fp16 runs get the fp16 tolerance) and the
+ * GPU executor's stats after each of its runs. */
+static bool cmp_fp16, cmp_no_graphs;
+static double cmp_rtol = 1e-3, cmp_atol = 1e-4;
+static ox_exec_stats cmp_stats[3];
+
+/* Runs m on the CPU and on the GPU (three times: the second run reuses the
+ * plan and the uploaded weights, and replays the CUDA Graph the first one
+ * captured where the plan allows one; every run is compared) and compares
+ * every output. */
 static void compare_devices(ox_model *m, ox_rval *const *in, const char *what, int want_gpu)
 {
     const ox_graph *g = m->graph;
-    ox_exec_opts oc = {.threads = 2}, og = {.threads = 2, .device = OX_DEVICE_CUDA};
+    ox_exec_opts oc = {.threads = 2}, og = {.threads = 2, .device = OX_DEVICE_CUDA,
+                                             .fp16 = cmp_fp16, .no_cuda_graphs = cmp_no_graphs};
     ox_exec *ec = NULL, *eg = NULL;
     ox_error err = {0};
     if (ox_exec_new(m, &oc, &ec, &err) || ox_exec_new(m, &og, &eg, &err))
@@ -516,23 +543,34 @@ static void compare_devices(ox_model *m, ox_rval *const *in, const char *what, i
     assert_true(g->n_outputs <= 8);
     if (ox_exec_run(ec, g->n_inputs, in, g->n_outputs, rc, &err))
         fail_msg("%s (cpu): %s", what, err.msg);
-    for (int r = 0; r < 2; r++) {
+    for (int r = 0; r < 3; r++) {
         for (int i = 0; i < g->n_outputs; i++) {
             ox_rval_free(rg[i]);
             rg[i] = NULL;
         }
         if (ox_exec_run(eg, g->n_inputs, in, g->n_outputs, rg, &err))
             fail_msg("%s (cuda): %s", what, err.msg);
+        ox_exec_get_stats(eg, &cmp_stats[r]);
+        for (int i = 0; r < 2 && i < g->n_outputs; i++) {
+            char why[256];
+            if (!ox_rval_allclose(rg[i], rc[i], cmp_rtol, cmp_atol, why, sizeof why))
+                fail_msg("%s output %d (run %d): %s", what, i, r + 1, why);
+        }
     }
     ox_exec_stats s;
     ox_exec_get_stats(eg, &s);
-    printf("%s: %d GPU / %d CPU nodes, %lld uploads, %lld downloads\n", what,
-           s.nodes_on[1], s.nodes_on[0], (long long)s.h2d_copies, (long long)s.d2h_copies);
+    static const char *const gw[3] = {"off", "captured", "replayed"};
+    printf("%s: %d GPU / %d CPU nodes, %lld uploads, %lld downloads; %s%d fp16, %d epilogue, "
+           "%d tiled attention nodes; CUDA Graph run 1 %s, run 2 %s%s%s\n",
+           what, s.nodes_on[1], s.nodes_on[0], (long long)s.h2d_copies, (long long)s.d2h_copies,
+           cmp_fp16 ? "fp16: " : "", s.fp16_nodes, s.epilogue_nodes, s.flash_nodes,
+           gw[cmp_stats[0].cuda_graph % 3], gw[cmp_stats[1].cuda_graph % 3],
+           cmp_stats[1].cuda_graph_note[0] ? ": " : "", cmp_stats[1].cuda_graph_note);
     if (want_gpu >= 0 && s.nodes_on[1] < want_gpu)
         fail_msg("%s: %d nodes on the GPU, expected %d", what, s.nodes_on[1], want_gpu);
     for (int i = 0; i < g->n_outputs; i++) {
         char why[256];
-        if (!ox_rval_allclose(rg[i], rc[i], 1e-3, 1e-4, why, sizeof why))
+        if (!ox_rval_allclose(rg[i], rc[i], cmp_rtol, cmp_atol, why, sizeof why))
             fail_msg("%s output %d: %s", what, i, why);
         ox_rval_free(rc[i]);
         ox_rval_free(rg[i]);
@@ -541,9 +579,17 @@ static void compare_devices(ox_model *m, ox_rval *const *in, const char *what, i
     ox_exec_free(eg);
 }
 
+static void cmp_reset(void)
+{
+    cmp_fp16 = cmp_no_graphs = false;
+    cmp_rtol = 1e-3;
+    cmp_atol = 1e-4;
+}
+
 static void test_gpu_shared_models(void **state)
 {
     (void)state;
+    cmp_reset();
     const char *shared = ox_test_shared();
     if (!gpu_or_skip() || !shared)
         skip();
@@ -560,6 +606,36 @@ static void test_gpu_shared_models(void **state)
                 ox_rval_free(in[i]);
             ox_model_free(m);
         }
+}
+
+/* fp16 on the GPU: the shared models and the GEMM-class node cases within
+ * rtol 1e-2 (atol 1e-2: outputs of order one) of the float32 CPU run. */
+static void gpu_fp16_cases(void);
+
+static void test_gpu_fp16(void **state)
+{
+    (void)state;
+    cmp_reset();
+    const char *shared = ox_test_shared();
+    if (!gpu_or_skip())
+        skip();
+    cmp_fp16 = true;
+    cmp_rtol = 1e-2;
+    cmp_atol = 1e-2;
+    for (size_t k = 0; shared && k < sizeof models / sizeof models[0]; k++) {
+        ox_rval *in[8] = {0};
+        ox_model *m = load_model(shared, models[k], in, 0);
+        if (!m)
+            continue;
+        char what[256];
+        snprintf(what, sizeof what, "fp16 %s", models[k]);
+        compare_devices(m, in, what, 1);
+        for (int i = 0; i < m->graph->n_inputs; i++)
+            ox_rval_free(in[i]);
+        ox_model_free(m);
+    }
+    gpu_fp16_cases();
+    cmp_reset();
 }
 
 /* One single-node model per kernel family and attribute variant. */
@@ -846,6 +922,55 @@ static void b_attention(gb *b)
     gb_output(b, "y");
 }
 
+/* GEMM epilogue chains (plan-time fusion; test_place_epilogues). */
+static void b_ep_matmul_relu(gb *b)
+{
+    int64_t wd[2] = {24, 40}, bd[1] = {40};
+    ox_value *in[2] = {X(b, 3, 2, 7, 24, 0), gb_init(b, "w", 2, wd)};
+    gb_node(b, "MatMul", "", 2, in, "a", NULL);
+    in[0] = gb_init(b, "bias", 1, bd), in[1] = ox_graph_find(b->g, "a");   /* Add(bias, a) */
+    gb_node(b, "Add", "", 2, in, "c", NULL);
+    in[0] = ox_graph_find(b->g, "c");
+    gb_node(b, "Relu", "", 1, in, "y", NULL);
+    gb_output(b, "y");
+}
+
+static void b_ep_gemm_gelu(gb *b)
+{
+    int64_t ad[2] = {6, 16}, wd[2] = {12, 16}, cd[1] = {12};
+    ox_value *in[3] = {gb_input(b, "x", 2, ad), gb_init(b, "w", 2, wd), gb_init(b, "c", 1, cd)};
+    ox_node *n = gb_node(b, "Gemm", "", 3, in, "a", NULL);
+    ox_node_set_attr_i(n, "transB", 1);
+    ox_node_set_attr_f(n, "alpha", 0.5f);
+    in[0] = ox_graph_find(b->g, "a");
+    gb_node(b, "Gelu", "com.microsoft", 1, in, "y", NULL);
+    gb_output(b, "y");
+}
+
+static void b_ep_matmul_bias(gb *b)
+{
+    int64_t wd[2] = {16, 8}, bd[1] = {8};
+    ox_value *in[2] = {X(b, 2, 5, 16, 0, 0), gb_init(b, "w", 2, wd)};
+    gb_node(b, "MatMul", "", 2, in, "a", NULL);
+    in[0] = ox_graph_find(b->g, "a"), in[1] = gb_init(b, "bias", 1, bd);
+    gb_node(b, "Add", "", 2, in, "y", NULL);
+    gb_output(b, "y");
+}
+
+/* Sequence 130 >= the tiled kernel's threshold (128). */
+static void b_attention_long(gb *b)
+{
+    int64_t wd[2] = {32, 96}, bd[1] = {96}, md[2] = {2, 130};
+    ox_tensor *mask = ox_tensor_new(OX_DT_INT32, 2, md);
+    for (int i = 0; i < 260; i++)
+        ((int32_t *)ox_tensor_data(mask))[i] = i % 130 < 120;   /* last keys masked */
+    ox_value *in[4] = {X(b, 3, 2, 130, 32, 0), gb_init(b, "w", 2, wd), gb_init(b, "bb", 1, bd),
+                       gb_init_t(b, "mask", mask)};
+    ox_node *n = gb_node(b, "Attention", "com.microsoft", 4, in, "y", NULL);
+    ox_node_set_attr_i(n, "num_heads", 4);
+    gb_output(b, "y");
+}
+
 static const ncase node_cases[] = {
     {"Relu", b_relu}, {"Sigmoid", b_sigmoid}, {"Tanh", b_tanh}, {"Erf", b_erf},
     {"LeakyRelu", b_leaky}, {"HardSigmoid", b_hsig}, {"HardSwish", b_hswish}, {"Abs", b_abs},
@@ -863,11 +988,33 @@ static const ncase node_cases[] = {
     b_conv_grouped}, {"MaxPool ceil", b_maxpool}, {"AveragePool pads counted", b_avgpool},
     {"GlobalAveragePool", b_gap}, {"SkipLayerNormalization", b_skipln},
     {"Attention masked", b_attention},
+    {"MatMul+Add+Relu epilogue", b_ep_matmul_relu}, {"Gemm+C+Gelu epilogue", b_ep_gemm_gelu},
+    {"MatMul+Add epilogue", b_ep_matmul_bias}, {"Attention long (tiled)", b_attention_long},
 };
+
+static void gpu_fp16_cases(void)
+{
+    static const char *const names[] = {"MatMul 2-D", "MatMul batched", "Gemm NN + C row",
+                                        "Gemm TT + C column", "Conv",
+                                        "Conv grouped strided dilated",
+                                        "Attention masked", "MatMul+Add+Relu epilogue",
+                                        "Gemm+C+Gelu epilogue", "Attention long (tiled)"};
+    for (size_t i = 0; i < sizeof node_cases / sizeof node_cases[0]; i++)
+        for (size_t j = 0; j < sizeof names / sizeof names[0]; j++)
+            if (!strcmp(node_cases[i].name, names[j])) {
+                gb b = gb_new(17);
+                node_cases[i].build(&b);
+                char what[128];
+                snprintf(what, sizeof what, "fp16 %s", node_cases[i].name);
+                compare_devices(b.m, b.in, what, b.g->n_nodes);
+                gb_free(&b);
+            }
+}
 
 static void test_gpu_nodes(void **state)
 {
     (void)state;
+    cmp_reset();
     if (!gpu_or_skip())
         skip();
     for (size_t i = 0; i < sizeof node_cases / sizeof node_cases[0]; i++) {
@@ -1001,6 +1148,485 @@ static void test_emulated_shared_models(void **state)
     unsetenv("ONNXSCOPE_CUDA_EMULATE");
 }
 
+/* ---- plan-time decisions (docs/EXECUTOR.md "fp16, epilogues, graphs") -------- */
+
+/* Which nodes get a GEMM epilogue: each chain head's code, its bias and
+ * output slots, the fused nodes; and the chains that must not fuse. */
+static void test_place_epilogues(void **state)
+{
+    (void)state;
+    struct {
+        void (*build)(gb *b);
+        int head, tail, ep;
+        const char *bias, *out;
+    } ok[] = {
+        {b_ep_matmul_relu, 0, 2, OX_EP_RELU_BIAS, "bias", "y"},
+        {b_ep_gemm_gelu, 0, 1, OX_EP_GELU_ERF_BIAS, "c", "y"},
+        {b_ep_matmul_bias, 0, 1, OX_EP_BIAS, "bias", "y"},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        gb b = gb_new(17);
+        ok[i].build(&b);
+        ox_cuda_plan *p = plan_of(&b, true, true);
+        assert_int_equal(p->ep[ok[i].head], ok[i].ep);
+        assert_int_equal(p->ep_bias[ok[i].head], slot_of(&b, ok[i].bias));
+        assert_int_equal(p->ep_out[ok[i].head], slot_of(&b, ok[i].out));
+        assert_non_null(p->ep_bias_host[ok[i].head]);
+        for (int k = ok[i].head + 1; k <= ok[i].tail; k++)
+            assert_int_equal(p->kind[k], OX_CK_K_FUSED);
+        assert_int_equal(p->n_epilogue, 1);
+        /* The fused intermediates get no device bytes; the output lives
+         * from the head's step, overlapping nothing live then. */
+        for (int k = ok[i].head; k < ok[i].tail; k++) {
+            const ox_value *v = b.g->nodes[k]->outputs[0];
+            assert_int_equal(p->slot[slot_of(&b, v->name)].off, -1);
+        }
+        assert_int_equal(p->slot[slot_of(&b, ok[i].out)].first, ok[i].head);
+        check_device_plan(p);
+        ox_cuda_plan_free(p);
+        /* Turned off: no epilogue, the nodes run as they are. */
+        setenv("ONNXSCOPE_CUDA_NO_EPILOGUE", "1", 1);
+        p = plan_of(&b, true, true);
+        unsetenv("ONNXSCOPE_CUDA_NO_EPILOGUE");
+        assert_int_equal(p->n_epilogue, 0);
+        for (int k = 0; k < p->n_nodes; k++)
+            assert_true(p->kind[k] != OX_CK_NONE && p->kind[k] != OX_CK_K_FUSED);
+        ox_cuda_plan_free(p);
+        gb_free(&b);
+    }
+
+    /* Not fused: the product read twice; an activation (not a weight) as
+     * "bias"; a Gemm with beta != 1; the Add's output a graph output (the
+     * Relu then stays a node of its own). */
+    int64_t xd[2] = {4, 8}, wd[2] = {8, 6}, bd[1] = {6};
+    gb b = gb_new(17);
+    ox_value *in[3] = {gb_input(&b, "x", 2, xd), gb_init(&b, "w", 2, wd), NULL};
+    gb_node(&b, "MatMul", "", 2, in, "a", NULL);
+    in[0] = ox_graph_find(b.g, "a"), in[1] = gb_init(&b, "bias", 1, bd);
+    gb_node(&b, "Add", "", 2, in, "c", NULL);
+    in[0] = ox_graph_find(b.g, "c");
+    gb_node(&b, "Relu", "", 1, in, "d", NULL);
+    gb_output(&b, "d");
+    gb_output(&b, "a");   /* the product has a second reader */
+    ox_cuda_plan *p = plan_of(&b, true, true);
+    assert_int_equal(p->n_epilogue, 0);
+    ox_cuda_plan_free(p);
+    gb_free(&b);
+
+    b = gb_new(17);
+    int64_t rd[2] = {4, 6};
+    in[0] = gb_input(&b, "x", 2, xd), in[1] = gb_init(&b, "w", 2, wd);
+    gb_node(&b, "MatMul", "", 2, in, "a", NULL);
+    in[0] = ox_graph_find(b.g, "a"), in[1] = gb_input(&b, "r", 2, rd);   /* not a weight */
+    gb_node(&b, "Add", "", 2, in, "y", NULL);
+    gb_output(&b, "y");
+    p = plan_of(&b, true, true);
+    assert_int_equal(p->n_epilogue, 0);
+    ox_cuda_plan_free(p);
+    gb_free(&b);
+
+    b = gb_new(17);
+    int64_t ad[2] = {6, 16}, gw[2] = {16, 12}, cd[1] = {12};
+    in[0] = gb_input(&b, "x", 2, ad), in[1] = gb_init(&b, "w", 2, gw);
+    in[2] = gb_init(&b, "c", 1, cd);
+    ox_node *n = gb_node(&b, "Gemm", "", 3, in, "a", NULL);
+    ox_node_set_attr_f(n, "beta", 0.5f);
+    gb_output(&b, "a");
+    p = plan_of(&b, true, true);
+    assert_int_equal(p->n_epilogue, 0);
+    ox_cuda_plan_free(p);
+    gb_free(&b);
+
+    b = gb_new(17);
+    in[0] = gb_input(&b, "x", 2, xd), in[1] = gb_init(&b, "w", 2, wd);
+    gb_node(&b, "MatMul", "", 2, in, "a", NULL);
+    in[0] = ox_graph_find(b.g, "a"), in[1] = gb_init(&b, "bias", 1, bd);
+    gb_node(&b, "Add", "", 2, in, "c", NULL);
+    in[0] = ox_graph_find(b.g, "c");
+    gb_node(&b, "Relu", "", 1, in, "d", NULL);
+    gb_output(&b, "d");
+    gb_output(&b, "c");
+    p = plan_of(&b, true, true);
+    assert_int_equal(p->ep[0], OX_EP_BIAS);
+    assert_int_equal(p->kind[1], OX_CK_K_FUSED);
+    assert_int_equal(p->kind[2], OX_CK_K_UNARY);
+    assert_int_equal(p->ep_out[0], slot_of(&b, "c"));
+    check_device_plan(p);
+    ox_cuda_plan_free(p);
+    gb_free(&b);
+}
+
+/* When a CUDA Graph may be captured: every GPU node in one unbroken run,
+ * the mode asked for, ONNXSCOPE_CUDA_GRAPHS not 0. */
+static void test_place_graphs(void **state)
+{
+    (void)state;
+    gb b = gb_new(17);
+    b_ep_matmul_relu(&b);
+    ox_value *in[1] = {ox_graph_find(b.g, "y")};
+    gb_node(&b, "Softmax", "", 1, in, "z", NULL);
+    gb_output(&b, "z");
+    ox_cuda_caps caps = {.cublas = true, .cudnn = true, .graphs = true};
+    ox_cuda_plan *p = NULL;
+    ox_error err = {0};
+    const ox_graph *g = b.g;
+#define PLAN()                                                                                   \
+    do {                                                                                         \
+        ox_cuda_plan_free(p);                                                                    \
+        p = NULL;                                                                                \
+        assert_int_equal(ox_cuda_plan_build(b.m, g->n_nodes, (const ox_node *const *)g->nodes,   \
+                                            g->n_values, (const ox_value *const *)g->values,     \
+                                            b.n_in, b.in, &caps, &p, &err),                      \
+                         OX_OK);                                                                 \
+    } while (0)
+    PLAN();
+    assert_true(p->graph_ok);
+    assert_null(p->graph_why);
+    uint64_t id = p->id;
+    PLAN();
+    assert_true(p->id != id);   /* every plan its own graph key */
+    caps.graphs = false;
+    PLAN();
+    assert_false(p->graph_ok);
+    assert_non_null(strstr(p->graph_why, "turned off"));
+    caps.graphs = true;
+    setenv("ONNXSCOPE_CUDA_GRAPHS", "0", 1);
+    PLAN();
+    unsetenv("ONNXSCOPE_CUDA_GRAPHS");
+    assert_false(p->graph_ok);
+    /* Without cuBLAS the head is a CPU node before GPU ones: still one run. */
+    caps.cublas = false;
+    PLAN();
+    assert_int_equal(p->kind[0], OX_CK_NONE);
+    assert_true(p->graph_ok);
+#undef PLAN
+    ox_cuda_plan_free(p);
+    gb_free(&b);
+}
+
+/* The graph bookkeeping (graph.c) driven directly: record, capture,
+ * replay with the launch at the flush, a run whose parameters differ
+ * (catch-up), a flush before the last node, a new plan. */
+static void test_graph_tape(void **state)
+{
+    (void)state;
+    gb b = gb_new(13);
+    int64_t xd[2] = {4, 6}, st[1] = {1}, en[1] = {5}, ax[1] = {1};
+    ox_value *in[4] = {gb_input(&b, "x", 2, xd), gb_i64(&b, "st", 1, st), gb_i64(&b, "en", 1, en),
+                       gb_i64(&b, "ax", 1, ax)};
+    gb_node(&b, "Slice", "", 4, in, "a", NULL);
+    in[0] = ox_graph_find(b.g, "a");
+    gb_node(&b, "Relu", "", 1, in, "y", NULL);
+    gb_output(&b, "y");
+    ox_cuda_plan *p = plan_of(&b, true, true);
+    p->graph_ok = true;
+    p->graph_why = NULL;
+    ox_cuda_graphs g = {.allowed = true};
+    int sl0[4] = {slot_of(&b, "x"), slot_of(&b, "st"), slot_of(&b, "en"), slot_of(&b, "ax")};
+    int so0[1] = {slot_of(&b, "a")}, sl1[1] = {slot_of(&b, "a")}, so1[1] = {slot_of(&b, "y")};
+    int64_t other = 2;
+    ox_tensor *t_st = ox_tensor_new(OX_DT_INT64, 1, (int64_t[]){1});
+    ox_tensor *t_st2 = ox_tensor_new(OX_DT_INT64, 1, (int64_t[]){1});
+    *(int64_t *)ox_tensor_data(t_st) = 1;
+    *(int64_t *)ox_tensor_data(t_st2) = other;
+    ox_rval *h_st = ox_rval_tensor(t_st), *h_st2 = ox_rval_tensor(t_st2);
+    ox_rval *h0[4] = {b.in[0], h_st, h_st, h_st}, *h0b[4] = {b.in[0], h_st2, h_st, h_st};
+    ox_rval *h1[1] = {NULL};
+    bool reset;
+    int n = 0;
+    ox_exec_stats s = {0};
+    /* Run 1 records. */
+    ox_cuda_graphs_begin(&g, p, &reset);
+    assert_false(reset);
+    assert_int_equal(g.mode, OX_CG_RECORD);
+    assert_int_equal(ox_cuda_graphs_node(&g, p, 0, sl0, so0, h0, &n), OX_CG_RUN);
+    assert_int_equal(ox_cuda_graphs_node(&g, p, 1, sl1, so1, h1, &n), OX_CG_RUN);
+    assert_int_equal(g.n_tape, 2);
+    assert_non_null(g.tape[0].param[1]);   /* Slice's starts, copied */
+    assert_null(g.tape[0].param[0]);        /* the data: on the device */
+    assert_false(ox_cuda_graphs_flush(&g, &n));
+    assert_int_equal(n, 0);
+    ox_cuda_graphs_captured(&g, true, NULL);
+    ox_cuda_graphs_stats(&g, &s);
+    assert_int_equal(s.cuda_graph, OX_CUDA_GRAPH_CAPTURED);
+    /* Run 2 replays: nodes skipped, the launch at the flush. */
+    ox_cuda_graphs_begin(&g, p, &reset);
+    assert_int_equal(g.mode, OX_CG_REPLAY);
+    assert_int_equal(ox_cuda_graphs_node(&g, p, 0, sl0, so0, h0, &n), OX_CG_SKIP);
+    assert_int_equal(ox_cuda_graphs_node(&g, p, 1, sl1, so1, h1, &n), OX_CG_SKIP);
+    assert_true(ox_cuda_graphs_flush(&g, &n));
+    assert_false(ox_cuda_graphs_flush(&g, &n));   /* once per run */
+    ox_cuda_graphs_stats(&g, &s);
+    assert_int_equal(s.cuda_graph, OX_CUDA_GRAPH_REPLAYED);
+    assert_string_equal(s.cuda_graph_note, "");
+    /* Run 3: other starts at node 0: catch up on nothing, eager. */
+    ox_cuda_graphs_begin(&g, p, &reset);
+    assert_int_equal(ox_cuda_graphs_node(&g, p, 0, sl0, so0, h0b, &n), OX_CG_CATCHUP);
+    assert_int_equal(n, 0);
+    assert_int_equal(ox_cuda_graphs_node(&g, p, 1, sl1, so1, h1, &n), OX_CG_RUN);
+    assert_false(ox_cuda_graphs_flush(&g, &n));
+    ox_cuda_graphs_stats(&g, &s);
+    assert_int_equal(s.cuda_graph, OX_CUDA_GRAPH_OFF);
+    assert_non_null(strstr(s.cuda_graph_note, "differs"));
+    /* Run 4: a flush after node 0 only: node 0 is re-issued, eager on. */
+    ox_cuda_graphs_begin(&g, p, &reset);
+    assert_int_equal(ox_cuda_graphs_node(&g, p, 0, sl0, so0, h0, &n), OX_CG_SKIP);
+    assert_false(ox_cuda_graphs_flush(&g, &n));
+    assert_int_equal(n, 1);
+    assert_int_equal(ox_cuda_graphs_node(&g, p, 1, sl1, so1, h1, &n), OX_CG_RUN);
+    /* A failed capture: eager from then on, saying why. */
+    ox_cuda_plan *p2 = plan_of(&b, true, true);
+    p2->graph_ok = true;
+    ox_cuda_graphs_begin(&g, p2, &reset);
+    assert_true(reset);   /* the old plan's graph goes */
+    assert_int_equal(g.mode, OX_CG_RECORD);
+    ox_cuda_graphs_captured(&g, false, "operation not permitted when stream is capturing");
+    ox_cuda_graphs_begin(&g, p2, &reset);
+    assert_int_equal(g.mode, OX_CG_EAGER);
+    ox_cuda_graphs_stats(&g, &s);
+    assert_non_null(strstr(s.cuda_graph_note, "capture failed: operation not permitted"));
+    ox_cuda_graphs_free(&g);
+    ox_rval_free(h_st);
+    ox_rval_free(h_st2);
+    ox_cuda_plan_free(p);
+    ox_cuda_plan_free(p2);
+    gb_free(&b);
+}
+
+/* The fp16 upload conversion against the compiler's _Float16 (IEEE
+ * binary16, round to nearest even), on hand-picked bit patterns and on
+ * random values over the whole float16 range and beyond. */
+static void test_fp16_conversion(void **state)
+{
+    (void)state;
+    static const struct {
+        float f;
+        uint16_t h;
+    } fixed[] = {
+        {0.f, 0x0000},      {-0.f, 0x8000},     {1.f, 0x3c00},        {-2.f, 0xc000},
+        {65504.f, 0x7bff},  {65520.f, 0x7c00},  {1e6f, 0x7c00},       {0.1f, 0x2e66},
+        {5.960464477539063e-8f, 0x0001},         {2.98023223876953125e-8f, 0x0000}, /* tie: even */
+        {1.0009765625f, 0x3c01},                 {1.00048828125f, 0x3c00}, /* tie: even */
+        {1.00146484375f, 0x3c02}, /* tie: odd rounds up */ {6.103515625e-05f, 0x0400},
+    };
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+        uint16_t h;
+        ox_cuda_to_half(&fixed[i].f, &h, 1);
+        if (h != fixed[i].h)
+            fail_msg("%.10g -> 0x%04x, expected 0x%04x", (double)fixed[i].f, h, fixed[i].h);
+    }
+    float inf = INFINITY, nan = NAN;
+    uint16_t h;
+    ox_cuda_to_half(&inf, &h, 1);
+    assert_int_equal(h, 0x7c00);
+    ox_cuda_to_half(&nan, &h, 1);
+    assert_true((h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0);
+#if defined(__FLT16_MAX__)
+    enum { N = 200000 };
+    float *x = malloc(N * sizeof *x);
+    uint16_t *y = malloc(N * sizeof *y);
+    assert_non_null(x);
+    assert_non_null(y);
+    for (int i = 0; i < N; i++) {
+        /* log-uniform magnitudes 2^-26 .. 2^17, both signs */
+        double e = -26.0 + 43.0 * (double)(rnd() % 1000003) / 1000003.0;
+        x[i] = (float)(ldexp(1.0 + (double)(rnd() % 8388608) / 8388608.0, (int)floor(e)) *
+                       ((rnd() & 1) ? -1 : 1));
+    }
+    ox_cuda_to_half(x, y, N);
+    for (int i = 0; i < N; i++) {
+        _Float16 r = (_Float16)x[i];
+        uint16_t want;
+        memcpy(&want, &r, 2);
+        if (y[i] != want)
+            fail_msg("%.10g -> 0x%04x, _Float16 gives 0x%04x", (double)x[i], y[i], want);
+    }
+    free(x);
+    free(y);
+#else
+    printf("skipped the _Float16 comparison: this compiler has no _Float16\n");
+#endif
+}
+
+/* fp16 plans: which nodes take float16 operands, which weights are
+ * uploaded converted. */
+static void test_place_fp16(void **state)
+{
+    (void)state;
+    gb b = gb_new(17);
+    int64_t xd[2] = {8, 8}, wd[2] = {8, 8}, cd[4] = {1, 2, 6, 6}, kd[4] = {3, 2, 3, 3};
+    ox_value *w = gb_init(&b, "w", 2, wd);
+    ox_value *in[3] = {gb_input(&b, "x", 2, xd), w, NULL};
+    gb_node(&b, "MatMul", "", 2, in, "a", NULL);
+    in[0] = ox_graph_find(b.g, "a"), in[1] = w;   /* w read again as an Add operand */
+    gb_node(&b, "Add", "", 2, in, "c", NULL);
+    in[0] = ox_graph_find(b.g, "c"), in[1] = gb_init(&b, "w2", 2, wd);
+    gb_node(&b, "MatMul", "", 2, in, "y", NULL);
+    in[0] = gb_input(&b, "img", 4, cd), in[1] = gb_init(&b, "k", 4, kd);
+    gb_node(&b, "Conv", "", 2, in, "z", NULL);
+    gb_output(&b, "y");
+    gb_output(&b, "z");
+    ox_cuda_caps caps = {.cublas = true, .cudnn = true, .fp16 = true};
+    ox_cuda_plan *p = NULL;
+    ox_error err = {0};
+    const ox_graph *g = b.g;
+    assert_int_equal(ox_cuda_plan_build(b.m, g->n_nodes, (const ox_node *const *)g->nodes,
+                                        g->n_values, (const ox_value *const *)g->values, b.n_in,
+                                        b.in, &caps, &p, &err),
+                     OX_OK);
+    assert_int_equal(p->half[0], 1);
+    assert_int_equal(p->half[1], 0);   /* Add: float32 */
+    assert_int_equal(p->half[2], 1);
+    assert_int_equal(p->half[3], 1);   /* Conv */
+    assert_int_equal(p->n_half, 3);
+    assert_false(p->slot[slot_of(&b, "w")].half);   /* also an Add operand */
+    assert_true(p->slot[slot_of(&b, "w2")].half);
+    assert_true(p->slot[slot_of(&b, "k")].half);
+    assert_false(p->slot[slot_of(&b, "x")].half);   /* activations: per run */
+    ox_cuda_plan_free(p);
+    p = plan_of(&b, true, true);   /* fp32 */
+    assert_int_equal(p->n_half, 0);
+    assert_false(p->slot[slot_of(&b, "w2")].half);
+    ox_cuda_plan_free(p);
+    gb_free(&b);
+}
+
+static void test_place_flash(void **state)
+{
+    (void)state;
+    assert_true(ox_cuda_use_flash(128, 64));
+    assert_false(ox_cuda_use_flash(127, 64));
+    assert_true(ox_cuda_use_flash(4096, 128));
+    assert_false(ox_cuda_use_flash(4096, 160));   /* more than a block's lanes hold */
+    assert_false(ox_cuda_use_flash(4096, 30));    /* not a multiple of 4 */
+    setenv("ONNXSCOPE_CUDA_FLASH_MIN", "0", 1);
+    assert_true(ox_cuda_use_flash(5, 8));
+    unsetenv("ONNXSCOPE_CUDA_FLASH_MIN");
+    gb b = gb_new(17);
+    b_attention(&b);   /* sequence 5: the simple kernel */
+    ox_cuda_plan *p = plan_of(&b, true, true);
+    assert_int_equal(p->n_flash, 0);
+    ox_cuda_plan_free(p);
+    gb_free(&b);
+    b = gb_new(17);
+    b_attention_long(&b);
+    p = plan_of(&b, true, true);
+    assert_int_equal(p->flash[0], 1);
+    assert_int_equal(p->n_flash, 1);
+    ox_cuda_plan_free(p);
+    gb_free(&b);
+}
+
+/* ---- the emulated device: fp16, epilogues and graphs end to end ------------ */
+
+/* fp16 on the emulated device: within the fp16 tolerance of the float32
+ * CPU run, and equal (float32 tolerance) to the CPU run of the same model
+ * whose input and weights were rounded to float16 first: the operands are
+ * rounded, nothing else. */
+static void test_emulated_fp16(void **state)
+{
+    (void)state;
+    setenv("ONNXSCOPE_CUDA_EMULATE", "1", 1);
+    static const ncase cases[] = {
+        {"MatMul 2-D", b_matmul_2d}, {"Gemm NN + C row", b_gemm_nn}, {"Conv", b_conv},
+        {"MatMul+Add+Relu epilogue", b_ep_matmul_relu}, {"Attention masked", b_attention},
+    };
+    /* rtol 1e-2 (the fp16 tolerance), atol 1e-2: outputs of order one
+     * near zero carry the absolute error of a float16 dot product. */
+    cmp_fp16 = true;
+    cmp_rtol = 1e-2;
+    cmp_atol = 1e-2;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gb b = gb_new(17);
+        cases[i].build(&b);
+        compare_devices(b.m, b.in, cases[i].name, b.g->n_nodes);
+        assert_true(cmp_stats[2].fp16_nodes >= 1);
+        /* The rounded-operand reference. */
+        ox_rval *out[2] = {0}, *ref[2] = {0};
+        ox_exec_opts og = {.threads = 1, .device = OX_DEVICE_CUDA, .fp16 = true};
+        ox_exec_opts oc = {.threads = 1};
+        ox_exec *e = NULL;
+        ox_error err = {0};
+        if (ox_exec_new(b.m, &og, &e, &err) || ox_exec_run(e, b.n_in, b.in, 1, out, &err))
+            fail_msg("%s: %s", cases[i].name, err.msg);
+        ox_exec_free(e);
+        ox_tensor *x = b.in[0]->t;
+        round_tensor_half(x);
+        const ox_graph *g = b.g;
+        ox_value *w = g->nodes[0]->n_inputs > 1 ? g->nodes[0]->inputs[1] : NULL;
+        if (w && w->init)
+            round_tensor_half(w->init);
+        if (ox_exec_new(b.m, &oc, &e, &err) || ox_exec_run(e, b.n_in, b.in, 1, ref, &err))
+            fail_msg("%s: %s", cases[i].name, err.msg);
+        char why[256];
+        if (!ox_rval_allclose(out[0], ref[0], 1e-4, 1e-5, why, sizeof why))
+            fail_msg("%s: fp16 run differs from the rounded-operand reference: %s",
+                     cases[i].name, why);
+        ox_rval_free(out[0]);
+        ox_rval_free(ref[0]);
+        ox_exec_free(e);
+        gb_free(&b);
+    }
+    cmp_fp16 = false;
+    cmp_rtol = 1e-3;
+    cmp_atol = 1e-4;
+    unsetenv("ONNXSCOPE_CUDA_EMULATE");
+}
+
+/* CUDA Graphs on the emulated device: the first run records and captures,
+ * later runs replay (every run compared with the CPU inside
+ * compare_devices), new input values with the same shapes replay too, and
+ * the mixed graph or no_cuda_graphs run eagerly and say why. */
+static void test_emulated_graphs(void **state)
+{
+    (void)state;
+    setenv("ONNXSCOPE_CUDA_EMULATE", "1", 1);
+    gb b = gb_new(17);
+    b_ep_matmul_relu(&b);
+    ox_value *in[2] = {ox_graph_find(b.g, "y"), NULL};
+    gb_node(&b, "Softmax", "", 1, in, "z", NULL);
+    int64_t shp[2] = {14, 40};
+    in[0] = ox_graph_find(b.g, "z"), in[1] = gb_i64(&b, "shp", 2, shp);
+    gb_node(&b, "Reshape", "", 2, in, "r", NULL);
+    gb_output(&b, "r");
+    compare_devices(b.m, b.in, "graph", b.g->n_nodes);
+    assert_int_equal(cmp_stats[0].cuda_graph, OX_CUDA_GRAPH_CAPTURED);
+    assert_int_equal(cmp_stats[1].cuda_graph, OX_CUDA_GRAPH_REPLAYED);
+    assert_int_equal(cmp_stats[2].cuda_graph, OX_CUDA_GRAPH_REPLAYED);
+    assert_int_equal(cmp_stats[2].epilogue_nodes, 1);
+    /* Other values, same shapes: replayed with this run's upload. */
+    ox_exec_opts og = {.threads = 1, .device = OX_DEVICE_CUDA}, oc = {.threads = 1};
+    ox_exec *eg = NULL, *ec = NULL;
+    ox_error err = {0};
+    if (ox_exec_new(b.m, &og, &eg, &err) || ox_exec_new(b.m, &oc, &ec, &err))
+        fail_msg("%s", err.msg);
+    for (int r = 0; r < 3; r++) {
+        float *x = ox_tensor_data(b.in[0]->t);
+        for (int64_t i = 0; i < b.in[0]->t->numel; i++)
+            x[i] = (float)((int)(rnd() % 2001) - 1000) / 500.f;
+        ox_rval *o1 = NULL, *o2 = NULL;
+        if (ox_exec_run(eg, 1, b.in, 1, &o1, &err) || ox_exec_run(ec, 1, b.in, 1, &o2, &err))
+            fail_msg("%s", err.msg);
+        ox_exec_stats s;
+        ox_exec_get_stats(eg, &s);
+        assert_int_equal(s.cuda_graph, r ? OX_CUDA_GRAPH_REPLAYED : OX_CUDA_GRAPH_CAPTURED);
+        char why[256];
+        if (!ox_rval_allclose(o1, o2, 1e-5, 1e-6, why, sizeof why))
+            fail_msg("run %d: %s", r, why);
+        ox_rval_free(o1);
+        ox_rval_free(o2);
+    }
+    ox_exec_free(eg);
+    ox_exec_free(ec);
+    cmp_no_graphs = true;
+    compare_devices(b.m, b.in, "graph off", b.g->n_nodes);
+    cmp_no_graphs = false;
+    assert_int_equal(cmp_stats[1].cuda_graph, OX_CUDA_GRAPH_OFF);
+    assert_non_null(strstr(cmp_stats[1].cuda_graph_note, "turned off"));
+    gb_free(&b);
+    unsetenv("ONNXSCOPE_CUDA_EMULATE");
+}
+
 /* The CLI on the emulated device: run names it, bench reports placement. */
 static void test_emulated_cli(void **state)
 {
@@ -1024,6 +1650,43 @@ static void test_emulated_cli(void **state)
     assert_int_equal(ox_test_run(cmd, &out), 0);
     assert_non_null(strstr(out, "\"device\": \"cuda\""));
     assert_non_null(strstr(out, "\"gpu_nodes\""));
+    assert_non_null(strstr(out, "\"graph\": \"replayed\""));
+    free(out);
+    out = NULL;
+    /* fp16: run on the (emulated) GPU, refused on the CPU with exit 2. */
+    snprintf(cmd, sizeof cmd,
+             "ONNXSCOPE_CUDA_EMULATE=1 '%s' bench %s/samples/tiny_cnn.onnx --device cuda "
+             "--precision fp16 --iters 2 --no-profile 2>&1",
+             bin, ox_test_source());
+    assert_int_equal(ox_test_run(cmd, &out), 0);
+    assert_non_null(strstr(out, "placement (model): fp16,"));
+    free(out);
+    out = NULL;
+    snprintf(cmd, sizeof cmd, "'%s' run %s/samples/tiny_cnn.onnx --random --precision fp16 2>&1",
+             bin, ox_test_source());
+    assert_int_equal(ox_test_run(cmd, &out), 2);
+    assert_non_null(strstr(out, "--precision fp16: needs --device cuda"));
+    free(out);
+    out = NULL;
+    /* The viewer's --device: validated as bench's (exit 2 unknown, 4 no GPU). */
+    snprintf(cmd, sizeof cmd, "'%s' %s/samples/tiny_cnn.onnx --device tpu </dev/null 2>&1", bin,
+             ox_test_source());
+    assert_int_equal(ox_test_run(cmd, &out), 2);
+    assert_non_null(strstr(out, "--device tpu: unknown device"));
+    free(out);
+    out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "ONNXSCOPE_NO_CUDA=1 '%s' %s/samples/tiny_cnn.onnx --device cuda </dev/null 2>&1",
+             bin, ox_test_source());
+    assert_int_equal(ox_test_run(cmd, &out), 4);
+    assert_non_null(strstr(out, "--device cuda: CUDA disabled by ONNXSCOPE_NO_CUDA"));
+    free(out);
+    out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "ONNXSCOPE_CUDA_EMULATE=1 '%s' %s/samples/tiny_cnn.onnx --device cuda </dev/null",
+             bin, ox_test_source());
+    assert_int_equal(ox_test_run(cmd, &out), 0);   /* no terminal: the summary */
+    assert_non_null(strstr(out, "tiny_cnn.onnx"));
     free(out);
 }
 
@@ -1041,8 +1704,17 @@ int main(void)
         cmocka_unit_test(test_emulated_nodes),
         cmocka_unit_test(test_emulated_shared_models),
         cmocka_unit_test(test_emulated_cli),
+        cmocka_unit_test(test_place_epilogues),
+        cmocka_unit_test(test_place_graphs),
+        cmocka_unit_test(test_graph_tape),
+        cmocka_unit_test(test_fp16_conversion),
+        cmocka_unit_test(test_place_fp16),
+        cmocka_unit_test(test_place_flash),
+        cmocka_unit_test(test_emulated_fp16),
+        cmocka_unit_test(test_emulated_graphs),
         cmocka_unit_test(test_gpu_nodes),
         cmocka_unit_test(test_gpu_shared_models),
+        cmocka_unit_test(test_gpu_fp16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,8 @@
 bool ox_cuda_emu_enabled(void);
 ox_status ox_cuda_emu_new(int n_slots, void **out, ox_error *err);
 void ox_cuda_emu_free(void *r);
+void ox_cuda_emu_configure(void *r, bool fp16, bool graphs);
+bool ox_cuda_emu_fp16(const void *r);
 ox_status ox_cuda_emu_begin(void *r, const ox_cuda_plan *p, ox_error *err);
 ox_status ox_cuda_emu_run_node(void *r, const ox_cuda_plan *p, int k, const int *in_slot,
                                const int *out_slot, ox_rval *const *host_in, ox_error *err);
@@ -17,6 +19,6 @@ bool ox_cuda_emu_device_only(const void *r, int s);
 ox_status ox_cuda_emu_fetch(void *r, const ox_cuda_plan *p, int s, ox_rval **out,
                             ox_error *err);
 void ox_cuda_emu_release(void *r, int s);
-void ox_cuda_emu_end(void *r, int64_t *h2d, int64_t *d2h);
+ox_status ox_cuda_emu_end(void *r, ox_exec_stats *s, ox_error *err);
 
 #endif

@@ -25,6 +25,7 @@ enum {
     OX_CK_HARDSIGMOID, /* max(0, min(1, a*x + b)) */
     OX_CK_HARDSWISH,   /* x * max(0, min(1, x/6 + 1/2)) */
     OX_CK_FLOOR, OX_CK_CEIL,
+    OX_CK_GELU_TANH,   /* x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
     OX_CK_N_UNARY
 };
 
@@ -115,6 +116,21 @@ int ox_ck_attn_softmax(float *s, const int32_t *mask, int64_t batch, int64_t hea
 int ox_ck_pool2d(const float *x, float *y, int64_t n, int64_t c, int64_t h, int64_t w,
                  int64_t oh, int64_t ow, int kh, int kw, int sh, int sw, int ph, int pw,
                  int ph1, int pw1, int dh, int dw, int avg, int count_pad, void *stream);
+
+/* float32 <-> float16 (IEEE binary16 bits; round to nearest even, as
+ * ox_cuda_to_half on the host): the fp16 operands of GEMMs and Conv. */
+int ox_ck_f32_to_f16(const float *x, uint16_t *y, int64_t n, void *stream);
+int ox_ck_f16_to_f32(const uint16_t *x, float *y, int64_t n, void *stream);
+
+/* Attention with flash-attention style tiling: q, k, v (batch, heads, s,
+ * d) contiguous, d <= 128 and a multiple of 4; per block 16 queries of one
+ * (batch, head), keys and values in tiles of 32 in shared memory, an
+ * online softmax (running max and sum, rescaled per tile), so the s x s
+ * scores never exist. Masks as ox_ck_attn_softmax (a query whose keys are
+ * all masked gets zeros). Writes y as (batch, s, heads, d). */
+int ox_ck_flash_attn(const float *q, const float *k, const float *v, const int32_t *mask,
+                     float *y, int64_t batch, int64_t heads, int64_t s, int64_t d, float scale,
+                     int causal, void *stream);
 
 #ifdef __cplusplus
 }

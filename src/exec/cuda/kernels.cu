@@ -2,6 +2,7 @@
 // docs/EXECUTOR.md "CUDA backend"). Float32 math; copies move raw elements
 // of 1, 2, 4 or 8 bytes. Index arithmetic is 64-bit throughout: shapes come
 // from models and may exceed 2^31 elements.
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -74,6 +75,8 @@ __device__ __forceinline__ float unary_op(int op, float x, float a, float b)
     case OX_CK_HARDSIGMOID: return fmaxf(0.f, fminf(1.f, a * x + b));
     case OX_CK_HARDSWISH: return x * fmaxf(0.f, fminf(1.f, x / 6.f + 0.5f));
     case OX_CK_FLOOR: return floorf(x);
+    case OX_CK_GELU_TANH:
+        return 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
     case OX_CK_CEIL: return ceilf(x);
     default: return x;
     }
@@ -433,9 +436,163 @@ void launch_copy(const void *x, void *y, Dims d, int64_t xoff, Strides xs, int64
     k_copy<T><<<g, kThreads, 0, s>>>((const T *)x, (T *)y, d, xoff, xs, yoff, ys, n);
 }
 
+__global__ void k_f32_to_f16(const float *x, __half *y, int64_t n)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = __float2half_rn(x[i]);
+}
+
+__global__ void k_f16_to_f32(const __half *x, float *y, int64_t n)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        y[i] = __half2float(x[i]);
+}
+
+constexpr int kFlashQ = 16;     // queries per block (4 warps x 4 rows)
+constexpr int kFlashK = 32;     // keys per tile (one per lane)
+constexpr int kFlashD = 128;    // largest head size
+constexpr int kFlashRows = kFlashQ / 4;
+
+__device__ float warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+__device__ float warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// One block: kFlashQ queries of one (batch, head). Lane j scores key j of
+// the tile; lane l owns output dims l, l+32, l+64, l+96. Rows of K and V in
+// shared memory are padded by one float so lanes reading "their" key row
+// hit distinct banks.
+__global__ void __launch_bounds__(128) k_flash_attn(const float *q, const float *k,
+                                                    const float *v, const int32_t *mask,
+                                                    float *y, int64_t heads, int64_t s, int d,
+                                                    float scale, int causal)
+{
+    __shared__ float ks[kFlashK][kFlashD + 1];
+    __shared__ float vs[kFlashK][kFlashD + 1];
+    __shared__ float qs[kFlashQ][kFlashD];
+    int64_t bh = blockIdx.y, b = bh / heads, h = bh % heads;
+    int64_t q0 = (int64_t)blockIdx.x * kFlashQ;
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const float *qb = q + bh * s * d, *kb = k + bh * s * d, *vb = v + bh * s * d;
+    for (int i = threadIdx.x; i < kFlashQ * d; i += blockDim.x) {
+        int r = i / d, c = i % d;
+        qs[r][c] = q0 + r < s ? qb[(q0 + r) * d + c] : 0.f;
+    }
+    float m[kFlashRows], l[kFlashRows], o[kFlashRows][4];
+#pragma unroll
+    for (int r = 0; r < kFlashRows; r++) {
+        m[r] = -INFINITY;
+        l[r] = 0.f;
+#pragma unroll
+        for (int c = 0; c < 4; c++)
+            o[r][c] = 0.f;
+    }
+    for (int64_t t0 = 0; t0 < s; t0 += kFlashK) {
+        __syncthreads();   // the previous tile is consumed (and qs is loaded)
+        for (int i = threadIdx.x; i < kFlashK * d; i += blockDim.x) {
+            int r = i / d, c = i % d;
+            bool in = t0 + r < s;
+            ks[r][c] = in ? kb[(t0 + r) * d + c] : 0.f;
+            vs[r][c] = in ? vb[(t0 + r) * d + c] : 0.f;
+        }
+        __syncthreads();
+        // Unrolled (no early exit) so that m, l and o stay in registers;
+        // the conditions are the same for the whole warp.
+#pragma unroll
+        for (int r = 0; r < kFlashRows; r++) {
+            int qr = warp * kFlashRows + r;
+            int64_t qi = q0 + qr, j = t0 + lane;
+            if (qi < s) {
+                bool keep = j < s && (!mask || mask[b * s + j] != 0) && (!causal || j <= qi);
+                float sc = -INFINITY;
+                if (keep) {
+                    float acc = 0.f;
+                    for (int c = 0; c < d; c++)
+                        acc += qs[qr][c] * ks[lane][c];
+                    sc = acc * scale;
+                }
+                float mn = fmaxf(m[r], warp_max(sc));
+                if (mn != -INFINITY) {   // else every key so far is masked
+                    float p = keep ? __expf(sc - mn) : 0.f;
+                    float alpha = m[r] == -INFINITY ? 0.f : __expf(m[r] - mn);
+                    l[r] = l[r] * alpha + warp_sum(p);
+#pragma unroll
+                    for (int c = 0; c < 4; c++)
+                        o[r][c] *= alpha;
+                    for (int jj = 0; jj < kFlashK; jj++) {
+                        float pj = __shfl_sync(0xffffffffu, p, jj);
+#pragma unroll
+                        for (int c = 0; c < 4; c++) {
+                            int dd = lane + 32 * c;
+                            if (dd < d)
+                                o[r][c] += pj * vs[jj][dd];
+                        }
+                    }
+                    m[r] = mn;
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < kFlashRows; r++) {
+        int64_t qi = q0 + warp * kFlashRows + r;
+        if (qi >= s)
+            continue;
+        float inv = l[r] > 0.f ? 1.f / l[r] : 0.f;
+        float *yr = y + ((b * s + qi) * heads + h) * d;
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            int dd = lane + 32 * c;
+            if (dd < d)
+                yr[dd] = o[r][c] * inv;
+        }
+    }
+}
+
 } // namespace
 
 extern "C" {
+
+int ox_ck_f32_to_f16(const float *x, uint16_t *y, int64_t n, void *stream)
+{
+    if (n <= 0)
+        return 0;
+    k_f32_to_f16<<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(x, (__half *)y, n);
+    return done();
+}
+
+int ox_ck_f16_to_f32(const uint16_t *x, float *y, int64_t n, void *stream)
+{
+    if (n <= 0)
+        return 0;
+    k_f16_to_f32<<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>((const __half *)x, y, n);
+    return done();
+}
+
+int ox_ck_flash_attn(const float *q, const float *k, const float *v, const int32_t *mask,
+                     float *y, int64_t batch, int64_t heads, int64_t s, int64_t d, float scale,
+                     int causal, void *stream)
+{
+    if (batch * heads * s <= 0 || d <= 0)
+        return 0;
+    if (d > kFlashD || batch * heads > 65535)
+        return (int)cudaErrorInvalidValue;
+    dim3 grid((unsigned)((s + kFlashQ - 1) / kFlashQ), (unsigned)(batch * heads));
+    k_flash_attn<<<grid, 128, 0, (cudaStream_t)stream>>>(q, k, v, mask, y, heads, s, (int)d,
+                                                         scale, causal);
+    return done();
+}
 
 int ox_ck_unary(int op, const float *x, float *y, int64_t n, float a, float b, void *stream)
 {

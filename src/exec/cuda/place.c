@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "onnxscope/cost.h"
+#include "onnxscope/dtype.h"
 #include "onnxscope/infer.h"
 #include "onnxscope/memplan.h"
 #include "core/ptrmap.h"
@@ -453,8 +454,379 @@ void ox_cuda_plan_free(ox_cuda_plan *p)
     free(p->cnode);
     free(p->slot);
     free(p->sig);
+    free(p->half);
+    free(p->ep);
+    free(p->ep_bias);
+    free(p->ep_out);
+    free(p->ep_bias_host);
+    free(p->flash);
     ox_model_free(p->clone);
     free(p);
+}
+
+/* ---- decisions taken after placement (docs/EXECUTOR.md "CUDA backend") ---- */
+
+static uint64_t plan_ids;
+
+static int slot_at(const ox_ptrmap *idx, const ox_value *v)
+{
+    return v ? (int)(intptr_t)ox_ptrmap_get(idx, v) - 1 : -1;
+}
+
+/* The input of a GEMM-class node that is its weight operand (B of
+ * MatMul/Gemm, W of Conv and Attention): float16 on the device in an fp16
+ * plan; -1 for other kinds. */
+static int half_operand(ox_cuda_kind kind)
+{
+    return kind == OX_CK_K_MATMUL || kind == OX_CK_K_GEMM || kind == OX_CK_K_CONV ||
+                   kind == OX_CK_K_ATTENTION
+               ? 1
+               : -1;
+}
+
+/* fp16: every float32 GEMM-class node on the GPU computes with float16
+ * operands; a weight is uploaded converted when every GPU node reading it
+ * reads it as such an operand (else the node converts a float32 copy per
+ * run, which is what activations always get). */
+static void plan_fp16(ox_cuda_plan *p, const ox_node *const *nodes, const ox_ptrmap *idx,
+                      const ox_cuda_caps *caps)
+{
+    if (!caps->fp16)
+        return;
+    for (int k = 0; k < p->n_nodes; k++) {
+        int op = half_operand((ox_cuda_kind)p->kind[k]);
+        if (op < 0)
+            continue;
+        const ox_node *cn = p->cnode[k];
+        if (elem_of(cn->inputs[0]) == OX_DT_FLOAT && in_is(cn, op, OX_DT_FLOAT)) {
+            p->half[k] = 1;
+            p->n_half++;
+        }
+    }
+    unsigned char *bad = calloc((size_t)p->n_slots + 1, 1);
+    unsigned char *seen = calloc((size_t)p->n_slots + 1, 1);
+    if (!bad || !seen) {
+        free(bad);
+        free(seen);
+        return;   /* conversions per run instead: still correct */
+    }
+    for (int k = 0; k < p->n_nodes; k++) {
+        if (!p->kind[k])
+            continue;
+        for (int i = 0; i < nodes[k]->n_inputs; i++) {
+            int s = slot_at(idx, nodes[k]->inputs[i]);
+            if (s < 0 || !p->slot[s].weight)
+                continue;
+            seen[s] = 1;
+            if (!p->half[k] || i != half_operand((ox_cuda_kind)p->kind[k]))
+                bad[s] = 1;
+        }
+    }
+    for (int s = 0; s < p->n_slots; s++)
+        p->slot[s].half = seen[s] && !bad[s] && p->slot[s].is_static &&
+                          p->slot[s].dtype == OX_DT_FLOAT;
+    free(bad);
+    free(seen);
+}
+
+/* A value read once, by node `reader` only, and not a graph output. */
+static bool single_use_by(const ox_value *v, const ox_node *reader)
+{
+    if (!v || v->n_uses != 1 || v->is_output)
+        return false;
+    for (int i = 0; i < reader->n_inputs; i++)
+        if (reader->inputs[i] == v)
+            return true;
+    return false;
+}
+
+/* A float32 initializer of n elements shaped (n) or (1, n), not a graph
+ * input (a caller cannot replace it): a bias, read from the clone. */
+static const ox_tensor *bias_of(const ox_cuda_plan *p, int s, const ox_value *v, int64_t n)
+{
+    if (s < 0 || !v || !v->name || !p->slot[s].init || !p->slot[s].is_static ||
+        p->slot[s].dtype != OX_DT_FLOAT)
+        return NULL;
+    const ox_value *cv = ox_graph_find(p->clone->graph, v->name);
+    if (!cv || !cv->init || cv->init->dtype != OX_DT_FLOAT)
+        return NULL;
+    const ox_graph *g = p->clone->graph;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (g->inputs[i] == cv)
+            return NULL;
+    const ox_cuda_slot *b = &p->slot[s];
+    bool ok = (b->rank == 1 && b->dims[0] == n) ||
+              (b->rank == 2 && b->dims[0] == 1 && b->dims[1] == n);
+    return ok && cv->init->numel == n ? cv->init : NULL;
+}
+
+static bool same_shape(const ox_value *a, const ox_value *b)
+{
+    if (!static_tensor(a) || !static_tensor(b) || rank_of(a) != rank_of(b))
+        return false;
+    for (int d = 0; d < rank_of(a); d++)
+        if (dim_of(a, d) != dim_of(b, d))
+            return false;
+    return true;
+}
+
+/* The activation node k applies to its input 0, as an epilogue code (NONE
+ * when it is none of those cuBLASLt or our bias kernel can fuse). */
+static ox_cuda_epilogue act_of(const ox_cuda_plan *p, int k)
+{
+    const ox_node *n = p->cnode[k];
+    if (!p->kind[k] || n->n_outputs != 1)
+        return OX_EP_NONE;
+    if (op_is(n, "Relu"))
+        return OX_EP_RELU_BIAS;
+    if (op_is(n, "Gelu") && n->n_inputs == 1) {
+        const char *ap = ox_node_attr_s(n, "approximate", "none");
+        return ap && !strcmp(ap, "tanh") ? OX_EP_GELU_TANH_BIAS : OX_EP_GELU_ERF_BIAS;
+    }
+    if (is_ms(n) && !strcmp(n->op_type, "Gelu") && n->n_inputs == 1)
+        return OX_EP_GELU_ERF_BIAS;
+    if (is_ms(n) && !strcmp(n->op_type, "FastGelu") && n->n_inputs == 1)
+        return OX_EP_GELU_TANH_BIAS;
+    return OX_EP_NONE;
+}
+
+static bool epilogues_off(void)
+{
+    const char *s = getenv("ONNXSCOPE_CUDA_NO_EPILOGUE");
+    return s && *s && strcmp(s, "0");
+}
+
+/* Slot s at offset off shares no byte with a slot live at the same time. */
+static bool fits(const ox_cuda_plan *p, int s, int64_t off)
+{
+    const ox_cuda_slot *o = &p->slot[s];
+    for (int t = 0; t < p->n_slots; t++) {
+        const ox_cuda_slot *x = &p->slot[t];
+        if (t == s || x->off < 0 || !x->nbytes || x->first > o->last || x->last < o->first)
+            continue;
+        if (x->off < off + o->nbytes && off < x->off + x->nbytes)
+            return false;
+    }
+    return true;
+}
+
+/* Slot s (whose lifetime grew) at the lowest aligned offset where it fits
+ * (offset 0 or just past a slot), else at the arena's end: p->ep_extra
+ * counts the bytes the arena grew by. */
+static void relocate(ox_cuda_plan *p, int s)
+{
+    ox_cuda_slot *o = &p->slot[s];
+    int64_t best = -1;
+    for (int t = -1; t < p->n_slots; t++) {
+        if (t >= 0 && (p->slot[t].off < 0 || t == s))
+            continue;
+        int64_t off = t < 0 ? 0 : (p->slot[t].off + p->slot[t].nbytes + 63) / 64 * 64;
+        if (off + o->nbytes <= p->arena_bytes && (best < 0 || off < best) && fits(p, s, off))
+            best = off;
+    }
+    if (best < 0) {
+        best = (p->arena_bytes + 63) / 64 * 64;
+        p->ep_extra += best + o->nbytes - p->arena_bytes;
+        p->arena_bytes = best + o->nbytes;
+    }
+    o->off = best;
+}
+
+/* GEMM epilogues: MatMul (2-D float weight B) followed by Add of a bias
+ * weight of N, or Gemm with a bias C of N (beta 1), then optionally Relu
+ * or Gelu, each intermediate read once by the next node in order: the
+ * head writes the last node's output, the others become FUSED. Adjacent
+ * nodes only, so nothing runs between the head's write and the slot's
+ * planned birth; that slot's lifetime is moved back to the head's step
+ * (and the slot to the arena's end when that makes it share live bytes). */
+static void plan_epilogues(ox_cuda_plan *p, const ox_node *const *nodes, const ox_ptrmap *idx)
+{
+    if (epilogues_off())
+        return;
+    for (int k = 0; k < p->n_nodes; k++) {
+        ox_cuda_kind kind = (ox_cuda_kind)p->kind[k];
+        const ox_node *cn = p->cnode[k];
+        if ((kind != OX_CK_K_MATMUL && kind != OX_CK_K_GEMM) || cn->n_outputs != 1)
+            continue;
+        const ox_value *y = cn->outputs[0];
+        if (!static_tensor(y) || rank_of(y) < 2 || elem_of(y) != OX_DT_FLOAT)
+            continue;
+        int64_t n = dim_of(y, rank_of(y) - 1);
+        int bias = -1, tail = k, slots_dead[2], n_dead = 0;
+        const ox_value *t = y;
+        const ox_tensor *bt = NULL;
+        if (kind == OX_CK_K_GEMM) {
+            if (!present(cn, 2) || ox_node_attr_f(cn, "beta", 1.f) != 1.f)
+                continue;
+            bias = slot_at(idx, nodes[k]->inputs[2]);
+            if (!(bt = bias_of(p, bias, nodes[k]->inputs[2], n)))
+                continue;
+        } else {
+            int sb = slot_at(idx, nodes[k]->inputs[1]);
+            if (rank_of(cn->inputs[0]) < 2 || sb < 0 || !p->slot[sb].weight ||
+                p->slot[sb].rank != 2 || k + 1 >= p->n_nodes)
+                continue;
+            const ox_node *add = p->cnode[k + 1];
+            if (p->kind[k + 1] != OX_CK_K_BINARY || !op_is(add, "Add") || add->n_inputs != 2 ||
+                !single_use_by(y, add) || !same_shape(add->outputs[0], y))
+                continue;
+            int other = add->inputs[0] == y ? 1 : 0;
+            bias = slot_at(idx, nodes[k + 1]->inputs[other]);
+            if (add->inputs[1 - other] != y ||
+                !(bt = bias_of(p, bias, nodes[k + 1]->inputs[other], n)))
+                continue;
+            tail = k + 1;
+            t = add->outputs[0];
+        }
+        ox_cuda_epilogue ep = OX_EP_BIAS;
+        if (tail + 1 < p->n_nodes && single_use_by(t, p->cnode[tail + 1]) &&
+            p->cnode[tail + 1]->inputs[0] == t && same_shape(p->cnode[tail + 1]->outputs[0], t)) {
+            ox_cuda_epilogue a = act_of(p, tail + 1);
+            if (a) {
+                ep = a;
+                tail++;
+            }
+        }
+        int out = slot_at(idx, nodes[tail]->outputs[0]);
+        if (out < 0 || p->slot[out].off < 0)
+            continue;
+        /* The intermediates are never written: no device bytes. */
+        for (int j = k; j < tail; j++) {
+            int s = slot_at(idx, nodes[j]->outputs[0]);
+            if (s >= 0)
+                slots_dead[n_dead++] = s;
+        }
+        for (int i = 0; i < n_dead; i++) {
+            if (p->slot[slots_dead[i]].off >= 0)
+                p->ep_freed += (p->slot[slots_dead[i]].nbytes + 63) / 64 * 64;
+            p->slot[slots_dead[i]].off = -1;
+        }
+        ox_cuda_slot *o = &p->slot[out];
+        if (o->first > k) {
+            o->first = k;
+            if (!fits(p, out, o->off))
+                relocate(p, out);
+        }
+        p->ep[k] = (unsigned char)ep;
+        p->ep_bias[k] = bias;
+        p->ep_bias_host[k] = bt;
+        p->ep_out[k] = out;
+        for (int j = k + 1; j <= tail; j++)
+            p->kind[j] = OX_CK_K_FUSED;
+        p->n_epilogue++;
+        k = tail;
+    }
+}
+
+void ox_cuda_to_half(const float *x, uint16_t *y, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        y[i] = ox_f32_to_f16(x[i]);
+}
+
+bool ox_cuda_use_flash(int64_t seq, int64_t head_size)
+{
+    int64_t min = 128;
+    const char *s = getenv("ONNXSCOPE_CUDA_FLASH_MIN");
+    if (s && *s) {
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (!*end && v >= 0)
+            min = v;
+    }
+    return seq >= min && head_size > 0 && head_size <= 128 && head_size % 4 == 0;
+}
+
+static void plan_flash(ox_cuda_plan *p)
+{
+    for (int k = 0; k < p->n_nodes; k++) {
+        if (p->kind[k] != OX_CK_K_ATTENTION)
+            continue;
+        const ox_node *cn = p->cnode[k];
+        int64_t heads = ox_node_attr_i(cn, "num_heads", 1);
+        int64_t h = dim_of(cn->outputs[0], 2);
+        if (heads > 0 && ox_cuda_use_flash(dim_of(cn->inputs[0], 1), h / heads)) {
+            p->flash[k] = 1;
+            p->n_flash++;
+        }
+    }
+}
+
+static bool graphs_env_off(void)
+{
+    const char *s = getenv("ONNXSCOPE_CUDA_GRAPHS");
+    return s && (!strcmp(s, "0") || !strcmp(s, "off"));
+}
+
+/* A CUDA Graph replays the GPU nodes as one launch, after every node of
+ * the run has been seen (uploads done, nothing executed yet): the GPU
+ * nodes must form one run in node order, except for CPU nodes that are
+ * independent of it: they read only host values (no download mid-graph),
+ * have no subgraph, and write nothing a GPU node reads from the arena (a
+ * value uploaded before the launch into bytes an earlier GPU node of the
+ * graph reuses would be overwritten). Constant-derived weights and shape
+ * arithmetic are such nodes. CPU nodes before or after the GPU ones are
+ * fine too. */
+static void plan_graph(ox_cuda_plan *p, const ox_node *const *nodes, const ox_ptrmap *idx,
+                       const ox_cuda_caps *caps)
+{
+    int first = -1, last = -1;
+    for (int k = 0; k < p->n_nodes; k++)
+        if (p->kind[k]) {
+            if (first < 0)
+                first = k;
+            last = k;
+        }
+    p->graph_ok = false;
+    if (first < 0) {
+        p->graph_why = "no node on the GPU";
+        return;
+    }
+    unsigned char *dev_read = calloc((size_t)p->n_slots + 1, 1);
+    if (!dev_read) {
+        p->graph_why = "out of memory planning the graph";
+        return;
+    }
+    for (int k = 0; k < p->n_nodes; k++)
+        for (int i = 0; p->kind[k] && p->kind[k] != OX_CK_K_FUSED && i < nodes[k]->n_inputs; i++) {
+            int s = slot_at(idx, nodes[k]->inputs[i]);
+            if (s >= 0 && !ox_cuda_input_on_host((ox_cuda_kind)p->kind[k], i))
+                dev_read[s] = 1;
+        }
+    const char *why = NULL;
+    for (int k = first; k <= last && !why; k++) {
+        if (p->kind[k])
+            continue;
+        const ox_node *n = nodes[k];
+        for (int a = 0; a < n->n_attrs && !why; a++)
+            if (n->attrs[a].type == OX_ATTR_GRAPH || n->attrs[a].type == OX_ATTR_GRAPHS)
+                why = "a CPU node with a subgraph sits between GPU nodes";
+        /* Shape and Size read only the planned dims of a GPU value (the
+         * executor downloads nothing for them). */
+        bool dims_only = is_default(n) && (!strcmp(n->op_type, "Shape") ||
+                                           !strcmp(n->op_type, "Size"));
+        for (int i = dims_only ? 1 : 0; i < n->n_inputs && !why; i++) {
+            int s = slot_at(idx, n->inputs[i]);
+            if (s >= 0 && !p->slot[s].host)
+                why = "a CPU node between GPU nodes reads a GPU value";
+        }
+        for (int i = 0; i < n->n_outputs && !why; i++) {
+            int s = slot_at(idx, n->outputs[i]);
+            if (s >= 0 && p->slot[s].off >= 0 && dev_read[s])
+                why = "a CPU node between GPU nodes makes a value a GPU node reads";
+        }
+    }
+    free(dev_read);
+    if (why) {
+        p->graph_why = why;
+        return;
+    }
+    if (!caps->graphs || graphs_env_off()) {
+        p->graph_why = "turned off (ONNXSCOPE_CUDA_GRAPHS=0, no_cuda_graphs or per-node timing)";
+        return;
+    }
+    p->graph_ok = true;
+    p->graph_why = NULL;
 }
 
 static bool keyed_by_value(const ox_tensor *t)
@@ -575,14 +947,25 @@ ox_status ox_cuda_plan_build(const ox_model *m, int n_nodes, const ox_node *cons
     p->why = calloc((size_t)n_nodes + 1, sizeof *p->why);
     p->cnode = calloc((size_t)n_nodes + 1, sizeof *p->cnode);
     p->slot = calloc((size_t)n_slots + 1, sizeof *p->slot);
+    p->half = calloc((size_t)n_nodes + 1, 1);
+    p->ep = calloc((size_t)n_nodes + 1, 1);
+    p->ep_bias = malloc(((size_t)n_nodes + 1) * sizeof *p->ep_bias);
+    p->ep_out = malloc(((size_t)n_nodes + 1) * sizeof *p->ep_out);
+    p->flash = calloc((size_t)n_nodes + 1, 1);
+    p->ep_bias_host = calloc((size_t)n_nodes + 1, sizeof *p->ep_bias_host);
+    p->id = __atomic_add_fetch(&plan_ids, 1, __ATOMIC_RELAXED);
+    p->graph_why = "no node on the GPU";
     int max_in = 1;
     for (int k = 0; k < n_nodes; k++)
         if (nodes[k]->n_inputs > max_in)
             max_in = nodes[k]->n_inputs;
     host_in = calloc((size_t)max_in + 1, sizeof *host_in);
     p->sig = make_sig(n_inputs, inputs, &p->n_sig);
-    if (!p->clone || !p->kind || !p->why || !p->cnode || !p->slot || !host_in)
+    if (!p->clone || !p->kind || !p->why || !p->cnode || !p->slot || !host_in || !p->half ||
+        !p->ep || !p->ep_bias || !p->ep_out || !p->flash || !p->ep_bias_host)
         goto oom;
+    for (int k = 0; k < n_nodes; k++)
+        p->ep_bias[k] = p->ep_out[k] = -1;
     if (!p->sig)
         goto none;
     if (!infer_clone(p->clone, n_inputs, inputs))
@@ -703,6 +1086,10 @@ ox_status ox_cuda_plan_build(const ox_model *m, int n_nodes, const ox_node *cons
                     p->slot[s].host = false;
             }
     }
+    plan_fp16(p, nodes, &idx, caps);
+    plan_epilogues(p, nodes, &idx);
+    plan_flash(p);
+    plan_graph(p, nodes, &idx, caps);
     ox_ptrmap_free(&idx);
     ox_memplan_free(mp);
     free(host_in);
@@ -712,9 +1099,10 @@ none:
     /* Not plannable for the GPU: a plan that keeps every node on the CPU. */
     ox_memplan_free(mp);
     free(host_in);
-    memset(p->kind, 0, (size_t)n_nodes);
-    for (int k = 0; k < n_nodes; k++)
+    for (int k = 0; k < n_nodes; k++) {
+        p->kind[k] = OX_CK_NONE;
         p->why[k] = "shapes not static for these inputs";
+    }
     p->nodes_on[0] = n_nodes;
     p->nodes_on[1] = 0;
     p->flops_on[0] = p->flops_on[1] = 0;

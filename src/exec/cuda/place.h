@@ -27,12 +27,25 @@ typedef enum {
     OX_CK_K_REDUCE, OX_CK_K_SOFTMAX, OX_CK_K_LAYERNORM, OX_CK_K_BATCHNORM, OX_CK_K_MATMUL,
     OX_CK_K_GEMM, OX_CK_K_CONV, OX_CK_K_POOL, OX_CK_K_GLOBALPOOL, OX_CK_K_ATTENTION,
     OX_CK_K_CAST,
+    OX_CK_K_FUSED,   /* folded into an earlier GEMM's epilogue: nothing to launch */
 } ox_cuda_kind;
+
+/* GEMM epilogues (docs/EXECUTOR.md "GEMM epilogues"): what a MatMul/Gemm
+ * head applies to its product before the single write, in place of the
+ * Add (bias) and activation nodes that followed it. GELU_TANH is the tanh
+ * approximation (cuBLASLt's GELU); GELU_ERF the exact one (ONNX Gelu's
+ * default), which cuBLASLt has not: BIAS epilogue + our GELU kernel. */
+typedef enum {
+    OX_EP_NONE = 0, OX_EP_BIAS, OX_EP_RELU_BIAS, OX_EP_GELU_TANH_BIAS, OX_EP_GELU_ERF_BIAS,
+} ox_cuda_epilogue;
 
 /* What the runtime offers: cuBLAS (MatMul, Gemm, Attention) and cuDNN
  * (Conv) are optional libraries; without them those nodes stay on the CPU. */
 typedef struct ox_cuda_caps {
     bool cublas, cudnn;
+    /* Requested modes (ox_exec_opts), not libraries: fp16 operands for
+     * the GEMM-class nodes; graphs: a CUDA Graph may be captured. */
+    bool fp16, graphs;
 } ox_cuda_caps;
 
 typedef struct ox_cuda_slot {
@@ -46,6 +59,7 @@ typedef struct ox_cuda_slot {
     bool weight;          /* initializer or constant-derived: own buffer */
     bool init;            /* an initializer (a caller may override it) */
     bool host;            /* available on the host in every run (not GPU-made) */
+    bool half;            /* a weight uploaded converted to float16 (fp16 plans) */
 } ox_cuda_slot;
 
 typedef struct ox_cuda_plan {
@@ -62,7 +76,35 @@ typedef struct ox_cuda_plan {
     ox_model *clone;         /* the inferred clone (owns cnode's types) */
     int64_t *sig;            /* the inputs' signature it was built for */
     int n_sig;
+    uint64_t id;             /* unique per plan built (the runtime's graph key) */
+    /* fp16 plans: per node, its GEMM operands are float16 (runtime.c
+     * converts activations per run, weights once on upload). */
+    unsigned char *half;
+    /* GEMM epilogues: per head node its ox_cuda_epilogue, the slot of the
+     * bias and the slot it writes (the last fused node's output; the
+     * fused nodes are OX_CK_K_FUSED). -1 where none. */
+    unsigned char *ep;
+    int *ep_bias, *ep_out;
+    const ox_tensor **ep_bias_host;   /* the bias initializer (the clone's) */
+    /* Attention nodes run by the tiled (flash) kernel. */
+    unsigned char *flash;
+    int n_half, n_epilogue, n_flash;
+    int64_t ep_extra;        /* arena bytes added for epilogue outputs moved to its end */
+    int64_t ep_freed;        /* bytes of fused intermediates (no device slot any more) */
+    /* A CUDA Graph may capture the GPU nodes: they form one unbroken run
+     * in node order (no CPU node between two GPU nodes). Else why not. */
+    bool graph_ok;
+    const char *graph_why;
 } ox_cuda_plan;
+
+/* The float16 bits of a float32 (round to nearest even, as the device's
+ * conversion), n elements: the fp16 upload conversion. */
+void ox_cuda_to_half(const float *x, uint16_t *y, int64_t n);
+
+/* Threshold of the tiled attention kernel: sequence length at least this
+ * (ONNXSCOPE_CUDA_FLASH_MIN overrides; default 128) and head size at most
+ * 128, a multiple of 4 (the kernel's per-lane slice). */
+bool ox_cuda_use_flash(int64_t seq, int64_t head_size);
 
 /* True when these inputs have the signature p was built for (dtypes,
  * shapes, and the values of small integer inputs, as the CPU arena keys). */

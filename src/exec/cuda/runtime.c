@@ -11,6 +11,13 @@
 #include "onnxscope/device.h"
 #include "runtime.h"
 #include "emulate.h"
+#include "graph.h"
+
+/* The first members of both runtimes (ox_cuda_rt and emulate.c's), which
+ * the entry points below read whichever one r is. */
+typedef struct rt_head {
+    bool emu, fp16, graphs;
+} rt_head;
 
 bool ox_device_parse(const char *s, ox_device *out)
 {
@@ -33,7 +40,7 @@ const char *ox_device_name(ox_device d)
 #ifndef OX_HAVE_CUDA
 
 struct ox_cuda_rt {
-    bool emu;   /* always false here: only the emulation exists in this build */
+    bool emu, fp16, graphs;   /* rt_head; emu always false: only the emulation exists here */
 };
 
 static ox_cuda_state real_probe(char *line, size_t len)
@@ -59,6 +66,12 @@ static void real_cuda_rt_caps(const ox_cuda_rt *r, ox_cuda_caps *caps)
 {
     (void)r;
     caps->cublas = caps->cudnn = false;
+}
+
+static void real_cuda_rt_configure(ox_cuda_rt *r, bool fp16, bool graphs)
+{
+    r->fp16 = fp16;
+    r->graphs = graphs;
 }
 
 static ox_status real_cuda_run_begin(ox_cuda_rt *r, const ox_cuda_plan *p, ox_error *err)
@@ -105,10 +118,10 @@ void ox_cuda_libraries(bool *cublas, bool *cudnn)
     *cublas = *cudnn = false;
 }
 
-static ox_status real_cuda_run_end(ox_cuda_rt *r, int64_t *h2d, int64_t *d2h, ox_error *err)
+static ox_status real_cuda_run_end(ox_cuda_rt *r, ox_exec_stats *s, ox_error *err)
 {
     (void)r, (void)err;
-    *h2d = *d2h = 0;
+    s->h2d_copies = s->d2h_copies = 0;
     return OX_OK;
 }
 
@@ -118,6 +131,7 @@ static ox_status real_cuda_run_end(ox_cuda_rt *r, int64_t *h2d, int64_t *d2h, ox
 #include <math.h>
 #include <pthread.h>
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -201,6 +215,10 @@ static ox_cuda_state real_probe(char *line, size_t len)
 
 /* ---- cuBLAS and cuDNN, opened at run time -------------------------------- */
 
+/* The workspace cuBLAS and cuBLASLt share (stream-ordered calls): set
+ * explicitly so that neither allocates while a CUDA Graph is captured. */
+#define LT_WS ((size_t)32 << 20)
+
 static struct {
     bool tried, blas, dnn;
     __typeof__(cublasCreate_v2) *blas_create;
@@ -208,6 +226,22 @@ static struct {
     __typeof__(cublasSetStream_v2) *blas_stream;
     __typeof__(cublasSgemm_v2) *sgemm;
     __typeof__(cublasSgemmStridedBatched) *sgemm_batched;
+    __typeof__(cublasGemmEx) *gemm_ex;
+    __typeof__(cublasGemmStridedBatchedEx) *gemm_ex_batched;
+    __typeof__(cublasSetWorkspace_v2) *blas_ws;   /* optional */
+    bool lt;   /* cuBLASLt: GEMM epilogues (optional: cuBLAS + our kernel otherwise) */
+    __typeof__(cublasLtCreate) *lt_create;
+    __typeof__(cublasLtDestroy) *lt_destroy;
+    __typeof__(cublasLtMatmulDescCreate) *lt_desc_new;
+    __typeof__(cublasLtMatmulDescDestroy) *lt_desc_free;
+    __typeof__(cublasLtMatmulDescSetAttribute) *lt_desc_set;
+    __typeof__(cublasLtMatrixLayoutCreate) *lt_lay_new;
+    __typeof__(cublasLtMatrixLayoutDestroy) *lt_lay_free;
+    __typeof__(cublasLtMatmulPreferenceCreate) *lt_pref_new;
+    __typeof__(cublasLtMatmulPreferenceDestroy) *lt_pref_free;
+    __typeof__(cublasLtMatmulPreferenceSetAttribute) *lt_pref_set;
+    __typeof__(cublasLtMatmulAlgoGetHeuristic) *lt_heur;
+    __typeof__(cublasLtMatmul) *lt_matmul;
     __typeof__(cudnnCreate) *dnn_create;
     __typeof__(cudnnDestroy) *dnn_destroy;
     __typeof__(cudnnSetStream) *dnn_stream;
@@ -267,7 +301,24 @@ static void libs_load(void)
     lib.blas = b && SYM(b, blas_create, "cublasCreate_v2") &&
                SYM(b, blas_destroy, "cublasDestroy_v2") &&
                SYM(b, blas_stream, "cublasSetStream_v2") && SYM(b, sgemm, "cublasSgemm_v2") &&
-               SYM(b, sgemm_batched, "cublasSgemmStridedBatched");
+               SYM(b, sgemm_batched, "cublasSgemmStridedBatched") &&
+               SYM(b, gemm_ex, "cublasGemmEx") &&
+               SYM(b, gemm_ex_batched, "cublasGemmStridedBatchedEx");
+    if (b && !(SYM(b, blas_ws, "cublasSetWorkspace_v2")))
+        lib.blas_ws = NULL;
+    static const char *const lt_names[] = {"libcublasLt.so.13", "libcublasLt.so", NULL};
+    void *l = lib.blas && !getenv("ONNXSCOPE_CUDA_NO_CUBLASLT") ? open_first(lt_names) : NULL;
+    lib.lt = l && SYM(l, lt_create, "cublasLtCreate") && SYM(l, lt_destroy, "cublasLtDestroy") &&
+             SYM(l, lt_desc_new, "cublasLtMatmulDescCreate") &&
+             SYM(l, lt_desc_free, "cublasLtMatmulDescDestroy") &&
+             SYM(l, lt_desc_set, "cublasLtMatmulDescSetAttribute") &&
+             SYM(l, lt_lay_new, "cublasLtMatrixLayoutCreate") &&
+             SYM(l, lt_lay_free, "cublasLtMatrixLayoutDestroy") &&
+             SYM(l, lt_pref_new, "cublasLtMatmulPreferenceCreate") &&
+             SYM(l, lt_pref_free, "cublasLtMatmulPreferenceDestroy") &&
+             SYM(l, lt_pref_set, "cublasLtMatmulPreferenceSetAttribute") &&
+             SYM(l, lt_heur, "cublasLtMatmulAlgoGetHeuristic") &&
+             SYM(l, lt_matmul, "cublasLtMatmul");
     void *d = getenv("ONNXSCOPE_CUDA_NO_CUDNN") ? NULL : open_first(dnn_names);
     lib.dnn = d && SYM(d, dnn_create, "cudnnCreate") && SYM(d, dnn_destroy, "cudnnDestroy") &&
               SYM(d, dnn_stream, "cudnnSetStream") &&
@@ -305,8 +356,15 @@ typedef struct wbuf {
 } wbuf;
 
 struct ox_cuda_rt {
-    bool emu;                 /* first, as in emulate.c's: false here */
+    bool emu, fp16, graphs;   /* rt_head (emu false here) */
     cudaStream_t stream;
+    cublasLtHandle_t lt;
+    void *lt_ws;              /* cuBLASLt workspace (LT_WS bytes) */
+    void *hbuf;               /* float16 copies of GEMM/Conv operands */
+    int64_t hbuf_cap;
+    ox_cuda_graphs gr;
+    cudaGraphExec_t gexec;    /* the captured graph of gr's plan */
+    const ox_cuda_plan *plan; /* of the run in progress */
     cublasHandle_t blas;
     cudnnHandle_t dnn;
     char *arena;
@@ -364,14 +422,21 @@ static ox_status real_cuda_rt_new(int n_slots, ox_cuda_rt **out, ox_error *err)
         return cuda_err(err, e, "cannot start the CUDA device");
     }
     libs_load();
-    if (lib.blas && lib.blas_create(&r->blas) == CUBLAS_STATUS_SUCCESS)
-        lib.blas_stream(r->blas, r->stream);
-    else
+    if (lib.blas && lib.blas_create(&r->blas) == CUBLAS_STATUS_SUCCESS) {
+        lib.blas_stream(r->blas, r->stream);   /* (resets the workspace: set it after) */
+        if (cudaMalloc(&r->lt_ws, LT_WS) != cudaSuccess)
+            r->lt_ws = NULL;
+        if (r->lt_ws && lib.blas_ws)
+            lib.blas_ws(r->blas, r->lt_ws, LT_WS);
+    } else {
         r->blas = NULL;
+    }
     if (lib.dnn && lib.dnn_create(&r->dnn) == CUDNN_STATUS_SUCCESS)
         lib.dnn_stream(r->dnn, r->stream);
     else
         r->dnn = NULL;
+    if (!r->blas || !lib.lt || lib.lt_create(&r->lt) != CUBLAS_STATUS_SUCCESS)
+        r->lt = NULL;
     *out = r;
     return OX_OK;
 }
@@ -389,6 +454,15 @@ static void real_cuda_rt_free(ox_cuda_rt *r)
         cudaFree(r->arena);
     if (r->scratch)
         cudaFree(r->scratch);
+    if (r->hbuf)
+        cudaFree(r->hbuf);
+    if (r->lt_ws)
+        cudaFree(r->lt_ws);
+    if (r->lt)
+        lib.lt_destroy(r->lt);
+    if (r->gexec)
+        cudaGraphExecDestroy(r->gexec);
+    ox_cuda_graphs_free(&r->gr);
     if (r->pinned)
         cudaFreeHost(r->pinned);
     if (r->blas)
@@ -424,6 +498,15 @@ static ox_status real_cuda_run_begin(ox_cuda_rt *r, const ox_cuda_plan *p, ox_er
     memset(r->dev_valid, 0, (size_t)r->n_slots);
     memset(r->host_has, 0, (size_t)r->n_slots);
     r->h2d = r->d2h = 0;
+    r->plan = p;
+    bool reset;
+    ox_cuda_graphs_begin(&r->gr, p, &reset);
+    if (reset && r->gexec) {
+        cudaGraphExecDestroy(r->gexec);
+        r->gexec = NULL;
+    }
+    if (r->gr.mode == OX_CG_REPLAY && !r->gexec)
+        r->gr.mode = OX_CG_EAGER;   /* defensive: READY without a graph */
     return OX_OK;
 }
 
@@ -480,34 +563,69 @@ static ox_status upload(ox_cuda_rt *r, void *dev, const void *host, int64_t byte
     return OX_OK;
 }
 
-/* Device pointer of input slot s, uploading the host value when needed. */
-static ox_status in_ptr(ox_cuda_rt *r, const ox_cuda_plan *p, int s, const ox_rval *host,
-                        const void **out, ox_error *err)
+static ox_status grow_hbuf(ox_cuda_rt *r, int64_t bytes, ox_error *err)
+{
+    if (bytes <= r->hbuf_cap)
+        return OX_OK;
+    cudaStreamSynchronize(r->stream);
+    if (r->hbuf)
+        cudaFree(r->hbuf);
+    r->hbuf = NULL;
+    r->hbuf_cap = 0;
+    cudaError_t e = cudaMalloc(&r->hbuf, (size_t)bytes);
+    if (e != cudaSuccess)
+        return cuda_err(err, e, "device float16 buffer");
+    r->hbuf_cap = bytes;
+    return OX_OK;
+}
+
+/* A weight of an fp16 plan: converted on the host (ox_cuda_to_half, round
+ * to nearest even) and uploaded as float16, half the bytes. */
+static ox_status upload_half(ox_cuda_rt *r, void *dev, const ox_tensor *t, ox_error *err)
+{
+    uint16_t *h = malloc((size_t)t->numel * 2 + 2);
+    if (!h)
+        return ox_errorf(err, OX_ENOMEM, "out of memory");
+    ox_cuda_to_half(ox_tensor_data(t), h, t->numel);
+    ox_status st = upload(r, dev, h, t->numel * 2, err);
+    free(h);
+    return st;
+}
+
+/* Device pointer of input slot s, uploading the host value t when needed.
+ * t NULL: a re-issued node, whose device values are there by order. */
+static ox_status in_ptr_t(ox_cuda_rt *r, const ox_cuda_plan *p, int s, const ox_tensor *t,
+                          const void **out, ox_error *err)
 {
     *out = NULL;
     if (s < 0 || s >= p->n_slots)
         return OX_OK;
     const ox_cuda_slot *sl = &p->slot[s];
-    const ox_tensor *t = host && host->kind == OX_RV_TENSOR ? host->t : NULL;
     if (sl->off >= 0) {
-        if (!r->dev_valid[s]) {
-            if (!t || (int64_t)t->nbytes != sl->nbytes || t->dtype != sl->dtype)
+        if (!r->dev_valid[s] && t) {
+            if ((int64_t)t->nbytes != sl->nbytes || t->dtype != sl->dtype)
                 return ox_errorf(err, OX_EINVAL, "value of slot %d is not where the CUDA plan "
                                  "expects it", s);
             ox_status st = upload(r, r->arena + sl->off, ox_tensor_data(t), sl->nbytes, err);
             if (st)
                 return st;
             r->dev_valid[s] = 1;
+            r->host_has[s] = 1;   /* it came from the host: never downloaded */
         }
         *out = r->arena + sl->off;
         return OX_OK;
     }
     /* A weight: its own buffer, uploaded once; an initializer again when a
      * caller overrides it (IR < 4) with other data. */
-    if (!t)
-        return ox_errorf(err, OX_EINVAL, "weight of slot %d has no host value", s);
     wbuf *w = &r->w[s];
+    if (!t) {
+        if (!w->dev)
+            return ox_errorf(err, OX_EINVAL, "weight of slot %d has no host value", s);
+        *out = w->dev;
+        return OX_OK;
+    }
     const void *src = ox_tensor_data(t);
+    bool half = sl->half && t->dtype == OX_DT_FLOAT;
     if (w->dev && w->bytes == (int64_t)t->nbytes && (!sl->init || w->src == src)) {
         *out = w->dev;
         return OX_OK;
@@ -518,7 +636,8 @@ static ox_status in_ptr(ox_cuda_rt *r, const ox_cuda_plan *p, int s, const ox_rv
         w->dev = NULL;
     }
     if (!w->dev) {
-        cudaError_t e = cudaMalloc(&w->dev, t->nbytes ? t->nbytes : 1);
+        size_t nb = half ? (size_t)t->numel * 2 : t->nbytes;
+        cudaError_t e = cudaMalloc(&w->dev, nb ? nb : 1);
         if (e != cudaSuccess) {
             w->dev = NULL;
             return cuda_err(err, e, "weight upload");
@@ -526,12 +645,26 @@ static ox_status in_ptr(ox_cuda_rt *r, const ox_cuda_plan *p, int s, const ox_rv
     }
     w->bytes = (int64_t)t->nbytes;
     w->src = src;
-    ox_status st = upload(r, w->dev, src, w->bytes, err);
+    ox_status st = half ? upload_half(r, w->dev, t, err) : upload(r, w->dev, src, w->bytes, err);
     if (st)
         return st;
     *out = w->dev;
     return OX_OK;
 }
+
+static ox_status in_ptr(ox_cuda_rt *r, const ox_cuda_plan *p, int s, const ox_rval *host,
+                        const void **out, ox_error *err)
+{
+    const ox_tensor *t = host && host->kind == OX_RV_TENSOR ? host->t : NULL;
+    if (s >= 0 && s < p->n_slots && !t &&
+        (p->slot[s].off < 0 || !r->dev_valid[s]))
+        return ox_errorf(err, OX_EINVAL, "value of slot %d is not where the CUDA plan "
+                         "expects it", s);
+    return in_ptr_t(r, p, s, t, out, err);
+}
+
+static ox_status flush(ox_cuda_rt *r, ox_error *err);
+static void capture(ox_cuda_rt *r);
 
 static bool real_cuda_device_only(const ox_cuda_rt *r, int s)
 {
@@ -542,6 +675,9 @@ static ox_status real_cuda_fetch(ox_cuda_rt *r, const ox_cuda_plan *p, int s, ox
                         ox_error *err)
 {
     *out = NULL;
+    ox_status fst = flush(r, err);
+    if (fst)
+        return fst;
     const ox_cuda_slot *sl = &p->slot[s];
     if (sl->off < 0 || !r->dev_valid[s])
         return ox_errorf(err, OX_EINVAL, "slot %d is not on the device", s);
@@ -582,18 +718,27 @@ static void real_cuda_release(ox_cuda_rt *r, int s)
 
 static ox_status real_cuda_sync(ox_cuda_rt *r, ox_error *err)
 {
+    ox_status st = flush(r, err);
+    if (st)
+        return st;
     cudaError_t e = cudaStreamSynchronize(r->stream);
     return e == cudaSuccess ? OX_OK : cuda_err(err, e, "CUDA node");
 }
 
-static ox_status real_cuda_run_end(ox_cuda_rt *r, int64_t *h2d, int64_t *d2h, ox_error *err)
+static ox_status real_cuda_run_end(ox_cuda_rt *r, ox_exec_stats *s, ox_error *err)
 {
+    ox_status st = flush(r, err);
     cudaError_t e = cudaStreamSynchronize(r->stream);
-    *h2d = r->h2d;
-    *d2h = r->d2h;
-    if (e != cudaSuccess)
-        return cuda_err(err, e, "CUDA run");
-    return OX_OK;
+    s->h2d_copies = r->h2d;
+    s->d2h_copies = r->d2h;
+    if (!st && e != cudaSuccess)
+        st = cuda_err(err, e, "CUDA run");
+    /* A complete recording (every GPU node of the plan ran): capture it. */
+    if (!st && r->gr.mode == OX_CG_RECORD && r->plan && r->gr.n_tape == r->plan->nodes_on[1])
+        capture(r);
+    ox_cuda_graphs_stats(&r->gr, s);
+    r->plan = NULL;
+    return st;
 }
 
 /* ---- node runners --------------------------------------------------------- */
@@ -601,7 +746,13 @@ static ox_status real_cuda_run_end(ox_cuda_rt *r, int64_t *h2d, int64_t *d2h, ox
 typedef struct nctx {
     ox_cuda_rt *r;
     const ox_cuda_plan *p;
+    int k;                 /* the node's index in the plan */
     const ox_node *n;      /* the clone's node: static types */
+    bool half;             /* fp16 operands (p->half[k]) */
+    bool b_half;           /* input 1 is a weight uploaded as float16 */
+    int ep;                /* ox_cuda_epilogue of a head (out[0] is then the last
+                            * fused node's slot) */
+    const float *ep_bias;  /* its bias on the device */
     int64_t opset;
     int n_in, n_out;
     const void *in[16];
@@ -1060,6 +1211,131 @@ static ox_status gemm_rm(nctx *c, bool ta, bool tb, int64_t m, int64_t n, int64_
                                          (int)batch));
 }
 
+static int ep_act(int ep)
+{
+    return ep == OX_EP_RELU_BIAS         ? OX_CK_RELU
+           : ep == OX_EP_GELU_ERF_BIAS   ? OX_CK_GELU
+           : ep == OX_EP_GELU_TANH_BIAS  ? OX_CK_GELU_TANH
+                                         : OX_CK_IDENTITY;
+}
+
+/* One row-major GEMM (m x n, no batch) with its epilogue on cuBLASLt;
+ * false when cuBLASLt is not loaded or offers no algorithm (the caller
+ * falls back). Lt's A is our B and its B our A, as in gemm_rm. ERF GELU
+ * has no Lt epilogue: BIAS here, the caller's kernel after. */
+static bool lt_gemm(nctx *c, cudaDataType_t dt, bool ta, bool tb, int64_t m, int64_t n,
+                    int64_t k, float alpha, const void *a, const void *b, float *y)
+{
+    ox_cuda_rt *r = c->r;
+    if (!r->lt || !c->ep_bias)
+        return false;
+    if (!r->lt_ws && cudaMalloc(&r->lt_ws, LT_WS) != cudaSuccess) {
+        r->lt_ws = NULL;
+        return false;
+    }
+    cublasLtMatmulDesc_t d = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
+    cublasLtMatmulPreference_t pr = NULL;
+    cublasOperation_t opa = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opb = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasLtEpilogue_t e = c->ep == OX_EP_RELU_BIAS       ? CUBLASLT_EPILOGUE_RELU_BIAS
+                           : c->ep == OX_EP_GELU_TANH_BIAS ? CUBLASLT_EPILOGUE_GELU_BIAS
+                                                            : CUBLASLT_EPILOGUE_BIAS;
+    cudaDataType_t bt = CUDA_R_32F;
+    const void *bias = c->ep_bias;
+    uint64_t ws = LT_WS;
+    float beta = 0.f;
+    cublasLtMatmulHeuristicResult_t res;
+    int got = 0;
+    bool ok =
+        lib.lt_desc_new(&d, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
+        lib.lt_desc_set(d, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa) ==
+            CUBLAS_STATUS_SUCCESS &&
+        lib.lt_desc_set(d, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb) ==
+            CUBLAS_STATUS_SUCCESS &&
+        lib.lt_desc_set(d, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e) == CUBLAS_STATUS_SUCCESS &&
+        lib.lt_desc_set(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias) ==
+            CUBLAS_STATUS_SUCCESS &&
+        lib.lt_desc_set(d, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt) ==
+            CUBLAS_STATUS_SUCCESS &&
+        lib.lt_lay_new(&la, dt, (uint64_t)(tb ? k : n), (uint64_t)(tb ? n : k), tb ? k : n) ==
+            CUBLAS_STATUS_SUCCESS &&
+        lib.lt_lay_new(&lb, dt, (uint64_t)(ta ? m : k), (uint64_t)(ta ? k : m), ta ? m : k) ==
+            CUBLAS_STATUS_SUCCESS &&
+        lib.lt_lay_new(&lc, CUDA_R_32F, (uint64_t)n, (uint64_t)m, n) == CUBLAS_STATUS_SUCCESS &&
+        lib.lt_pref_new(&pr) == CUBLAS_STATUS_SUCCESS &&
+        lib.lt_pref_set(pr, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws) ==
+            CUBLAS_STATUS_SUCCESS &&
+        lib.lt_heur(r->lt, d, la, lb, lc, lc, pr, 1, &res, &got) == CUBLAS_STATUS_SUCCESS &&
+        got > 0 &&
+        lib.lt_matmul(r->lt, d, &alpha, b, la, a, lb, &beta, y, lc, y, lc, &res.algo, r->lt_ws,
+                      LT_WS, r->stream) == CUBLAS_STATUS_SUCCESS;
+    if (pr)
+        lib.lt_pref_free(pr);
+    if (lc)
+        lib.lt_lay_free(lc);
+    if (lb)
+        lib.lt_lay_free(lb);
+    if (la)
+        lib.lt_lay_free(la);
+    if (d)
+        lib.lt_desc_free(d);
+    return ok;
+}
+
+/* The GEMM of an fp16 node or an epilogue head (row-major, as gemm_rm):
+ * float16 operands when c->half (A converted per run into hbuf; B too
+ * unless it is a weight uploaded as float16), float32 accumulation and
+ * output; the epilogue on cuBLASLt when it takes it (one GEMM), else
+ * cuBLAS GemmEx and our bias/activation kernel. na, nb: elements of a, b. */
+static ox_status gemm_any(nctx *c, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                          float alpha, const float *a, int64_t na, const void *b, int64_t nb,
+                          float beta, float *y, int64_t batch, int64_t sa, int64_t sb)
+{
+    if (!c->half && !c->ep)
+        return gemm_rm(c, ta, tb, m, n, k, alpha, a, b, beta, y, batch, sa, sb);
+    if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || batch > INT32_MAX)
+        return ox_errorf(c->err, OX_EINVAL, "matrix too large for cuBLAS");
+    const void *pa = a, *pb = b;
+    cudaDataType_t dt = CUDA_R_32F;
+    if (c->half) {
+        bool conv_b = !c->b_half;
+        ox_status st = grow_hbuf(c->r, (na + (conv_b ? nb : 0)) * 2, c->err);
+        if (st)
+            return st;
+        uint16_t *ah = c->r->hbuf;
+        if ((st = kchk(c, ox_ck_f32_to_f16(a, ah, na, c->r->stream))))
+            return st;
+        pa = ah;
+        if (conv_b) {
+            if ((st = kchk(c, ox_ck_f32_to_f16(b, ah + na, nb, c->r->stream))))
+                return st;
+            pb = ah + na;
+        }
+        dt = CUDA_R_16F;
+    }
+    if (c->ep && batch == 1 && beta == 0.f && lt_gemm(c, dt, ta, tb, m, n, k, alpha, pa, pb, y)) {
+        if (c->ep != OX_EP_GELU_ERF_BIAS)
+            return OX_OK;
+        return kchk(c, ox_ck_unary(OX_CK_GELU, y, y, m * n, 0, 0, c->r->stream));
+    }
+    int lda = (int)(ta ? m : k), ldb = (int)(tb ? k : n);
+    cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    ox_status st;
+    if (batch == 1)
+        st = blas_chk(c, lib.gemm_ex(c->r->blas, ob, oa, (int)n, (int)m, (int)k, &alpha, pb, dt,
+                                     ldb, pa, dt, lda, &beta, y, CUDA_R_32F, (int)n,
+                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    else
+        st = blas_chk(c, lib.gemm_ex_batched(c->r->blas, ob, oa, (int)n, (int)m, (int)k, &alpha,
+                                             pb, dt, ldb, sb, pa, dt, lda, sa, &beta, y,
+                                             CUDA_R_32F, (int)n, m * n, (int)batch,
+                                             CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    if (st || !c->ep)
+        return st;
+    return kchk(c, ox_ck_bias_act(y, c->ep_bias, batch * m * n, n, 1, ep_act(c->ep), 0, 0,
+                                  c->r->stream));
+}
+
 static ox_status run_matmul(nctx *c)
 {
     const ox_cuda_slot *a = c->is[0], *b = c->is[1];
@@ -1069,15 +1345,20 @@ static ox_status run_matmul(nctx *c)
     int64_t batch = ba > bb ? ba : bb;
     if (numel_s(c->os[0]) == 0)
         return OX_OK;
-    if (k == 0)
-        return cuda_err(c->err, cudaMemsetAsync(c->out[0], 0, (size_t)c->os[0]->nbytes,
-                                                c->r->stream), "memset");
+    if (k == 0) {
+        ox_status st = cuda_err(c->err, cudaMemsetAsync(c->out[0], 0, (size_t)c->os[0]->nbytes,
+                                                        c->r->stream), "memset");
+        if (st || !c->ep)
+            return st;
+        return kchk(c, ox_ck_bias_act(c->out[0], c->ep_bias, numel_s(c->os[0]), n, 1,
+                                      ep_act(c->ep), 0, 0, c->r->stream));
+    }
     /* A batched against one B: a single GEMM with ba*m rows. */
     if (bb == 1)
-        return gemm_rm(c, false, false, ba * m, n, k, 1.f, c->in[0], c->in[1], 0.f, c->out[0], 1,
-                       0, 0);
-    return gemm_rm(c, false, false, m, n, k, 1.f, c->in[0], c->in[1], 0.f, c->out[0], batch,
-                   ba == 1 ? 0 : m * k, k * n);
+        return gemm_any(c, false, false, ba * m, n, k, 1.f, c->in[0], numel_s(a), c->in[1],
+                        numel_s(b), 0.f, c->out[0], 1, 0, 0);
+    return gemm_any(c, false, false, m, n, k, 1.f, c->in[0], numel_s(a), c->in[1], numel_s(b),
+                    0.f, c->out[0], batch, ba == 1 ? 0 : m * k, k * n);
 }
 
 static ox_status run_gemm(nctx *c)
@@ -1086,7 +1367,8 @@ static ox_status run_gemm(nctx *c)
     bool ta = ox_node_attr_i(c->n, "transA", 0), tb = ox_node_attr_i(c->n, "transB", 0);
     float alpha = ox_node_attr_f(c->n, "alpha", 1.f), beta = ox_node_attr_f(c->n, "beta", 1.f);
     int64_t m = y->dims[0], n = y->dims[1], k = ta ? a->dims[0] : a->dims[1];
-    bool has_c = c->n_in > 2 && c->in[2] && beta != 0.f;
+    /* An epilogue head adds C (its bias) in the epilogue instead. */
+    bool has_c = c->n_in > 2 && c->in[2] && beta != 0.f && !c->ep;
     if (has_c) {
         int64_t cs[OX_MAX_RANK];
         bcast_str(c->is[2], 2, y->dims, cs);
@@ -1096,8 +1378,8 @@ static ox_status run_gemm(nctx *c)
     }
     if (m * n == 0)
         return OX_OK;
-    return gemm_rm(c, ta, tb, m, n, k, alpha, c->in[0], c->in[1], has_c ? beta : 0.f, c->out[0],
-                   1, 0, 0);
+    return gemm_any(c, ta, tb, m, n, k, alpha, c->in[0], numel_s(a), c->in[1], numel_s(c->is[1]),
+                    has_c ? beta : 0.f, c->out[0], 1, 0, 0);
 }
 
 static ox_status dnn_chk(nctx *c, cudnnStatus_t s, const char *what)
@@ -1122,26 +1404,52 @@ static ox_status run_conv(nctx *c)
     cudnnFilterDescriptor_t fd = NULL;
     cudnnConvolutionDescriptor_t cd = NULL;
     ox_status st = OX_OK;
+    /* fp16: x (and W unless uploaded as float16) converted into hbuf, y
+     * made there in float16 and widened into the output; cuDNN accumulates
+     * in float32 (compute type FLOAT: its "pseudo half" configuration). */
+    cudnnDataType_t dt = c->half ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+    const void *px = c->in[0], *pwt = c->in[1];
+    void *py = c->out[0];
+    if (c->half) {
+        int64_t nx = numel_s(x), nw = numel_s(w), ny = numel_s(y);
+        bool conv_w = !c->b_half;
+        if ((st = grow_hbuf(c->r, (nx + (conv_w ? nw : 0) + ny) * 2, c->err)))
+            return st;
+        uint16_t *h = c->r->hbuf;
+        if ((st = kchk(c, ox_ck_f32_to_f16(c->in[0], h, nx, c->r->stream))))
+            return st;
+        px = h;
+        h += nx;
+        if (conv_w) {
+            if ((st = kchk(c, ox_ck_f32_to_f16(c->in[1], h, nw, c->r->stream))))
+                return st;
+            pwt = h;
+            h += nw;
+        }
+        py = h;
+    }
     if ((st = dnn_chk(c, lib.tdesc_new(&xd), "descriptor")) ||
         (st = dnn_chk(c, lib.tdesc_new(&yd), "descriptor")) ||
         (st = dnn_chk(c, lib.fdesc_new(&fd), "descriptor")) ||
         (st = dnn_chk(c, lib.cdesc_new(&cd), "descriptor")))
         goto out;
-    if ((st = dnn_chk(c, lib.tdesc_set(xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)x->dims[0],
+    if ((st = dnn_chk(c, lib.tdesc_set(xd, CUDNN_TENSOR_NCHW, dt, (int)x->dims[0],
                                        (int)x->dims[1], (int)x->dims[2], (int)x->dims[3]),
                       "input")) ||
-        (st = dnn_chk(c, lib.tdesc_set(yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)y->dims[0],
+        (st = dnn_chk(c, lib.tdesc_set(yd, CUDNN_TENSOR_NCHW, dt, (int)y->dims[0],
                                        (int)y->dims[1], (int)y->dims[2], (int)y->dims[3]),
                       "output")) ||
-        (st = dnn_chk(c, lib.fdesc_set(fd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, (int)w->dims[0],
+        (st = dnn_chk(c, lib.fdesc_set(fd, dt, CUDNN_TENSOR_NCHW, (int)w->dims[0],
                                        (int)w->dims[1], (int)w->dims[2], (int)w->dims[3]),
                       "filter")) ||
         (st = dnn_chk(c, lib.cdesc_set(cd, ph, pw, sh, sw, dh, dw, CUDNN_CROSS_CORRELATION,
                                        CUDNN_DATA_FLOAT),
                       "convolution")) ||
         (st = dnn_chk(c, lib.cdesc_groups(cd, group), "groups")) ||
-        /* Plain fp32: TF32 tensor cores would miss the 1e-3 tolerance. */
-        (st = dnn_chk(c, lib.cdesc_math(cd, CUDNN_FMA_MATH), "math type")))
+        /* Plain fp32: TF32 tensor cores would miss the 1e-3 tolerance;
+         * fp16 is what tensor cores are for. */
+        (st = dnn_chk(c, lib.cdesc_math(cd, c->half ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
+                      "math type")))
         goto out;
     int on, oc, oh, ow;
     if ((st = dnn_chk(c, lib.conv_dims(cd, xd, fd, &on, &oc, &oh, &ow), "output size")))
@@ -1166,9 +1474,12 @@ static ox_status run_conv(nctx *c)
         (st = grow_scratch(c->r, (int64_t)ws, c->err)))
         goto out;
     float one = 1.f, zero = 0.f;
-    if ((st = dnn_chk(c, lib.conv_fwd(c->r->dnn, &one, xd, c->in[0], fd, c->in[1], cd, algo,
-                                      c->r->scratch, ws, &zero, yd, c->out[0]),
+    if ((st = dnn_chk(c, lib.conv_fwd(c->r->dnn, &one, xd, px, fd, pwt, cd, algo,
+                                      c->r->scratch, ws, &zero, yd, py),
                       "forward")))
+        goto out;
+    if (c->half &&
+        (st = kchk(c, ox_ck_f16_to_f32(py, c->out[0], numel_s(y), c->r->stream))))
         goto out;
     if (c->n_in > 2 && c->in[2])
         st = kchk(c, ox_ck_bias_act(c->out[0], c->in[2], numel_s(y), y->dims[1],
@@ -1213,15 +1524,18 @@ static ox_status run_attention(nctx *c)
     int64_t B = x->dims[0], S = x->dims[1], Hin = x->dims[2], H = c->os[0]->dims[2];
     int64_t heads = ox_node_attr_i(c->n, "num_heads", 1), d = H / heads;
     int causal = (int)ox_node_attr_i(c->n, "unidirectional", 0);
-    int64_t n_qkv = B * S * 3 * H, n_sc = B * heads * S * S, n_ctx = B * S * H;
+    /* The tiled kernel needs no S x S scores (nor the context buffer). */
+    bool flash = c->p->flash[c->k];
+    int64_t n_qkv = B * S * 3 * H, n_sc = flash ? 0 : B * heads * S * S,
+            n_ctx = flash ? 0 : B * S * H;
     ox_status st = grow_scratch(c->r, (2 * n_qkv + n_sc + n_ctx) * (int64_t)sizeof(float),
                                 c->err);
     if (st)
         return st;
     float *qkv = c->r->scratch, *heads_qkv = qkv + n_qkv, *sc = heads_qkv + n_qkv,
           *ctx = sc + n_sc;
-    if ((st = gemm_rm(c, false, false, B * S, 3 * H, Hin, 1.f, c->in[0], c->in[1], 0.f, qkv, 1, 0,
-                      0)))
+    if ((st = gemm_any(c, false, false, B * S, 3 * H, Hin, 1.f, c->in[0], B * S * Hin, c->in[1],
+                       Hin * 3 * H, 0.f, qkv, 1, 0, 0)))
         return st;
     if (c->n_in > 2 && c->in[2] &&
         (st = kchk(c, ox_ck_bias_act(qkv, c->in[2], n_qkv, 3 * H, 1, OX_CK_IDENTITY, 0, 0,
@@ -1233,7 +1547,14 @@ static ox_status run_attention(nctx *c)
     if ((st = kchk(c, ox_ck_copy(qkv, heads_qkv, 4, 5, dims5, 0, xs5, 0, ys5, n_qkv,
                                  c->r->stream))))
         return st;
-    const float *q = heads_qkv, *k = heads_qkv + n_ctx, *v = heads_qkv + 2 * n_ctx;
+    int64_t n_head = B * S * H;   /* one of Q, K, V */
+    const float *q = heads_qkv, *k = heads_qkv + n_head, *v = heads_qkv + 2 * n_head;
+    /* Long sequences: the tiled kernel (no S x S scores in memory), which
+     * writes (B, S, heads, d) itself. */
+    if (flash)
+        return kchk(c, ox_ck_flash_attn(q, k, v, c->n_in > 3 ? c->in[3] : NULL, c->out[0], B,
+                                        heads, S, d, 1.f / sqrtf((float)d), causal,
+                                        c->r->stream));
     /* scores (S x S, row = query) = Q . K^T per (batch, head). */
     float one = 1.f, zero = 0.f;
     if ((st = blas_chk(c, lib.sgemm_batched(c->r->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)S, (int)S,
@@ -1255,17 +1576,54 @@ static ox_status run_attention(nctx *c)
     return kchk(c, ox_ck_copy(ctx, c->out[0], 4, 4, dims4, 0, xs4, 0, ys4, n_ctx, c->r->stream));
 }
 
-static ox_status real_cuda_run_node(ox_cuda_rt *r, const ox_cuda_plan *p, int k, const int *in_slot,
-                           const int *out_slot, ox_rval *const *host_in, ox_error *err)
+static ox_status dispatch(nctx *c)
 {
-    nctx c = {.r = r, .p = p, .n = p->cnode[k], .err = err};
+    switch ((ox_cuda_kind)c->p->kind[c->k]) {
+    case OX_CK_K_UNARY: return run_unary(c);
+    case OX_CK_K_BINARY: return run_binary(c);
+    case OX_CK_K_WHERE: return run_where(c);
+    case OX_CK_K_RESHAPE: return run_reshape(c);
+    case OX_CK_K_TRANSPOSE: return run_transpose(c);
+    case OX_CK_K_CONCAT: return run_concat(c);
+    case OX_CK_K_SLICE: return run_slice(c);
+    case OX_CK_K_SPLIT: return run_split(c);
+    case OX_CK_K_GATHER: return run_gather(c);
+    case OX_CK_K_EXPAND: return run_expand(c);
+    case OX_CK_K_REDUCE: return run_reduce(c);
+    case OX_CK_K_SOFTMAX: return run_softmax(c);
+    case OX_CK_K_LAYERNORM: return run_layernorm(c);
+    case OX_CK_K_BATCHNORM: return run_batchnorm(c);
+    case OX_CK_K_MATMUL: return run_matmul(c);
+    case OX_CK_K_GEMM: return run_gemm(c);
+    case OX_CK_K_CONV: return run_conv(c);
+    case OX_CK_K_POOL: return run_pool(c);
+    case OX_CK_K_GLOBALPOOL: return run_globalpool(c);
+    case OX_CK_K_ATTENTION: return run_attention(c);
+    case OX_CK_K_CAST: return run_cast(c);
+    case OX_CK_K_FUSED: return OX_OK;   /* its epilogue head wrote the output */
+    default: return ox_errorf(c->err, OX_EINVAL, "node is not placed on the GPU");
+    }
+}
+
+/* Enqueues node k: device pointers of its inputs (uploading host values
+ * unless re-issued: host_in then holds the tape's parameters only) and
+ * outputs, then its kernels. */
+static ox_status issue(ox_cuda_rt *r, const ox_cuda_plan *p, int k, const int *in_slot,
+                       const int *out_slot, ox_rval *const *host_in, bool reissue,
+                       ox_error *err)
+{
+    nctx c = {.r = r, .p = p, .k = k, .n = p->cnode[k], .err = err};
     c.n_in = c.n->n_inputs;
     c.n_out = c.n->n_outputs;
     if (c.n_in > 16 || c.n_out > 8)
         return ox_errorf(err, OX_EINVAL, "too many inputs for the CUDA backend");
+    if (p->kind[k] == OX_CK_K_FUSED)
+        return OX_OK;
     c.opset = ox_model_opset(p->clone, c.n->domain ? c.n->domain : "");
     if (c.opset < 0)
         c.opset = 1000;
+    c.half = p->half[k];
+    c.ep = p->ep[k];
     for (int i = 0; i < c.n_in; i++) {
         int s = in_slot[i];
         c.hin[i] = host_in[i];
@@ -1275,10 +1633,13 @@ static ox_status real_cuda_run_node(ox_cuda_rt *r, const ox_cuda_plan *p, int k,
         /* Parameters are read on the host (c.hin): never uploaded. */
         if (ox_cuda_input_on_host((ox_cuda_kind)p->kind[k], i))
             continue;
-        ox_status st = in_ptr(r, p, s, host_in[i], &c.in[i], err);
+        ox_status st = reissue ? in_ptr_t(r, p, s, NULL, &c.in[i], err)
+                               : in_ptr(r, p, s, host_in[i], &c.in[i], err);
         if (st)
             return st;
     }
+    c.b_half = c.half && c.n_in > 1 && in_slot[1] >= 0 && p->slot[in_slot[1]].half &&
+               p->slot[in_slot[1]].off < 0;
     for (int i = 0; i < c.n_out; i++) {
         int s = out_slot[i];
         if (s < 0 || p->slot[s].off < 0)
@@ -1286,41 +1647,112 @@ static ox_status real_cuda_run_node(ox_cuda_rt *r, const ox_cuda_plan *p, int k,
         c.os[i] = &p->slot[s];
         c.out[i] = r->arena + p->slot[s].off;
     }
+    if (c.ep) {
+        /* The head writes the last fused node's value (same shape). */
+        int s = p->ep_out[k];
+        c.os[0] = &p->slot[s];
+        c.out[0] = r->arena + p->slot[s].off;
+        const void *bp = NULL;
+        ox_status st = in_ptr_t(r, p, p->ep_bias[k], reissue ? NULL : p->ep_bias_host[k], &bp,
+                                err);
+        if (st)
+            return st;
+        c.ep_bias = bp;
+    }
     if (!c.out[0] && p->kind[k] != OX_CK_K_SPLIT)
         return ox_errorf(err, OX_EINVAL, "output 0 has no device slot");
-    ox_status st;
-    switch ((ox_cuda_kind)p->kind[k]) {
-    case OX_CK_K_UNARY: st = run_unary(&c); break;
-    case OX_CK_K_BINARY: st = run_binary(&c); break;
-    case OX_CK_K_WHERE: st = run_where(&c); break;
-    case OX_CK_K_RESHAPE: st = run_reshape(&c); break;
-    case OX_CK_K_TRANSPOSE: st = run_transpose(&c); break;
-    case OX_CK_K_CONCAT: st = run_concat(&c); break;
-    case OX_CK_K_SLICE: st = run_slice(&c); break;
-    case OX_CK_K_SPLIT: st = run_split(&c); break;
-    case OX_CK_K_GATHER: st = run_gather(&c); break;
-    case OX_CK_K_EXPAND: st = run_expand(&c); break;
-    case OX_CK_K_REDUCE: st = run_reduce(&c); break;
-    case OX_CK_K_SOFTMAX: st = run_softmax(&c); break;
-    case OX_CK_K_LAYERNORM: st = run_layernorm(&c); break;
-    case OX_CK_K_BATCHNORM: st = run_batchnorm(&c); break;
-    case OX_CK_K_MATMUL: st = run_matmul(&c); break;
-    case OX_CK_K_GEMM: st = run_gemm(&c); break;
-    case OX_CK_K_CONV: st = run_conv(&c); break;
-    case OX_CK_K_POOL: st = run_pool(&c); break;
-    case OX_CK_K_GLOBALPOOL: st = run_globalpool(&c); break;
-    case OX_CK_K_ATTENTION: st = run_attention(&c); break;
-    case OX_CK_K_CAST: st = run_cast(&c); break;
-    default: return ox_errorf(err, OX_EINVAL, "node is not placed on the GPU");
+    return dispatch(&c);
+}
+
+/* Re-issues tape entries [0, n): the capture, or a run catching up. */
+static ox_status reissue(ox_cuda_rt *r, int n, ox_error *err)
+{
+    for (int t = 0; t < n; t++) {
+        const ox_cuda_tape_ent *e = &r->gr.tape[t];
+        ox_status st = issue(r, r->plan, e->k, e->in_slot, e->out_slot,
+                             (ox_rval *const *)e->param, true, err);
+        if (st)
+            return st;
+    }
+    return OX_OK;
+}
+
+static ox_status flush(ox_cuda_rt *r, ox_error *err)
+{
+    int n = 0;
+    if (ox_cuda_graphs_flush(&r->gr, &n)) {
+        cudaError_t e = cudaGraphLaunch(r->gexec, r->stream);
+        return e == cudaSuccess ? OX_OK : cuda_err(err, e, "CUDA Graph launch");
+    }
+    return reissue(r, n, err);
+}
+
+/* After the recording run: the tape re-issued on a capturing stream
+ * (nothing executes; every buffer exists already, so nothing allocates),
+ * then instantiated. Any failure leaves the plan running eagerly. */
+static void capture(ox_cuda_rt *r)
+{
+    ox_error err = {0};
+    cudaGraph_t g = NULL;
+    cudaError_t e = cudaStreamBeginCapture(r->stream, cudaStreamCaptureModeThreadLocal);
+    ox_status st = e == cudaSuccess ? reissue(r, r->gr.n_tape, &err) : OX_OK;
+    if (e == cudaSuccess) {
+        cudaError_t e2 = cudaStreamEndCapture(r->stream, &g);
+        if (!st && e2 != cudaSuccess)
+            e = e2;
+    }
+    if (e == cudaSuccess && !st && g)
+        e = cudaGraphInstantiate(&r->gexec, g, 0);
+    if (g)
+        cudaGraphDestroy(g);
+    if (e != cudaSuccess || st) {
+        char why[160];
+        snprintf(why, sizeof why, "%.150s", st ? err.msg : cudaGetErrorString(e));
+        cudaGetLastError();   /* clears a capture error: the stream is usable again */
+        r->gexec = NULL;
+        ox_cuda_graphs_captured(&r->gr, false, why);
+        return;
+    }
+    ox_cuda_graphs_captured(&r->gr, true, NULL);
+}
+
+static ox_status real_cuda_run_node(ox_cuda_rt *r, const ox_cuda_plan *p, int k, const int *in_slot,
+                           const int *out_slot, ox_rval *const *host_in, ox_error *err)
+{
+    const ox_node *n = p->cnode[k];
+    if (n->n_inputs > 16 || n->n_outputs > 8)
+        return ox_errorf(err, OX_EINVAL, "too many inputs for the CUDA backend");
+    int n_catch = 0;
+    int act = ox_cuda_graphs_node(&r->gr, p, k, in_slot, out_slot, host_in, &n_catch);
+    ox_status st = OX_OK;
+    if (act == OX_CG_SKIP) {
+        /* The graph does the work: this run's uploads and residency only. */
+        for (int i = 0; i < n->n_inputs && !st; i++) {
+            const void *d;
+            if (in_slot[i] >= 0 && p->kind[k] != OX_CK_K_FUSED &&
+                !ox_cuda_input_on_host((ox_cuda_kind)p->kind[k], i))
+                st = in_ptr(r, p, in_slot[i], host_in[i], &d, err);
+        }
+    } else {
+        if (act == OX_CG_CATCHUP)
+            st = reissue(r, n_catch, err);
+        if (!st)
+            st = issue(r, p, k, in_slot, out_slot, host_in, false, err);
     }
     if (st)
         return st;
-    for (int i = 0; i < c.n_out; i++)
-        if (c.out[i]) {
+    for (int i = 0; i < n->n_outputs; i++)
+        if (out_slot[i] >= 0 && p->slot[out_slot[i]].off >= 0) {
             r->dev_valid[out_slot[i]] = 1;
             r->host_has[out_slot[i]] = 0;
         }
     return OX_OK;
+}
+
+static void real_cuda_rt_configure(ox_cuda_rt *r, bool fp16, bool graphs)
+{
+    r->fp16 = fp16;
+    r->graphs = r->gr.allowed = graphs;
 }
 
 #endif /* OX_HAVE_CUDA */
@@ -1370,6 +1802,29 @@ void ox_cuda_rt_caps(const ox_cuda_rt *r, ox_cuda_caps *caps)
         caps->cublas = caps->cudnn = true;
     else
         real_cuda_rt_caps(r, caps);
+    const rt_head *h = (const rt_head *)r;
+    caps->fp16 = h && h->fp16;
+    caps->graphs = h && h->graphs;
+}
+
+void ox_cuda_rt_configure(ox_cuda_rt *r, bool fp16, bool graphs)
+{
+    if (!r)
+        return;
+    if (r->emu)
+        ox_cuda_emu_configure(r, fp16, graphs);
+    else
+        real_cuda_rt_configure(r, fp16, graphs);
+}
+
+void ox_cuda_plan_stats(const ox_cuda_plan *p, ox_exec_stats *s)
+{
+    s->fp16_nodes = p->n_half;
+    s->epilogue_nodes = p->n_epilogue;
+    s->flash_nodes = p->n_flash;
+    s->cuda_graph = OX_CUDA_GRAPH_OFF;
+    snprintf(s->cuda_graph_note, sizeof s->cuda_graph_note, "%s",
+             p->graph_why ? p->graph_why : "");
 }
 
 ox_status ox_cuda_run_begin(ox_cuda_rt *r, const ox_cuda_plan *p, ox_error *err)
@@ -1411,11 +1866,9 @@ ox_status ox_cuda_sync(ox_cuda_rt *r, ox_error *err)
     return r->emu ? OX_OK : real_cuda_sync(r, err);
 }
 
-ox_status ox_cuda_run_end(ox_cuda_rt *r, int64_t *h2d, int64_t *d2h, ox_error *err)
+ox_status ox_cuda_run_end(ox_cuda_rt *r, ox_exec_stats *s, ox_error *err)
 {
-    if (r->emu) {
-        ox_cuda_emu_end(r, h2d, d2h);
-        return OX_OK;
-    }
-    return real_cuda_run_end(r, h2d, d2h, err);
+    if (r->emu)
+        return ox_cuda_emu_end(r, s, err);
+    return real_cuda_run_end(r, s, err);
 }

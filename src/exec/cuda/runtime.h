@@ -16,6 +16,12 @@ typedef struct ox_cuda_rt ox_cuda_rt;
 ox_status ox_cuda_rt_new(int n_slots, ox_cuda_rt **out, ox_error *err);
 void ox_cuda_rt_free(ox_cuda_rt *r);
 void ox_cuda_rt_caps(const ox_cuda_rt *r, ox_cuda_caps *caps);
+/* The executor's modes (ox_exec_opts): fp16 operands for GEMM-class nodes,
+ * and whether a CUDA Graph may be captured (false with per-node timing). */
+void ox_cuda_rt_configure(ox_cuda_rt *r, bool fp16, bool graphs);
+/* The plan's figures for ox_exec_stats (fp16/epilogue/flash nodes, and
+ * the graph note when the plan rules graphs out). */
+void ox_cuda_plan_stats(const ox_cuda_plan *p, ox_exec_stats *s);
 
 /* Starts a run with plan p: the device arena is grown to p's size and no
  * activation is on the device yet. */
@@ -35,7 +41,9 @@ ox_status ox_cuda_fetch(ox_cuda_rt *r, const ox_cuda_plan *p, int s, ox_rval **o
 void ox_cuda_release(ox_cuda_rt *r, int s);
 /* Waits for the work queued so far (per-node timing). */
 ox_status ox_cuda_sync(ox_cuda_rt *r, ox_error *err);
-/* Waits for the run's work; counts of copies since run_begin. */
-ox_status ox_cuda_run_end(ox_cuda_rt *r, int64_t *h2d, int64_t *d2h, ox_error *err);
+/* Waits for the run's work (launching the CUDA Graph when the run
+ * replays one, capturing one after the first successful run of a plan
+ * that allows it); s gets the copies since run_begin and the graph use. */
+ox_status ox_cuda_run_end(ox_cuda_rt *r, ox_exec_stats *s, ox_error *err);
 
 #endif
