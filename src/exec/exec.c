@@ -15,6 +15,7 @@
 #include "onnxscope/profile.h"
 #include "arena.h"
 #include "dnnl_backend.h"
+#include "nhwc_kernels.h"
 #include "cuda/place.h"
 #include "cuda/runtime.h"
 #include "core/ptrmap.h"
@@ -65,6 +66,9 @@ typedef struct plan_node {
     int act_k;            /* -1: none */
     bool skip;
     ox_kernel_state *state;  /* the kernel's cache (ox_kernel_ctx.state) */
+    /* Our channels-last kernel takes this node when its inputs arrive NHWC
+     * (plan_nhwc_ops; nhwc_kernels.h). */
+    ox_nhwc_kind nhwc_kind;
     /* Computed once at plan time (all inputs constant): its outputs are
      * plan constants and the node never runs. */
     bool folded;
@@ -841,6 +845,102 @@ static void plan_nhwc_chain(ox_plan *p)
     pmap_free(&at);
 }
 
+/* Channels-last through our own kernels (EXECUTOR.md "Layouts"): pooling,
+ * global pooling and Concat on the channel axis (nhwc_kernels.h) join the
+ * NHWC edges plan_nhwc makes between oneDNN convolutions. A value is
+ * channels-last when its producer can write it so (a plain 2-D oneDNN
+ * convolution, through its fused activation, or a pooling/Concat node that
+ * is channels-last itself) and every reader can read it so (a oneDNN
+ * convolution at input 0, or such a node); a pooling/Concat node is
+ * channels-last when all its inputs and (global pooling aside) its output
+ * are. The last rule couples values, so it is applied until nothing
+ * changes. SqueezeNet's fire modules (squeeze conv -> expand convs ->
+ * Concat -> MaxPool -> next conv) then never leave NHWC. */
+static void plan_nhwc_ops(ox_plan *p)
+{
+    if (!ox_nhwc_ops_enabled())
+        return;
+    pmap at = {0};
+    unsigned char *cand = calloc((size_t)p->n_slots + 1, 1);
+    for (int k = 0; cand && k < p->n_nodes; k++)
+        if (!pmap_put(&at, p->nodes[k].node, k)) {
+            free(cand);
+            cand = NULL;
+        }
+    if (!cand) {
+        pmap_free(&at);
+        return;
+    }
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        pn->nhwc_kind = OX_NHWC_NONE;
+        if (pn->dnnl || pn->skip || pn->folded)
+            continue;
+        pn->nhwc_kind = ox_nhwc_kind_of(pn->node);
+        for (int i = 0; pn->nhwc_kind && i < pn->n_in; i++)
+            if (pn->in[i].depth != 0 || !pn->node->inputs[i])
+                pn->nhwc_kind = OX_NHWC_NONE;
+    }
+    /* Candidate values: a channels-last producer, and readers that all take it. */
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        int slot = -1;
+        const ox_value *v = NULL;
+        if (pn->dnnl && !pn->folded && ox_dnnl_conv2d_plain(pn->dnnl) && pn->n_out >= 1) {
+            const plan_node *src = pn->act_k >= 0 ? &p->nodes[pn->act_k] : pn;
+            v = src->node->outputs[0];
+            slot = src->n_out >= 1 ? src->out[0] : -1;
+        } else if (pn->nhwc_kind == OX_NHWC_POOL || pn->nhwc_kind == OX_NHWC_CONCAT) {
+            v = pn->node->outputs[0];
+            slot = pn->out[0];
+        }
+        bool ok = v && slot >= 0 && !v->is_output && v->n_uses > 0;
+        for (int u = 0; ok && u < v->n_uses; u++) {
+            int r = v->uses[u].node ? pmap_get(&at, v->uses[u].node) : -1;
+            const plan_node *rn = r >= 0 ? &p->nodes[r] : NULL;
+            ok = rn && !rn->skip && !rn->folded && rn->in[v->uses[u].input].depth == 0;
+            if (ok && rn->nhwc_kind)
+                continue;
+            ok = ok && v->uses[u].input == 0 && rn->dnnl && ox_dnnl_conv_reader(rn->dnnl);
+            for (int i = 1; ok && i < rn->n_in; i++)
+                ok = rn->node->inputs[i] != v;
+        }
+        if (ok)
+            cand[slot] = 1;
+    }
+    /* A channels-last node needs all its inputs and its output so. */
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int k = 0; k < p->n_nodes; k++) {
+            plan_node *pn = &p->nodes[k];
+            if (!pn->nhwc_kind)
+                continue;
+            int o = pn->out[0] >= 0 ? pn->out[0] : p->n_slots;   /* n_slots: always 0 */
+            bool ok = pn->nhwc_kind == OX_NHWC_GLOBAL_POOL || cand[o];
+            for (int i = 0; ok && i < pn->n_in; i++)
+                ok = cand[pn->in[i].slot];
+            if (ok)
+                continue;
+            pn->nhwc_kind = OX_NHWC_NONE;
+            if (pn->out[0] >= 0)
+                cand[pn->out[0]] = 0;
+            for (int i = 0; i < pn->n_in; i++)
+                cand[pn->in[i].slot] = 0;
+            changed = true;
+        }
+    }
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        if (pn->dnnl && !pn->folded && ox_dnnl_conv2d_plain(pn->dnnl) && pn->n_out >= 1) {
+            const plan_node *src = pn->act_k >= 0 ? &p->nodes[pn->act_k] : pn;
+            if (src->n_out >= 1 && src->out[0] >= 0 && cand[src->out[0]])
+                ox_dnnl_set_out_nhwc(pn->dnnl, true);
+        }
+    }
+    free(cand);
+    pmap_free(&at);
+}
+
 static void plan_dnnl(const ox_exec *e, ox_plan *p)
 {
     for (int k = 0; k < p->n_nodes; k++) {
@@ -888,6 +988,7 @@ static void plan_dnnl(const ox_exec *e, ox_plan *p)
     if (!e->opts.keep_intermediates && !getenv_on("ONNXSCOPE_DNNL_NCHW")) {
         plan_nhwc(p);
         plan_nhwc_chain(p);
+        plan_nhwc_ops(p);
     }
 }
 
@@ -1558,6 +1659,23 @@ static ox_status run_chain(ox_exec *e, frame *f, const plan_node *pn, ox_kernel_
     return st;
 }
 
+/* A pooling/Concat node planned channels-last (plan_nhwc_ops): when every
+ * input arrived NHWC, our channels-last kernel runs it and its output is
+ * NHWC too (global pooling's [N,C,1,1] is the same either way: plain).
+ * False when an input is plain (a producer that declined at run time) or
+ * the kernel declines: the plain kernel runs, after conversion. */
+static bool run_nhwc_op(frame *f, const plan_node *pn, ox_kernel_ctx *ctx, ox_status *st)
+{
+    for (int i = 0; i < pn->n_in; i++)
+        if (pn->in[i].depth != 0 || !f->nhwc[pn->in[i].slot])
+            return false;
+    if (!ox_nhwc_run(pn->nhwc_kind, ctx, st))
+        return false;
+    if (*st == OX_OK && pn->nhwc_kind != OX_NHWC_GLOBAL_POOL && pn->n_out >= 1 && pn->out[0] >= 0)
+        f->nhwc[pn->out[0]] = 1;
+    return true;
+}
+
 /* A node's kernel: oneDNN's when the plan gave it one and it takes these
  * inputs, else ours followed by the activation oneDNN would have fused. */
 static ox_status run_kernel(ox_exec *e, frame *f, const plan_node *pn, ox_kernel_ctx *ctx)
@@ -1571,29 +1689,36 @@ static ox_status run_kernel(ox_exec *e, frame *f, const plan_node *pn, ox_kernel
             if (pn->out[i] >= 0)
                 f->nhwc[pn->out[i]] = 0;
     bool out_nhwc = false;
+    if (pn->nhwc_kind && f->nhwc && run_nhwc_op(f, pn, ctx, &st))
+        return st;
     if (pn->dnnl && ox_dnnl_run(pn->dnnl, ctx, &st, in_nhwc, &out_nhwc)) {
         if (out_nhwc && pn->out[0] >= 0)
             f->nhwc[pn->out[0]] = 1;
         return st;
     }
-    /* Our kernels read NCHW: a channels-last input (its oneDNN reader
-     * declined it at run time) is converted first. */
-    ox_rval *plain = NULL, *saved = NULL;
+    /* Our kernels read NCHW: a channels-last input (its oneDNN or
+     * channels-last reader declined it at run time) is converted first. */
+    enum { MAXCV = 64 };
+    ox_rval *plain[MAXCV], *saved[MAXCV];
+    int n_cv = 0;
+    ox_status cst = OX_OK;
     for (int i = 0; f->nhwc && i < pn->n_in; i++)
         if (pn->in[i].depth == 0 && f->nhwc[pn->in[i].slot]) {
-            if (i != 0 || plain)
-                return ox_errorf(ctx->err, OX_EINVAL, "channels-last value read by input %d", i);
-            plain = nhwc_to_plain(ctx->in[0]);
-            if (!plain)
-                return ox_errorf(ctx->err, OX_ENOMEM, "out of memory");
-            saved = ctx->in[0];
-            ((ox_rval **)ctx->in)[0] = plain;   /* run_frame's own array */
+            ox_rval *pv = n_cv < MAXCV ? nhwc_to_plain(ctx->in[i]) : NULL;
+            if (!pv) {
+                cst = ox_errorf(ctx->err, OX_ENOMEM, "channels-last input %d: out of memory", i);
+                break;
+            }
+            plain[n_cv] = pv;
+            saved[n_cv++] = ctx->in[i];
+            ((ox_rval **)ctx->in)[i] = pv;   /* run_frame's own array */
         }
-    st = pn->fn(ctx);
-    if (plain) {
-        ((ox_rval **)ctx->in)[0] = saved;
-        ox_rval_free(plain);
-    }
+    st = cst ? cst : pn->fn(ctx);
+    for (int i = 0, c = 0; c < n_cv && i < pn->n_in; i++)
+        if (ctx->in[i] == plain[c]) {
+            ((ox_rval **)ctx->in)[i] = saved[c];
+            ox_rval_free(plain[c++]);
+        }
     if (st || !pn->dnnl || pn->act_k < 0)
         return st;
     const plan_node *an = &f->plan->nodes[pn->act_k];

@@ -2,6 +2,7 @@
  * MaxRoiPool and MaxUnpool, for 1 to 3 spatial dimensions. Windows are
  * walked directly (no im2col): pooling is memory-bound anyway. */
 #include "nn_common.h"
+#include "exec/k_nn/pool_fast.h"
 #include "onnxscope/threadpool.h"
 
 #define SP 3
@@ -74,8 +75,42 @@ static ox_status pool_geom_init(ox_kernel_ctx *c, const ox_tensor *x, bool dilat
 
 enum { P_MAX, P_AVG, P_LP };
 
+/* The fast loops' view of a 1-D or 2-D geometry (false for 3-D). */
+static bool pool2d_of(const pool_geom *g, bool avg, bool include_pad, nn_pool2d *f)
+{
+    if (g->in[0] != 1 || g->out[0] != 1 || g->k[0] != 1 || g->pb[0] != 0)
+        return false;
+    *f = (nn_pool2d){
+        .H = g->in[1], .W = g->in[2], .OH = g->out[1], .OW = g->out[2],
+        .kh = g->k[1], .kw = g->k[2], .sh = g->s[1], .sw = g->s[2], .dh = g->d[1], .dw = g->d[2],
+        .pt = g->pb[1], .pl = g->pb[2], .peh = g->pe[1], .pew = g->pe[2],
+        .avg = avg, .include_pad = include_pad,
+    };
+    return true;
+}
+
+bool nn_fast_pool_enabled(void)
+{
+    const char *s = getenv("ONNXSCOPE_NO_FAST_POOL");
+    return !(s && s[0] && strcmp(s, "0"));
+}
+
+ox_status nn_pool2d_geom(ox_kernel_ctx *c, const ox_tensor *x, bool avg, nn_pool2d *f)
+{
+    if (!x || x->rank != 4)
+        return NN_FAIL(c, "needs a rank-4 input");
+    pool_geom g;
+    ox_status st = pool_geom_init(c, x, true, &g);
+    if (st)
+        return st;
+    if (!pool2d_of(&g, avg, nn_attr_i(c, "count_include_pad", 0) != 0, f))
+        return NN_FAIL(c, "not a 2-D pooling");
+    return OX_OK;
+}
+
 typedef struct pool_job {
     const pool_geom *g;
+    const nn_pool2d *fast;   /* the 2-D fast loop's geometry (pool_fast.c), or NULL */
     const float *X;
     float *Y;
     int64_t *I;
@@ -145,6 +180,8 @@ static void pool_planes(void *ctx, int64_t b0, int64_t b1)
 {
     const pool_job *j = ctx;
     const pool_geom *g = j->g;
+    if (j->fast && nn_pool2d_nchw(j->fast, j->X, j->Y, b0, b1))
+        return;
     if (j->kind == P_MAX && !j->I && g->in[0] == 1 && g->out[0] == 1 && g->k[0] == 1 &&
         g->pb[0] == 0) {
         max_planes_2d(j, b0, b1);
@@ -240,8 +277,12 @@ static ox_status pool_run(ox_kernel_ctx *c, int kind)
         idx = nn_out(c, 1, OX_DT_INT64, x->rank, od);
         if (!idx) { nn_fout_drop(&o); free(tx); return NN_ST(c); }
     }
-    pool_job j = {&g, X, o.f, idx ? (int64_t *)ox_tensor_data(idx) : NULL, kind, include_pad,
-                  p, col_major};
+    nn_pool2d f2;
+    bool fast = !idx && kind != P_LP && pool2d_of(&g, kind == P_AVG, include_pad, &f2) &&
+                nn_fast_pool_enabled();
+    f2.planes = NC;
+    pool_job j = {&g, fast ? &f2 : NULL, X, o.f, idx ? (int64_t *)ox_tensor_data(idx) : NULL,
+                  kind, include_pad, p, col_major};
     ox_parallel_for(c->pool, NC, 1, pool_planes, &j);
     nn_fout_done(&o);
     free(tx);

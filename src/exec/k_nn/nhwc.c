@@ -1,0 +1,230 @@
+/* Channels-last kernels (exec/nhwc_kernels.h): MaxPool/AveragePool,
+ * GlobalAveragePool/GlobalMaxPool and Concat on the channel axis for the
+ * NHWC data of NCHW-shaped rank-4 float32 tensors. A SqueezeNet fire module
+ * (squeeze conv -> two expand convs -> Concat -> pooling) then stays
+ * channels-last from one oneDNN convolution to the next: the Concat of two
+ * NHWC tensors along C is, per pixel, two contiguous copies, and pooling is
+ * vectorized over C. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "no-trapping-math", "no-math-errno")
+#endif
+
+#include "exec/nhwc_kernels.h"
+
+#include <stdatomic.h>
+
+#include "exec/k_elementwise/ew.h"
+#include "exec/k_nn/nn_common.h"
+#include "exec/k_nn/pool_fast.h"
+#include "onnxscope/threadpool.h"
+
+static atomic_long g_runs;
+
+long ox_nhwc_runs(void)
+{
+    return atomic_load(&g_runs);
+}
+
+static bool default_domain(const ox_node *n)
+{
+    return !n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx");
+}
+
+bool ox_nhwc_ops_enabled(void)
+{
+    const char *s = getenv("ONNXSCOPE_NO_NHWC_OPS");
+    return !(s && s[0] && strcmp(s, "0"));
+}
+
+ox_nhwc_kind ox_nhwc_kind_of(const ox_node *n)
+{
+    if (!n || !default_domain(n) || n->n_outputs < 1 || !n->outputs[0] || n->n_inputs < 1)
+        return OX_NHWC_NONE;
+    const char *op = n->op_type;
+    if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool")) {
+        const int64_t *ks;
+        /* MaxPool's Indices are NCHW positions: the plain kernel only. */
+        if (n->n_outputs > 1 && n->outputs[1] && n->outputs[1]->n_uses + n->outputs[1]->is_output)
+            return OX_NHWC_NONE;
+        if (ox_node_attr_ints(n, "kernel_shape", &ks) != 2)
+            return OX_NHWC_NONE;
+        return OX_NHWC_POOL;
+    }
+    if (!strcmp(op, "GlobalAveragePool") || !strcmp(op, "GlobalMaxPool"))
+        return OX_NHWC_GLOBAL_POOL;
+    if (!strcmp(op, "Concat")) {
+        int64_t axis = ox_node_attr_i(n, "axis", 1);
+        return axis == 1 || axis == -3 ? OX_NHWC_CONCAT : OX_NHWC_NONE;
+    }
+    return OX_NHWC_NONE;
+}
+
+static const ox_tensor *in_nhwc(const ox_kernel_ctx *c, int i)
+{
+    const ox_tensor *t = ox_kernel_in(c, i);
+    return t && t->dtype == OX_DT_FLOAT && t->rank == 4 && (ox_tensor_data(t) || !t->numel)
+               ? t
+               : NULL;
+}
+
+/* ---- pooling ----------------------------------------------------------------- */
+
+typedef struct pool_job {
+    const nn_pool2d *g;
+    int64_t C;
+    const float *X;
+    float *Y;
+} pool_job;
+
+static void pool_rows(void *ctx, int64_t r0, int64_t r1)
+{
+    const pool_job *j = ctx;
+    nn_pool2d_nhwc(j->g, j->C, j->X, j->Y, r0, r1);
+}
+
+static ox_status run_pool(ox_kernel_ctx *c, const ox_tensor *x)
+{
+    nn_pool2d g;
+    bool avg = !strcmp(c->node->op_type, "AveragePool");
+    ox_status st = nn_pool2d_geom(c, x, avg, &g);
+    if (st)
+        return st;
+    int64_t od[4] = {x->dims[0], x->dims[1], g.OH, g.OW};
+    ox_tensor *y = ox_kernel_output(c, 0, OX_DT_FLOAT, 4, od);
+    if (!y)
+        return NN_ST(c);
+    float *Y = ox_tensor_mutable_data(y);
+    if (!y->numel)
+        return OX_OK;
+    if (!Y)
+        return NN_NOMEM(c);
+    pool_job j = {&g, x->dims[1], ox_tensor_data(x), Y};
+    /* About 64 KiB of output per chunk. */
+    int64_t row = g.OW * x->dims[1], grain = row ? 1 + 16384 / row : 1;
+    ox_parallel_for(c->pool, x->dims[0] * g.OH, grain, pool_rows, &j);
+    return OX_OK;
+}
+
+static ox_status run_global(ox_kernel_ctx *c, const ox_tensor *x)
+{
+    bool avg = !strcmp(c->node->op_type, "GlobalAveragePool");
+    int64_t N = x->dims[0], C = x->dims[1], HW = x->dims[2] * x->dims[3];
+    int64_t od[4] = {N, C, 1, 1};
+    ox_tensor *y = ox_kernel_output(c, 0, OX_DT_FLOAT, 4, od);
+    if (!y)
+        return NN_ST(c);
+    float *Y = ox_tensor_mutable_data(y);
+    if (!y->numel)
+        return OX_OK;
+    if (!Y)
+        return NN_NOMEM(c);
+    const float *X = ox_tensor_data(x);
+    /* The plain kernel sums in double; so does this (per channel). */
+    double *acc = avg ? malloc((size_t)C * sizeof *acc) : NULL;
+    if (avg && !acc)
+        return NN_NOMEM(c);
+    for (int64_t n = 0; n < N; n++) {
+        const float *xn = X + n * HW * C;
+        float *yn = Y + n * C;
+        if (avg) {
+            for (int64_t ch = 0; ch < C; ch++)
+                acc[ch] = 0.0;
+            for (int64_t p = 0; p < HW; p++)
+                for (int64_t ch = 0; ch < C; ch++)
+                    acc[ch] += xn[p * C + ch];
+            for (int64_t ch = 0; ch < C; ch++)
+                yn[ch] = (float)(HW ? acc[ch] / (double)HW : 0.0);
+        } else if (HW == 0) {
+            for (int64_t ch = 0; ch < C; ch++)
+                yn[ch] = -INFINITY;   /* the plain kernel's empty maximum */
+        } else {
+            memcpy(yn, xn, (size_t)C * sizeof *yn);
+            for (int64_t p = 1; p < HW; p++)
+                for (int64_t ch = 0; ch < C; ch++) {
+                    float v = xn[p * C + ch], m = yn[ch];
+                    yn[ch] = (v > m || v != v) ? v : m;
+                }
+        }
+    }
+    free(acc);
+    return OX_OK;
+}
+
+/* ---- Concat on C ------------------------------------------------------------- */
+
+typedef struct cat_job {
+    int n;
+    const float *const *x;
+    const int64_t *cs;     /* channels per input */
+    int64_t C;             /* output channels */
+    float *Y;
+} cat_job;
+
+static void cat_pixels(void *ctx, int64_t p0, int64_t p1)
+{
+    const cat_job *j = ctx;
+    for (int64_t p = p0; p < p1; p++) {
+        float *y = j->Y + p * j->C;
+        for (int i = 0; i < j->n; i++) {
+            memcpy(y, j->x[i] + p * j->cs[i], (size_t)j->cs[i] * sizeof *y);
+            y += j->cs[i];
+        }
+    }
+}
+
+static ox_status run_concat(ox_kernel_ctx *c)
+{
+    enum { MAXIN = 64 };
+    const float *xs[MAXIN];
+    int64_t cs[MAXIN];
+    const ox_tensor *x0 = in_nhwc(c, 0);
+    int64_t od[4] = {x0->dims[0], 0, x0->dims[2], x0->dims[3]};
+    for (int i = 0; i < c->n_in; i++) {
+        const ox_tensor *x = in_nhwc(c, i);
+        if (x->dims[0] != od[0] || x->dims[2] != od[2] || x->dims[3] != od[3])
+            return nn_fail(c, OX_ESHAPE, "Concat: input %d differs in a dim other than 1", i);
+        xs[i] = ox_tensor_data(x);
+        cs[i] = x->dims[1];
+        od[1] += cs[i];
+    }
+    ox_tensor *y = ox_kernel_output(c, 0, OX_DT_FLOAT, 4, od);
+    if (!y)
+        return NN_ST(c);
+    float *Y = ox_tensor_mutable_data(y);
+    if (!y->numel)
+        return OX_OK;
+    if (!Y)
+        return NN_NOMEM(c);
+    cat_job j = {c->n_in, xs, cs, od[1], Y};
+    int64_t grain = od[1] ? 1 + 16384 / od[1] : 1;
+    ox_parallel_for(c->pool, od[0] * od[2] * od[3], grain, cat_pixels, &j);
+    return OX_OK;
+}
+
+bool ox_nhwc_run(ox_nhwc_kind k, ox_kernel_ctx *c, ox_status *st)
+{
+    *st = OX_OK;
+    if (!c->node || c->n_in < 1)
+        return false;
+    if (k == OX_NHWC_CONCAT) {
+        if (c->n_in > 64)
+            return false;
+        for (int i = 0; i < c->n_in; i++)
+            if (!in_nhwc(c, i))
+                return false;
+        *st = run_concat(c);
+        atomic_fetch_add(&g_runs, 1);
+        return true;
+    }
+    const ox_tensor *x = in_nhwc(c, 0);
+    if (!x || c->n_in != 1)
+        return false;
+    if (k == OX_NHWC_POOL)
+        *st = run_pool(c, x);
+    else if (k == OX_NHWC_GLOBAL_POOL)
+        *st = run_global(c, x);
+    else
+        return false;
+    atomic_fetch_add(&g_runs, 1);
+    return true;
+}
