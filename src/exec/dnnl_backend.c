@@ -94,6 +94,8 @@ struct ox_dnnl_node {
     const char *auto_pad;
     int n_k, n_s, n_d, n_p;
     int64_t ks[3], st[3], dl[3], pads[6];
+    /* MatMul: a fused constant bias row (ox_dnnl_set_bias), or NULL */
+    const ox_tensor *mm_bias;
     /* Gemm */
     bool ta, tb;
     float alpha, beta;
@@ -776,6 +778,21 @@ static bool build_conv(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
     return finish_entry(d, e, &cd, &wuser, ox_tensor_data(w), 1.0f);
 }
 
+/* One-row products (a batch-1 classifier, a decoder step) decline to our
+ * kernel's matrix-vector loop (k_nn/gemv.c): a primitive's per-call cost and
+ * its N padded to a block dominated them (a [1, 8192] x [8192, 10] Gemm:
+ * 39 us on oneDNN, PERFORMANCE.md). ONNXSCOPE_NO_GEMV=1 keeps them here. */
+static bool one_row_ours(int64_t rows, int64_t N, int64_t K, bool ta)
+{
+    /* Measured (PERFORMANCE.md): ours wins by 2-3x below a block of N or a
+     * 64K-element B; oneDNN's packed weights win on larger ones (1x512 x
+     * 512x1000: 35 vs 48 us), so those stay on the primitive. */
+    if (rows != 1 || ta || (N > 32 && N * K > 65536))
+        return false;
+    const char *s = getenv("ONNXSCOPE_NO_GEMV");
+    return !(s && s[0] && strcmp(s, "0"));
+}
+
 /* Gemm: Y = alpha * A' B' + beta * C as a 2-D matmul; alpha scales the
  * packed weights, beta a private copy of C. */
 static bool build_gemm(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
@@ -788,6 +805,8 @@ static bool build_gemm(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
     int64_t M = d->ta ? a->dims[1] : a->dims[0], K = d->ta ? a->dims[0] : a->dims[1];
     int64_t Kb = d->tb ? b->dims[1] : b->dims[0], N = d->tb ? b->dims[0] : b->dims[1];
     if (K != Kb || M < 1 || N < 1 || K < 1)
+        return false;
+    if (one_row_ours(M, N, K, d->ta))
         return false;
     if (d->beta == 0.0f)
         cc = NULL;
@@ -828,6 +847,23 @@ static bool build_gemm(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
     return finish_entry(d, e, &md, &wuser, ox_tensor_data(b), d->alpha);
 }
 
+/* True when a rank-r MatMul (dims already padded to rank r) is one 2-D
+ * product of A's rows: B has no batch (all its batch dims 1) and A has one
+ * (r > 2). A torch encoder as exported multiplies a [seq, 1, 256]
+ * activation by a [256, 768] weight: as a batch that is 128 one-row
+ * products against an unpacked B (oneDNN ran it at 28 GFLOP/s), as rows
+ * one [128, 256] x [256, 768] product with B packed once. Both operands
+ * are dense row-major, so the bytes are the same either way. */
+static bool matmul_rows_2d(int r, const dnnl_dim_t *bdm)
+{
+    if (r <= 2)
+        return false;
+    for (int i = 0; i < r - 2; i++)
+        if (bdm[i] != 1)
+            return false;
+    return true;
+}
+
 /* MatMul with numpy batching: both ranks >= 2, batch dims broadcast
  * (oneDNN takes size-1 batch dims as broadcast); 1-D operands decline. */
 static bool build_matmul(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
@@ -853,6 +889,25 @@ static bool build_matmul(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e
     if (bdm[r - 2] != K || M < 1 || N < 1 || K < 1)
         return false;
     yd[r - 2] = M, yd[r - 1] = N;
+    e->out_rank = r;
+    for (int i = 0; i < r; i++)
+        e->out_dims[i] = yd[i];
+    /* B without batch (a 2-D weight, or leading 1s): A's batch dims are
+     * rows of one 2-D product (matmul_rows_2d), never a batch of M-row
+     * products against a broadcast B. */
+    int rr = r;
+    if (matmul_rows_2d(r, bdm)) {
+        int64_t rows = 1;
+        for (int i = 0; i < r - 1; i++)
+            rows *= ad[i];
+        rr = 2;
+        ad[0] = rows, ad[1] = K;
+        bdm[0] = K, bdm[1] = N;
+        yd[0] = rows, yd[1] = N;
+    }
+    r = rr;
+    if (r == 2 && one_row_ours(ad[0], N, K, false))
+        return false;
     dnnl_memory_desc_t wuser, wany;
     if (!md_plain(&e->src_md, r, ad) || !md_plain(&wuser, r, bdm) ||
         !md_plain(&e->dst_md, r, yd) ||
@@ -863,13 +918,24 @@ static bool build_matmul(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e
     for (int i = 0; i < r - 2; i++)
         if (bdm[i] != yd[i])
             pack = false;
+    if (d->mm_bias) {
+        /* The fused Add's output must be the product's shape: a row of N
+         * whose other dims are 1 and whose rank is not above the output's. */
+        const ox_tensor *bt = d->mm_bias;
+        if (bt->dtype != OX_DT_FLOAT || !ox_tensor_data(bt) || bt->rank > e->out_rank ||
+            bt->rank < 1 || bt->dims[bt->rank - 1] != N || bt->numel != N)
+            return false;
+        dnnl_dims_t bd;
+        for (int i = 0; i < r; i++)
+            bd[i] = i == r - 1 ? N : 1;
+        if (!md_plain(&e->bias_md, r, bd))
+            return false;
+        e->has_bias = true;
+    }
     dnnl_matmul_desc_t md;
-    if (dnnl_matmul_desc_init(&md, &e->src_md, pack ? &wany : &wuser, NULL, &e->dst_md) !=
-        dnnl_success)
+    if (dnnl_matmul_desc_init(&md, &e->src_md, pack ? &wany : &wuser,
+                              e->has_bias ? &e->bias_md : NULL, &e->dst_md) != dnnl_success)
         return false;
-    e->out_rank = r;
-    for (int i = 0; i < r; i++)
-        e->out_dims[i] = yd[i];
     ox_dnnl_node dd = *d;
     dd.w_const = pack;
     return finish_entry(&dd, e, &md, &wuser, ox_tensor_data(b), 1.0f);
@@ -964,7 +1030,7 @@ static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
             return false;
     }
     const ox_tensor *x = ox_kernel_in(c, 0), *w = ox_kernel_in(c, 1);
-    const ox_tensor *b = e->has_bias ? ox_kernel_in(c, 2) : NULL;
+    const ox_tensor *b = !e->has_bias ? NULL : d->mm_bias ? d->mm_bias : ox_kernel_in(c, 2);
     const void *bp = e->bias_copy ? (const void *)e->bias_copy : b ? ox_tensor_data(b) : NULL;
     const void *wp = e->packed ? e->packed : ox_tensor_data(w);
     if ((e->packed && ox_tensor_data(w) != e->wsrc) ||
@@ -1093,6 +1159,14 @@ bool ox_dnnl_conv_reader(const ox_dnnl_node *d)
     return d && d->kind == K_CONV && d->node->n_inputs >= 1;
 }
 
+bool ox_dnnl_set_bias(ox_dnnl_node *d, const ox_tensor *bias)
+{
+    if (!d || d->kind != K_MATMUL || d->act.n || !bias || bias->dtype != OX_DT_FLOAT)
+        return false;
+    d->mm_bias = bias;
+    return true;
+}
+
 void ox_dnnl_set_out_nhwc(ox_dnnl_node *d, bool on)
 {
     /* With a Z input too: Z is reordered into the dst layout (finish_entry). */
@@ -1185,6 +1259,11 @@ bool ox_dnnl_conv_any(const ox_dnnl_node *d) { (void)d; return false; }
 bool ox_dnnl_has_z(const ox_dnnl_node *d) { (void)d; return false; }
 bool ox_dnnl_conv_reader(const ox_dnnl_node *d) { (void)d; return false; }
 void ox_dnnl_set_out_nhwc(ox_dnnl_node *d, bool on) { (void)d, (void)on; }
+bool ox_dnnl_set_bias(ox_dnnl_node *d, const ox_tensor *bias)
+{
+    (void)d, (void)bias;
+    return false;
+}
 void ox_dnnl_free(ox_dnnl_node *d) { (void)d; }
 bool ox_dnnl_sgemm(int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                    const float *A, int64_t lda, const float *B, int64_t ldb, float beta,

@@ -71,6 +71,11 @@ bool ox_dnnl_run_ex(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st, bool in_nh
 bool ox_dnnl_conv_any(const ox_dnnl_node *d);
 bool ox_dnnl_has_z(const ox_dnnl_node *d);
 
+/* MatMul only: a constant bias row (float32, shape (N), (1, N), ...) added
+ * to the product by the primitive itself: the executor fused the Add that
+ * read the MatMul's output (plan_dnnl_bias in exec.c). `bias` is held by the
+ * plan and outlives d. Returns false (nothing set) for other nodes. */
+bool ox_dnnl_set_bias(ox_dnnl_node *d, const ox_tensor *bias);
 void ox_dnnl_free(ox_dnnl_node *d);
 
 /* Test hook: primitives executed by this process, and how many of them

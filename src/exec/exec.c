@@ -16,6 +16,7 @@
 #include "arena.h"
 #include "dnnl_backend.h"
 #include "nhwc_kernels.h"
+#include "gelu_chain.h"
 #include "cuda/place.h"
 #include "cuda/runtime.h"
 #include "core/ptrmap.h"
@@ -77,6 +78,12 @@ typedef struct plan_node {
      * node hands on its input skip_in (a residual Add's carried operand). */
     struct conv_chain *chain;
     int skip_in;
+    /* Part of a chain a later node computes in one pass (plan_gelu_chains):
+     * never runs, its outputs stay empty. */
+    bool fused_away;
+    /* The kernel writes every element of its outputs (writes_every_element):
+     * their arena slots are not zeroed first. */
+    bool writes_all;
 } plan_node;
 
 typedef struct ox_plan {
@@ -1086,6 +1093,133 @@ static void plan_fold(ox_exec *e, ox_plan *p)
     }
 }
 
+/* PyTorch's exported GELU (gelu_chain.h): the Mul reading x and
+ * Erf(x / c1) + c2 computes that product itself in one pass, and the Div,
+ * Erf and Add before it never run. Only when c1 and c2 are plan constants
+ * that no run can override (not graph inputs) and no node of the chain is
+ * folded or already taken by another fusion. Memory plans are unaffected:
+ * the Mul still reads x (live up to it) and writes its own slot; the chain's
+ * intermediates are simply never made. ONNXSCOPE_NO_CHAIN_FUSE=1 turns it
+ * off. */
+static int plan_index_before(const ox_plan *p, int k, const ox_node *n)
+{
+    for (int j = k - 1; j >= 0; j--)
+        if (p->nodes[j].node == n)
+            return j;
+    return -1;
+}
+
+static bool fixed_const(const ox_plan *p, slot_ref r)
+{
+    if (r.depth != 0 || !p->consts[r.slot])
+        return false;
+    const ox_value *v = p->slot_value[r.slot];
+    return v && !v->is_input;
+}
+
+/* Default-domain kernels that write every element of every output they
+ * allocate (the broadcasting elementwise loops, the strided copy of
+ * Transpose, MatMul's GEMMs with beta 0): zeroing their arena slot first was
+ * ~5 % of the encoder's run (memset in perf). Others keep the zeroed slot. */
+static bool writes_every_element(const ox_node *n)
+{
+    static const char *const ops[] = {"Add", "Sub", "Mul", "Div", "Erf", "Tanh", "Sigmoid",
+                                      "Relu", "Neg", "Abs", "Exp", "Sqrt", "Reciprocal",
+                                      "Transpose", "MatMul", NULL};
+    if (n->domain && n->domain[0])
+        return false;
+    for (int i = 0; ops[i]; i++)
+        if (!strcmp(n->op_type, ops[i]))
+            return true;
+    return false;
+}
+
+static void plan_gelu_chains(ox_plan *p)
+{
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        ox_gelu_chain m;
+        if (pn->folded || pn->skip || pn->fused_away || pn->n_in != 2 ||
+            !ox_gelu_chain_match(pn->node, &m))
+            continue;
+        int kf = plan_index_before(p, k, m.first), ke = plan_index_before(p, k, m.erf);
+        int ka = plan_index_before(p, k, m.add);
+        if (kf < 0 || ke < 0 || ka < 0)
+            continue;
+        plan_node *nf = &p->nodes[kf], *ne = &p->nodes[ke], *na = &p->nodes[ka];
+        if (nf->folded || ne->folded || na->folded || nf->skip || ne->skip || na->skip ||
+            nf->fused_away || ne->fused_away || na->fused_away)
+            continue;
+        int ix = m.first->inputs[0] == m.x ? 0 : 1;
+        int ic2 = m.add->inputs[0] == m.c2 ? 0 : 1;
+        slot_ref rx = nf->in[ix], r1 = nf->in[1 - ix], r2 = na->in[ic2];
+        if (!fixed_const(p, r1) || !fixed_const(p, r2))
+            continue;
+        slot_ref *in = calloc(4, sizeof *in);
+        if (!in)
+            return;
+        in[0] = rx, in[1] = r1, in[2] = r2;
+        free(pn->in);
+        pn->in = in;
+        pn->n_in = 3;
+        pn->fn = m.div ? ox_gelu_chain_div : ox_gelu_chain_mul;
+        pn->writes_all = true;
+        nf->fused_away = ne->fused_away = na->fused_away = true;
+    }
+}
+
+/* A MatMul on oneDNN whose only reader is Add(product, constant row) (the
+ * bias of a linear layer as exported): the primitive adds the row itself
+ * and the Add becomes a skip node, like a fused activation (act_k). The Add
+ * is commutative, so its plan inputs are ordered product first, which the
+ * skip node and the declined-at-run-time path (run_kernel: the MatMul's own
+ * kernel, then the Add's on its output) both expect. Saves a pass over each
+ * product (the encoder's QKV, linear1 and linear2 outputs). */
+static void plan_dnnl_bias(const ox_exec *e, ox_plan *p)
+{
+    if (e->opts.keep_intermediates)
+        return;
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        const ox_node *n = pn->node;
+        if (!pn->dnnl || pn->act_k >= 0 || pn->skip || pn->folded || pn->fused_away ||
+            (n->domain && n->domain[0]) || strcmp(n->op_type, "MatMul") || n->n_outputs != 1)
+            continue;
+        const ox_value *v = n->outputs[0];
+        if (!v || v->is_output || v->n_uses != 1 || !v->uses[0].node)
+            continue;
+        const ox_node *add = v->uses[0].node;
+        if ((add->domain && add->domain[0]) || strcmp(add->op_type, "Add") ||
+            add->n_inputs != 2 || add->n_outputs != 1 || add->inputs[0] == add->inputs[1])
+            continue;
+        int ka = -1;
+        for (int j = k + 1; j < p->n_nodes; j++)
+            if (p->nodes[j].node == add) {
+                ka = j;
+                break;
+            }
+        if (ka < 0)
+            continue;
+        plan_node *na = &p->nodes[ka];
+        if (na->skip || na->folded || na->fused_away || na->n_in != 2)
+            continue;
+        int iv = add->inputs[0] == v ? 0 : 1;
+        slot_ref rb = na->in[1 - iv];
+        if (na->in[iv].depth != 0 || !fixed_const(p, rb))
+            continue;
+        const ox_rval *bv = p->consts[rb.slot];
+        if (!bv || bv->kind != OX_RV_TENSOR || !ox_dnnl_set_bias(pn->dnnl, bv->t))
+            continue;
+        if (iv == 1) {
+            slot_ref t = na->in[0];
+            na->in[0] = na->in[1];
+            na->in[1] = t;
+        }
+        pn->act_k = ka;
+        na->skip = true;
+    }
+}
+
 static bool fold_disabled(const ox_exec *e)
 {
     const char *s = getenv("ONNXSCOPE_NO_PLAN_FOLD");
@@ -1181,6 +1315,7 @@ static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_err
         }
         pn->n_in = n->n_inputs;
         pn->n_out = n->n_outputs;
+        pn->writes_all = writes_every_element(n);
         pn->in = calloc((size_t)n->n_inputs + 1, sizeof *pn->in);
         pn->out = calloc((size_t)n->n_outputs + 1, sizeof *pn->out);
         pn->out_needed = calloc((size_t)n->n_outputs + 1, sizeof *pn->out_needed);
@@ -1232,8 +1367,14 @@ static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_err
      * plan-time folding either (the CUDA placement runs every node). */
     if (g == e->model->graph && !fold_disabled(e) && e->opts.device != OX_DEVICE_CUDA)
         plan_fold(e, p);
-    if (ox_dnnl_enabled() && e->opts.device != OX_DEVICE_CUDA)
+    if (g == e->model->graph && !e->opts.keep_intermediates &&
+        e->opts.device != OX_DEVICE_CUDA && !getenv_on("ONNXSCOPE_NO_CHAIN_FUSE"))
+        plan_gelu_chains(p);
+    if (ox_dnnl_enabled() && e->opts.device != OX_DEVICE_CUDA) {
         plan_dnnl(e, p);
+        if (!getenv_on("ONNXSCOPE_NO_BIAS_FUSE"))
+            plan_dnnl_bias(e, p);
+    }
     /* Release lists, and which outputs someone will read. */
     for (int s = 0; s < p->n_slots; s++) {
         int k = last_use[s];
@@ -1308,6 +1449,14 @@ const ox_tensor *ox_kernel_in(const ox_kernel_ctx *c, int i)
 /* Output i of the node being run, at its planned arena offset when the
  * frame has an arena and dtype and size match the plan; else NULL (heap).
  * The bytes are zeroed like a fresh heap tensor's. */
+/* Element types whose values fill whole bytes (sub-byte types are written
+ * by read-modify-write and need the zeroed slot). */
+static bool whole_elements(ox_dtype dt)
+{
+    return dt == OX_DT_FLOAT || dt == OX_DT_DOUBLE || dt == OX_DT_FLOAT16 ||
+           dt == OX_DT_BFLOAT16 || dt == OX_DT_INT32 || dt == OX_DT_INT64;
+}
+
 static ox_tensor *arena_place(ox_kernel_ctx *c, int i, ox_dtype dt, int rank,
                               const int64_t *dims, size_t bytes)
 {
@@ -1321,8 +1470,9 @@ static ox_tensor *arena_place(ox_kernel_ctx *c, int i, ox_dtype dt, int rank,
         ap->nbytes[s] != (int64_t)bytes || ap->off[s] + ap->nbytes[s] > ap->bytes)
         return NULL;
     char *data = (char *)ap->buf->data + ap->off[s];
-    /* An in-place output's bytes are its input's, still to be read. */
-    if (!ap->inplace[s])
+    /* An in-place output's bytes are its input's, still to be read; a kernel
+     * that writes every element needs no zeroed slot (whole-byte types). */
+    if (!ap->inplace[s] && !(f->cur->writes_all && whole_elements(dt)))
         memset(data, 0, bytes);
     /* A writable view of its own, so that kernels writing through
      * ox_tensor_mutable_data write the slot instead of copying. */
@@ -1929,7 +2079,7 @@ static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
     ox_rval *in_small[16], *out_small[16];
     for (int k = 0; k < p->n_nodes; k++) {
         const plan_node *pn = &p->nodes[k];
-        if (pn->folded && !f->run_folded) {
+        if ((pn->folded && !f->run_folded) || pn->fused_away) {
             release_after(e, f, pn);
             continue;
         }

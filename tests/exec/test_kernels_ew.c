@@ -813,7 +813,14 @@ static void test_fastmath(void **state)
     }
     printf("# fastmath: exp max rel %.3g, erf max abs %.3g, tanh max rel %.3g\n", me, mer, mt);
     assert_true(me < 3e-7);
-    assert_true(mer < 2e-7);
+    /* erf is a rational fit since the transformer executor round (fastmath.h):
+     * absolute error below 5e-7, and relative near 0 (GELU's small inputs). */
+    assert_true(mer < 5e-7);
+    for (float x = 1e-30f; x < 0.5f; x *= 1.013f) {
+        double r = erf((double)x);
+        assert_true(fabs(ox__erff(x) - r) / r < 1e-6);
+        assert_true(fabs(ox__erff(-x) + r) / r < 1e-6);
+    }
     assert_true(mt < 3e-6);
     assert_true(isinf(ox__expf(INFINITY)) && ox__expf(-INFINITY) == 0.0f);
     assert_true(isnan(ox__expf(NAN)) && isnan(ox__erff(NAN)) && isnan(ox__tanhf(NAN)));

@@ -42,35 +42,31 @@ static inline float ox__expf(float x)
     return x != x ? x : y;
 }
 
-/* erf: odd Taylor series below 0.5, else 1 - erfc with the Chebyshev-fitted
- * erfc of Numerical Recipes (fractional error < 1.2e-7). */
+/* erf: x * P(x^2) / Q(x^2) on x clamped to [-4, 4] (erf(4) rounds to 1 in
+ * float), a [13/8] rational minimax fit (the coefficients published with
+ * XLA's float erf). One division and 12 multiply-adds, one branch-free path:
+ * 3.6x faster than the Taylor + erfc-with-exp pair it replaced (that one
+ * evaluated both branches per lane), absolute error below 4.5e-7 (was
+ * 1.6e-7), relative error below 5e-7 over the float range (PERFORMANCE.md,
+ * "Transformer executor round"). */
 static inline float ox__erff(float x)
 {
-    float a = x < 0 ? -x : x;
-    float x2 = x * x;
-    /* 2/sqrt(pi) * (x - x^3/3 + x^5/10 - x^7/42 + x^9/216 - x^11/1320 + x^13/9360) */
-    float s = x2 * (1.0f / 9360.0f);
-    s = x2 * (-1.0f / 1320.0f - s);
-    s = x2 * (1.0f / 216.0f + s);
-    s = x2 * (-1.0f / 42.0f + s);
-    s = x2 * (1.0f / 10.0f + s);
-    s = x2 * (-1.0f / 3.0f + s);
-    float small = 1.12837916709551257f * x * (1.0f + s);
-    float t = 1.0f / (1.0f + 0.5f * a);
-    float q = 0.17087277f;
-    q = q * t - 0.82215223f;
-    q = q * t + 1.48851587f;
-    q = q * t - 1.13520398f;
-    q = q * t + 0.27886807f;
-    q = q * t - 0.18628806f;
-    q = q * t + 0.09678418f;
-    q = q * t + 0.37409196f;
-    q = q * t + 1.00002368f;
-    q = q * t - 1.26551223f;
-    float erfc = t * ox__expf(-a * a + q);
-    float big = 1.0f - erfc;
-    big = x < 0 ? -big : big;
-    float y = a < 0.5f ? small : big;
+    float xc = x < -4.0f ? -4.0f : x;
+    xc = xc > 4.0f ? 4.0f : xc;
+    float p = xc * xc;
+    float a = -2.72614225801306e-10f;
+    a = a * p + 2.77068142495902e-08f;
+    a = a * p - 2.10102402082508e-06f;
+    a = a * p - 5.69250639462346e-05f;
+    a = a * p - 7.34990630326855e-04f;
+    a = a * p - 2.95459980854025e-03f;
+    a = a * p - 1.60960333262415e-02f;
+    float b = -1.45660718464996e-05f;
+    b = b * p - 2.13374055278905e-04f;
+    b = b * p - 1.68282697438203e-03f;
+    b = b * p - 7.37332916720468e-03f;
+    b = b * p - 1.42647390514189e-02f;
+    float y = xc * a / b;
     return x != x ? x : y;
 }
 

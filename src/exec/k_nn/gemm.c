@@ -2,6 +2,10 @@
  * A into MRxKC panels, a register-tiled micro-kernel the compiler vectorizes)
  * and the matrix-product kernels built on it: MatMul, Gemm, FusedMatMul,
  * MatMulInteger and QLinearMatMul. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "nn_common.h"
 #include "exec/dnnl_backend.h"
 #include "onnxscope/threadpool.h"
@@ -134,6 +138,20 @@ static void sgemm_simple(bool ta, bool tb, int64_t M, int64_t N, int64_t K, floa
     }
 }
 
+/* ONNXSCOPE_NO_GEMV=1: one-row products take the GEMM path as before
+ * (read once; for comparisons). */
+static bool getenv_gemv_off(void)
+{
+    static atomic_int off = -1;
+    int v = atomic_load_explicit(&off, memory_order_relaxed);
+    if (v < 0) {
+        const char *s = getenv("ONNXSCOPE_NO_GEMV");
+        v = s && s[0] && strcmp(s, "0");
+        atomic_store_explicit(&off, v, memory_order_relaxed);
+    }
+    return v;
+}
+
 void nn_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
               const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
               float *C, int64_t ldc)
@@ -145,6 +163,11 @@ void nn_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
         else if (beta != 1.0f) for (int64_t j = 0; j < N; j++) c[j] *= beta;
     }
     if (K <= 0 || alpha == 0.0f) return;
+    /* One row: a matrix-vector product (gemv.c), no packing, no library call. */
+    if (M == 1 && !ta && !getenv_gemv_off()) {
+        nn_sgemv(NULL, tb, N, K, alpha, A, B, ldb, C);
+        return;
+    }
     /* With oneDNN, its AVX-512 GEMM (beta 1: C was prepared above). */
     if (M * N * K >= 4096 && ox_dnnl_sgemm(1, ta, tb, M, N, K, alpha, A, lda, B, ldb, 1.0f, C, ldc))
         return;
@@ -216,6 +239,12 @@ void nn_sgemm_mt(ox_thread_pool *pool, bool ta, bool tb, int64_t M, int64_t N, i
                  float beta, float *C, int64_t ldc)
 {
     int threads = ox_thread_pool_size(pool);
+    if (M == 1 && !ta && N > 0 && K > 0 && !getenv_gemv_off()) {
+        if (beta == 0.0f) memset(C, 0, (size_t)N * sizeof(float));
+        else if (beta != 1.0f) for (int64_t j = 0; j < N; j++) C[j] *= beta;
+        nn_sgemv(pool, tb, N, K, alpha, A, B, ldb, C);
+        return;
+    }
     if (M > 0 && N > 0 && K > 0 && M * N * K >= 262144LL &&
         ox_dnnl_sgemm(threads, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
         return;

@@ -132,6 +132,11 @@ void nn_sgemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
 /* nn_sgemm split over the pool's threads along the larger of M and N
  * (pool may be NULL: runs serially). */
 struct ox_thread_pool;
+/* One-row product y += alpha * a B (gemv.c): B is [K, N] with row stride
+ * ldb, or [N, K] when tb. y holds C's contribution already. Threads over N. */
+#define nn_sgemv ox_nn_sgemv
+void nn_sgemv(struct ox_thread_pool *pool, bool tb, int64_t N, int64_t K, float alpha,
+              const float *a, const float *B, int64_t ldb, float *y);
 void nn_sgemm_mt(struct ox_thread_pool *pool, bool trans_a, bool trans_b, int64_t M,
                  int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                  const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
