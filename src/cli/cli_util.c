@@ -157,6 +157,46 @@ bool ox_cli_parse_long(const char *opt, const char *s, long lo, long hi, long *o
     return true;
 }
 
+int ox_cli_timing_opt(int c, const char *arg, const ox_cli_timing *t)
+{
+    long v = 0;
+    switch (c) {
+    case 'w':
+        if (!ox_cli_parse_long("--warmup", arg, 0, 10000000, &v))
+            return -1;
+        *t->warmup = (int)v;
+        return 1;
+    case 'n':
+        if (!ox_cli_parse_long("--iters", arg, 1, 10000000, &v))
+            return -1;
+        *t->iters = (int)v;
+        return 1;
+    case 's':
+        if (!ox_cli_parse_long("--seed", arg, 0, 4294967295L, &v))
+            return -1;
+        *t->seed = (uint32_t)v;
+        return 1;
+    case 'M':
+        return ox_cli_parse_size("--max-memory", arg, t->max_memory) ? 1 : -1;
+    case OX_OPT_NO_CACHE:
+        *t->no_cache = true;
+        return 1;
+    }
+    return 0;
+}
+
+bool ox_cli_parse_real(const char *opt, const char *s, double lo, double hi, double *out)
+{
+    char *end = NULL;
+    double v = strtod(s, &end);
+    if (!*s || *end || !(v >= lo && v <= hi)) {
+        ox_cli_error(NULL, "%s %s: expected a number in [%g, %g]", opt, s, lo, hi);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
 const char *ox_cli_si(double v, char *buf, size_t len)
 {
     static const char *units[] = {"", " K", " M", " G", " T", " P"};

@@ -218,21 +218,16 @@ int ox_cmd_bench(int argc, char **argv)
         {"compare", required_argument, NULL, 'c'},
         {"device", required_argument, NULL, 'd'},
         {"precision", required_argument, NULL, 'p'},
-        {"threads", required_argument, NULL, 'j'},
-        {"warmup", required_argument, NULL, 'w'},
-        {"iters", required_argument, NULL, 'n'},
-        {"seed", required_argument, NULL, 's'},
+        OX_CLI_TIMING_OPTIONS,
         OX_CLI_SHAPE_OPTIONS,
         OX_CLI_INPUT_OPTIONS,
         {"rtol", required_argument, NULL, 'r'},
         {"atol", required_argument, NULL, 'a'},
         {"json", no_argument, NULL, 'J'},
         {"trace", required_argument, NULL, 't'},
-        {"max-memory", required_argument, NULL, 'M'},
         {"timeout", required_argument, NULL, 'T'},
         {"top", required_argument, NULL, 'P'},
         {"no-profile", no_argument, NULL, 'N'},
-        {"no-cache", no_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -247,6 +242,8 @@ int ox_cmd_bench(int argc, char **argv)
     long v;
     ox_model *m = NULL, *mb = NULL;
     ox_bench_result r = {0};
+    const ox_cli_timing timing = {.warmup = &cfg.warmup, .iters = &cfg.iters, .seed = &cfg.seed,
+                                  .max_memory = &cfg.max_memory, .no_cache = &no_cache};
     optind = 1;
     int c;
     while ((c = ox_cli_getopt(argc, argv, "bench", "j:n:h", longopts)) != -1) {
@@ -267,27 +264,6 @@ int ox_cmd_bench(int argc, char **argv)
             }
             cfg.threads = (int)v;
             break;
-        case 'w':
-            if (!parse_int("--warmup", optarg, 0, &v)) {
-                rc = 2;
-                goto out;
-            }
-            cfg.warmup = (int)v;
-            break;
-        case 'n':
-            if (!parse_int("--iters", optarg, 1, &v)) {
-                rc = 2;
-                goto out;
-            }
-            cfg.iters = (int)v;
-            break;
-        case 's':
-            if (!parse_int("--seed", optarg, 0, &v)) {
-                rc = 2;
-                goto out;
-            }
-            cfg.seed = (uint32_t)v;
-            break;
         case 'r':
             if (!parse_double("--rtol", optarg, &cfg.rtol)) {
                 rc = 2;
@@ -302,12 +278,6 @@ int ox_cmd_bench(int argc, char **argv)
             break;
         case 'J': json = true; break;
         case 't': trace_path = optarg; break;
-        case 'M':
-            if (!ox_cli_parse_size("--max-memory", optarg, &cfg.max_memory)) {
-                rc = 2;
-                goto out;
-            }
-            break;
         case 'T':
             if (!ox_cli_parse_seconds("--timeout", optarg, &cfg.timeout_s)) {
                 rc = 2;
@@ -322,13 +292,14 @@ int ox_cmd_bench(int argc, char **argv)
             top = (int)v;
             break;
         case 'N': no_profile = true; break;
-        case 'C': no_cache = true; break;
         case 'h': usage(stdout); goto out;
-        default:
-            if (ox_cli_input_opt(c, optarg, &io, &inputs) > 0)
+        default: {
+            int h = ox_cli_timing_opt(c, optarg, &timing);
+            if (h > 0 || (h == 0 && ox_cli_input_opt(c, optarg, &io, &inputs) > 0))
                 break;
             rc = 2;
             goto out;
+        }
         }
     }
     if (optind != argc - 1) {

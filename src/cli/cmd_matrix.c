@@ -185,18 +185,6 @@ static bool parse_devices(const char *s, ox_matrix_config *cfg)
     return ok;
 }
 
-static bool parse_real(const char *opt, const char *s, double lo, double hi, double *out)
-{
-    char *end = NULL;
-    double v = strtod(s, &end);
-    if (!*s || *end || !(v >= lo && v <= hi)) {
-        ox_cli_error(NULL, "%s %s: expected a number in [%g, %g]", opt, s, lo, hi);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
 /* ---- output ------------------------------------------------------------------ */
 
 static const char *label(const ox_matrix_config *c, const ox_matrix_row *r)
@@ -582,18 +570,13 @@ int ox_cmd_matrix(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"strategies", required_argument, NULL, 'S'},
-        {"threads", required_argument, NULL, 'j'},
+        OX_CLI_TIMING_OPTIONS,
         {"batch", required_argument, NULL, 'b'},
         {"device", required_argument, NULL, 'd'},
-        {"iters", required_argument, NULL, 'n'},
-        {"warmup", required_argument, NULL, 'w'},
-        {"seed", required_argument, NULL, 's'},
         OX_CLI_SHAPE_OPTIONS,
         OX_CLI_INPUT_OPTIONS,
         {"max-error", required_argument, NULL, 'E'},
         {"min-cosine", required_argument, NULL, 'C'},
-        {"max-memory", required_argument, NULL, 'M'},
-        {"no-cache", no_argument, NULL, 'N'},
         {"json", no_argument, NULL, 'J'},
         {"csv", no_argument, NULL, 'V'},
         {"markdown", no_argument, NULL, 'D'},
@@ -608,10 +591,11 @@ int ox_cmd_matrix(int argc, char **argv)
     const char *strategies = ox_matrix_default_strategies, *chart = NULL;
     char format = 't';
     int rc = 0, nformats = 0;
-    long v;
     ox_model *m = NULL;
     ox_matrix mx = {0};
     ox_error err = {0};
+    const ox_cli_timing timing = {.warmup = &cfg.warmup, .iters = &cfg.iters, .seed = &cfg.seed,
+                                  .max_memory = &cfg.max_memory, .no_cache = &cfg.recalibrate};
     optind = 1;
     int c;
     while ((c = ox_cli_getopt(argc, argv, "matrix", "j:n:h", longopts)) != -1) {
@@ -625,28 +609,18 @@ int ox_cmd_matrix(int argc, char **argv)
             ok = parse_int_list("--batch", optarg, 1, 1 << 20, cfg.batches, &cfg.n_batches);
             break;
         case 'd': ok = parse_devices(optarg, &cfg); break;
-        case 'n':
-            ok = ox_cli_parse_long("--iters", optarg, 1, 1000000, &v);
-            cfg.iters = (int)v;
-            break;
-        case 'w':
-            ok = ox_cli_parse_long("--warmup", optarg, 0, 1000000, &v);
-            cfg.warmup = (int)v;
-            break;
-        case 's':
-            ok = ox_cli_parse_long("--seed", optarg, 0, 4294967295L, &v);
-            cfg.seed = (uint32_t)v;
-            break;
-        case 'E': ok = parse_real("--max-error", optarg, 0, INFINITY, &cfg.max_error); break;
-        case 'C': ok = parse_real("--min-cosine", optarg, -1, 1, &cfg.min_cosine); break;
-        case 'M': ok = ox_cli_parse_size("--max-memory", optarg, &cfg.max_memory); break;
-        case 'N': cfg.recalibrate = true; break;
+        case 'E': ok = ox_cli_parse_real("--max-error", optarg, 0, INFINITY, &cfg.max_error); break;
+        case 'C': ok = ox_cli_parse_real("--min-cosine", optarg, -1, 1, &cfg.min_cosine); break;
         case 'J': format = 'j'; nformats++; break;
         case 'V': format = 'c'; nformats++; break;
         case 'D': format = 'm'; nformats++; break;
         case 'c': chart = optarg; break;
         case 'h': usage(stdout); goto out;
-        default: ok = ox_cli_input_opt(c, optarg, &io, &inputs) > 0; break;
+        default: {
+            int h = ox_cli_timing_opt(c, optarg, &timing);
+            ok = h > 0 || (h == 0 && ox_cli_input_opt(c, optarg, &io, &inputs) > 0);
+            break;
+        }
         }
         if (!ok) {
             rc = 2;

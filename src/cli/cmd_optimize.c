@@ -77,7 +77,8 @@ static void usage(FILE *f)
             "          [--quant-format integer|qdq] [--quant-conv] [--quant-per-tensor]\n"
             "          [--quant-min-elems N]\n"
             "          [--check N [--bisect] [--input NAME=FILE.pb] [--fill NAME=VALUE]\n"
-            "                     [--int-max M] [--default-dim D]]\n"
+            "                     [--int-max M] [--default-dim D]\n"
+            "                     [--rtol R] [--atol A] [--min-cosine C]]\n"
             "--check N runs the original and the optimized model on N input sets: the\n"
             "--input/--fill values, the other inputs seeded random; unknown dims are an\n"
             "error unless --default-dim. Outside rtol 1e-4 / atol 1e-5 the output is not\n"
@@ -90,7 +91,10 @@ static void usage(FILE *f)
             "to_fp16 (opt-in: --passes +to_fp16) converts to float16; --keep-fp32 adds op\n"
             "types to its block list, --fp16-io makes graph inputs/outputs float16 too.\n"
             "With to_fp16 on, --check passes an output within rtol 1e-2 / atol 1e-3 or\n"
-            "with cosine similarity >= 0.999 to the original's. --device cuda runs both\n"
+            "with cosine similarity >= 0.999 to the original's; with quantize_dynamic on,\n"
+            "within the tolerance or with cosine >= 0.99. --rtol, --atol and --min-cosine\n"
+            "replace those values (--min-cosine 0: no cosine criterion); the check line\n"
+            "says which criterion applied and whose it is. --device cuda runs both\n"
             "models of --check on the GPU (exit 4 when no GPU is usable).\n"
             "--quant-* set the opt-in quantize_dynamic pass (--passes +quantize_dynamic):\n"
             "output form, Conv weights too, one scale per weight, and the smallest weight\n"
@@ -101,15 +105,49 @@ typedef struct check_res {
     int runs;
     double max_abs, max_rel;
     double min_cos;       /* lowest cosine similarity of an output (1 when none) */
+    int by_cosine;        /* outputs outside rtol/atol that the cosine accepted */
     bool ok;
     char why[256];
 } check_res;
 
 /* What --check accepts: |a-b| <= atol + rtol*|b| everywhere, or (min_cos
- * > 0) a cosine similarity of at least min_cos over the output. */
+ * > 0) a cosine similarity of at least min_cos over the output; `from` says
+ * whose criteria these are (docs/CLI.md "optimize --check"). */
 typedef struct check_tol {
     double rtol, atol, min_cos;
+    char from[96];
 } check_tol;
+
+/* The criteria for the passes that run: float rounding for the lossless
+ * passes; to_fp16 a float16 tolerance or cosine >= 0.999; quantize_dynamic
+ * (int8 products: errors of a step of the activation's scale, spread over
+ * the output) cosine >= 0.99, MobileNetV2's 35 quantized Convs keeping
+ * 0.9965 (docs/PASSES.md); both: the looser of each. --rtol, --atol and
+ * --min-cosine (< 0: not given) replace the value they name. */
+static check_tol check_criteria(bool fp16, bool quant, double rtol, double atol, double min_cos)
+{
+    check_tol t = {.rtol = CHECK_RTOL, .atol = CHECK_ATOL};
+    if (fp16) {
+        t.rtol = 1e-2;
+        t.atol = 1e-3;
+        t.min_cos = 0.999;
+    }
+    if (quant)
+        t.min_cos = 0.99;
+    if (rtol >= 0)
+        t.rtol = rtol;
+    if (atol >= 0)
+        t.atol = atol;
+    if (min_cos >= 0)
+        t.min_cos = min_cos;
+    /* "to_fp16+quantize_dynamic, --atol" */
+    snprintf(t.from, sizeof t.from, "%s%s%s%s",
+             fp16 && quant ? "to_fp16+quantize_dynamic" : fp16 ? "to_fp16"
+                                                        : quant ? "quantize_dynamic" : "default",
+             rtol >= 0 ? ", --rtol" : "", atol >= 0 ? ", --atol" : "",
+             min_cos >= 0 ? ", --min-cosine" : "");
+    return t;
+}
 
 static bool float_dt(ox_dtype d)
 {
@@ -182,6 +220,8 @@ static void compare(const ox_rval *a, const ox_rval *b, const check_tol *tol, ch
         r->min_cos = cos;
     if (!close && !(tol->min_cos > 0 && cos >= tol->min_cos))
         r->ok = false;
+    else if (!close)
+        r->by_cosine++;
 }
 
 /* The input set for a model whose float inputs may be float16 where the
@@ -395,11 +435,16 @@ int ox_cmd_optimize(int argc, char **argv)
         {"quant-per-tensor", no_argument, NULL, 'T'},
         {"quant-min-elems", required_argument, NULL, 'E'},
         {"opset", required_argument, NULL, 'O'},
+        {"rtol", required_argument, NULL, 'r'},
+        {"atol", required_argument, NULL, 'a'},
+        {"min-cosine", required_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
     ox_infer_opts io = {0};
     ox_input_opts inputs = {.shapes = &io};
+    double rtol = -1, atol = -1, min_cos = -1;   /* < 0: the passes' criteria */
+    const char *tol_opt = NULL;   /* one of them given (they need --check) */
     bool inputs_given = false;
     const char *out_path = NULL, *only = NULL, *skip = NULL, *keep32 = NULL;
     bool fp16_io = false;
@@ -495,6 +540,21 @@ int ox_cmd_optimize(int argc, char **argv)
             if (!ox_cli_parse_size("--max-memory", optarg, &max_memory))
                 rc = 2;
             break;
+        case 'r':
+            tol_opt = "--rtol";
+            if (!ox_cli_parse_real("--rtol", optarg, 0, INFINITY, &rtol))
+                rc = 2;
+            break;
+        case 'a':
+            tol_opt = "--atol";
+            if (!ox_cli_parse_real("--atol", optarg, 0, INFINITY, &atol))
+                rc = 2;
+            break;
+        case 'm':
+            tol_opt = "--min-cosine";
+            if (!ox_cli_parse_real("--min-cosine", optarg, 0, 1, &min_cos))
+                rc = 2;
+            break;
         case 'h':
             usage(stdout);
             ox_infer_opts_free(&io);
@@ -528,6 +588,10 @@ int ox_cmd_optimize(int argc, char **argv)
         ox_cli_error(NULL, "optimize: --bisect compares outputs: it needs --check N");
         rc = 2;
     }
+    if (!rc && tol_opt && n_check == 0) {
+        ox_cli_error(NULL, "optimize: %s sets what --check N accepts; add --check", tol_opt);
+        rc = 2;
+    }
     if (!rc && inputs_given && n_check == 0) {
         ox_cli_error(NULL, "optimize: --input/--fill/--int-max/--default-dim only feed --check N; "
                      "add --check");
@@ -554,7 +618,7 @@ int ox_cmd_optimize(int argc, char **argv)
     ox_pass_manager *pm = NULL;
     ox_pass_report rep = {0};
     check_res chk = {0};
-    check_tol tol = {.rtol = CHECK_RTOL, .atol = CHECK_ATOL};
+    check_tol tol = check_criteria(false, false, rtol, atol, min_cos);
     ox_bisect_result bis = {0};
     bool bisected = false;
     ox_error err = {0};
@@ -595,9 +659,9 @@ int ox_cmd_optimize(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    /* float16 results are compared with a float16 tolerance. */
-    if (pass_on(pm, "to_fp16"))
-        tol = (check_tol){.rtol = 1e-2, .atol = 1e-3, .min_cos = 0.999};
+    /* Lossy passes the user asked for are checked with their criteria. */
+    tol = check_criteria(pass_on(pm, "to_fp16"), pass_on(pm, "quantize_dynamic"), rtol, atol,
+                         min_cos);
     ox_pm_set_infer_opts(pm, &io);
     ox_pm_set_quant_opts(pm, &qo);
     if (quant_opt) {
@@ -737,6 +801,10 @@ int ox_cmd_optimize(int argc, char **argv)
             json_object_set_new(k, "atol", json_real(tol.atol));
             json_object_set_new(k, "min_cosine_accepted",
                                 tol.min_cos > 0 ? json_real(tol.min_cos) : json_null());
+            json_object_set_new(k, "criteria_of", json_string(tol.from));
+            json_object_set_new(k, "accepted_by",
+                                !chk.ok ? json_null()
+                                        : json_string(chk.by_cosine ? "cosine" : "tolerance"));
             json_object_set_new(k, "ok", json_boolean(chk.ok));
             if (!chk.ok && chk.why[0])
                 json_object_set_new(k, "reason", json_string(chk.why));
@@ -772,13 +840,23 @@ int ox_cmd_optimize(int argc, char **argv)
             if (rep.passes[i].rewrites)
                 printf("  %s\n", ox_pass_stat_line(&rep.passes[i], line, sizeof line));
         }
-        char cosbuf[64] = "";
-        if (tol.min_cos > 0)   /* the float16 tolerance: say how close */
+        char cosbuf[64] = "", crit[256];
+        if (tol.min_cos > 0)   /* a lossy pass's criteria: say how close */
             snprintf(cosbuf, sizeof cosbuf, ", min cosine %.6f", chk.min_cos);
+        /* Which criterion applied, and whose it is. */
+        if (chk.ok && chk.by_cosine)
+            snprintf(crit, sizeof crit, " (by cosine >= %g, criteria of %s)", tol.min_cos,
+                     tol.from);
+        else if (tol.min_cos > 0)
+            snprintf(crit, sizeof crit, " (rtol %g / atol %g or cosine >= %g, criteria of %s)",
+                     tol.rtol, tol.atol, tol.min_cos, tol.from);
+        else
+            snprintf(crit, sizeof crit, " (rtol %g / atol %g, criteria of %s)", tol.rtol,
+                     tol.atol, tol.from);
         quant_print(&rep);
         if (n_check > 0)
-            printf("check: %d run(s), max abs err %.3g, max rel err %.3g%s: %s%s%s\n", chk.runs,
-                   chk.max_abs, chk.max_rel, cosbuf, chk.ok ? "ok" : "FAILED",
+            printf("check: %d run(s), max abs err %.3g, max rel err %.3g%s: %s%s%s%s\n",
+                   chk.runs, chk.max_abs, chk.max_rel, cosbuf, chk.ok ? "ok" : "FAILED", crit,
                    chk.ok || !chk.why[0] ? "" : " - ", chk.ok ? "" : chk.why);
         if (bisect)
             bisect_print(&bis, bisected);

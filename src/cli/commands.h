@@ -61,6 +61,28 @@ enum {
     {"fill", required_argument, NULL, OX_OPT_FILL},                \
     {"int-max", required_argument, NULL, OX_OPT_INT_MAX},          \
     {"default-dim", required_argument, NULL, OX_OPT_DEFAULT_DIM}
+/* The measurement options `bench` and `matrix` share: one table entry each
+ * (one spelling, one code, one parser: ox_cli_timing_opt). --threads is in
+ * the table but each command parses its own (a count for bench, a list for
+ * matrix); -j and -n are its short forms in both. */
+enum { OX_OPT_NO_CACHE = 0x1100 };
+#define OX_CLI_TIMING_OPTIONS                                      \
+    {"threads", required_argument, NULL, 'j'},                     \
+    {"warmup", required_argument, NULL, 'w'},                      \
+    {"iters", required_argument, NULL, 'n'},                       \
+    {"seed", required_argument, NULL, 's'},                        \
+    {"max-memory", required_argument, NULL, 'M'},                  \
+    {"no-cache", no_argument, NULL, OX_OPT_NO_CACHE}
+typedef struct ox_cli_timing {
+    int *warmup, *iters;      /* --warmup [0, 1e7], --iters [1, 1e7] */
+    uint32_t *seed;           /* --seed [0, 2^32 - 1] */
+    int64_t *max_memory;      /* --max-memory SIZE */
+    bool *no_cache;           /* --no-cache: measure the peak again */
+} ox_cli_timing;
+/* Handles option c of OX_CLI_TIMING_OPTIONS (not --threads) into t: 1
+ * handled, 0 not one of them, -1 malformed (a one-line error was printed;
+ * exit 2). */
+int ox_cli_timing_opt(int c, const char *arg, const ox_cli_timing *t);
 /* Handles option c (an OX_OPT_* code) into shapes / in (either may be NULL
  * when the command takes none of that kind): 1 handled, 0 not an input
  * option, -1 malformed (a one-line error was printed; exit 2). */
@@ -74,6 +96,9 @@ bool ox_cli_check_inputs(const char *path, const ox_model *m, const ox_infer_opt
 /* A whole-string integer in [lo, hi] for option opt; false after printing
  * "onnxscope: --threads x: expected an integer in [0, 4096]". */
 bool ox_cli_parse_long(const char *opt, const char *s, long lo, long hi, long *out);
+/* A whole-string number in [lo, hi] (hi may be INFINITY) for option opt;
+ * false after printing "onnxscope: --rtol x: expected a number in [0, inf]". */
+bool ox_cli_parse_real(const char *opt, const char *s, double lo, double hi, double *out);
 /* "12.3 M", "4.09 G" */
 const char *ox_cli_si(double v, char *buf, size_t len);
 /* "13.2 MiB" */

@@ -30,10 +30,14 @@ static void reg_build(void)
                                ox__passes_fuse_norm,    ox__passes_fuse_gelu,
                                ox__passes_fuse_attn,    ox__passes_fuse_gemm,    ox__passes_fuse_conv,
                                ox__passes_fuse_act,
-                               /* Precision last: the fusions see float32. */
-                               ox__passes_to_fp16,
                                /* After the fusions: they match float MatMuls. */
                                ox__passes_quant,
+                               /* Precision last: the fusions see float32, and
+                                * so does quantize_dynamic when both are on
+                                * (it quantizes float32 weights only); to_fp16
+                                * converts what it left float and keeps its
+                                * quantization ops in float32. */
+                               ox__passes_to_fp16,
                                ox__passes_cleanup};
     int k = 0;
     for (size_t t = 0; t < sizeof tables / sizeof *tables; t++)
@@ -284,6 +288,13 @@ static ox_status for_list(ox_pass_manager *pm, const char *list, bool on, ox_err
                 pm->on[i] = on;
                 found = true;
             }
+        /* The matrix's precision aliases are not pass names: say which pass. */
+        const char *alias = len == 4 && !strncmp(p, "fp16", 4)   ? "to_fp16"
+                            : len == 4 && !strncmp(p, "int8", 4) ? "quantize_dynamic"
+                                                                 : NULL;
+        if (!found && alias)
+            return ox_errorf(err, OX_EINVAL, "unknown pass '%.*s' (`matrix --strategies %.*s` "
+                             "is the pass %s: name that)", (int)len, p, (int)len, p, alias);
         if (!found && len)
             return ox_errorf(err, OX_EINVAL, "unknown pass '%.*s' (see `onnxscope passes`)",
                              (int)len, p);

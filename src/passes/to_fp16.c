@@ -155,6 +155,32 @@ static bool lowered(const fp16_run *r, const ox_value *v)
 
 static int kind_of(fp16_run *r, const ox_node *n);
 
+/* A Mul of quantize_dynamic's integer form (quantize.c): the product of
+ * DynamicQuantizeLinear's scale with the weight scales, or that scale times
+ * the float Cast of a MatMulInteger/ConvInteger int32 sum. Both stay float32
+ * when quantize_dynamic ran first: the sums reach 1e5 and more (float16
+ * overflows at 65504) and the scale products 1e-7 (float16 subnormals keep a
+ * few bits), so only the dequantized result is in float16's range. */
+static bool dequant_mul(const ox_node *n, int depth)
+{
+    if (depth > 2 || !ox_node_is_default_domain(n) || strcmp(n->op_type, "Mul"))
+        return false;
+    for (int i = 0; i < n->n_inputs; i++) {
+        const ox_node *p = n->inputs[i] ? n->inputs[i]->producer : NULL;
+        if (!p)
+            continue;
+        if (!strcmp(p->op_type, "DynamicQuantizeLinear"))
+            return true;
+        const ox_node *q = !strcmp(p->op_type, "Cast") && p->n_inputs == 1 && p->inputs[0]
+                               ? p->inputs[0]->producer : NULL;
+        if (q && (!strcmp(q->op_type, "MatMulInteger") || !strcmp(q->op_type, "ConvInteger")))
+            return true;
+        if (dequant_mul(p, depth + 1))
+            return true;
+    }
+    return false;
+}
+
 static int classify(fp16_run *r, const ox_node *n)
 {
     const char *d = n->domain ? n->domain : "";
@@ -173,6 +199,8 @@ static int classify(fp16_run *r, const ox_node *n)
     for (int i = 0; i < n->n_attrs; i++)
         if (n->attrs[i].type == OX_ATTR_GRAPH || n->attrs[i].type == OX_ATTR_GRAPHS)
             return K_KEEP;
+    if (std && dequant_mul(n, 0))
+        return K_KEEP;
     /* A model-local function's body is typed for what it was written for. */
     const ox_model *m = n->graph ? n->graph->model : NULL;
     for (int i = 0; m && i < m->n_functions; i++)

@@ -800,8 +800,10 @@ static void nb_draw_layer(tui *t, int y, int xo, int w, nb_layer *L, const ox_no
         if (tw > room) {
             /* keep the closing bracket visible */
             int keep = room - 1;
-            char cut[320];
-            snprintf(cut, sizeof cut, "%s", text);
+            char cut[sizeof text - 1];   /* room for the "]" appended below */
+            size_t cl = strlen(text) < sizeof cut - 1 ? strlen(text) : sizeof cut - 1;
+            memcpy(cut, text, cl);
+            cut[cl] = 0;
             while ((int)strlen(cut) > 0 && tui_utf8_cols(cut) > keep)
                 cut[strlen(cut) - 1] = 0;
             snprintf(text, sizeof text, "%s]", cut);

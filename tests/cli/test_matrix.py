@@ -89,7 +89,9 @@ def test_json():
         if r["gflops"] is not None:
             check(abs(r["gflops"] - r["flops"] / (lat["p50"] * 1e6)) <= 1e-6 * r["gflops"],
                   "json: gflops = flops / p50")
-            check(abs(r["utilization"] - r["gflops"] / r["peak_gflops"]) < 1e-9,
+            # The JSON carries 9 significant digits of each figure.
+            check(abs(r["utilization"] - r["gflops"] / r["peak_gflops"])
+                  <= 1e-6 * r["utilization"] + 1e-12,
                   "json: utilization = gflops / peak")
     check(o["recommended"] is not None and rows[o["recommended"]]["status"] == "ok",
           "json: a recommended row")
@@ -129,6 +131,22 @@ def test_agrees_with_bench_and_check(o):
                                        "--iters", "10", "--json").stdout)["rows"][0]
                 ratio = again["latency_ms"]["min"] / bench(out, t)["latency_ms"]["min"]
             check(0.2 < ratio < 5, f"{level} t{t}: min latency ratio to bench {ratio:.2f}")
+    # The precision rows against `optimize --passes PASS --check 1`: the pass
+    # name, not the alias; checked by the pass's own criteria, so it passes
+    # and writes without --force, with the row's error.
+    for alias, pass_ in (("fp16", "to_fp16"), ("int8", "quantize_dynamic")):
+        r = rows[(alias, 1)]
+        if r["status"] != "ok":
+            continue
+        out = os.path.join(TMP, f"cnn_{alias}.onnx")
+        p = run("optimize", CNN, "-o", out, "--passes", pass_, "--check", "1", "--json", ok=False)
+        check(p.returncode == 0 and os.path.exists(out),
+              f"{alias}: optimize --check exit {p.returncode} {p.stderr}")
+        ck = json.loads(p.stdout)["check"]
+        check(ck["ok"] and pass_ in ck["criteria_of"], f"{alias}: check {ck}")
+        check(abs(r["accuracy"]["max_abs_err"] - ck["max_abs_err"]) <= 1e-9,
+              f"{alias}: max abs err {r['accuracy']['max_abs_err']} vs optimize --check "
+              f"{ck['max_abs_err']}")
 
 
 def bench(model, threads):
@@ -259,6 +277,24 @@ def test_usage():
               f"usage {args}: exit {p.returncode}: {p.stderr!r}")
     p = run("matrix", os.path.join(TMP, "missing.onnx"), ok=False)
     check(p.returncode == 3, f"missing model: exit {p.returncode}")
+    # The measurement options bench and matrix share: one parser, the same
+    # bounds and the same line from both commands.
+    for args, what in ((["--iters", "0"], "--iters 0: expected an integer in [1, 10000000]"),
+                       (["--warmup", "-1"], "--warmup -1: expected an integer in [0, 10000000]"),
+                       (["--seed", "4294967296"],
+                        "--seed 4294967296: expected an integer in [0, 4294967295]"),
+                       (["--max-memory", "1Q"], "--max-memory 1Q: expected a size")):
+        for cmd in ("matrix", "bench"):
+            p = run(cmd, CNN, *args, ok=False)
+            check(p.returncode == 2 and what in p.stderr and p.stderr.count("\n") == 1,
+                  f"{cmd} {args}: exit {p.returncode}: {p.stderr!r}")
+    # ... and the values they accept run alike: the largest seed, -n, --no-cache.
+    for cmd in ("matrix", "bench"):
+        extra = ["--strategies", "original"] if cmd == "matrix" else ["--no-profile"]
+        p = run(cmd, CNN, "--seed", "4294967295", "-n", "2", "--warmup", "0", "--no-cache",
+                "--max-memory", "1G", "--json", *extra)
+        o = json.loads(p.stdout)
+        check(o["seed"] == 4294967295, f"{cmd}: seed {o['seed']}")
 
 
 def test_interrupt():

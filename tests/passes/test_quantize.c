@@ -577,6 +577,159 @@ static void test_cli(void **state)
     assert_int_equal(ox_test_run(cmd, NULL), 0);
 }
 
+/* optimize --check on a quantized model: checked with quantize_dynamic's
+ * criteria (no --force needed), the line and the JSON saying which one
+ * applied; --rtol/--atol/--min-cosine replace them; usage errors. */
+static void test_cli_check(void **state)
+{
+    (void)state;
+    const char *bin = ox_test_bin();
+    if (!bin) {
+        print_message("# skipped: ONNXSCOPE_BIN is not set\n");
+        skip();
+    }
+    char dir[] = "/tmp/oxqcheckXXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128], q[160], cmd[1024], *out = NULL;
+    snprintf(path, sizeof path, "%s/m.onnx", dir);
+    snprintf(q, sizeof q, "%s/q.onnx", dir);
+    ox_model *m = mm_model(13, true, true);
+    ox_error err = {0};
+    ox_save_opts so = {0};
+    assert_int_equal(ox_save(m, path, &so, &err), OX_OK);
+    ox_model_free(m);
+    /* int8 products are off by more than 1e-4 relative, close in direction:
+     * accepted by the cosine, written without --force. */
+    snprintf(cmd, sizeof cmd, "%s optimize %s -o %s --passes +quantize_dynamic --check 2", bin,
+             path, q);
+    assert_int_equal(ox_test_run(cmd, &out), 0);
+    assert_non_null(strstr(out, ": ok (by cosine >= 0.99, criteria of quantize_dynamic)"));
+    assert_non_null(strstr(out, "wrote "));
+    free(out);
+    assert_int_equal(access(q, R_OK), 0);
+    snprintf(cmd, sizeof cmd, "%s optimize %s -o %s --passes +quantize_dynamic --check 2 --json",
+             bin, path, q);
+    assert_int_equal(ox_test_run(cmd, &out), 0);
+    assert_non_null(strstr(out, "\"min_cosine_accepted\": 0.98999"));   /* 0.99 in %.17g */
+    assert_non_null(strstr(out, "\"criteria_of\": \"quantize_dynamic\""));
+    assert_non_null(strstr(out, "\"accepted_by\": \"cosine\""));
+    free(out);
+    /* --min-cosine 0 leaves the float tolerance alone: fails, not written */
+    unlink(q);
+    snprintf(cmd, sizeof cmd, "%s optimize %s -o %s --passes +quantize_dynamic --check 2 "
+             "--min-cosine 0", bin, path, q);
+    assert_int_equal(ox_test_run(cmd, &out), 1);
+    assert_non_null(strstr(out, ": FAILED (rtol 0.0001 / atol 1e-05, criteria of "
+                                "quantize_dynamic, --min-cosine)"));
+    assert_non_null(strstr(out, "not written"));
+    free(out);
+    assert_int_not_equal(access(q, F_OK), 0);
+    /* ... and an --atol wider than any int8 error here (|x| < 1, |W| <= 2,
+     * K = 64: each product is off by at most 64 steps) accepts it by the
+     * tolerance */
+    snprintf(cmd, sizeof cmd, "%s optimize %s -o %s --passes +quantize_dynamic --check 2 "
+             "--min-cosine 0 --atol 10 --json", bin, path, q);
+    assert_int_equal(ox_test_run(cmd, &out), 0);
+    assert_non_null(strstr(out, "\"atol\": 10"));
+    assert_non_null(strstr(out, "\"accepted_by\": \"tolerance\""));
+    assert_non_null(strstr(out, "\"criteria_of\": \"quantize_dynamic, --atol, --min-cosine\""));
+    free(out);
+    /* lossless passes: the default tolerance; --rtol 0 --atol 0 asks for
+     * identical outputs, which they give */
+    snprintf(cmd, sizeof cmd, "%s optimize %s -o %s --check 2 --rtol 0 --atol 0", bin, path, q);
+    assert_int_equal(ox_test_run(cmd, &out), 0);
+    assert_non_null(strstr(out, "max abs err 0, max rel err 0: ok (rtol 0 / atol 0, criteria of "
+                                "default, --rtol, --atol)"));
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s optimize %s -o %s --check 1", bin, path, q);
+    assert_int_equal(ox_test_run(cmd, &out), 0);
+    assert_non_null(strstr(out, ": ok (rtol 0.0001 / atol 1e-05, criteria of default)"));
+    free(out);
+    /* both lossy passes: both criteria (this model is all quantized
+     * products: to_fp16 finds nothing left to convert, test_with_fp16
+     * checks what it converts) */
+    snprintf(cmd, sizeof cmd, "%s optimize %s -o %s --passes +quantize_dynamic,to_fp16 "
+             "--check 2 --json", bin, path, q);
+    assert_int_equal(ox_test_run(cmd, &out), 0);
+    assert_non_null(strstr(out, "\"criteria_of\": \"to_fp16+quantize_dynamic\""));
+    assert_non_null(strstr(out, "\"quantization\""));
+    assert_non_null(strstr(out, "\"name\": \"to_fp16\""));
+    assert_non_null(strstr(out, "\"ok\": true"));
+    free(out);
+    /* usage errors: exit 2, one line naming the option */
+    static const char *const bad[][2] = {
+        {"--check 1 --rtol x", "--rtol x: expected a number in [0, inf]"},
+        {"--check 1 --atol -1", "--atol -1: expected a number in [0, inf]"},
+        {"--check 1 --min-cosine 2", "--min-cosine 2: expected a number in [0, 1]"},
+        {"--atol 1e-3", "optimize: --atol sets what --check N accepts; add --check"},
+        {"--passes int8", "unknown pass 'int8' (`matrix --strategies int8` is the pass "
+                          "quantize_dynamic: name that)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(cmd, sizeof cmd, "%s optimize %s -o %s %s", bin, path, q, bad[i][0]);
+        assert_int_equal(ox_test_run(cmd, &out), 2);
+        if (!strstr(out, bad[i][1]))
+            fail_msg("%s: got %s", bad[i][0], out);
+        free(out);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(ox_test_run(cmd, NULL), 0);
+}
+
+/* quantize_dynamic and to_fp16 together (the matrix's int8 after fp16, or
+ * `--passes +quantize_dynamic,to_fp16`): quantization runs first and finds
+ * the float32 weights whatever order the list names them in; to_fp16 then
+ * converts what is left (the Relu) and keeps the dequantization in float32:
+ * MatMulInteger's int32 sums over K = 1024 pass 65504 (float16's largest),
+ * and the scale products sit in float16's subnormals. */
+static void test_with_fp16(void **state)
+{
+    (void)state;
+    ox_model *m = fh_model(13);
+    int64_t xd[2] = {4, 1024}, wd[2] = {1024, 64};
+    fh_input(m, "x", 2, xd);
+    fh_init(m, "W", 2, wd, NULL, -1, 1);
+    fh_node(m, "MatMul", "h", "x", "W", NULL);
+    fh_node(m, "Relu", "y", "h", NULL);
+    fh_output(m, "y");
+    ox_error err = {0};
+    assert_int_equal(ox_infer_model(m, NULL, &err), OX_OK);
+    for (int order = 0; order < 2; order++) {
+        ox_model *q = ox_model_clone(m);
+        ox_pass_manager *pm = ox_pm_new(OX_LEVEL_BASIC, OX_TARGET_ONNX);
+        assert_int_equal(ox_pm_only(pm, order ? "to_fp16,quantize_dynamic"
+                                              : "quantize_dynamic,to_fp16", &err), OX_OK);
+        ox_quant_opts o = opts(OX_QUANT_INTEGER);
+        ox_pm_set_quant_opts(pm, &o);
+        ox_pass_report rep = {0};
+        assert_int_equal(ox_pm_run(pm, q, &rep, &err), OX_OK);
+        assert_int_equal(rep.n_quant, 1);   /* it saw W in float32 */
+        ox_pass_report_free(&rep);
+        ox_pm_free(pm);
+        const ox_node *mmi = find_op(q, "MatMulInteger");
+        assert_non_null(mmi);
+        assert_int_equal(mmi->inputs[1]->init->dtype, OX_DT_INT8);
+        assert_int_equal(fh_count(q, "MatMul"), 0);
+        /* float16 where it is safe: the Relu; float32 for the dequantization */
+        const ox_node *relu = find_op(q, "Relu");
+        assert_int_equal(relu->inputs[0]->type->elem, OX_DT_FLOAT16);
+        for (int i = 0; i < q->graph->n_nodes; i++) {
+            const ox_node *n = q->graph->nodes[i];
+            if (!strcmp(n->op_type, "Mul"))
+                assert_int_equal(n->outputs[0]->type->elem, OX_DT_FLOAT);
+        }
+        ox_check_report cr = {0};
+        assert_int_equal(ox_check_model(q, &cr), OX_OK);
+        ox_check_report_free(&cr);
+        double amax, cs;
+        double d = out_diff(m, q, 0, 1, &amax, &cs);
+        if (!(d <= 0.02 * amax && cs >= 0.999))
+            fail_msg("order %d: max diff %g of %g, cosine %g", order, d, amax, cs);
+        ox_model_free(q);
+    }
+    ox_model_free(m);
+}
+
 /* ---- kernels ------------------------------------------------------------------- */
 
 typedef struct kc {
@@ -815,6 +968,8 @@ int main(void)
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_not_firing),
         cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_with_fp16),
+        cmocka_unit_test(test_cli_check),
         cmocka_unit_test(test_matmul_integer_kernel),
         cmocka_unit_test(test_shared_transformers),
     };
