@@ -107,7 +107,12 @@ static ox_buffer *arena_buf_new(int64_t bytes)
  * unary() and simple_binary()), so output and input may share bytes. */
 static const char *const inplace_ops[] = {
     "Relu", "Neg", "Abs", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Erf", "Reciprocal",
-    "Add", "Sub", "Mul", "Div", NULL,
+    "Add", "Sub", "Mul", "Div",
+    /* unary() too (Clip, LeakyRelu, HardSigmoid, HardSwish), and
+     * BatchNormalization's inference loop (k_nn/norm.c, y[i] from x[i]): the
+     * activations and BNs a oneDNN Conv takes as epilogues are then skip
+     * nodes whose value stays in place instead of being copied (exec.c). */
+    "Clip", "LeakyRelu", "HardSigmoid", "HardSwish", "BatchNormalization", NULL,
 };
 
 /* Kernels whose output is a view of input 0's bytes (src/exec/k_tensor:
@@ -155,6 +160,21 @@ static bool region_clash(const ox_memplan *mp, const int64_t *off, int a, int b,
     return false;
 }
 
+/* True when a's producer comes after b's among the first k nodes of g
+ * (graph inputs and constants count as made before everything). */
+static bool later_made(const ox_graph *g, int k, const ox_value *a, const ox_value *b)
+{
+    if (!a || !a->producer || a == b)
+        return false;
+    for (int i = k - 1; i >= 0; i--) {
+        if (g->nodes[i] == a->producer)
+            return true;
+        if (b && g->nodes[i] == b->producer)
+            return false;
+    }
+    return false;
+}
+
 static void plan_inplace(const ox_graph *g, const ox_memplan *mp, int64_t *off,
                          bool *inplace)
 {
@@ -175,7 +195,14 @@ static void plan_inplace(const ox_graph *g, const ox_memplan *mp, int64_t *off,
         if (!so || so->offset < 0 || !o->type)
             continue;
         int io = (int)(so - mp->slots);
-        for (int j = 0; j < n->n_inputs && j < (view ? 1 : 2); j++) {
+        /* Of two inputs, the one made last first: a residual Add that the
+         * executor fused into the Conv making that input (a sum post-op,
+         * exec.c plan_conv_chain) then hands its value on in place. */
+        int first_j = 0;
+        if (!view && n->n_inputs >= 2 && later_made(g, k, n->inputs[1], n->inputs[0]))
+            first_j = 1;
+        for (int jj = 0; jj < n->n_inputs && jj < (view ? 1 : 2); jj++) {
+            int j = jj ^ first_j;
             const ox_value *x = n->inputs[j];
             const ox_memplan_slot *sx = x ? ox_memplan_find(mp, x) : NULL;
             if (!sx || sx->offset < 0 || sx->last != k || sx->nbytes != so->nbytes ||
@@ -192,9 +219,10 @@ static void plan_inplace(const ox_graph *g, const ox_memplan *mp, int64_t *off,
             /* A view the other way round: x, with the chain of values whose
              * bytes it took, moves onto o's bytes when they are free for the
              * chain's whole life (the memplan often gives x's bytes, free
-             * after k, to a value living beside o). */
-            if (!view)
-                continue;
+             * after k, to a value living beside o). The same holds for the
+             * elementwise ops (x is still written before o, by its producer):
+             * a Conv -> Clip whose Clip oneDNN fused then keeps its value in
+             * place instead of copying it (exec.c run_skip). */
             int first = sx->first, root = ix;
             bool ok = true;
             while (from[root] >= 0) {

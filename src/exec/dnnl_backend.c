@@ -111,6 +111,7 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static _Thread_local dnnl_stream_t tl_stream;
 static _Thread_local int tl_threads;
 static _Thread_local bool tl_in_nhwc;   /* input 0 of the node being run is NHWC */
+static _Thread_local bool tl_z_nhwc;    /* its Z (input 3) is NHWC */
 
 static void engine_init(void)
 {
@@ -184,16 +185,24 @@ static bool is_const(const ox_value *v)
     return v && v->init;
 }
 
-/* A scalar float initializer (Clip bounds), or dflt when the input is omitted. */
-static bool const_scalar(const ox_node *n, int i, float dflt, float *out)
+/* A scalar float initializer (Clip bounds), or dflt when the input is omitted.
+ * `given`, when not NULL, is the input's plan-constant value (a Constant
+ * node's output or a folded value), taken like an initializer. */
+static bool const_scalar(const ox_node *n, int i, float dflt, float *out, const ox_tensor *given)
 {
     *out = dflt;
     if (i >= n->n_inputs || !n->inputs[i])
         return true;
     const ox_value *v = n->inputs[i];
-    if (!is_const(v) || v->is_input || v->init->dtype != OX_DT_FLOAT || v->init->numel != 1)
+    const ox_tensor *t = given;
+    if (!t) {
+        if (!is_const(v) || v->is_input)
+            return false;
+        t = v->init;
+    }
+    if (t->dtype != OX_DT_FLOAT || t->numel != 1)
         return false;
-    const float *p = ox_tensor_data(v->init);
+    const float *p = ox_tensor_data(t);
     if (!p)
         return false;
     *out = p[0];
@@ -232,8 +241,9 @@ static bool act_by_name(const char *name, bool ha, float a, bool hb, float b, ac
     return true;
 }
 
-/* An activation node (default domain) as post-ops. */
-static bool act_of_node(const ox_node *act, act_ops *o)
+/* An activation node (default domain) as post-ops; act_in as in
+ * ox_dnnl_epilogue (NULL: initializers only). */
+static bool act_of_node(const ox_node *act, act_ops *o, const ox_tensor *const *act_in)
 {
     if (!act || (act->domain && act->domain[0]) || act->n_outputs < 1 || !act->outputs[0])
         return false;
@@ -243,7 +253,8 @@ static bool act_of_node(const ox_node *act, act_ops *o)
         const ox_attr *amin = attr(act, "min", OX_ATTR_FLOAT);
         const ox_attr *amax = attr(act, "max", OX_ATTR_FLOAT);
         if (act->n_inputs > 1) {
-            if (!const_scalar(act, 1, -FLT_MAX, &lo) || !const_scalar(act, 2, FLT_MAX, &hi))
+            if (!const_scalar(act, 1, -FLT_MAX, &lo, act_in ? act_in[1] : NULL) ||
+                !const_scalar(act, 2, FLT_MAX, &hi, act_in ? act_in[2] : NULL))
                 return false;
         } else {
             lo = amin ? amin->f : -FLT_MAX;
@@ -264,7 +275,13 @@ static bool act_of_node(const ox_node *act, act_ops *o)
 bool ox_dnnl_act_fusable(const ox_node *act)
 {
     act_ops o;
-    return act_of_node(act, &o);
+    return act_of_node(act, &o, NULL);
+}
+
+bool ox_dnnl_act_fusable_ex(const ox_node *act, const ox_tensor *const *act_in)
+{
+    act_ops o;
+    return act_of_node(act, &o, act_in);
 }
 
 /* ---- planning ---------------------------------------------------------------- */
@@ -276,6 +293,13 @@ static bool in_default(const ox_node *n)
 
 ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act, unsigned const_in)
 {
+    ox_dnnl_epilogue ep = {.act = act};
+    return ox_dnnl_plan_ex(n, &ep, const_in);
+}
+
+ox_dnnl_node *ox_dnnl_plan_ex(const ox_node *n, const ox_dnnl_epilogue *ep, unsigned const_in)
+{
+    const ox_node *act = ep->act;
 #define IN_CONST(i) ((i) < n->n_inputs && n->inputs[i] && ((const_in >> (i)) & 1u))
     if (!ox_dnnl_enabled() || n->n_outputs < 1 || !n->outputs[0])
         return NULL;
@@ -316,6 +340,12 @@ ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act, unsigned const_
             }
             d.z_input = n->n_inputs > 3 && n->inputs[3];
         }
+        if (ep->sum) {
+            /* A residual Add fused into a plain Conv: Z comes as input 3. */
+            if (ms || d.z_input)
+                return NULL;
+            d.z_input = true;
+        }
     } else if (in_default(n) && !strcmp(op, "MatMul")) {
         d.kind = K_MATMUL;
         if (n->n_inputs != 2)
@@ -355,7 +385,9 @@ ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act, unsigned const_
     } else {
         return NULL;
     }
-    if (act && !act_of_node(act, &d.act))
+    if (ep->sum && d.kind != K_CONV)
+        return NULL;
+    if (act && !act_of_node(act, &d.act, ep->act_in))
         return NULL;
     ox_dnnl_node *p = malloc(sizeof *p);
     if (!p)
@@ -612,17 +644,55 @@ static bool finish_entry(const ox_dnnl_node *d, entry *e, const void *op_desc,
         /* bdst is the primitive's output buffer (the reorder's source). */
         if (e->r_dst && e->bdst == NULL)
             goto done;
-        if (d->z_input && !dnnl_memory_desc_equal(&e->z_md, &e->dst_md)) {
-            void *unused = NULL;
-            if (!make_reorder(&e->z_md, &e->dst_md, &e->r_z, &unused))
-                goto done;
-            free(unused);
-        }
+    }
+    /* Z seeds the sum post-op in the primitive's own dst layout: a reorder
+     * when Z's layout (NCHW, or NHWC on a channels-last edge) differs. */
+    if (d->z_input && !dnnl_memory_desc_equal(&e->z_md, &e->dst_md)) {
+        void *unused = NULL;
+        if (!make_reorder(&e->z_md, &e->dst_md, &e->r_z, &unused))
+            goto done;
+        free(unused);
     }
     ok = dnnl_primitive_create(&e->prim, pd) == dnnl_success;
 done:
     dnnl_primitive_desc_destroy(pd);
     return ok;
+}
+
+/* A first layer (a few input channels, plain NCHW source: an image): with a
+ * plain dst oneDNN takes im2col + its GEMM (gemm:jit, about 27 GFLOP/s on
+ * ResNet-50's 7x7 stride-2 conv1 here), with a blocked dst its direct AVX-512
+ * kernel; the dst is then reordered to the tensor's layout (finish_entry).
+ * Kept only when the implementation is neither a reference nor a GEMM one.
+ * ONNXSCOPE_DNNL_NO_FIRST=1 turns it off. */
+static void first_layer_dst(dnnl_convolution_desc_t *cd, const ox_tensor *x, int64_t G, int nsp,
+                            const dnnl_dim_t *yd, const dnnl_memory_desc_t *sp,
+                            dnnl_memory_desc_t *dp, const dnnl_memory_desc_t *bias,
+                            const dnnl_memory_desc_t *wany, const dnnl_dim_t *strides,
+                            const dnnl_dim_t *dil, const dnnl_dim_t *pl, const dnnl_dim_t *pr)
+{
+    const char *off = getenv("ONNXSCOPE_DNNL_NO_FIRST");
+    if ((off && off[0] && strcmp(off, "0")) || nsp != 2 || G != 1 || x->dims[1] > 4 ||
+        tl_in_nhwc || sp->format_desc.blocking.strides[1] == 1)
+        return;
+    dnnl_memory_desc_t dany;
+    dnnl_convolution_desc_t td;
+    dnnl_primitive_desc_t pd = NULL;
+    const char *impl = NULL;
+    if (dnnl_memory_desc_init_by_tag(&dany, x->rank, yd, dnnl_f32, dnnl_format_tag_any) ||
+        dnnl_dilated_convolution_forward_desc_init(&td, dnnl_forward_inference,
+                                                   dnnl_convolution_direct, sp, wany, bias,
+                                                   &dany, strides, dil, pl, pr) != dnnl_success)
+        return;
+    bool ok = dnnl_primitive_desc_create(&pd, &td, NULL, g_engine, NULL) == dnnl_success &&
+              dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
+              impl && strncmp(impl, "ref", 3) && !strstr(impl, "gemm");
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (ok) {
+        *dp = dany;
+        *cd = td;
+    }
 }
 
 static bool build_conv(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
@@ -702,7 +772,10 @@ static bool build_conv(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
     bool any = !d->z_input && bl && bl[0] && strcmp(bl, "0");
     e->usrc_md = e->src_md;
     e->udst_md = e->dst_md;
-    if (dnnl_memory_desc_init_by_tag(&e->z_md, x->rank, yd, dnnl_f32, act_tag[nsp]))
+    if (tl_z_nhwc && nsp != 2)
+        return false;
+    if (dnnl_memory_desc_init_by_tag(&e->z_md, x->rank, yd, dnnl_f32,
+                                     tl_z_nhwc ? dnnl_nhwc : act_tag[nsp]))
         return false;
     dnnl_memory_desc_t sp, dp;   /* the primitive's src/dst layouts */
     if (any) {
@@ -742,6 +815,8 @@ static bool build_conv(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
             dnnl_memory_desc_init_by_tag(&dp, x->rank, yd, dnnl_f32, act_tag[nsp]))
             return false;
     }
+    first_layer_dst(&cd, x, G, nsp, yd, &sp, &dp, e->has_bias ? &e->bias_md : NULL, &wany,
+                    strides, dil, pl, pr);
     /* finish_entry puts reorders where the tensors' layouts differ. */
     e->blocked = !dnnl_memory_desc_equal(&sp, &e->src_md) ||
                  !dnnl_memory_desc_equal(&dp, &e->dst_md);
@@ -941,7 +1016,7 @@ static int make_key(const ox_kernel_ctx *c, int64_t *key)
         for (int j = 0; j < t->rank; j++)
             key[n++] = t->dims[j];
     }
-    key[n++] = tl_in_nhwc;
+    key[n++] = tl_in_nhwc | (tl_z_nhwc << 1);
     return n;
 }
 
@@ -999,6 +1074,13 @@ static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
             n *= e->out_dims[i];
         if (!z || z->numel != n)
             return false;
+        /* The exact shape too (a residual Add fused at plan time: equal
+         * element counts of different shapes would broadcast to more). */
+        bool same = z->rank == e->out_rank;
+        for (int i = 0; same && i < z->rank; i++)
+            same = z->dims[i] == e->out_dims[i];
+        if (!same)
+            return false;
     }
     const ox_tensor *x = ox_kernel_in(c, 0), *w = ox_kernel_in(c, 1);
     const ox_tensor *b = !e->has_bias ? NULL : d->mm_bias ? d->mm_bias : ox_kernel_in(c, 2);
@@ -1015,8 +1097,24 @@ static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
         return true;
     }
     float *yp = ox_tensor_mutable_data(y);
-    if (z && yp && !e->r_z)
-        memcpy(yp, ox_tensor_data(z), (size_t)z->numel * sizeof(float));
+    /* Z in the primitive's dst layout already: copied into its dst buffer
+     * (the blocked one when a reorder to the tensor follows), unless the
+     * executor placed the output on Z's own bytes (exec.c
+     * chain_direct_slot): then it already is there. A reorder of Z into the
+     * very buffer it reads gets a private copy of Z first. */
+    const void *zsrc = z ? ox_tensor_data(z) : NULL;
+    void *ztmp = NULL;
+    if (z && yp && !e->r_z && zsrc != (e->r_dst ? e->bdst : yp))
+        memcpy(e->r_dst ? e->bdst : yp, zsrc, (size_t)z->numel * sizeof(float));
+    if (z && yp && e->r_z && !e->r_dst && zsrc == yp) {
+        ztmp = malloc((size_t)z->numel * sizeof(float) + 1);
+        if (!ztmp) {
+            *st = ox_errorf(c->err, OX_ENOMEM, "out of memory");
+            return true;
+        }
+        memcpy(ztmp, zsrc, (size_t)z->numel * sizeof(float));
+        zsrc = ztmp;
+    }
     dnnl_memory_t ms[4] = {0};
     dnnl_exec_arg_t args[4];
     int na = 0;
@@ -1051,8 +1149,7 @@ static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
         if (ok && z && e->r_z) {
             /* Z seeds the sum post-op in the primitive's own dst layout. */
             dnnl_memory_t zm = NULL;
-            ok = dnnl_memory_create(&zm, &e->z_md, g_engine, (void *)ox_tensor_data(z)) ==
-                 dnnl_success;
+            ok = dnnl_memory_create(&zm, &e->z_md, g_engine, (void *)zsrc) == dnnl_success;
             dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, zm}, {DNNL_ARG_TO, ms[2]}};
             ok = ok && dnnl_primitive_execute(e->r_z, tl_stream, 2, ra) == dnnl_success;
             if (zm)
@@ -1065,6 +1162,7 @@ static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
         }
         ok = ok && dnnl_stream_wait(tl_stream) == dnnl_success;
     }
+    free(ztmp);
     if (ux)
         dnnl_memory_destroy(ux);
     if (uy)
@@ -1124,12 +1222,29 @@ bool ox_dnnl_set_bias(ox_dnnl_node *d, const ox_tensor *bias)
 
 void ox_dnnl_set_out_nhwc(ox_dnnl_node *d, bool on)
 {
-    if (d && d->kind == K_CONV && !d->z_input)
+    /* With a Z input too: Z is reordered into the dst layout (finish_entry). */
+    if (d && d->kind == K_CONV)
         d->out_nhwc = on;
+}
+
+bool ox_dnnl_conv_any(const ox_dnnl_node *d)
+{
+    return d && d->kind == K_CONV && d->node->n_inputs >= 1;
+}
+
+bool ox_dnnl_has_z(const ox_dnnl_node *d)
+{
+    return d && d->z_input;
 }
 
 bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st, bool in_nhwc,
                  bool *out_nhwc)
+{
+    return ox_dnnl_run_ex(d, c, st, in_nhwc, false, out_nhwc);
+}
+
+bool ox_dnnl_run_ex(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st, bool in_nhwc, bool z_nhwc,
+                    bool *out_nhwc)
 {
     *st = OX_OK;
     *out_nhwc = false;
@@ -1146,8 +1261,10 @@ bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st, bool in_nhwc,
     }
     pthread_mutex_lock(&d->lock);
     tl_in_nhwc = in_nhwc;
+    tl_z_nhwc = z_nhwc && d->z_input;
     bool r = run_locked(d, c, st);
     tl_in_nhwc = false;
+    tl_z_nhwc = false;
     pthread_mutex_unlock(&d->lock);
     /* Rank-4 outputs only (build_conv falls back to plain otherwise). */
     *out_nhwc = r && *st == OX_OK && d->out_nhwc && c->out[0] && c->out[0]->t &&
@@ -1173,6 +1290,26 @@ bool ox_dnnl_run(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st, bool in_nhwc,
     return false;
 }
 bool ox_dnnl_conv2d_plain(const ox_dnnl_node *d) { (void)d; return false; }
+bool ox_dnnl_act_fusable_ex(const ox_node *act, const ox_tensor *const *act_in)
+{
+    (void)act, (void)act_in;
+    return false;
+}
+ox_dnnl_node *ox_dnnl_plan_ex(const ox_node *n, const ox_dnnl_epilogue *ep, unsigned const_in)
+{
+    (void)n, (void)ep, (void)const_in;
+    return NULL;
+}
+bool ox_dnnl_run_ex(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st, bool in_nhwc, bool z_nhwc,
+                    bool *out_nhwc)
+{
+    (void)d, (void)c, (void)in_nhwc, (void)z_nhwc;
+    *st = OX_OK;
+    *out_nhwc = false;
+    return false;
+}
+bool ox_dnnl_conv_any(const ox_dnnl_node *d) { (void)d; return false; }
+bool ox_dnnl_has_z(const ox_dnnl_node *d) { (void)d; return false; }
 bool ox_dnnl_conv_reader(const ox_dnnl_node *d) { (void)d; return false; }
 void ox_dnnl_set_out_nhwc(ox_dnnl_node *d, bool on) { (void)d, (void)on; }
 bool ox_dnnl_set_bias(ox_dnnl_node *d, const ox_tensor *bias)

@@ -49,6 +49,28 @@ void ox_dnnl_set_out_nhwc(ox_dnnl_node *d, bool on);
  * channels-last input 0. */
 bool ox_dnnl_conv_reader(const ox_dnnl_node *d);
 
+/* Plan-time epilogues beyond ox_dnnl_plan's (cnnfuse; EXECUTOR.md "Fused
+ * epilogues at plan time"). `act` as for ox_dnnl_plan; act_in[i], when not
+ * NULL, is the plan-constant value of the activation's input i (Clip's
+ * min/max made by Constant nodes or folded at plan time), which initializers
+ * otherwise give. `sum`: a Conv whose output is added to a value of its own
+ * shape (a residual Add/Sum): the run hands that value as input 3 (Z) and
+ * the primitive adds it as a `sum` post-op before the activation. */
+typedef struct ox_dnnl_epilogue {
+    const ox_node *act;
+    const ox_tensor *act_in[3];
+    bool sum;
+} ox_dnnl_epilogue;
+bool ox_dnnl_act_fusable_ex(const ox_node *act, const ox_tensor *const *act_in);
+ox_dnnl_node *ox_dnnl_plan_ex(const ox_node *n, const ox_dnnl_epilogue *ep, unsigned const_in);
+/* ox_dnnl_run with z_nhwc: the Z input (input 3) is channels-last. */
+bool ox_dnnl_run_ex(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st, bool in_nhwc, bool z_nhwc,
+                    bool *out_nhwc);
+/* A 2-D-capable Conv the backend runs, Z input or not: it may write its
+ * output channels-last (ox_dnnl_set_out_nhwc) and read a channels-last Z. */
+bool ox_dnnl_conv_any(const ox_dnnl_node *d);
+bool ox_dnnl_has_z(const ox_dnnl_node *d);
+
 /* MatMul only: a constant bias row (float32, shape (N), (1, N), ...) added
  * to the product by the primitive itself: the executor fused the Add that
  * read the MatMul's output (plan_dnnl_bias in exec.c). `bias` is held by the

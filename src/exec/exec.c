@@ -4,6 +4,7 @@
  * the enclosing graph so subgraphs (If/Loop/Scan bodies) see outer values.
  * Main-graph activations go to a planned arena when shapes allow (arena.c,
  * docs/EXECUTOR.md). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,11 @@ typedef struct plan_node {
     /* Computed once at plan time (all inputs constant): its outputs are
      * plan constants and the node never runs. */
     bool folded;
+    /* A Conv's plan-time epilogue chain (BatchNormalization folded, residual
+     * sum, activation; see "plan-time Conv epilogues" below), or NULL. A skip
+     * node hands on its input skip_in (a residual Add's carried operand). */
+    struct conv_chain *chain;
+    int skip_in;
     /* Part of a chain a later node computes in one pass (plan_gelu_chains):
      * never runs, its outputs stay empty. */
     bool fused_away;
@@ -136,6 +142,10 @@ typedef struct frame {
     /* Per slot: the tensor's data is channels-last (NHWC) for its NCHW
      * shape, written by a oneDNN convolution for oneDNN readers only. */
     unsigned char *nhwc;
+    /* A Conv chain's output written straight on the slot of its taken node
+     * direct_until (chain_direct_slot): skip nodes up to it move it on. */
+    const ox_tensor *direct_t;
+    int direct_until;
 } frame;
 
 /* Largest single tensor a kernel may allocate; guards against absurd
@@ -240,6 +250,8 @@ static int scope_depth(const ox_graph *g, const ox_value *v)
     return -1;
 }
 
+static void conv_chain_free(struct conv_chain *c);
+
 static void plan_free(ox_plan *p)
 {
     if (!p)
@@ -256,6 +268,7 @@ static void plan_free(ox_plan *p)
         free(p->nodes[i].out_needed);
         free(p->nodes[i].release);
         ox_dnnl_free(p->nodes[i].dnnl);
+        conv_chain_free(p->nodes[i].chain);
         if (p->nodes[i].state)
             p->nodes[i].state->free(p->nodes[i].state);
     }
@@ -447,6 +460,398 @@ static ox_rval *nhwc_to_plain(const ox_rval *v)
     return ox_rval_tensor(o);
 }
 
+/* ---- plan-time Conv epilogues (EXECUTOR.md "Fused epilogues at plan time") ----
+ * A default-domain Conv on oneDNN takes, in this order, the nodes that alone
+ * read its value: a BatchNormalization with constant parameters (folded into
+ * a private copy of the weights and bias), a residual Add or two-input Sum
+ * whose other operand exists before the Conv runs (oneDNN's sum post-op, the
+ * operand seeding the output), and an activation whose parameters (Clip's
+ * bounds) are plan constants of any origin: initializers, Constant nodes,
+ * folded values. The taken nodes become skip nodes. The constants baked in
+ * are checked at every run: a run that overrides one (IR < 4 initializers are
+ * graph inputs) takes the plain path, our Conv and then each taken node's own
+ * kernel. A com.microsoft FusedConv with Z gets a chain too, so that its Z may
+ * be channels-last (plan_nhwc_chain). */
+#define CHAIN_CONSTS 24
+#define CHAIN_AFFINE 4   /* BN / per-channel Mul / Add nodes folded in */
+
+static bool slot_const(const ox_plan *p, slot_ref r);
+
+typedef struct conv_chain {
+    /* Taken nodes in order (affine ones, the sum, the activation); bn_k is
+     * the last affine one, -1 for none (act_k is the plan node's). */
+    int taken[CHAIN_AFFINE + 2], n_taken;
+    int bn_k, sum_k;
+    bool has_z;
+    int sum_ci;                 /* the input of node sum_k that carries the value */
+    slot_ref z;                 /* the sum's other operand, or FusedConv's input 3 */
+    ox_rval *w, *b;             /* BN, Mul, Add folded in (NULL: the Conv's own) */
+    int n_fixed;
+    slot_ref fixed[CHAIN_CONSTS];   /* plan constants baked in, checked per run */
+} conv_chain;
+
+static void conv_chain_free(conv_chain *c)
+{
+    if (!c)
+        return;
+    ox_rval_free(c->w);
+    ox_rval_free(c->b);
+    free(c);
+}
+
+static bool default_domain(const ox_node *n)
+{
+    return !n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx");
+}
+
+/* The plan index of v's only reader (a node after k that no one took yet,
+ * reading it in this frame), with the input index; -1 when v has other
+ * readers or is a graph output. */
+static int sole_reader(const ox_plan *p, int k, const ox_value *v, int *input)
+{
+    if (!v || v->is_output || v->n_uses != 1 || !v->uses[0].node)
+        return -1;
+    for (int j = k + 1; j < p->n_nodes; j++) {
+        const plan_node *r = &p->nodes[j];
+        if (r->node != v->uses[0].node)
+            continue;
+        int i = v->uses[0].input;
+        if (r->skip || r->folded || i < 0 || i >= r->n_in || r->in[i].depth != 0)
+            return -1;
+        *input = i;
+        return j;
+    }
+    return -1;
+}
+
+/* A plan-constant float32 tensor at r, or NULL. */
+static const ox_tensor *const_f32(const ox_plan *p, slot_ref r)
+{
+    if (!slot_const(p, r))
+        return NULL;
+    const ox_rval *v = p->consts[r.slot];
+    return v->kind == OX_RV_TENSOR && v->t && v->t->dtype == OX_DT_FLOAT && ox_tensor_data(v->t)
+               ? v->t
+               : NULL;
+}
+
+static bool chain_fix(conv_chain *c, slot_ref r)
+{
+    if (r.depth < 0)
+        return true;
+    if (c->n_fixed == CHAIN_CONSTS)
+        return false;
+    c->fixed[c->n_fixed++] = r;
+    return true;
+}
+
+/* Per-output-channel affine epilogue folded into the Conv's weights:
+ * value = A[m] * conv(w) + B[m]; w' = w A, b' = B. */
+typedef struct affine {
+    const ox_tensor *w;
+    int64_t M, per;
+    float *A, *B;
+} affine;
+
+/* t broadcast over a Conv output of rank r along the channel axis only
+ * (numel 1 or M, every other dim 1): its data and stride (0 or 1), or NULL. */
+static const float *per_channel(const ox_tensor *t, int r, int64_t M, int64_t *stride)
+{
+    if (!t || t->rank > r || (t->numel != 1 && t->numel != M))
+        return NULL;
+    for (int j = 0; j < t->rank; j++) {
+        int axis = j + r - t->rank;
+        if (t->dims[j] != 1 && (axis != 1 || t->dims[j] != M))
+            return NULL;
+    }
+    *stride = t->numel == 1 ? 0 : 1;
+    return ox_tensor_data(t);
+}
+
+/* Node b, reading the chain's value at input ci, folded into af when it is a
+ * BatchNormalization in inference form (only output 0 read) with constant
+ * float32 parameters (a = scale / sqrt(var + eps), shift = beta - mean a,
+ * computed as the BN kernel does, k_nn/norm.c), or a Mul / Add whose other
+ * operand is a per-channel float32 constant (what `optimize` leaves of a BN
+ * whose parameters it could not fold). The constants used go to c->fixed. */
+static bool fold_affine(const ox_plan *p, int b, int ci, affine *af, conv_chain *c)
+{
+    const plan_node *bn = &p->nodes[b];
+    const ox_node *n = bn->node;
+    int r = af->w->rank;
+    int64_t M = af->M;
+    if (!default_domain(n) || bn->n_out < 1)
+        return false;
+    if (!strcmp(n->op_type, "Mul") || !strcmp(n->op_type, "Add")) {
+        if (bn->n_in != 2 || ox_node_attr(n, "broadcast"))
+            return false;
+        int64_t st = 0;
+        const float *t = per_channel(const_f32(p, bn->in[1 - ci]), r, M, &st);
+        if (!t || !chain_fix(c, bn->in[1 - ci]))
+            return false;
+        bool mul = n->op_type[0] == 'M';
+        for (int64_t m = 0; m < M; m++) {
+            if (mul)
+                af->A[m] *= t[m * st], af->B[m] *= t[m * st];
+            else
+                af->B[m] += t[m * st];
+        }
+        return true;
+    }
+    if (strcmp(n->op_type, "BatchNormalization") || bn->n_in != 5 || ci != 0)
+        return false;
+    for (int i = 1; i < n->n_outputs; i++)
+        if (n->outputs[i] && (n->outputs[i]->n_uses || n->outputs[i]->is_output))
+            return false;
+    const ox_attr *tm = ox_node_attr(n, "training_mode");
+    if (bn->opset >= 14 && tm && tm->type == OX_ATTR_INT && tm->i)
+        return false;
+    const ox_attr *sp = ox_node_attr(n, "spatial");
+    if (sp && sp->type == OX_ATTR_INT && !sp->i)
+        return false;
+    const ox_attr *ea = ox_node_attr(n, "epsilon");
+    float eps = ea && ea->type == OX_ATTR_FLOAT ? ea->f : 1e-5f;
+    const ox_tensor *P[5] = {0};
+    for (int i = 1; i < 5; i++)
+        if (!(P[i] = const_f32(p, bn->in[i])) || P[i]->numel != M)
+            return false;
+    for (int i = 1; i < 5; i++)
+        if (!chain_fix(c, bn->in[i]))
+            return false;
+    const float *sc = ox_tensor_data(P[1]), *be = ox_tensor_data(P[2]);
+    const float *mu = ox_tensor_data(P[3]), *va = ox_tensor_data(P[4]);
+    for (int64_t m = 0; m < M; m++) {
+        float a = (float)(sc[m] / sqrt((double)va[m] + eps));
+        float sh = (float)(be[m] - (double)mu[m] * a);
+        af->A[m] *= a;
+        af->B[m] = af->B[m] * a + sh;
+    }
+    return true;
+}
+
+/* The folded weights and bias of af into c->w / c->b. */
+static bool affine_finish(const affine *af, conv_chain *c)
+{
+    int64_t bd[1] = {af->M};
+    ox_tensor *nw = ox_tensor_new(OX_DT_FLOAT, af->w->rank, af->w->dims);
+    ox_tensor *nb = ox_tensor_new(OX_DT_FLOAT, 1, bd);
+    if (!nw || !nb) {
+        ox_tensor_free(nw);
+        ox_tensor_free(nb);
+        return false;
+    }
+    const float *ws = ox_tensor_data(af->w);
+    float *wd = ox_tensor_data(nw), *bo = ox_tensor_data(nb);
+    for (int64_t m = 0; m < af->M; m++) {
+        for (int64_t j = 0; j < af->per; j++)
+            wd[m * af->per + j] = ws[m * af->per + j] * af->A[m];
+        bo[m] = af->B[m];
+    }
+    c->w = ox_rval_tensor(nw);
+    c->b = ox_rval_tensor(nb);
+    return c->w && c->b;
+}
+
+/* Node r, an Add or two-input Sum reading the chain's value at input `ci`:
+ * its other operand becomes Z when it exists before Conv k runs (a graph
+ * input or a value made earlier in the plan order), is no constant (a
+ * broadcast bias, typically) and, where both types are known, has the
+ * value's shape. */
+static bool take_sum(const ox_plan *p, int k, int r, int ci, const ox_value *cur, conv_chain *c)
+{
+    const plan_node *rn = &p->nodes[r];
+    const ox_node *n = rn->node;
+    if (!default_domain(n) || (strcmp(n->op_type, "Add") && strcmp(n->op_type, "Sum")) ||
+        rn->n_in != 2 || rn->n_out != 1 || ox_node_attr(n, "broadcast"))
+        return false;
+    int oi = 1 - ci;
+    const ox_value *zv = n->inputs[oi];
+    slot_ref z = rn->in[oi];
+    if (!zv || zv == cur || z.depth != 0 || slot_const(p, z))
+        return false;
+    if (!zv->is_input) {
+        int at = -1;
+        for (int j = 0; j < k && at < 0; j++)
+            for (int o = 0; o < p->nodes[j].n_out; o++)
+                if (p->nodes[j].node->outputs[o] == zv)
+                    at = j;
+        if (at < 0)
+            return false;
+    }
+    const ox_type *a = cur->type, *b = zv->type;
+    if (a && b && a->kind == OX_TYPE_TENSOR && b->kind == OX_TYPE_TENSOR && a->has_shape &&
+        b->has_shape) {
+        if (a->rank != b->rank)
+            return false;
+        for (int i = 0; i < a->rank; i++)
+            if (a->dims[i].value >= 0 && b->dims[i].value >= 0 &&
+                a->dims[i].value != b->dims[i].value)
+                return false;
+    }
+    c->has_z = true;
+    c->z = z;
+    c->sum_ci = ci;
+    return true;
+}
+
+/* Plans node k with a chain when it is a Conv that takes more than the
+ * plain activation epilogue of plan_dnnl (or a FusedConv with Z); false
+ * leaves it to plan_dnnl. */
+static bool plan_conv_chain(const ox_exec *e, ox_plan *p, int k)
+{
+    plan_node *pn = &p->nodes[k];
+    const ox_node *n = pn->node;
+    if (e->opts.keep_intermediates || pn->n_out < 1 || !n->outputs[0] || pn->n_in < 2)
+        return false;
+    unsigned cmask = 0;
+    for (int i = 0; i < pn->n_in && i < 32; i++)
+        if (slot_const(p, pn->in[i]))
+            cmask |= 1u << i;
+    conv_chain c = {.bn_k = -1, .sum_k = -1};
+    affine af = {0};
+    ox_dnnl_epilogue ep = {0};
+    int act_k = -1;
+    if (n->domain && !strcmp(n->domain, "com.microsoft") && !strcmp(n->op_type, "FusedConv")) {
+        if (pn->n_in < 4 || pn->in[3].depth != 0)
+            return false;
+        c.has_z = true;
+        c.z = pn->in[3];
+    } else {
+        if (!default_domain(n) || strcmp(n->op_type, "Conv"))
+            return false;
+        const ox_value *cur = n->outputs[0];
+        int ci = 0, r = sole_reader(p, k, cur, &ci);
+        /* Affine nodes: the Conv's weights (and bias) must be constants. */
+        af.w = const_f32(p, pn->in[1]);
+        const ox_tensor *b0 = pn->n_in > 2 && pn->in[2].depth >= 0 ? const_f32(p, pn->in[2]) : NULL;
+        bool bias_ok = pn->n_in < 3 || pn->in[2].depth < 0 || (b0 && af.w && b0->numel == af.w->dims[0]);
+        if (r >= 0 && af.w && af.w->rank >= 3 && af.w->dims[0] > 0 && bias_ok &&
+            chain_fix(&c, pn->in[1]) && (pn->n_in < 3 || chain_fix(&c, pn->in[2]))) {
+            af.M = af.w->dims[0];
+            af.per = af.w->numel / af.M;
+            af.A = malloc((size_t)af.M * sizeof *af.A);
+            af.B = malloc((size_t)af.M * sizeof *af.B);
+            for (int64_t m = 0; af.A && af.B && m < af.M; m++)
+                af.A[m] = 1.0f, af.B[m] = b0 ? ((const float *)ox_tensor_data(b0))[m] : 0.0f;
+            while (af.A && af.B && r >= 0 && c.n_taken < CHAIN_AFFINE &&
+                   fold_affine(p, r, ci, &af, &c)) {
+                c.bn_k = r;
+                c.taken[c.n_taken++] = r;
+                p->nodes[r].skip_in = ci;
+                cur = p->nodes[r].node->outputs[0];
+                r = sole_reader(p, r, cur, &ci);
+            }
+            if (c.bn_k >= 0 && !affine_finish(&af, &c))
+                c.n_taken = 0, c.bn_k = -1, r = -1;
+        }
+        free(af.A);
+        free(af.B);
+        if (c.bn_k < 0) {
+            ox_rval_free(c.w);
+            ox_rval_free(c.b);
+            c.w = c.b = NULL;
+            c.n_fixed = 0;
+            cur = n->outputs[0];
+            r = sole_reader(p, k, cur, &ci);
+        }
+        if (r >= 0 && take_sum(p, k, r, ci, cur, &c)) {
+            c.sum_k = r;
+            c.taken[c.n_taken++] = r;
+            cur = p->nodes[r].node->outputs[0];
+            r = sole_reader(p, r, cur, &ci);
+        }
+        if (r >= 0 && ci == 0 && default_domain(p->nodes[r].node)) {
+            const plan_node *an = &p->nodes[r];
+            for (int i = 1; i < an->n_in && i < 3; i++)
+                ep.act_in[i] = const_f32(p, an->in[i]);
+            if (ox_dnnl_act_fusable_ex(an->node, ep.act_in)) {
+                bool ok = true;
+                for (int i = 1; i < an->n_in && i < 3; i++)
+                    if (ep.act_in[i])
+                        ok = ok && chain_fix(&c, an->in[i]);
+                if (ok) {
+                    act_k = r;
+                    ep.act = an->node;
+                    c.taken[c.n_taken++] = r;
+                }
+            }
+        }
+        /* Nothing beyond what plan_dnnl fuses itself. */
+        if (c.bn_k < 0 && c.sum_k < 0 && (act_k < 0 || ox_dnnl_act_fusable(ep.act)))
+            return false;
+        if (c.bn_k >= 0)
+            cmask |= 6u;   /* the folded weights and bias */
+        ep.sum = c.sum_k >= 0;
+    }
+    ox_dnnl_node *d = ox_dnnl_plan_ex(n, &ep, cmask);
+    conv_chain *cc = d ? malloc(sizeof *cc) : NULL;
+    if (!cc) {
+        ox_dnnl_free(d);
+        ox_rval_free(c.w);
+        ox_rval_free(c.b);
+        return false;
+    }
+    *cc = c;
+    pn->dnnl = d;
+    pn->chain = cc;
+    pn->act_k = act_k;
+    for (int j = 0; j < c.n_taken; j++)
+        p->nodes[c.taken[j]].skip = true;
+    if (c.sum_k >= 0)
+        p->nodes[c.sum_k].skip_in = c.sum_ci;
+    return true;
+}
+
+/* Channels-last through the chains (after plan_nhwc, which leaves values
+ * read by a sum's Z or a FusedConv's Z plain): a oneDNN Conv whose final
+ * value (after its chain) is read only by oneDNN convolutions at input 0,
+ * as the Z of a FusedConv chain, or as the Z of a fused residual sum, writes
+ * it NHWC; the Z readers reorder it into their own dst layout. */
+static void plan_nhwc_chain(ox_plan *p)
+{
+    pmap at = {0};
+    for (int k = 0; k < p->n_nodes; k++)
+        if (!pmap_put(&at, p->nodes[k].node, k)) {
+            pmap_free(&at);
+            return;
+        }
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        if (!pn->dnnl || !ox_dnnl_conv_any(pn->dnnl) || pn->n_out < 1)
+            continue;
+        const ox_value *v = pn->node->outputs[0];
+        const conv_chain *c = pn->chain;
+        if (pn->act_k >= 0)
+            v = p->nodes[pn->act_k].node->outputs[0];
+        else if (c && c->n_taken > 0)
+            v = p->nodes[c->taken[c->n_taken - 1]].node->outputs[0];
+        bool ok = v && !v->is_output && v->n_uses > 0;
+        for (int u = 0; ok && u < v->n_uses; u++) {
+            int r = v->uses[u].node ? pmap_get(&at, v->uses[u].node) : -1, i = v->uses[u].input;
+            const plan_node *rn = r >= 0 ? &p->nodes[r] : NULL;
+            if (!rn || i < 0 || i >= rn->n_in || rn->in[i].depth != 0 || rn->folded) {
+                ok = false;
+            } else if (!rn->skip && rn->dnnl && ox_dnnl_conv_any(rn->dnnl)) {
+                bool zr = rn->chain && rn->chain->has_z && rn->chain->sum_k < 0;
+                for (int j = 0; ok && j < rn->n_in; j++)
+                    if (rn->node->inputs[j] == v)
+                        ok = j == 0 || (j == 3 && zr);
+            } else if (rn->skip && i != rn->skip_in) {
+                /* The Z of a residual sum fused into an earlier Conv. */
+                bool owner = false;
+                for (int o = 0; o < r && !owner; o++)
+                    owner = p->nodes[o].chain && p->nodes[o].chain->sum_k == r;
+                ok = owner;
+            } else {
+                ok = false;
+            }
+        }
+        if (ok)
+            ox_dnnl_set_out_nhwc(pn->dnnl, true);
+    }
+    pmap_free(&at);
+}
+
 /* Channels-last through our own kernels (EXECUTOR.md "Layouts"): pooling,
  * global pooling and Concat on the channel axis (nhwc_kernels.h) join the
  * NHWC edges plan_nhwc makes between oneDNN convolutions. A value is
@@ -550,6 +955,8 @@ static void plan_dnnl(const ox_exec *e, ox_plan *p)
         pn->act_k = -1;
         if (pn->skip || pn->folded)
             continue;
+        if (plan_conv_chain(e, p, k))
+            continue;
         const ox_node *n = pn->node, *act = NULL;
         int act_k = -1;
         const ox_value *v = n->n_outputs >= 1 ? n->outputs[0] : NULL;
@@ -587,6 +994,7 @@ static void plan_dnnl(const ox_exec *e, ox_plan *p)
     }
     if (!e->opts.keep_intermediates && !getenv_on("ONNXSCOPE_DNNL_NCHW")) {
         plan_nhwc(p);
+        plan_nhwc_chain(p);
         plan_nhwc_ops(p);
     }
 }
@@ -1236,6 +1644,171 @@ static bool own_slot_view(const ox_arena_plan *ap, int s, const ox_rval *v)
            ox_tensor_data(t) == (const char *)ap->buf->data + ap->off[s];
 }
 
+/* True when tensor t lies in the arena and overlaps [b0, b1). */
+static bool arena_overlaps(const ox_arena_plan *ap, const ox_rval *v, const char *b0,
+                           const char *b1)
+{
+    if (!v || v->kind != OX_RV_TENSOR || !v->t || !ox_arena_holds(ap, v->t))
+        return false;
+    const char *d = ox_tensor_data(v->t);
+    return d < b1 && b0 < d + v->t->nbytes;
+}
+
+/* The slot a chain's oneDNN run may write straight into, or -1: when the
+ * taken nodes are the ones right after the Conv (nothing else, folded nodes
+ * aside, runs before
+ * the value reaches the last of them), the last taken node's output slot
+ * whose planned bytes do not overlap the Conv's input or Z (the only values
+ * alive then that die before those slots' lives start), trying the last
+ * node's first. The skip nodes then hand the value on without copies
+ * (run_skip) where the memory plan gave the values of the chain other bytes
+ * and the in-place rule could not join them. */
+static int chain_direct_slot(const frame *f, const plan_node *pn, const ox_rval *x,
+                             const ox_rval *z)
+{
+    const conv_chain *c = pn->chain;
+    const ox_arena_plan *ap = f->arena;
+    int k = (int)(pn - f->plan->nodes), last = k;
+    for (int j = 0; j < c->n_taken; j++) {
+        /* Folded nodes between them never run (their values are constants,
+         * off the arena, even in a run_folded frame). */
+        for (int i = last + 1; i < c->taken[j]; i++)
+            if (!f->plan->nodes[i].folded)
+                return -1;
+        last = c->taken[j];
+    }
+    if (!ap || last == k || pn->n_out != 1)
+        return -1;
+    for (int j = c->n_taken - 1; j >= 0; j--) {
+        if (f->plan->nodes[c->taken[j]].n_out < 1)
+            continue;
+        int s = f->plan->nodes[c->taken[j]].out[0];
+        if (s < 0 || s >= ap->n_slots || ap->off[s] < 0)
+            continue;
+        const char *b0 = (const char *)ap->buf->data + ap->off[s], *b1 = b0 + ap->nbytes[s];
+        /* Z exactly on those bytes (the residual Add planned in place on it,
+         * so ox_kernel_output does not zero them) is fine: oneDNN's sum
+         * post-op accumulates into dst, which then already holds Z
+         * (dnnl_backend.c skips the seeding copy). */
+        bool z_same = z && z->kind == OX_RV_TENSOR && z->t && ap->inplace[s] &&
+                      (const char *)ox_tensor_data(z->t) == b0 &&
+                      (int64_t)z->t->nbytes == ap->nbytes[s];
+        if (!arena_overlaps(ap, x, b0, b1) && (z_same || !arena_overlaps(ap, z, b0, b1)))
+            return s;
+    }
+    return -1;
+}
+
+/* A node planned with a Conv epilogue chain (plan_conv_chain): oneDNN with
+ * the folded weights, Z and the post-ops when the baked-in constants are
+ * still the run's; else our Conv on NCHW inputs and then each taken node's
+ * own kernel, so results never depend on which path ran. */
+static ox_status run_chain(ox_exec *e, frame *f, const plan_node *pn, ox_kernel_ctx *ctx)
+{
+    const conv_chain *c = pn->chain;
+    ox_status st = OX_OK;
+    bool in_nhwc = f->nhwc && pn->n_in > 0 && pn->in[0].depth == 0 && f->nhwc[pn->in[0].slot];
+    bool z_nhwc = f->nhwc && c->has_z && c->z.depth == 0 && f->nhwc[c->z.slot];
+    if (f->nhwc)
+        for (int i = 0; i < pn->n_out; i++)
+            if (pn->out[i] >= 0)
+                f->nhwc[pn->out[i]] = 0;
+    bool intact = true;
+    for (int i = 0; i < c->n_fixed && intact; i++)
+        intact = frame_get(f, c->fixed[i]) == f->plan->consts[c->fixed[i].slot];
+    if (intact) {
+        ox_rval *din[4] = {0};
+        for (int i = 0; i < ctx->n_in && i < 4; i++)
+            din[i] = ctx->in[i];
+        if (c->w)
+            din[1] = c->w, din[2] = c->b;
+        if (c->has_z)
+            din[3] = frame_get(f, c->z);
+        ox_kernel_ctx dc = *ctx;
+        dc.in = din;
+        dc.n_in = c->has_z ? 4 : ctx->n_in > 3 ? 4 : c->w ? 3 : ctx->n_in;
+        bool out_nhwc = false, ran;
+        int direct = f->cur == pn ? chain_direct_slot(f, pn, din[0], din[3]) : -1;
+        if (direct >= 0) {
+            /* ox_kernel_output places output 0 on the last taken node's slot. */
+            plan_node tmp = *pn;
+            tmp.out = &direct;
+            f->cur = &tmp;
+            ran = ox_dnnl_run_ex(pn->dnnl, &dc, &st, in_nhwc, z_nhwc, &out_nhwc);
+            f->cur = pn;
+            f->direct_t = NULL;
+            if (ran && st == OX_OK && f->placed[0] && ctx->out[0] && ctx->out[0]->t == f->placed[0]) {
+                f->direct_t = f->placed[0];
+                for (int j = 0; j < c->n_taken; j++)
+                    if (f->plan->nodes[c->taken[j]].out[0] == direct)
+                        f->direct_until = c->taken[j];
+            }
+        } else {
+            ran = ox_dnnl_run_ex(pn->dnnl, &dc, &st, in_nhwc, z_nhwc, &out_nhwc);
+        }
+        if (ran) {
+            if (out_nhwc && pn->out[0] >= 0)
+                f->nhwc[pn->out[0]] = 1;
+            return st;
+        }
+    }
+    /* Our kernels read NCHW: channels-last inputs converted first. */
+    ox_rval **in = (ox_rval **)ctx->in;   /* run_frame's own array */
+    ox_rval *saved[4] = {0}, *plain[4] = {0};
+    for (int i = 0; f->nhwc && i < pn->n_in && st == OX_OK; i++)
+        if (pn->in[i].depth == 0 && f->nhwc[pn->in[i].slot]) {
+            if (i != 0 && i != 3)
+                st = ox_errorf(ctx->err, OX_EINVAL, "channels-last value read by input %d", i);
+            else if (!(plain[i] = nhwc_to_plain(in[i])))
+                st = ox_errorf(ctx->err, OX_ENOMEM, "out of memory");
+            else
+                saved[i] = in[i], in[i] = plain[i];
+        }
+    if (st == OX_OK)
+        st = pn->fn(ctx);
+    for (int i = 0; i < 4; i++)
+        if (plain[i]) {
+            in[i] = saved[i];
+            ox_rval_free(plain[i]);
+        }
+    for (int j = 0; j < c->n_taken && st == OX_OK; j++) {
+        const plan_node *an = &f->plan->nodes[c->taken[j]];
+        ox_rval *ain[8] = {0}, *aout[8] = {0}, *zp = NULL;
+        if (an->n_in > 8 || an->n_out > 8)
+            return ox_errorf(ctx->err, OX_EINVAL, "fused node has too many inputs");
+        for (int i = 0; i < an->n_in; i++)
+            ain[i] = frame_get(f, an->in[i]);
+        ain[an->skip_in] = ctx->out[0];
+        if (c->taken[j] == c->sum_k && f->nhwc) {
+            int oi = 1 - an->skip_in;
+            if (an->in[oi].depth == 0 && f->nhwc[an->in[oi].slot]) {
+                if (!(zp = nhwc_to_plain(ain[oi])))
+                    return ox_errorf(ctx->err, OX_ENOMEM, "out of memory");
+                ain[oi] = zp;
+            }
+        }
+        ox_kernel_ctx ac = {
+            .node = an->node, .opset = an->opset, .n_in = an->n_in, .in = ain,
+            .n_out = an->n_out, .out = aout, .exec = e, .pool = e->pool,
+            .err = ctx->err, .priv = NULL,
+        };
+        st = an->fn(&ac);
+        ox_rval_free(zp);
+        if (st == OX_OK && !aout[0])
+            st = ox_errorf(ctx->err, OX_EINVAL, "fused node produced no value");
+        for (int i = 1; i < an->n_out; i++)
+            ox_rval_free(aout[i]);
+        if (st) {
+            ox_rval_free(aout[0]);
+            break;
+        }
+        ox_rval_free(ctx->out[0]);
+        ctx->out[0] = aout[0];
+        f->placed[0] = NULL;   /* the placed tensor is gone */
+    }
+    return st;
+}
+
 /* A pooling/Concat node planned channels-last (plan_nhwc_ops): when every
  * input arrived NHWC, our channels-last kernel runs it and its output is
  * NHWC too (global pooling's [N,C,1,1] is the same either way: plain).
@@ -1258,6 +1831,8 @@ static bool run_nhwc_op(frame *f, const plan_node *pn, ox_kernel_ctx *ctx, ox_st
 static ox_status run_kernel(ox_exec *e, frame *f, const plan_node *pn, ox_kernel_ctx *ctx)
 {
     ox_status st;
+    if (pn->chain)
+        return run_chain(e, f, pn, ctx);
     bool in_nhwc = f->nhwc && pn->n_in > 0 && pn->in[0].depth == 0 && f->nhwc[pn->in[0].slot];
     if (f->nhwc)
         for (int i = 0; i < pn->n_out; i++)
@@ -1330,8 +1905,8 @@ static ox_status run_kernel(ox_exec *e, frame *f, const plan_node *pn, ox_kernel
 static ox_status run_skip(ox_exec *e, frame *f, const plan_node *pn, ox_error *err)
 {
     int64_t t0 = e->opts.node_hook ? hook_now_ns() : 0;
-    int s_in = pn->in[0].slot, s_out = pn->n_out >= 1 ? pn->out[0] : -1;
-    ox_rval *v = pn->in[0].depth == 0 ? f->vals[s_in] : NULL;
+    int s_in = pn->in[pn->skip_in].slot, s_out = pn->n_out >= 1 ? pn->out[0] : -1;
+    ox_rval *v = pn->in[pn->skip_in].depth == 0 ? f->vals[s_in] : NULL;
     if (!v)
         return ox_errorf(err, OX_EINVAL, "node '%s' (%s): fused input has no value",
                          node_label(pn->node), pn->node->op_type);
@@ -1342,6 +1917,10 @@ static ox_status run_skip(ox_exec *e, frame *f, const plan_node *pn, ox_error *e
         bool in_arena = ap && v->kind == OX_RV_TENSOR && v->t && ox_arena_holds(ap, v->t);
         bool shared = in_arena && s_in < ap->n_slots && s_out < ap->n_slots &&
                       ap->off[s_in] >= 0 && ap->off[s_out] == ap->off[s_in];
+        /* A Conv chain's output written straight on the slot of a later
+         * taken node (chain_direct_slot): moved on as is up to that node. */
+        if (in_arena && v->t == f->direct_t && pn - f->plan->nodes <= f->direct_until)
+            shared = true;
         if (f->owned[s_in] && (!in_arena || shared)) {
             f->vals[s_in] = f->plan->consts[s_in];
             f->owned[s_in] = 0;

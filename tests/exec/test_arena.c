@@ -109,11 +109,12 @@ static void test_chain_arena(void **state)
     assert_int_equal(s.arena_outputs, 3);   /* a, b, y */
     assert_int_equal(s.heap_outputs, 0);
     assert_int_equal(s.output_copies, 1);   /* y leaves the arena */
-    /* In place: y = Abs(b) takes b's bytes (b dies there). a = Relu(x)
-     * cannot (x is the caller's), and b = Neg(a) cannot: greedy-by-size
-     * already gave a's bytes to y (a dies at step 1, y starts at step 2),
-     * and y is live together with b at step 2. */
-    assert_int_equal(s.inplace_slots, 1);
+    /* In place: a = Relu(x) cannot (x is the caller's). b = Neg(a) cannot
+     * take a's bytes (greedy-by-size gave them to y, live with b at step 2),
+     * so a moves onto b's bytes the other way round (free during a's life,
+     * steps 0-1); then y = Abs(b) takes b's bytes (b dies there): two slots,
+     * and the arena stays the memory plan's two activations. */
+    assert_int_equal(s.inplace_slots, 2);
     assert_int_equal(s.plans_built, 1);
     assert_int_equal(s.plan_hits, 0);
     ox_rval_free(out);
@@ -219,7 +220,8 @@ static void test_views_and_no_arena(void **state)
         ox_exec_stats s;
         ox_exec_get_stats(ea, &s);
         assert_true(s.arena_used);
-        assert_true(s.arena_copies >= 1);
+        /* The view is either kept on its own slot or copied. */
+        assert_true(s.arena_copies + s.arena_views >= 1);
         ox_exec_get_stats(eh, &s);
         assert_false(s.arena_used);
         assert_int_equal(s.arena_outputs, 0);

@@ -742,6 +742,180 @@ static void test_nhwc_chain(void **state)
         nhwc_case(i % 4 == 3, i % 4 == 1 || i % 5 == 4);
 }
 
+/* Plan-time Conv epilogue chains (exec.c plan_conv_chain, EXECUTOR.md "Fused
+ * epilogues at plan time"): zc = Conv1x1(x) first, then y = Conv3x3(x) ->
+ * [BatchNormalization] -> [Add/Sum with zc, either operand order] -> [Relu or
+ * Clip] -> Conv1x1 (the output), on random sizes; instead of the BN also a
+ * Mul and an Add by per-channel constants (folded the same way). The chain's weights, BN
+ * parameters and Clip bounds come from initializers or Constant nodes. The chain must run on
+ * oneDNN with its post-ops (BN folded into the weights, the residual as a
+ * sum post-op whose Z, zc, is channels-last) and equal our kernels' result;
+ * with `override` the BN scale is also a graph input (IR < 4) that the run
+ * overrides, so the chain takes the plain path: our Conv, then each node's
+ * own kernel, with zc converted back from channels-last. */
+static ox_value *const_value(ox_graph *g, const char *name, ox_tensor *t, bool node)
+{
+    ox_value *v = ox_graph_value(g, name);
+    if (!node) {
+        assert_int_equal(ox_graph_set_initializer(g, v, t), OX_OK);
+        return v;
+    }
+    char nm[40];
+    snprintf(nm, sizeof nm, "const_%s", name);
+    ox_node *n = ox_node_new(g, "Constant", "", nm, 0, NULL, 1, &v);
+    ox_node_set_attr_t(n, "value", t);
+    return v;
+}
+
+static ox_tensor *scalar_f(float f)
+{
+    ox_tensor *t = ox_tensor_new(OX_DT_FLOAT, 0, NULL);
+    *(float *)ox_tensor_data(t) = f;
+    return t;
+}
+
+static void chain_case(int bn, int sum, int act, bool const_nodes, bool override)
+{
+    int64_t N = rint_in(1, 2), C = rint_in(1, 12), H = rint_in(2, 9), W = rint_in(2, 9);
+    int64_t M = rint_in(1, 20), M2 = rint_in(1, 8);
+    ox_model *m = ox_model_new();
+    ox_model_set_opset(m, "", 14);
+    ox_graph *g = m->graph ? m->graph : ox_graph_new(m, NULL);
+    m->graph = g;
+    int64_t xd[4] = {N, C, H, W}, w0d[4] = {M, C, 1, 1}, w1d[4] = {M, C, 3, 3};
+    int64_t w2d[4] = {M2, M, 1, 1}, md[1] = {M};
+    ox_value *x = ox_graph_value(g, "x"), *y = ox_graph_value(g, "y");
+    x->type = ox_type_new_tensor(OX_DT_FLOAT, 4, xd);
+    assert_int_equal(ox_graph_add_input(g, x), OX_OK);
+    ox_value *w0 = const_value(g, "w0", rand_tensor(4, w0d), false);
+    /* The chain's weights from a Constant node too (folded at plan time,
+     * then packed by oneDNN like an initializer). */
+    ox_value *w1 = const_value(g, "w1", rand_tensor(4, w1d), const_nodes);
+    ox_value *w2 = const_value(g, "w2", rand_tensor(4, w2d), false);
+    ox_value *b1 = const_value(g, "b1", rand_tensor(1, md), false);
+    ox_value *zc = ox_graph_value(g, "zc"), *cur = ox_graph_value(g, "c1");
+    ox_value *i0[2] = {x, w0}, *i1[3] = {x, w1, b1};
+    ox_node_new(g, "Conv", "", "conv_z", 2, i0, 1, &zc);
+    ox_node *c1 = ox_node_new(g, "Conv", "", "conv", 3, i1, 1, &cur);
+    int64_t pads[4] = {1, 1, 1, 1};
+    ox_node_set_attr_ints(c1, "pads", 4, pads);
+    ox_tensor *scale_t = NULL;
+    if (bn == 2) {
+        /* What `optimize` leaves of a BN it could not fold: Mul by a (M,1,1)
+         * constant, then Add of a (1,M,1,1) one as the first operand. */
+        int64_t sd[3] = {M, 1, 1}, td[4] = {1, M, 1, 1};
+        ox_value *o1 = ox_graph_value(g, "mul_out"), *o2 = ox_graph_value(g, "add_out_c");
+        ox_value *mi[2] = {cur, const_value(g, "mul_s", rand_tensor(3, sd), const_nodes)};
+        ox_node_new(g, "Mul", "", "mul", 2, mi, 1, &o1);
+        ox_value *ai[2] = {const_value(g, "add_t", rand_tensor(4, td), const_nodes), o1};
+        ox_node_new(g, "Add", "", "add_c", 2, ai, 1, &o2);
+        cur = o2;
+    } else if (bn) {
+        ox_tensor *var = rand_tensor(1, md);
+        float *vp = ox_tensor_data(var);
+        for (int64_t i = 0; i < M; i++)
+            vp[i] = fabsf(vp[i]) + 0.1f;
+        scale_t = rand_tensor(1, md);
+        ox_value *bi[5] = {cur, const_value(g, "bn_s", ox_tensor_share(scale_t), const_nodes && !override),
+                           const_value(g, "bn_b", rand_tensor(1, md), const_nodes),
+                           const_value(g, "bn_m", rand_tensor(1, md), const_nodes),
+                           const_value(g, "bn_v", var, const_nodes)};
+        if (override) {
+            bi[1]->type = ox_type_new_tensor(OX_DT_FLOAT, 1, md);
+            assert_int_equal(ox_graph_add_input(g, bi[1]), OX_OK);
+        }
+        ox_value *o = ox_graph_value(g, "bn_out");
+        ox_node *bnn = ox_node_new(g, "BatchNormalization", "", "bn", 5, bi, 1, &o);
+        ox_node_set_attr_f(bnn, "epsilon", 1e-3f);
+        cur = o;
+    }
+    if (sum) {
+        ox_value *o = ox_graph_value(g, "sum_out");
+        ox_value *si[2] = {sum == 2 ? zc : cur, sum == 2 ? cur : zc};
+        ox_node_new(g, sum == 3 ? "Sum" : "Add", "", "residual", 2, si, 1, &o);
+        cur = o;
+    } else {
+        /* zc still read: by the output Conv's sibling Add below. */
+    }
+    if (act) {
+        ox_value *o = ox_graph_value(g, "act_out");
+        if (act == 1) {
+            ox_node_new(g, "Relu", "", "relu", 1, &cur, 1, &o);
+        } else {
+            ox_value *ai[3] = {cur, const_value(g, "lo", scalar_f(-0.25f), const_nodes),
+                               const_value(g, "hi", scalar_f(0.5f), const_nodes)};
+            ox_node_new(g, "Clip", "", "clip", 3, ai, 1, &o);
+        }
+        cur = o;
+    }
+    ox_value *i2[2] = {cur, w2};
+    if (sum) {
+        ox_node_new(g, "Conv", "", "conv_out", 2, i2, 1, &y);
+    } else {
+        ox_value *yc = ox_graph_value(g, "yc"), *w3 = const_value(g, "w3", rand_tensor(4, w2d), false);
+        ox_value *i3[2] = {zc, w3}, *ai[2] = {NULL, NULL};
+        ox_node_new(g, "Conv", "", "conv_out", 2, i2, 1, &yc);
+        ox_value *yz = ox_graph_value(g, "yz");
+        ox_node_new(g, "Conv", "", "conv_zout", 2, i3, 1, &yz);
+        ai[0] = yc, ai[1] = yz;
+        ox_node_new(g, "Add", "", "add_out", 2, ai, 1, &y);
+    }
+    assert_int_equal(ox_graph_add_output(g, y), OX_OK);
+    ox_tensor *X = rand_tensor(4, xd);
+    ox_tensor *inputs[2] = {X, NULL};
+    if (override) {
+        /* The run's own scale: other data than the initializer. */
+        inputs[1] = rand_tensor(1, md);
+    }
+    int threads = (int)(rnd() % 2) + 1;
+    ox_rval *ref = run_model(m, inputs, override ? 2 : 1, threads, true);
+    long r0, a0, r1, a1;
+    ox_dnnl_counts(&r0, &a0);
+    ox_rval *got = run_model(m, inputs, override ? 2 : 1, threads, false);
+    ox_dnnl_counts(&r1, &a1);
+    char what[160];
+    snprintf(what, sizeof what,
+             "chain bn %d sum %d act %d const nodes %d override %d (N=%lld C=%lld H=%lld W=%lld M=%lld)",
+             bn, sum, act, const_nodes, override, (long long)N, (long long)C, (long long)H,
+             (long long)W, (long long)M);
+    assert_int_equal(ref->t->numel, got->t->numel);
+    const float *p = ox_tensor_data(ref->t), *q = ox_tensor_data(got->t);
+    for (int64_t i = 0; i < ref->t->numel; i++)
+        if (!(fabsf(p[i] - q[i]) <= 1e-4f + 2e-4f * fabsf(p[i])))
+            fail_msg("%s: element %lld: ours %.7g, oneDNN %.7g", what, (long long)i, p[i], q[i]);
+    if (ox_dnnl_enabled()) {
+        /* Two runs: conv_z, the chain's conv (on oneDNN unless overridden),
+         * conv_out (+ conv_zout). Post-ops: the chain's, when it has one. */
+        long convs = 2 * (3 + (sum ? 0 : 1) - (override ? 1 : 0));
+        if (r1 - r0 != convs)
+            fail_msg("%s: oneDNN ran %ld primitives, expected %ld", what, r1 - r0, convs);
+        if (act && !override && a1 - a0 != 2)
+            fail_msg("%s: the activation was not fused (%ld)", what, a1 - a0);
+        n_dnnl_cases++;
+    }
+    n_cases++;
+    ox_rval_free(ref);
+    ox_rval_free(got);
+    ox_tensor_free(X);
+    ox_tensor_free(inputs[1]);
+    ox_tensor_free(scale_t);
+    ox_model_free(m);
+}
+
+static void test_conv_chains(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 72; i++) {
+        int bn = i % 3, sum = (i / 3) % 4, act = (i / 12) % 3;
+        if (!bn && !sum && act != 2)
+            continue;   /* plan_dnnl's own epilogue (test_conv_each_act) */
+        chain_case(bn, sum, act, i % 3 == 1, false);
+    }
+    /* An overridden BN parameter: the chain's plain path. */
+    for (int i = 0; i < 6; i++)
+        chain_case(1, i % 4, i % 3, false, true);
+}
+
 static void test_switch(void **state)
 {
     (void)state;
@@ -776,6 +950,7 @@ int main(void)
         cmocka_unit_test(test_dtype_change),
         cmocka_unit_test(test_sgemm_random),
         cmocka_unit_test(test_nhwc_chain),
+        cmocka_unit_test(test_conv_chains),
         cmocka_unit_test(test_ms_attention_random),
         cmocka_unit_test(test_summary),
     };

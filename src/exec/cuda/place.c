@@ -458,6 +458,8 @@ void ox_cuda_plan_free(ox_cuda_plan *p)
     free(p->ep);
     free(p->ep_bias);
     free(p->ep_out);
+    for (int k = 0; p->ep_bias_host && k < p->n_nodes; k++)
+        ox_tensor_free(p->ep_bias_host[k]);
     free(p->ep_bias_host);
     free(p->flash);
     ox_model_free(p->clone);
@@ -690,6 +692,12 @@ static void plan_epilogues(ox_cuda_plan *p, const ox_node *const *nodes, const o
         int out = slot_at(idx, nodes[tail]->outputs[0]);
         if (out < 0 || p->slot[out].off < 0)
             continue;
+        /* Host kernels (the emulated device, the fallback) read the bias
+         * typed: an initializer viewed in the mapped file may sit misaligned. */
+        const void *bd = ox_tensor_data(bt);
+        ox_tensor *bh = bd && ((uintptr_t)bd & 15) ? ox_tensor_clone(bt) : ox_tensor_share(bt);
+        if (!bh)
+            continue;   /* out of memory: the chain stays unfused */
         /* The intermediates are never written: no device bytes. */
         for (int j = k; j < tail; j++) {
             int s = slot_at(idx, nodes[j]->outputs[0]);
@@ -709,7 +717,7 @@ static void plan_epilogues(ox_cuda_plan *p, const ox_node *const *nodes, const o
         }
         p->ep[k] = (unsigned char)ep;
         p->ep_bias[k] = bias;
-        p->ep_bias_host[k] = bt;
+        p->ep_bias_host[k] = bh;
         p->ep_out[k] = out;
         for (int j = k + 1; j <= tail; j++)
             p->kind[j] = OX_CK_K_FUSED;

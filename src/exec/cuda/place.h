@@ -85,7 +85,8 @@ typedef struct ox_cuda_plan {
      * fused nodes are OX_CK_K_FUSED). -1 where none. */
     unsigned char *ep;
     int *ep_bias, *ep_out;
-    const ox_tensor **ep_bias_host;   /* the bias initializer (the clone's) */
+    ox_tensor **ep_bias_host;   /* the bias initializer (the clone's; a private aligned
+                                  * copy when the mapped file left it misaligned) */
     /* Attention nodes run by the tiled (flash) kernel. */
     unsigned char *flash;
     int n_half, n_epilogue, n_flash;
