@@ -76,6 +76,7 @@ typedef struct entry {
      * is not NCHW (channels-last): the sum post-op's seed. */
     dnnl_primitive_t r_z;
     dnnl_memory_desc_t z_md;
+    bool big_gemm;             /* MatMul/Gemm large enough for gemm:jit (prefer_gemm_jit) */
 } entry;
 
 struct ox_dnnl_node {
@@ -546,6 +547,53 @@ static bool make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_
 
 /* Creates the primitive for `op_desc`, querying the chosen md's, and packs
  * constant weights. */
+/* A single (unbatched) MatMul/Gemm whose M, N and K are all at least 512,
+ * or a one-row product (a batch-1 fully connected layer) with at least 2^20
+ * weights, run by a 1-thread executor: oneDNN 2.6 ranks its brgemm matmul
+ * first, which reached 85-92 % of its own gemm:jit kernel (the one
+ * dnnl_sgemm runs) on 1024^3 and 2048^3 on this machine and 70-80 % on
+ * 1x3072x768, while other shapes (M = 2-128 transformer layers, 512^3,
+ * small one-row products) tie or favour brgemm. With 2 threads the two
+ * could only be compared on an oversubscribed machine, where brgemm did
+ * better, so larger teams keep oneDNN's choice (docs/PERFORMANCE.md,
+ * "Kernel classes"). ONNXSCOPE_DNNL_MATMUL_IMPL=brg or =gemm forces either
+ * for every shape and team, for measuring. */
+static bool prefer_gemm_jit(int threads, int64_t batch, int64_t M, int64_t N, int64_t K)
+{
+    const char *f = getenv("ONNXSCOPE_DNNL_MATMUL_IMPL");
+    if (f && !strcmp(f, "brg"))
+        return false;
+    if (f && !strcmp(f, "gemm"))
+        return true;
+    return threads == 1 && batch == 1 &&
+           ((M >= 512 && N >= 512 && K >= 512) || (M == 1 && N * K >= (1 << 20)));
+}
+
+/* The primitive descriptor: oneDNN's first choice, or with prefer_gemm its
+ * gemm:jit implementation when it offers one for these descriptors. */
+static dnnl_status_t make_pd(dnnl_primitive_desc_t *pd, const void *op_desc,
+                             dnnl_primitive_attr_t a, bool prefer_gemm)
+{
+    dnnl_primitive_desc_iterator_t it = NULL;
+    if (prefer_gemm &&
+        dnnl_primitive_desc_iterator_create(&it, op_desc, a, g_engine, NULL) == dnnl_success) {
+        do {
+            dnnl_primitive_desc_t p = dnnl_primitive_desc_iterator_fetch(it);
+            const char *impl = NULL;
+            if (p && dnnl_primitive_desc_query(p, dnnl_query_impl_info_str, 0, &impl) ==
+                         dnnl_success && impl && strstr(impl, "gemm:jit")) {
+                dnnl_primitive_desc_iterator_destroy(it);
+                *pd = p;
+                return dnnl_success;
+            }
+            if (p)
+                dnnl_primitive_desc_destroy(p);
+        } while (dnnl_primitive_desc_iterator_next(it) == dnnl_success);
+        dnnl_primitive_desc_iterator_destroy(it);
+    }
+    return dnnl_primitive_desc_create(pd, op_desc, a, g_engine, NULL);
+}
+
 static bool finish_entry(const ox_dnnl_node *d, entry *e, const void *op_desc,
                          const dnnl_memory_desc_t *wei_user, const float *wei, float wscale)
 {
@@ -553,7 +601,7 @@ static bool finish_entry(const ox_dnnl_node *d, entry *e, const void *op_desc,
     dnnl_primitive_desc_t pd = NULL;
     if (!make_attr(d, &a))
         return false;
-    dnnl_status_t s = dnnl_primitive_desc_create(&pd, op_desc, a, g_engine, NULL);
+    dnnl_status_t s = make_pd(&pd, op_desc, a, e->big_gemm);
     dnnl_primitive_attr_destroy(a);
     if (s != dnnl_success)
         return false;
@@ -844,6 +892,7 @@ static bool build_gemm(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
         return false;
     e->out_rank = 2;
     e->out_dims[0] = M, e->out_dims[1] = N;
+    e->big_gemm = prefer_gemm_jit(c->pool ? ox_thread_pool_size(c->pool) : 1, 1, M, N, K);
     return finish_entry(d, e, &md, &wuser, ox_tensor_data(b), d->alpha);
 }
 
@@ -936,6 +985,10 @@ static bool build_matmul(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e
     if (dnnl_matmul_desc_init(&md, &e->src_md, pack ? &wany : &wuser,
                               e->has_bias ? &e->bias_md : NULL, &e->dst_md) != dnnl_success)
         return false;
+    int64_t batch = 1;   /* after matmul_rows_2d folded A's batch into rows */
+    for (int i = 0; i < r - 2; i++)
+        batch *= yd[i];
+    e->big_gemm = prefer_gemm_jit(c->pool ? ox_thread_pool_size(c->pool) : 1, batch, yd[r - 2], N, K);
     ox_dnnl_node dd = *d;
     dd.w_const = pack;
     return finish_entry(&dd, e, &md, &wuser, ox_tensor_data(b), 1.0f);
