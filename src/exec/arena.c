@@ -76,6 +76,62 @@ static bool make_sig(int n_inputs, ox_rval *const *inputs, i64vec *s, bool *ok)
     return true;
 }
 
+int64_t *ox_arena_input_sig(int n_inputs, ox_rval *const *inputs, int *n)
+{
+    i64vec s = {0};
+    bool ok;
+    if (!make_sig(n_inputs, inputs, &s, &ok) || !ok) {
+        free(s.v);
+        return NULL;
+    }
+    *n = s.n;
+    return s.v;
+}
+
+ox_status ox_arena_infer_inputs(ox_model *cl, int n_inputs, ox_rval *const *inputs,
+                                bool *inferred, ox_error *err)
+{
+    *inferred = false;
+    const ox_graph *g = cl->graph;
+    if (!g || g->n_inputs != n_inputs)
+        return OX_OK;
+    ox_shape_override *ov = calloc((size_t)n_inputs + 1, sizeof *ov);
+    ox_input_value *iv = calloc((size_t)n_inputs + 1, sizeof *iv);
+    int n_ov = 0, n_iv = 0;
+    if (!ov || !iv) {
+        free(ov);
+        free(iv);
+        return ox_errorf(err, OX_ENOMEM, "out of memory planning the arena");
+    }
+    for (int i = 0; i < n_inputs; i++) {
+        const ox_value *gv = g->inputs[i];
+        if (!inputs[i] || !gv || !gv->name)
+            continue;
+        if (inputs[i]->kind != OX_RV_TENSOR || !inputs[i]->t)
+            goto out;
+        const ox_tensor *t = inputs[i]->t;
+        ov[n_ov].name = gv->name;
+        ov[n_ov].rank = t->rank;
+        memcpy(ov[n_ov].dims, t->dims, (size_t)t->rank * sizeof t->dims[0]);
+        n_ov++;
+        if (keyed_by_value(t)) {
+            iv[n_iv].name = gv->name;
+            iv[n_iv].value = t;
+            n_iv++;
+        }
+    }
+    ox_infer_opts io = {
+        .shapes = ov, .n_shapes = n_ov, .input_values = iv, .n_input_values = n_iv,
+        .reset = true, .no_value_info = true,
+    };
+    ox_error ierr = {0};
+    *inferred = ox_infer_model(cl, &io, &ierr) == OX_OK;
+out:
+    free(ov);
+    free(iv);
+    return OX_OK;
+}
+
 static void arena_buf_release(ox_buffer *b)
 {
     ox_buffer_account(-(int64_t)b->size);
@@ -272,45 +328,22 @@ static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
 {
     ox_status st = OX_OK;
     ox_model *cl = ox_model_clone(m);
-    ox_shape_override *ov = calloc((size_t)n_inputs + 1, sizeof *ov);
-    ox_input_value *iv = calloc((size_t)n_inputs + 1, sizeof *iv);
     ox_memplan *mp = NULL;
     int64_t *moff = NULL;
     bool *minp = NULL;
-    int n_ov = 0, n_iv = 0;
     p->n_slots = n_slots;
     p->off = malloc(((size_t)n_slots + 1) * sizeof *p->off);
     p->nbytes = calloc((size_t)n_slots + 1, sizeof *p->nbytes);
     p->dtype = calloc((size_t)n_slots + 1, sizeof *p->dtype);
-    if (!cl || !ov || !iv || !p->off || !p->nbytes || !p->dtype) {
+    if (!cl || !p->off || !p->nbytes || !p->dtype) {
         st = ox_errorf(err, OX_ENOMEM, "out of memory planning the arena");
         goto out;
     }
-    const ox_graph *g = cl->graph;
-    if (!g || g->n_inputs != n_inputs)
-        goto out;
-    for (int i = 0; i < n_inputs; i++) {
-        const ox_value *gv = g->inputs[i];
-        if (!inputs[i] || !gv || !gv->name)
-            continue;
-        const ox_tensor *t = inputs[i]->t;
-        ov[n_ov].name = gv->name;
-        ov[n_ov].rank = t->rank;
-        memcpy(ov[n_ov].dims, t->dims, (size_t)t->rank * sizeof t->dims[0]);
-        n_ov++;
-        if (keyed_by_value(t)) {
-            iv[n_iv].name = gv->name;
-            iv[n_iv].value = t;
-            n_iv++;
-        }
-    }
-    ox_infer_opts io = {
-        .shapes = ov, .n_shapes = n_ov, .input_values = iv, .n_input_values = n_iv,
-        .reset = true, .no_value_info = true,
-    };
-    ox_error ierr = {0};
-    if (ox_infer_model(cl, &io, &ierr) != OX_OK)
+    bool inferred;
+    if ((st = ox_arena_infer_inputs(cl, n_inputs, inputs, &inferred, err)) || !inferred)
         goto out;   /* not plannable: heap */
+    const ox_graph *g = cl->graph;
+    ox_error ierr = {0};
     ox_memplan_opts mo;
     ox_memplan_opts_default(&mo);
     mo.include_inputs = false;    /* inputs are the caller's memory */
@@ -357,8 +390,6 @@ out:
     free(minp);
     ox_memplan_free(mp);
     ox_model_free(cl);
-    free(ov);
-    free(iv);
     return st;
 }
 

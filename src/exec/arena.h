@@ -47,6 +47,17 @@ ox_status ox_arena_get(ox_arena_cache *c, const ox_model *m, int n_slots,
                        const ox_arena_plan **out, ox_error *err);
 void ox_arena_cache_free(ox_arena_cache *c);
 
+/* The signature plans are keyed on (per input: dtype, rank, dims and the
+ * values of small integer tensors), malloc'd with *n entries; NULL for a
+ * non-tensor input or out of memory. The CUDA plan keys on it too. */
+int64_t *ox_arena_input_sig(int n_inputs, ox_rval *const *inputs, int *n);
+
+/* Infers cl (a clone) to the inputs' shapes and the values the signature
+ * keys on; *inferred false when that fails (the inputs cannot be planned).
+ * Errors only for out-of-memory. */
+ox_status ox_arena_infer_inputs(ox_model *cl, int n_inputs, ox_rval *const *inputs,
+                                bool *inferred, ox_error *err);
+
 /* True when t's bytes lie inside the arena of p. */
 bool ox_arena_holds(const ox_arena_plan *p, const ox_tensor *t);
 

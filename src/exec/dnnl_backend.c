@@ -39,6 +39,7 @@
 #include <omp.h>
 
 #include "k_nn/nn_common.h"
+#include "env_flag.h"
 
 #define MAXD 12     /* DNNL_MAX_NDIMS */
 #define NCACHE 4    /* shapes cached per node */
@@ -121,8 +122,7 @@ static void engine_init(void)
 
 bool ox_dnnl_enabled(void)
 {
-    const char *s = getenv("ONNXSCOPE_NO_DNNL");
-    if (s && s[0] && strcmp(s, "0"))
+    if (ox__env_on("ONNXSCOPE_NO_DNNL"))
         return false;
     pthread_once(&g_once, engine_init);
     return g_engine != NULL;
@@ -837,8 +837,7 @@ static bool one_row_ours(int64_t rows, int64_t N, int64_t K, bool ta)
      * 512x1000: 35 vs 48 us), so those stay on the primitive. */
     if (rows != 1 || ta || (N > 32 && N * K > 65536))
         return false;
-    const char *s = getenv("ONNXSCOPE_NO_GEMV");
-    return !(s && s[0] && strcmp(s, "0"));
+    return !ox__env_on("ONNXSCOPE_NO_GEMV");
 }
 
 /* Gemm: Y = alpha * A' B' + beta * C as a 2-D matmul; alpha scales the

@@ -20,6 +20,7 @@
 #include "cuda/place.h"
 #include "cuda/runtime.h"
 #include "core/ptrmap.h"
+#include "env_flag.h"
 
 /* ---- pointer -> index map (plan-time lookups only) ----------------------- */
 
@@ -400,12 +401,6 @@ static ox_status ref_for(const ox_exec *e, const ox_graph *g, const ox_plan *sel
  * activation as the primitive's post-op: the graph keeps standard ops (the
  * --target onnx form) and the executor fuses the epilogue here. Not with
  * keep_intermediates, where the un-activated value must stay visible. */
-static bool getenv_on(const char *name)
-{
-    const char *s = getenv(name);
-    return s && s[0] && strcmp(s, "0");
-}
-
 /* Channels-last edges (EXECUTOR.md, "Layouts"): a oneDNN convolution whose
  * value (its output, or its fused activation's) is read only by oneDNN
  * convolutions, at input 0, in this graph and is no graph output, writes
@@ -992,7 +987,7 @@ static void plan_dnnl(const ox_exec *e, ox_plan *p)
             p->nodes[act_k].skip = true;
         }
     }
-    if (!e->opts.keep_intermediates && !getenv_on("ONNXSCOPE_DNNL_NCHW")) {
+    if (!e->opts.keep_intermediates && !ox__env_on("ONNXSCOPE_DNNL_NCHW")) {
         plan_nhwc(p);
         plan_nhwc_chain(p);
         plan_nhwc_ops(p);
@@ -1222,8 +1217,7 @@ static void plan_dnnl_bias(const ox_exec *e, ox_plan *p)
 
 static bool fold_disabled(const ox_exec *e)
 {
-    const char *s = getenv("ONNXSCOPE_NO_PLAN_FOLD");
-    return e->opts.no_fold || e->opts.keep_intermediates || (s && s[0] && strcmp(s, "0"));
+    return e->opts.no_fold || e->opts.keep_intermediates || ox__env_on("ONNXSCOPE_NO_PLAN_FOLD");
 }
 
 static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_error *err)
@@ -1368,11 +1362,11 @@ static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_err
     if (g == e->model->graph && !fold_disabled(e) && e->opts.device != OX_DEVICE_CUDA)
         plan_fold(e, p);
     if (g == e->model->graph && !e->opts.keep_intermediates &&
-        e->opts.device != OX_DEVICE_CUDA && !getenv_on("ONNXSCOPE_NO_CHAIN_FUSE"))
+        e->opts.device != OX_DEVICE_CUDA && !ox__env_on("ONNXSCOPE_NO_CHAIN_FUSE"))
         plan_gelu_chains(p);
     if (ox_dnnl_enabled() && e->opts.device != OX_DEVICE_CUDA) {
         plan_dnnl(e, p);
-        if (!getenv_on("ONNXSCOPE_NO_BIAS_FUSE"))
+        if (!ox__env_on("ONNXSCOPE_NO_BIAS_FUSE"))
             plan_dnnl_bias(e, p);
     }
     /* Release lists, and which outputs someone will read. */

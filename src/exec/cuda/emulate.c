@@ -26,6 +26,7 @@
 #include "emulate.h"
 #include "graph.h"
 #include "onnxscope/dtype.h"
+#include "exec/env_flag.h"
 
 typedef struct emu_rt {
     bool emu, fp16, graphs;   /* first, as in ox_cuda_rt (runtime.c's rt_head) */
@@ -42,8 +43,7 @@ typedef struct emu_rt {
 
 bool ox_cuda_emu_enabled(void)
 {
-    const char *s = getenv("ONNXSCOPE_CUDA_EMULATE");
-    return s && *s && strcmp(s, "0");
+    return ox__env_on("ONNXSCOPE_CUDA_EMULATE");
 }
 
 ox_status ox_cuda_emu_new(int n_slots, void **out, ox_error *err)

@@ -12,6 +12,8 @@
 #include "core/ptrmap.h"
 #include "place.h"
 #include "kern.h"
+#include "exec/arena.h"
+#include "exec/env_flag.h"
 
 static bool is_default(const ox_node *n)
 {
@@ -594,8 +596,7 @@ static ox_cuda_epilogue act_of(const ox_cuda_plan *p, int k)
 
 static bool epilogues_off(void)
 {
-    const char *s = getenv("ONNXSCOPE_CUDA_NO_EPILOGUE");
-    return s && *s && strcmp(s, "0");
+    return ox__env_on("ONNXSCOPE_CUDA_NO_EPILOGUE");
 }
 
 /* Slot s at offset off shares no byte with a slot live at the same time. */
@@ -837,98 +838,13 @@ static void plan_graph(ox_cuda_plan *p, const ox_node *const *nodes, const ox_pt
     p->graph_why = NULL;
 }
 
-static bool keyed_by_value(const ox_tensor *t)
-{
-    return (t->dtype == OX_DT_INT64 || t->dtype == OX_DT_INT32) && t->rank <= 1 &&
-           t->numel <= 8 && ox_tensor_data(t);
-}
-
-/* The signature: per input -1 (absent) or dtype, rank, dims and, for
- * small integer tensors, their values; NULL for non-tensor inputs. */
-static int64_t *make_sig(int n_inputs, ox_rval *const *inputs, int *n)
-{
-    int cap = 1;
-    for (int i = 0; i < n_inputs; i++)
-        cap += 3 + OX_MAX_RANK + 9;
-    int64_t *s = malloc((size_t)cap * sizeof *s);
-    if (!s)
-        return NULL;
-    int k = 0;
-    s[k++] = n_inputs;
-    for (int i = 0; i < n_inputs; i++) {
-        const ox_rval *r = inputs[i];
-        if (!r) {
-            s[k++] = -1;
-            continue;
-        }
-        if (r->kind != OX_RV_TENSOR || !r->t || r->t->rank > OX_MAX_RANK) {
-            free(s);
-            return NULL;
-        }
-        const ox_tensor *t = r->t;
-        s[k++] = t->dtype;
-        s[k++] = t->rank;
-        for (int d = 0; d < t->rank; d++)
-            s[k++] = t->dims[d];
-        if (keyed_by_value(t)) {
-            s[k++] = t->numel;
-            for (int64_t j = 0; j < t->numel; j++)
-                s[k++] = ox_tensor_get_i64(t, j);
-        } else {
-            s[k++] = -1;
-        }
-    }
-    *n = k;
-    return s;
-}
-
 bool ox_cuda_plan_matches(const ox_cuda_plan *p, int n_inputs, ox_rval *const *inputs)
 {
     int n = 0;
-    int64_t *s = make_sig(n_inputs, inputs, &n);
+    int64_t *s = ox_arena_input_sig(n_inputs, inputs, &n);
     bool eq = s && p && n == p->n_sig && !memcmp(s, p->sig, (size_t)n * sizeof *s);
     free(s);
     return eq;
-}
-
-/* Infers the clone for the inputs' shapes (and small integer values, like
- * the CPU arena's signature). false when inference fails. */
-static bool infer_clone(ox_model *cl, int n_inputs, ox_rval *const *inputs)
-{
-    const ox_graph *g = cl->graph;
-    ox_shape_override *ov = calloc((size_t)n_inputs + 1, sizeof *ov);
-    ox_input_value *iv = calloc((size_t)n_inputs + 1, sizeof *iv);
-    int n_ov = 0, n_iv = 0;
-    bool ok = false;
-    if (!ov || !iv || g->n_inputs != n_inputs)
-        goto out;
-    for (int i = 0; i < n_inputs; i++) {
-        const ox_value *gv = g->inputs[i];
-        if (!inputs[i] || !gv || !gv->name)
-            continue;
-        if (inputs[i]->kind != OX_RV_TENSOR || !inputs[i]->t)
-            goto out;
-        const ox_tensor *t = inputs[i]->t;
-        ov[n_ov].name = gv->name;
-        ov[n_ov].rank = t->rank;
-        memcpy(ov[n_ov].dims, t->dims, (size_t)t->rank * sizeof t->dims[0]);
-        n_ov++;
-        if (keyed_by_value(t)) {
-            iv[n_iv].name = gv->name;
-            iv[n_iv].value = t;
-            n_iv++;
-        }
-    }
-    ox_infer_opts io = {
-        .shapes = ov, .n_shapes = n_ov, .input_values = iv, .n_input_values = n_iv,
-        .reset = true, .no_value_info = true,
-    };
-    ox_error ierr = {0};
-    ok = ox_infer_model(cl, &io, &ierr) == OX_OK;
-out:
-    free(ov);
-    free(iv);
-    return ok;
 }
 
 ox_status ox_cuda_plan_build(const ox_model *m, int n_nodes, const ox_node *const *nodes,
@@ -968,7 +884,7 @@ ox_status ox_cuda_plan_build(const ox_model *m, int n_nodes, const ox_node *cons
         if (nodes[k]->n_inputs > max_in)
             max_in = nodes[k]->n_inputs;
     host_in = calloc((size_t)max_in + 1, sizeof *host_in);
-    p->sig = make_sig(n_inputs, inputs, &p->n_sig);
+    p->sig = ox_arena_input_sig(n_inputs, inputs, &p->n_sig);
     if (!p->clone || !p->kind || !p->why || !p->cnode || !p->slot || !host_in || !p->half ||
         !p->ep || !p->ep_bias || !p->ep_out || !p->flash || !p->ep_bias_host)
         goto oom;
@@ -976,7 +892,9 @@ ox_status ox_cuda_plan_build(const ox_model *m, int n_nodes, const ox_node *cons
         p->ep_bias[k] = p->ep_out[k] = -1;
     if (!p->sig)
         goto none;
-    if (!infer_clone(p->clone, n_inputs, inputs))
+    bool inferred;
+    ox_error ierr = {0};
+    if (ox_arena_infer_inputs(p->clone, n_inputs, inputs, &inferred, &ierr) || !inferred)
         goto none;
     const ox_graph *g = p->clone->graph;
     if (g->n_nodes != n_nodes)

@@ -9,6 +9,7 @@
 #include "nn_common.h"
 #include "exec/dnnl_backend.h"
 #include "onnxscope/threadpool.h"
+#include "exec/env_flag.h"
 
 #define MR 6
 #define NR 16
@@ -145,8 +146,7 @@ static bool getenv_gemv_off(void)
     static atomic_int off = -1;
     int v = atomic_load_explicit(&off, memory_order_relaxed);
     if (v < 0) {
-        const char *s = getenv("ONNXSCOPE_NO_GEMV");
-        v = s && s[0] && strcmp(s, "0");
+        v = ox__env_on("ONNXSCOPE_NO_GEMV");
         atomic_store_explicit(&off, v, memory_order_relaxed);
     }
     return v;

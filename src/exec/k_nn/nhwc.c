@@ -17,6 +17,7 @@
 #include "exec/k_nn/nn_common.h"
 #include "exec/k_nn/pool_fast.h"
 #include "onnxscope/threadpool.h"
+#include "exec/env_flag.h"
 
 static atomic_long g_runs;
 
@@ -32,8 +33,7 @@ static bool default_domain(const ox_node *n)
 
 bool ox_nhwc_ops_enabled(void)
 {
-    const char *s = getenv("ONNXSCOPE_NO_NHWC_OPS");
-    return !(s && s[0] && strcmp(s, "0"));
+    return !ox__env_on("ONNXSCOPE_NO_NHWC_OPS");
 }
 
 ox_nhwc_kind ox_nhwc_kind_of(const ox_node *n)

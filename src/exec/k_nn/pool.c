@@ -4,6 +4,7 @@
 #include "nn_common.h"
 #include "exec/k_nn/pool_fast.h"
 #include "onnxscope/threadpool.h"
+#include "exec/env_flag.h"
 
 #define SP 3
 
@@ -91,8 +92,7 @@ static bool pool2d_of(const pool_geom *g, bool avg, bool include_pad, nn_pool2d 
 
 bool nn_fast_pool_enabled(void)
 {
-    const char *s = getenv("ONNXSCOPE_NO_FAST_POOL");
-    return !(s && s[0] && strcmp(s, "0"));
+    return !ox__env_on("ONNXSCOPE_NO_FAST_POOL");
 }
 
 ox_status nn_pool2d_geom(ox_kernel_ctx *c, const ox_tensor *x, bool avg, nn_pool2d *f)
