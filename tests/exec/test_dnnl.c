@@ -19,6 +19,8 @@
 
 #include <cmocka.h>
 
+#include "run_twice.h"
+
 #include "exec/dnnl_backend.h"
 #include "exec/k_nn/nn_common.h"
 #include "onnxscope/exec.h"
@@ -176,27 +178,8 @@ static ox_rval *run_model(ox_model *m, ox_tensor *const *inputs, int n_inputs, i
         setenv("ONNXSCOPE_NO_DNNL", "1", 1);
     else
         unsetenv("ONNXSCOPE_NO_DNNL");
-    ox_exec_opts o = {.threads = threads};
-    ox_exec *e = NULL;
-    ox_error err = {0};
-    if (ox_exec_new(m, &o, &e, &err))
-        fail_msg("plan: %s", err.msg);
-    ox_rval *in[4];
-    for (int i = 0; i < n_inputs; i++)
-        in[i] = ox_rval_tensor(ox_tensor_share(inputs[i]));
     ox_rval *out = NULL;
-    ox_status st = OX_OK;
-    /* Twice: the second run uses the cached primitive and packed weights. */
-    for (int r = 0; r < 2 && st == OX_OK; r++) {
-        ox_rval_free(out);
-        out = NULL;
-        st = ox_exec_run(e, n_inputs, in, 1, &out, &err);
-    }
-    if (st)
-        fail_msg("run: %s", err.msg);
-    for (int i = 0; i < n_inputs; i++)
-        ox_rval_free(in[i]);
-    ox_exec_free(e);
+    run_twice(m, inputs, n_inputs, threads, 1, &out);
     unsetenv("ONNXSCOPE_NO_DNNL");
     return out;
 }

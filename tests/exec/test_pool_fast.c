@@ -25,6 +25,8 @@
 
 #include <cmocka.h>
 
+#include "run_twice.h"
+
 #include "exec/dnnl_backend.h"
 #include "exec/nhwc_kernels.h"
 #include "onnxscope/exec.h"
@@ -80,28 +82,7 @@ static ox_rval *run_model(ox_model *m, ox_tensor *const *inputs, int n_inputs, i
                           enum mode md, int n_out, ox_rval **outs)
 {
     set_mode(md);
-    ox_exec_opts o = {.threads = threads};
-    ox_exec *e = NULL;
-    ox_error err = {0};
-    if (ox_exec_new(m, &o, &e, &err))
-        fail_msg("plan: %s", err.msg);
-    ox_rval *in[4];
-    for (int i = 0; i < n_inputs; i++)
-        in[i] = ox_rval_tensor(ox_tensor_share(inputs[i]));
-    ox_status st = OX_OK;
-    /* Twice: the second run uses the arena and the cached primitives. */
-    for (int r = 0; r < 2 && st == OX_OK; r++) {
-        for (int i = 0; i < n_out; i++) {
-            ox_rval_free(outs[i]);
-            outs[i] = NULL;
-        }
-        st = ox_exec_run(e, n_inputs, in, n_out, outs, &err);
-    }
-    if (st)
-        fail_msg("run: %s", err.msg);
-    for (int i = 0; i < n_inputs; i++)
-        ox_rval_free(in[i]);
-    ox_exec_free(e);
+    run_twice(m, inputs, n_inputs, threads, n_out, outs);
     set_mode(FULL);
     return outs[0];
 }
