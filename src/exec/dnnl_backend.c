@@ -286,11 +286,6 @@ bool ox_dnnl_act_fusable_ex(const ox_node *act, const ox_tensor *const *act_in)
 
 /* ---- planning ---------------------------------------------------------------- */
 
-static bool in_default(const ox_node *n)
-{
-    return !n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx");
-}
-
 ox_dnnl_node *ox_dnnl_plan(const ox_node *n, const ox_node *act, unsigned const_in)
 {
     ox_dnnl_epilogue ep = {.act = act};
@@ -308,7 +303,7 @@ ox_dnnl_node *ox_dnnl_plan_ex(const ox_node *n, const ox_dnnl_epilogue *ep, unsi
     d.node = n;
     bool ms = n->domain && !strcmp(n->domain, "com.microsoft");
     const char *op = n->op_type;
-    if ((in_default(n) && !strcmp(op, "Conv")) || (ms && !strcmp(op, "FusedConv"))) {
+    if ((ox_node_is_default_domain(n) && !strcmp(op, "Conv")) || (ms && !strcmp(op, "FusedConv"))) {
         d.kind = K_CONV;
         if (n->n_inputs < 2 || !IN_CONST(1))
             return NULL;   /* runtime weights: our kernel (rare, no prepacking) */
@@ -346,13 +341,13 @@ ox_dnnl_node *ox_dnnl_plan_ex(const ox_node *n, const ox_dnnl_epilogue *ep, unsi
                 return NULL;
             d.z_input = true;
         }
-    } else if (in_default(n) && !strcmp(op, "MatMul")) {
+    } else if (ox_node_is_default_domain(n) && !strcmp(op, "MatMul")) {
         d.kind = K_MATMUL;
         if (n->n_inputs != 2)
             return NULL;
         d.w_const = IN_CONST(1);
         d.alpha = 1.0f, d.beta = 1.0f;
-    } else if ((in_default(n) && !strcmp(op, "Gemm")) || (ms && !strcmp(op, "FusedGemm"))) {
+    } else if ((ox_node_is_default_domain(n) && !strcmp(op, "Gemm")) || (ms && !strcmp(op, "FusedGemm"))) {
         d.kind = K_GEMM;
         if (n->n_inputs < 2)
             return NULL;

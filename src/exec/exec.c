@@ -494,11 +494,6 @@ static void conv_chain_free(conv_chain *c)
     free(c);
 }
 
-static bool default_domain(const ox_node *n)
-{
-    return !n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx");
-}
-
 /* The plan index of v's only reader (a node after k that no one took yet,
  * reading it in this frame), with the input index; -1 when v has other
  * readers or is a graph output. */
@@ -575,7 +570,7 @@ static bool fold_affine(const ox_plan *p, int b, int ci, affine *af, conv_chain 
     const ox_node *n = bn->node;
     int r = af->w->rank;
     int64_t M = af->M;
-    if (!default_domain(n) || bn->n_out < 1)
+    if (!ox_node_is_default_domain(n) || bn->n_out < 1)
         return false;
     if (!strcmp(n->op_type, "Mul") || !strcmp(n->op_type, "Add")) {
         if (bn->n_in != 2 || ox_node_attr(n, "broadcast"))
@@ -656,7 +651,7 @@ static bool take_sum(const ox_plan *p, int k, int r, int ci, const ox_value *cur
 {
     const plan_node *rn = &p->nodes[r];
     const ox_node *n = rn->node;
-    if (!default_domain(n) || (strcmp(n->op_type, "Add") && strcmp(n->op_type, "Sum")) ||
+    if (!ox_node_is_default_domain(n) || (strcmp(n->op_type, "Add") && strcmp(n->op_type, "Sum")) ||
         rn->n_in != 2 || rn->n_out != 1 || ox_node_attr(n, "broadcast"))
         return false;
     int oi = 1 - ci;
@@ -712,7 +707,7 @@ static bool plan_conv_chain(const ox_exec *e, ox_plan *p, int k)
         c.has_z = true;
         c.z = pn->in[3];
     } else {
-        if (!default_domain(n) || strcmp(n->op_type, "Conv"))
+        if (!ox_node_is_default_domain(n) || strcmp(n->op_type, "Conv"))
             return false;
         const ox_value *cur = n->outputs[0];
         int ci = 0, r = sole_reader(p, k, cur, &ci);
@@ -755,7 +750,7 @@ static bool plan_conv_chain(const ox_exec *e, ox_plan *p, int k)
             cur = p->nodes[r].node->outputs[0];
             r = sole_reader(p, r, cur, &ci);
         }
-        if (r >= 0 && ci == 0 && default_domain(p->nodes[r].node)) {
+        if (r >= 0 && ci == 0 && ox_node_is_default_domain(p->nodes[r].node)) {
             const plan_node *an = &p->nodes[r];
             for (int i = 1; i < an->n_in && i < 3; i++)
                 ep.act_in[i] = const_f32(p, an->in[i]);

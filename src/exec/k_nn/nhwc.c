@@ -26,11 +26,6 @@ long ox_nhwc_runs(void)
     return atomic_load(&g_runs);
 }
 
-static bool default_domain(const ox_node *n)
-{
-    return !n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx");
-}
-
 bool ox_nhwc_ops_enabled(void)
 {
     return !ox__env_on("ONNXSCOPE_NO_NHWC_OPS");
@@ -38,7 +33,7 @@ bool ox_nhwc_ops_enabled(void)
 
 ox_nhwc_kind ox_nhwc_kind_of(const ox_node *n)
 {
-    if (!n || !default_domain(n) || n->n_outputs < 1 || !n->outputs[0] || n->n_inputs < 1)
+    if (!n || !ox_node_is_default_domain(n) || n->n_outputs < 1 || !n->outputs[0] || n->n_inputs < 1)
         return OX_NHWC_NONE;
     const char *op = n->op_type;
     if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool")) {
