@@ -11,11 +11,6 @@
 #include "exec/k_elementwise/fastmath.h"
 #include "onnxscope/threadpool.h"
 
-static bool default_op(const ox_node *n, const char *op)
-{
-    return n && (!n->domain || !n->domain[0]) && !strcmp(n->op_type, op);
-}
-
 /* The single reader of v, when v has exactly one use and is no output. */
 static bool only_use_is(const ox_value *v, const ox_node *reader)
 {
@@ -25,18 +20,18 @@ static bool only_use_is(const ox_value *v, const ox_node *reader)
 bool ox_gelu_chain_match(const ox_node *mul, ox_gelu_chain *m)
 {
     memset(m, 0, sizeof *m);
-    if (!default_op(mul, "Mul") || mul->n_inputs != 2 || mul->n_outputs != 1 ||
+    if (!ox_node_is(mul, "Mul") || mul->n_inputs != 2 || mul->n_outputs != 1 ||
         !mul->inputs[0] || !mul->inputs[1])
         return false;
     for (int ia = 0; ia < 2; ia++) {
         const ox_value *a = mul->inputs[ia], *x = mul->inputs[1 - ia];
         const ox_node *add = a->producer;
-        if (a == x || !default_op(add, "Add") || add->n_inputs != 2 || !only_use_is(a, mul))
+        if (a == x || !ox_node_is(add, "Add") || add->n_inputs != 2 || !only_use_is(a, mul))
             continue;
         for (int ie = 0; ie < 2; ie++) {
             const ox_value *e = add->inputs[ie], *c2 = add->inputs[1 - ie];
             const ox_node *erf = e ? e->producer : NULL;
-            if (!c2 || c2 == e || !default_op(erf, "Erf") || erf->n_inputs != 1 ||
+            if (!c2 || c2 == e || !ox_node_is(erf, "Erf") || erf->n_inputs != 1 ||
                 !only_use_is(e, add))
                 continue;
             const ox_value *t = erf->inputs[0];
@@ -44,8 +39,8 @@ bool ox_gelu_chain_match(const ox_node *mul, ox_gelu_chain *m)
             if (!only_use_is(t, erf) || !first || first->n_inputs != 2 ||
                 !first->inputs[0] || !first->inputs[1])
                 continue;
-            bool div = default_op(first, "Div");
-            if (!div && !default_op(first, "Mul"))
+            bool div = ox_node_is(first, "Div");
+            if (!div && !ox_node_is(first, "Mul"))
                 continue;
             /* x / c1 (x first), or x * c1 in either order. */
             int ix = first->inputs[0] == x ? 0 : first->inputs[1] == x ? 1 : -1;

@@ -15,19 +15,9 @@
 #include "exec/arena.h"
 #include "exec/env_flag.h"
 
-static bool is_default(const ox_node *n)
-{
-    return !n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx");
-}
-
 static bool is_ms(const ox_node *n)
 {
     return n->domain && !strcmp(n->domain, "com.microsoft");
-}
-
-static bool op_is(const ox_node *n, const char *op)
-{
-    return is_default(n) && !strcmp(n->op_type, op);
 }
 
 static bool static_tensor(const ox_value *v)
@@ -104,7 +94,7 @@ static const char *const reduce_ops[] = {"ReduceSum", "ReduceMean", "ReduceMax",
 
 static bool in_list(const ox_node *n, const char *const *l)
 {
-    if (!is_default(n))
+    if (!ox_node_is_default_domain(n))
         return false;
     for (int i = 0; l[i]; i++)
         if (!strcmp(n->op_type, l[i]))
@@ -167,19 +157,19 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
         return OX_CK_NONE;
     }
 
-    if (in_list(n, unary_ops) || (op_is(n, "Gelu") && opset >= 20) ||
+    if (in_list(n, unary_ops) || (ox_node_is(n, "Gelu") && opset >= 20) ||
         (is_ms(n) && !strcmp(n->op_type, "Gelu"))) {
         if (!f32 || !in_is(n, 0, OX_DT_FLOAT)) {
             *why = "float32 only";
             return OX_CK_NONE;
         }
-        if (op_is(n, "Gelu") && strcmp(ox_node_attr_s(n, "approximate", "none"), "none")) {
+        if (ox_node_is(n, "Gelu") && strcmp(ox_node_attr_s(n, "approximate", "none"), "none")) {
             *why = "tanh-approximate Gelu";
             return OX_CK_NONE;
         }
         return OX_CK_K_UNARY;
     }
-    if (op_is(n, "Clip")) {
+    if (ox_node_is(n, "Clip")) {
         if (!f32 || !in_is(n, 0, OX_DT_FLOAT)) {
             *why = "float32 only";
             return OX_CK_NONE;
@@ -198,7 +188,7 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
         }
         return OX_CK_K_BINARY;
     }
-    if (op_is(n, "Where")) {
+    if (ox_node_is(n, "Where")) {
         if (!in_is(n, 0, OX_DT_BOOL) || ox_dtype_bits(yt) != 32 || !in_is(n, 1, yt) ||
             !in_is(n, 2, yt)) {
             *why = "Where on 32-bit values only";
@@ -213,7 +203,7 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
         }
         return OX_CK_K_RESHAPE;
     }
-    if (op_is(n, "Cast")) {
+    if (ox_node_is(n, "Cast")) {
         static const ox_dtype ok_types[] = {OX_DT_FLOAT, OX_DT_UINT8, OX_DT_INT8, OX_DT_INT32,
                                             OX_DT_INT64, OX_DT_BOOL, OX_DT_DOUBLE};
         bool from = false, to = false;
@@ -227,9 +217,9 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
         }
         return OX_CK_K_CAST;
     }
-    if (op_is(n, "Transpose"))
+    if (ox_node_is(n, "Transpose"))
         return rank_of(x) == rank_of(y) ? OX_CK_K_TRANSPOSE : OX_CK_NONE;
-    if (op_is(n, "Concat")) {
+    if (ox_node_is(n, "Concat")) {
         for (int i = 0; i < n->n_inputs; i++)
             if (!present(n, i) || elem_of(n->inputs[i]) != yt ||
                 rank_of(n->inputs[i]) != rank_of(y)) {
@@ -238,7 +228,7 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
             }
         return OX_CK_K_CONCAT;
     }
-    if (op_is(n, "Slice")) {
+    if (ox_node_is(n, "Slice")) {
         for (int i = 1; i < n->n_inputs; i++)
             if (present(n, i) && (!host_in[i] || !ox_dtype_is_int(elem_of(n->inputs[i])))) {
                 *why = "starts/ends not on the host";
@@ -248,7 +238,7 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
             return OX_CK_NONE;
         return rank_of(x) == rank_of(y) ? OX_CK_K_SLICE : OX_CK_NONE;
     }
-    if (op_is(n, "Split")) {
+    if (ox_node_is(n, "Split")) {
         for (int i = 0; i < n->n_outputs; i++)
             if (!n->outputs[i] || !static_tensor(n->outputs[i]) || elem_of(n->outputs[i]) != yt) {
                 *why = "an omitted or dynamic output";
@@ -256,14 +246,14 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
             }
         return OX_CK_K_SPLIT;
     }
-    if (op_is(n, "Gather")) {
+    if (ox_node_is(n, "Gather")) {
         if (!(in_is(n, 1, OX_DT_INT64) || in_is(n, 1, OX_DT_INT32)) || elem_of(x) != yt) {
             *why = "indices neither int32 nor int64";
             return OX_CK_NONE;
         }
         return OX_CK_K_GATHER;
     }
-    if (op_is(n, "Expand")) {
+    if (ox_node_is(n, "Expand")) {
         if (elem_of(x) != yt || rank_of(x) > rank_of(y))
             return OX_CK_NONE;
         return OX_CK_K_EXPAND;
@@ -279,14 +269,14 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
         }
         return OX_CK_K_REDUCE;
     }
-    if (op_is(n, "Softmax") || op_is(n, "LogSoftmax")) {
+    if (ox_node_is(n, "Softmax") || ox_node_is(n, "LogSoftmax")) {
         if (!f32 || !in_is(n, 0, OX_DT_FLOAT)) {
             *why = "float32 only";
             return OX_CK_NONE;
         }
         return OX_CK_K_SOFTMAX;
     }
-    if (op_is(n, "LayerNormalization") ||
+    if (ox_node_is(n, "LayerNormalization") ||
         (is_ms(n) && (!strcmp(n->op_type, "SkipLayerNormalization") ||
                       !strcmp(n->op_type, "SimplifiedLayerNormalization") ||
                       !strcmp(n->op_type, "LayerNormalization")))) {
@@ -328,7 +318,7 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
             return OX_CK_NONE;
         return OX_CK_K_LAYERNORM;
     }
-    if (op_is(n, "BatchNormalization")) {
+    if (ox_node_is(n, "BatchNormalization")) {
         if (!f32 || ox_node_attr_i(n, "training_mode", 0) || !extra_outputs_unused(n, 1) ||
             rank_of(x) < 2 || n->n_inputs != 5) {
             *why = "training mode or float32 only";
@@ -339,7 +329,7 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
                 return OX_CK_NONE;
         return OX_CK_K_BATCHNORM;
     }
-    if (op_is(n, "MatMul")) {
+    if (ox_node_is(n, "MatMul")) {
         if (!caps->cublas) {
             *why = "cuBLAS not loaded";
             return OX_CK_NONE;
@@ -364,7 +354,7 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
         }
         return OX_CK_K_MATMUL;
     }
-    if (op_is(n, "Gemm")) {
+    if (ox_node_is(n, "Gemm")) {
         if (!caps->cublas) {
             *why = "cuBLAS not loaded";
             return OX_CK_NONE;
@@ -377,7 +367,7 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
         }
         return OX_CK_K_GEMM;
     }
-    if (op_is(n, "Conv")) {
+    if (ox_node_is(n, "Conv")) {
         if (!caps->cudnn) {
             *why = "cuDNN not loaded";
             return OX_CK_NONE;
@@ -389,7 +379,7 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
         }
         return OX_CK_K_CONV;
     }
-    if (op_is(n, "MaxPool") || op_is(n, "AveragePool")) {
+    if (ox_node_is(n, "MaxPool") || ox_node_is(n, "AveragePool")) {
         const int64_t *k;
         if (!f32 || rank_of(x) != 4 || ox_node_attr_ints(n, "kernel_shape", &k) != 2 ||
             !pads_2d(n, true) || !extra_outputs_unused(n, 1) ||
@@ -397,14 +387,14 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
             *why = "2-D float32 with explicit pads only";
             return OX_CK_NONE;
         }
-        if (op_is(n, "AveragePool") && ox_node_attr_i(n, "ceil_mode", 0) &&
+        if (ox_node_is(n, "AveragePool") && ox_node_attr_i(n, "ceil_mode", 0) &&
             ox_node_attr_i(n, "count_include_pad", 0)) {
             *why = "ceil_mode with count_include_pad";
             return OX_CK_NONE;
         }
         return OX_CK_K_POOL;
     }
-    if (op_is(n, "GlobalAveragePool") || op_is(n, "GlobalMaxPool")) {
+    if (ox_node_is(n, "GlobalAveragePool") || ox_node_is(n, "GlobalMaxPool")) {
         if (!f32 || rank_of(x) < 3)
             return OX_CK_NONE;
         return OX_CK_K_GLOBALPOOL;
@@ -581,9 +571,9 @@ static ox_cuda_epilogue act_of(const ox_cuda_plan *p, int k)
     const ox_node *n = p->cnode[k];
     if (!p->kind[k] || n->n_outputs != 1)
         return OX_EP_NONE;
-    if (op_is(n, "Relu"))
+    if (ox_node_is(n, "Relu"))
         return OX_EP_RELU_BIAS;
-    if (op_is(n, "Gelu") && n->n_inputs == 1) {
+    if (ox_node_is(n, "Gelu") && n->n_inputs == 1) {
         const char *ap = ox_node_attr_s(n, "approximate", "none");
         return ap && !strcmp(ap, "tanh") ? OX_EP_GELU_TANH_BIAS : OX_EP_GELU_ERF_BIAS;
     }
@@ -670,7 +660,7 @@ static void plan_epilogues(ox_cuda_plan *p, const ox_node *const *nodes, const o
                 p->slot[sb].rank != 2 || k + 1 >= p->n_nodes)
                 continue;
             const ox_node *add = p->cnode[k + 1];
-            if (p->kind[k + 1] != OX_CK_K_BINARY || !op_is(add, "Add") || add->n_inputs != 2 ||
+            if (p->kind[k + 1] != OX_CK_K_BINARY || !ox_node_is(add, "Add") || add->n_inputs != 2 ||
                 !single_use_by(y, add) || !same_shape(add->outputs[0], y))
                 continue;
             int other = add->inputs[0] == y ? 1 : 0;
@@ -812,7 +802,7 @@ static void plan_graph(ox_cuda_plan *p, const ox_node *const *nodes, const ox_pt
                 why = "a CPU node with a subgraph sits between GPU nodes";
         /* Shape and Size read only the planned dims of a GPU value (the
          * executor downloads nothing for them). */
-        bool dims_only = is_default(n) && (!strcmp(n->op_type, "Shape") ||
+        bool dims_only = ox_node_is_default_domain(n) && (!strcmp(n->op_type, "Shape") ||
                                            !strcmp(n->op_type, "Size"));
         for (int i = dims_only ? 1 : 0; i < n->n_inputs && !why; i++) {
             int s = slot_at(idx, n->inputs[i]);
