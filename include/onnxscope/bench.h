@@ -143,6 +143,11 @@ void ox_bench_result_free(ox_bench_result *r);
 /* Fills min/p50/p90/p99/max/mean/throughput from s->latency_ms[0..iters). */
 void ox_bench_stats_compute(ox_bench_stats *s);
 
+/* The equivalence check's tolerance for lossless rewrites (float rounding):
+ * `optimize --check`, `--bisect` and the matrix's lossless rows. */
+#define OX_CHECK_RTOL 1e-4
+#define OX_CHECK_ATOL 1e-5
+
 /* Compares two output lists as the equivalence check does (a is the
  * reference); n outputs each, entries may be NULL. */
 void ox_bench_compare_outputs(int n, ox_rval *const *a, ox_rval *const *b,

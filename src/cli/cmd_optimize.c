@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "cli/commands.h"
+#include "onnxscope/bench.h"
 #include "onnxscope/bisect.h"
 #include "onnxscope/check.h"
 #include "onnxscope/cost.h"
@@ -20,8 +21,6 @@
 #include "onnxscope/quantize.h"
 #include "onnxscope/randinput.h"
 
-#define CHECK_RTOL 1e-4
-#define CHECK_ATOL 1e-5
 
 /* quantize_dynamic's entries (docs/CLI.md): which weights went int8 and
  * how much each lost. */
@@ -126,7 +125,7 @@ typedef struct check_tol {
  * --min-cosine (< 0: not given) replace the value they name. */
 static check_tol check_criteria(bool fp16, bool quant, double rtol, double atol, double min_cos)
 {
-    check_tol t = {.rtol = CHECK_RTOL, .atol = CHECK_ATOL};
+    check_tol t = {.rtol = OX_CHECK_RTOL, .atol = OX_CHECK_ATOL};
     if (fp16) {
         t.rtol = 1e-2;
         t.atol = 1e-3;

@@ -69,7 +69,7 @@ ox_status ox__matrix_accuracy(int n, ox_rval *const *a, ox_rval *const *b,
     ox_bench_check ck;
     /* optimize --check's tolerance: within it, a rewrite only reordered
      * float arithmetic (a fused conv+bn rounds differently). */
-    ox_bench_compare_outputs(n, a, b, 1e-4, 1e-5, &ck);
+    ox_bench_compare_outputs(n, a, b, OX_CHECK_RTOL, OX_CHECK_ATOL, &ck);
     row->acc_known = true;
     row->within_check = ck.ok;
     row->max_abs_err = ck.max_abs_err;

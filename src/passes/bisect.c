@@ -265,8 +265,8 @@ ox_status ox_pm_bisect(ox_pass_manager *pm, const ox_model *m, const ox_bisect_o
         .max_memory = o.max_memory, .r = out,
     };
     if (c.rtol == 0 && c.atol == 0) {
-        c.rtol = 1e-4;
-        c.atol = 1e-5;
+        c.rtol = OX_CHECK_RTOL;
+        c.atol = OX_CHECK_ATOL;
     }
     ox_status st = make_reference(&c, &o, err);
     ox_model *a = NULL;
