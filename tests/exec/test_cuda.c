@@ -586,13 +586,9 @@ static void cmp_reset(void)
     cmp_atol = 1e-4;
 }
 
-static void test_gpu_shared_models(void **state)
+/* compare_devices on both test data sets of every shared model. */
+static void compare_shared_models(const char *shared, const char *label)
 {
-    (void)state;
-    cmp_reset();
-    const char *shared = ox_test_shared();
-    if (!gpu_or_skip() || !shared)
-        skip();
     for (size_t k = 0; k < sizeof models / sizeof models[0]; k++)
         for (int ds = 0; ds < 2; ds++) {
             ox_rval *in[8] = {0};
@@ -600,12 +596,22 @@ static void test_gpu_shared_models(void **state)
             if (!m)
                 continue;
             char what[256];
-            snprintf(what, sizeof what, "%s set %d", models[k], ds);
+            snprintf(what, sizeof what, "%s%s set %d", label, models[k], ds);
             compare_devices(m, in, what, 1);
             for (int i = 0; i < m->graph->n_inputs; i++)
                 ox_rval_free(in[i]);
             ox_model_free(m);
         }
+}
+
+static void test_gpu_shared_models(void **state)
+{
+    (void)state;
+    cmp_reset();
+    const char *shared = ox_test_shared();
+    if (!gpu_or_skip() || !shared)
+        skip();
+    compare_shared_models(shared, "");
 }
 
 /* fp16 on the GPU: the shared models and the GEMM-class node cases within
@@ -1132,19 +1138,7 @@ static void test_emulated_shared_models(void **state)
     if (!shared)
         skip();
     setenv("ONNXSCOPE_CUDA_EMULATE", "1", 1);
-    for (size_t k = 0; k < sizeof models / sizeof models[0]; k++)
-        for (int ds = 0; ds < 2; ds++) {
-            ox_rval *in[8] = {0};
-            ox_model *m = load_model(shared, models[k], in, ds);
-            if (!m)
-                continue;
-            char what[256];
-            snprintf(what, sizeof what, "emulated %s set %d", models[k], ds);
-            compare_devices(m, in, what, 1);
-            for (int i = 0; i < m->graph->n_inputs; i++)
-                ox_rval_free(in[i]);
-            ox_model_free(m);
-        }
+    compare_shared_models(shared, "emulated ");
     unsetenv("ONNXSCOPE_CUDA_EMULATE");
 }
 
