@@ -56,45 +56,8 @@ int done(void)
     return (int)cudaGetLastError();
 }
 
-__device__ __forceinline__ float unary_op(int op, float x, float a, float b)
-{
-    switch (op) {
-    case OX_CK_RELU: return x > 0.f ? x : 0.f;
-    case OX_CK_SIGMOID: return 1.f / (1.f + expf(-x));
-    case OX_CK_TANH: return tanhf(x);
-    case OX_CK_EXP: return expf(x);
-    case OX_CK_LOG: return logf(x);
-    case OX_CK_SQRT: return sqrtf(x);
-    case OX_CK_ERF: return erff(x);
-    case OX_CK_NEG: return -x;
-    case OX_CK_ABS: return fabsf(x);
-    case OX_CK_RECIPROCAL: return 1.f / x;
-    case OX_CK_CLIP: return fminf(fmaxf(x, a), b);
-    case OX_CK_LEAKYRELU: return x < 0.f ? a * x : x;
-    case OX_CK_GELU: return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
-    case OX_CK_HARDSIGMOID: return fmaxf(0.f, fminf(1.f, a * x + b));
-    case OX_CK_HARDSWISH: return x * fmaxf(0.f, fminf(1.f, x / 6.f + 0.5f));
-    case OX_CK_FLOOR: return floorf(x);
-    case OX_CK_GELU_TANH:
-        return 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-    case OX_CK_CEIL: return ceilf(x);
-    default: return x;
-    }
-}
-
-__device__ __forceinline__ float binary_op(int op, float x, float y)
-{
-    switch (op) {
-    case OX_CK_ADD: return x + y;
-    case OX_CK_SUB: return x - y;
-    case OX_CK_MUL: return x * y;
-    case OX_CK_DIV: return x / y;
-    case OX_CK_POW: return y == 2.f ? x * x : powf(x, y);
-    case OX_CK_MAX: return fmaxf(x, y);
-    case OX_CK_MIN: return fminf(x, y);
-    default: return x;
-    }
-}
+// unary_op, binary_op: shared with the float16 kernels (kernels_half.cu).
+#include "kern_ops.cuh"
 
 __global__ void k_unary(int op, const float *x, float *y, int64_t n, float a, float b)
 {

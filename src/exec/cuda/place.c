@@ -11,6 +11,7 @@
 #include "onnxscope/memplan.h"
 #include "core/ptrmap.h"
 #include "place.h"
+#include "place_half.h"
 #include "kern.h"
 #include "exec/arena.h"
 #include "exec/env_flag.h"
@@ -121,6 +122,11 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
                              const ox_cuda_caps *caps, const char **why)
 {
     *why = "no CUDA kernel for this op";
+    /* float16 nodes (place_half.c): placed as their float32 twin would be
+     * when the family has a half kernel. */
+    int half_kind = ox_cuda_half_kind(n, opset, host_in, caps, why);
+    if (half_kind >= 0)
+        return (ox_cuda_kind)half_kind;
     if (n->n_outputs < 1 || !n->outputs[0]) {
         *why = "no output";
         return OX_CK_NONE;

@@ -1576,8 +1576,16 @@ static ox_status run_attention(nctx *c)
     return kchk(c, ox_ck_copy(ctx, c->out[0], 4, 4, dims4, 0, xs4, 0, ys4, n_ctx, c->r->stream));
 }
 
+/* float16 nodes: run_half.inc's runners (docs/EXECUTOR.md "float16 models
+ * on the GPU"); data movement is type-blind and falls through. */
+#include "run_half.inc"
+
 static ox_status dispatch(nctx *c)
 {
+    ox_status (*half)(nctx *) =
+        ox_cuda_node_is_half(c->n) ? half_runner((ox_cuda_kind)c->p->kind[c->k]) : NULL;
+    if (half)
+        return half(c);
     switch ((ox_cuda_kind)c->p->kind[c->k]) {
     case OX_CK_K_UNARY: return run_unary(c);
     case OX_CK_K_BINARY: return run_binary(c);
