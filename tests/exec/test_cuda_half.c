@@ -1,0 +1,491 @@
+/* float16 models on the CUDA backend (docs/EXECUTOR.md "float16 models on
+ * the GPU"): placement of float16 nodes (src/exec/cuda/place_half.c), and
+ * on the emulated device (ONNXSCOPE_CUDA_EMULATE=1, any machine) the
+ * to_fp16 pass's output of every shared model and the float16 node cases
+ * of the ONNX backend suite against the CPU executor. A GPU run of the same
+ * comparisons is exec_cuda's business (bench/gpu-check.sh). */
+#include <dirent.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <cmocka.h>
+
+#include "exec/cuda/place.h"
+#include "onnxscope/device.h"
+#include "onnxscope/dtype.h"
+#include "onnxscope/exec.h"
+#include "onnxscope/io.h"
+#include "onnxscope/ir.h"
+#include "onnxscope/passes.h"
+#include "onnxscope/testdata.h"
+#include "testutil.h"
+
+/* The fp16 tolerance of issue 17 (against the CPU executor running the
+ * same float16 model) and optimize --check's to_fp16 criterion (against
+ * the float32 model). */
+#define HALF_RTOL 1e-2
+#define HALF_ATOL 1e-3
+#define MIN_COSINE 0.999
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static float rndf(void)
+{
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((rng >> 33) % 20001) / 10000.0f - 1.0f;
+}
+
+/* ---- a float16 graph --------------------------------------------------------------- */
+
+static ox_tensor *half_tensor(int rank, const int64_t *dims, float scale)
+{
+    ox_tensor *t = ox_tensor_new(OX_DT_FLOAT16, rank, dims);
+    assert_non_null(t);
+    uint16_t *d = ox_tensor_mutable_data(t);
+    for (int64_t i = 0; i < t->numel; i++)
+        d[i] = ox_f32_to_f16(scale * rndf());
+    return t;
+}
+
+static ox_value *input(ox_graph *g, const char *name, ox_dtype dt, int rank, const int64_t *dims)
+{
+    ox_value *v = ox_graph_value(g, name);
+    v->type = ox_type_new_tensor(dt, rank, dims);
+    assert_int_equal(ox_graph_add_input(g, v), OX_OK);
+    return v;
+}
+
+static ox_value *init(ox_graph *g, const char *name, ox_tensor *t)
+{
+    ox_value *v = ox_graph_value(g, name);
+    assert_int_equal(ox_graph_set_initializer(g, v, t), OX_OK);
+    return v;
+}
+
+static ox_node *node(ox_graph *g, const char *op, const char *dom, int nin, ox_value **ins,
+                     const char *out)
+{
+    ox_value *o = ox_graph_value(g, out);
+    char name[64];
+    snprintf(name, sizeof name, "n%d", g->n_nodes);
+    ox_node *n = ox_node_new(g, op, dom, name, nin, ins, 1, &o);
+    assert_non_null(n);
+    return n;
+}
+
+/* x (float32 2x8x16) -> Cast f16 -> MatMul W -> Add b -> Relu -> Softmax ->
+ * LayerNormalization -> Transpose -> ReduceMean -> Cast f32 -> y, and a
+ * float16 com.microsoft Attention reading the LayerNorm output (no half
+ * kernel: CPU) -> Cast f32 -> z. */
+static ox_model *half_graph(ox_rval **in)
+{
+    ox_model *m = ox_model_new();
+    assert_non_null(m);
+    ox_model_set_opset(m, "", 17);
+    ox_model_set_opset(m, "com.microsoft", 1);
+    ox_graph *g = m->graph ? m->graph : ox_graph_new(m, NULL);
+    m->graph = g;
+    int64_t xd[3] = {2, 8, 16}, wd[2] = {16, 16}, bd[1] = {16}, qd[2] = {16, 48}, qb[1] = {48};
+    ox_value *x = input(g, "x", OX_DT_FLOAT, 3, xd);
+    ox_value *w = init(g, "w", half_tensor(2, wd, 0.5f));
+    ox_value *b = init(g, "b", half_tensor(1, bd, 0.5f));
+    ox_value *gam = init(g, "gamma", half_tensor(1, bd, 1.0f));
+    ox_value *bet = init(g, "beta", half_tensor(1, bd, 0.2f));
+    ox_value *qw = init(g, "qkv_w", half_tensor(2, qd, 0.3f));
+    ox_value *qbias = init(g, "qkv_b", half_tensor(1, qb, 0.1f));
+    ox_node *c = node(g, "Cast", "", 1, &x, "xh");
+    ox_node_set_attr_i(c, "to", OX_DT_FLOAT16);
+    ox_value *mm[2] = {ox_graph_find(g, "xh"), w};
+    node(g, "MatMul", "", 2, mm, "mm");
+    ox_value *ad[2] = {ox_graph_find(g, "mm"), b};
+    node(g, "Add", "", 2, ad, "add");
+    ox_value *r = ox_graph_find(g, "add");
+    node(g, "Relu", "", 1, &r, "relu");
+    ox_value *s = ox_graph_find(g, "relu");
+    node(g, "Softmax", "", 1, &s, "sm");
+    ox_value *ln[3] = {ox_graph_find(g, "sm"), gam, bet};
+    node(g, "LayerNormalization", "", 3, ln, "ln");
+    ox_value *t = ox_graph_find(g, "ln");
+    ox_node *tr = node(g, "Transpose", "", 1, &t, "tr");
+    int64_t perm[3] = {0, 2, 1};
+    ox_node_set_attr_ints(tr, "perm", 3, perm);
+    ox_value *rm = ox_graph_find(g, "tr");
+    ox_node *red = node(g, "ReduceMean", "", 1, &rm, "red");
+    int64_t ax[1] = {2};
+    ox_node_set_attr_ints(red, "axes", 1, ax);
+    ox_value *cr = ox_graph_find(g, "red");
+    ox_node *c2 = node(g, "Cast", "", 1, &cr, "y");
+    ox_node_set_attr_i(c2, "to", OX_DT_FLOAT);
+    ox_value *at[3] = {t, qw, qbias};
+    ox_node *att = node(g, "Attention", "com.microsoft", 3, at, "att");
+    ox_node_set_attr_i(att, "num_heads", 2);
+    ox_value *ca = ox_graph_find(g, "att");
+    ox_node *c3 = node(g, "Cast", "", 1, &ca, "z");
+    ox_node_set_attr_i(c3, "to", OX_DT_FLOAT);
+    assert_int_equal(ox_graph_add_output(g, ox_graph_find(g, "y")), OX_OK);
+    assert_int_equal(ox_graph_add_output(g, ox_graph_find(g, "z")), OX_OK);
+    ox_tensor *xt = ox_tensor_new(OX_DT_FLOAT, 3, xd);
+    assert_non_null(xt);
+    float *xv = ox_tensor_mutable_data(xt);
+    for (int64_t i = 0; i < xt->numel; i++)
+        xv[i] = 2.f * rndf();
+    in[0] = ox_rval_tensor(xt);
+    return m;
+}
+
+/* Placement: every float16 node with a half kernel on the GPU (the boundary
+ * Casts too), the float16 Attention on the CPU with its reason. */
+static void test_half_placement(void **state)
+{
+    (void)state;
+    ox_rval *in[1] = {0};
+    ox_model *m = half_graph(in);
+    const ox_graph *g = m->graph;
+    ox_cuda_caps caps = {.cublas = true, .cudnn = true};
+    ox_cuda_plan *p = NULL;
+    ox_error err = {0};
+    if (ox_cuda_plan_build(m, g->n_nodes, (const ox_node *const *)g->nodes, g->n_values,
+                           (const ox_value *const *)g->values, 1, in, &caps, &p, &err))
+        fail_msg("plan: %s", err.msg);
+    assert_non_null(p);
+    static const ox_cuda_kind want[] = {
+        OX_CK_K_CAST,   OX_CK_K_MATMUL,    OX_CK_K_BINARY,    OX_CK_K_UNARY,
+        OX_CK_K_SOFTMAX, OX_CK_K_LAYERNORM, OX_CK_K_TRANSPOSE, OX_CK_K_REDUCE,
+        OX_CK_K_CAST,   OX_CK_NONE,        OX_CK_K_CAST,
+    };
+    assert_int_equal(p->n_nodes, (int)(sizeof want / sizeof want[0]));
+    for (int k = 0; k < p->n_nodes; k++)
+        if (p->kind[k] != want[k])
+            fail_msg("node %d (%s): kind %d, expected %d (%s)", k, g->nodes[k]->op_type,
+                     p->kind[k], want[k], p->why[k] ? p->why[k] : "");
+    assert_non_null(p->why[9]);
+    assert_non_null(strstr(p->why[9], "float16"));
+    /* The float16 slots have 2-byte elements in the device plan. */
+    for (int s = 0; s < p->n_slots; s++)
+        if (g->values[s] && !strcmp(g->values[s]->name, "mm")) {
+            assert_int_equal(p->slot[s].dtype, OX_DT_FLOAT16);
+            assert_int_equal(p->slot[s].nbytes, 2 * 8 * 16 * 2);
+        }
+    /* No GEMM epilogue and no fp16-operand conversion on float16 nodes. */
+    assert_int_equal(p->n_epilogue, 0);
+    assert_int_equal(p->n_half, 0);
+    ox_error verr = {0};
+    assert_true(ox_cuda_plan_verify(p, &verr));
+    ox_cuda_plan_free(p);
+    ox_rval_free(in[0]);
+    ox_model_free(m);
+}
+
+/* ---- the emulated device against the CPU executor -------------------------------- */
+
+/* false: the real GPU (test_half_gpu_shared_models), else the emulated one. */
+static bool use_emulation = true;
+
+static void set_emulate(bool on)
+{
+    if (!use_emulation)
+        return;
+    if (on)
+        setenv("ONNXSCOPE_CUDA_EMULATE", "1", 1);
+    else
+        unsetenv("ONNXSCOPE_CUDA_EMULATE");
+}
+
+/* Runs m on the CPU executor and twice on the (emulated) CUDA executor
+ * (the second run reuses the plan and the uploaded weights), compares every
+ * output within the fp16 tolerance, returns the GPU executor's stats and
+ * the CPU outputs (out_cpu may be NULL). false when the CPU run fails
+ * (the caller skips the case); a CUDA failure fails the test. */
+static bool compare_half(ox_model *m, ox_rval *const *in, const char *what, ox_exec_stats *st,
+                         ox_rval **out_cpu)
+{
+    const ox_graph *g = m->graph;
+    ox_exec_opts oc = {.threads = 1}, og = {.threads = 1, .device = OX_DEVICE_CUDA};
+    ox_exec *ec = NULL, *eg = NULL;
+    ox_error err = {0};
+    ox_rval *rc[8] = {0}, *rg[8] = {0};
+    assert_true(g->n_outputs <= 8);
+    if (ox_exec_new(m, &oc, &ec, &err) ||
+        ox_exec_run(ec, g->n_inputs, in, g->n_outputs, rc, &err)) {
+        printf("%s: CPU executor: %s (case skipped)\n", what, err.msg);
+        ox_exec_free(ec);
+        for (int i = 0; i < 8; i++)
+            ox_rval_free(rc[i]);
+        return false;
+    }
+    set_emulate(true);
+    if (ox_exec_new(m, &og, &eg, &err))
+        fail_msg("%s (cuda): %s", what, err.msg);
+    for (int r = 0; r < 2; r++) {
+        for (int i = 0; i < g->n_outputs; i++) {
+            ox_rval_free(rg[i]);
+            rg[i] = NULL;
+        }
+        if (ox_exec_run(eg, g->n_inputs, in, g->n_outputs, rg, &err))
+            fail_msg("%s (cuda run %d): %s", what, r + 1, err.msg);
+        for (int i = 0; i < g->n_outputs; i++) {
+            char why[256];
+            if (!ox_rval_allclose(rg[i], rc[i], HALF_RTOL, HALF_ATOL, why, sizeof why))
+                fail_msg("%s output %d (run %d): %s", what, i, r + 1, why);
+        }
+    }
+    set_emulate(false);
+    ox_exec_get_stats(eg, st);
+    for (int i = 0; i < g->n_outputs; i++) {
+        ox_rval_free(rg[i]);
+        if (out_cpu)
+            out_cpu[i] = rc[i];
+        else
+            ox_rval_free(rc[i]);
+    }
+    ox_exec_free(ec);
+    ox_exec_free(eg);
+    return true;
+}
+
+static void test_half_emulated_graph(void **state)
+{
+    (void)state;
+    ox_rval *in[1] = {0};
+    ox_model *m = half_graph(in);
+    ox_exec_stats st;
+    assert_true(compare_half(m, in, "float16 graph", &st, NULL));
+    assert_int_equal(st.nodes_on[OX_DEVICE_CUDA], 10);
+    assert_int_equal(st.nodes_on[OX_DEVICE_CPU], 1);
+    ox_rval_free(in[0]);
+    ox_model_free(m);
+}
+
+static const char *const models[] = {
+    "bert_l2_h128_nofold_op13", "gpt2_like_l2_h128_nofold_op13", "mobilenet_v2_op13",
+    "shape_chain_cnn_nofold_op13", "shape_chain_cnn_nofold_op17", "squeezenet1_1_op17",
+    "torch_transformer_encoder_l4_h256_op17",
+};
+
+static ox_model *load_with_inputs(const char *dir, ox_rval **in)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
+    ox_model *m = NULL;
+    ox_error err = {0};
+    if (ox_load(path, NULL, &m, &err)) {
+        printf("skipped %s: %s\n", path, err.msg);
+        return NULL;
+    }
+    const ox_graph *g = m->graph;
+    if (g->n_inputs > 8) {
+        ox_model_free(m);
+        return NULL;
+    }
+    for (int i = 0; i < g->n_inputs; i++) {
+        snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", dir, i);
+        if (ox_testdata_load(path, g->inputs[i]->type, &in[i], NULL, &err)) {
+            printf("skipped %s: %s\n", path, err.msg);
+            for (int j = 0; j < i; j++)
+                ox_rval_free(in[j]);
+            ox_model_free(m);
+            return NULL;
+        }
+    }
+    return m;
+}
+
+/* Smallest cosine similarity over the float outputs (float16 widened). */
+static double cosine_of(const ox_rval *a, const ox_rval *b)
+{
+    if (!a || !b || a->kind != OX_RV_TENSOR || b->kind != OX_RV_TENSOR ||
+        a->t->numel != b->t->numel)
+        return -2;
+    double ab = 0, aa = 0, bb = 0;
+    for (int64_t i = 0; i < a->t->numel; i++) {
+        double x = ox_tensor_get_f64(a->t, i), y = ox_tensor_get_f64(b->t, i);
+        ab += x * y;
+        aa += x * x;
+        bb += y * y;
+    }
+    if (aa == 0 && bb == 0)
+        return 1;
+    return ab / sqrt(aa * bb);
+}
+
+/* Every shared model after the to_fp16 pass: the emulated CUDA run equals
+ * the CPU run of the same model within rtol 1e-2 / atol 1e-3, is within
+ * optimize --check's cosine of the float32 model, keeps at least the
+ * float32 model's GPU nodes (the boundary Casts join them) and no more
+ * FLOPs on the CPU, and copies no more than the float32 plan does (one
+ * download more at most). */
+static void half_shared_models(const char *shared);
+
+static void test_half_emulated_shared_models(void **state)
+{
+    (void)state;
+    const char *shared = ox_test_shared();
+    if (!shared)
+        skip();
+    use_emulation = true;
+    half_shared_models(shared);
+}
+
+/* The same on a GPU (bench/gpu-check.sh): the half kernels themselves. */
+static void test_half_gpu_shared_models(void **state)
+{
+    (void)state;
+    char line[512];
+    const char *shared = ox_test_shared();
+    if (ox_cuda_probe(line, sizeof line) != OX_CUDA_AVAILABLE) {
+        printf("skipped: no usable GPU: %s\n", line);
+        skip();
+    }
+    if (!shared)
+        skip();
+    printf("GPU: %s\n", line);
+    use_emulation = false;
+    half_shared_models(shared);
+    use_emulation = true;
+}
+
+static void half_shared_models(const char *shared)
+{
+    int done = 0;
+    for (size_t k = 0; k < sizeof models / sizeof models[0]; k++) {
+        char dir[1024];
+        snprintf(dir, sizeof dir, "%s/models/%s", shared, models[k]);
+        ox_rval *in[8] = {0};
+        ox_model *m = load_with_inputs(dir, in);
+        if (!m)
+            continue;
+        /* The float32 model first: its CPU outputs and its GPU placement. */
+        ox_exec_stats s32, s16;
+        ox_rval *ref[8] = {0}, *got[8] = {0};
+        char what[300];
+        snprintf(what, sizeof what, "%s float32", models[k]);
+        assert_true(compare_half(m, in, what, &s32, ref));
+        ox_pass_manager *pm = ox_pm_new(OX_LEVEL_BASIC, OX_TARGET_ONNX);
+        ox_error err = {0};
+        assert_non_null(pm);
+        if (ox_pm_only(pm, "to_fp16", &err) || ox_pm_run(pm, m, NULL, &err))
+            fail_msg("%s: to_fp16: %s", models[k], err.msg);
+        ox_pm_free(pm);
+        snprintf(what, sizeof what, "%s to_fp16", models[k]);
+        assert_true(compare_half(m, in, what, &s16, got));
+        int half_nodes = 0;
+        const ox_graph *g = m->graph;
+        for (int n = 0; n < g->n_nodes; n++) {
+            const ox_node *nd = g->nodes[n];
+            for (int i = 0; i < nd->n_outputs; i++)
+                if (nd->outputs[i] && nd->outputs[i]->type &&
+                    nd->outputs[i]->type->elem == OX_DT_FLOAT16) {
+                    half_nodes++;
+                    break;
+                }
+        }
+        double cmin = 1;
+        for (int i = 0; i < g->n_outputs; i++) {
+            double c = cosine_of(got[i], ref[i]);
+            if (c < cmin)
+                cmin = c;
+            ox_rval_free(got[i]);
+            ox_rval_free(ref[i]);
+        }
+        printf("%s: float32 %d GPU / %d CPU nodes, %lld up / %lld down; to_fp16 (%d float16 "
+               "nodes) %d GPU / %d CPU nodes, %.2f%% of the FLOPs on the GPU, %lld up / %lld "
+               "down; cosine to float32 %.6f\n",
+               models[k], s32.nodes_on[1], s32.nodes_on[0], (long long)s32.h2d_copies,
+               (long long)s32.d2h_copies, half_nodes, s16.nodes_on[1], s16.nodes_on[0],
+               100.0 * (double)s16.flops_on[1] /
+                   (double)(s16.flops_on[0] + s16.flops_on[1] ? s16.flops_on[0] + s16.flops_on[1]
+                                                              : 1),
+               (long long)s16.h2d_copies, (long long)s16.d2h_copies, cmin);
+        if (cmin < MIN_COSINE)
+            fail_msg("%s: cosine %.6f to the float32 outputs (< %.3f)", models[k], cmin,
+                     MIN_COSINE);
+        if (half_nodes == 0)
+            fail_msg("%s: to_fp16 made no float16 node", models[k]);
+        /* Everything the float32 plan had on the GPU stays there. */
+        if (s16.nodes_on[1] < s32.nodes_on[1])
+            fail_msg("%s: %d nodes on the GPU in float16, %d in float32", models[k],
+                     s16.nodes_on[1], s32.nodes_on[1]);
+        if (s16.flops_on[0] > s32.flops_on[0])
+            fail_msg("%s: more FLOPs on the CPU in float16", models[k]);
+        if (s16.d2h_copies > s32.d2h_copies + 1 || s16.h2d_copies > s32.h2d_copies)
+            fail_msg("%s: float16 copies %lld up / %lld down, float32 %lld / %lld", models[k],
+                     (long long)s16.h2d_copies, (long long)s16.d2h_copies,
+                     (long long)s32.h2d_copies, (long long)s32.d2h_copies);
+        for (int i = 0; i < g->n_inputs; i++)
+            ox_rval_free(in[i]);
+        ox_model_free(m);
+        done++;
+    }
+    if (!done)
+        printf("skipped: none of the shared models is there\n");
+}
+
+/* The float16 node cases of the ONNX backend suite: every one the CPU
+ * executor runs gives the same outputs on the emulated device; those with
+ * a half kernel (Cast to/from float16, Max/Min, the expanded Celu/SwiGLU
+ * chains) run at least one node on the GPU. */
+static void test_half_backend_nodes(void **state)
+{
+    (void)state;
+    const char *shared = ox_test_shared();
+    if (!shared)
+        skip();
+    char root[1024];
+    snprintf(root, sizeof root, "%s/onnx-backend/node", shared);
+    DIR *d = opendir(root);
+    if (!d) {
+        printf("skipped: no %s\n", root);
+        skip();
+    }
+    struct dirent *e;
+    char *names[512];
+    int n = 0;
+    while ((e = readdir(d)) && n < 512)
+        if (strcasestr(e->d_name, "float16") && !strcasestr(e->d_name, "bfloat16"))
+            names[n++] = strdup(e->d_name);
+    closedir(d);
+    int ran = 0, on_gpu = 0;
+    for (int i = 0; i < n; i++) {
+        char dir[1400];
+        snprintf(dir, sizeof dir, "%s/%s", root, names[i]);
+        ox_rval *in[8] = {0};
+        ox_model *m = load_with_inputs(dir, in);
+        if (m) {
+            ox_exec_stats st;
+            if (compare_half(m, in, names[i], &st, NULL)) {
+                ran++;
+                if (st.nodes_on[1] > 0)
+                    on_gpu++;
+                printf("%s: %d GPU / %d CPU nodes\n", names[i], st.nodes_on[1], st.nodes_on[0]);
+            }
+            for (int j = 0; j < m->graph->n_inputs; j++)
+                ox_rval_free(in[j]);
+            ox_model_free(m);
+        }
+        free(names[i]);
+    }
+    printf("float16 backend node cases: %d run, %d with GPU nodes\n", ran, on_gpu);
+    if (!ran)
+        skip();
+    /* cast FLOAT16<->FLOAT/DOUBLE (4), max/min (2), celu/swiglu expanded. */
+    assert_true(on_gpu >= 6);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_half_placement),
+        cmocka_unit_test(test_half_emulated_graph),
+        cmocka_unit_test(test_half_emulated_shared_models),
+        cmocka_unit_test(test_half_backend_nodes),
+        cmocka_unit_test(test_half_gpu_shared_models),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
