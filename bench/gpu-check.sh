@@ -12,7 +12,10 @@
 #      rtol 1e-2 on the shared models and the GEMM/Conv/attention cases);
 #   3. benchmarks each carried model on the CPU and on the GPU: fp32 with
 #      CUDA Graphs (the default), fp32 eager (ONNXSCOPE_CUDA_GRAPHS=0) and
-#      fp16 (--precision fp16), noting whether the graph was replayed;
+#      fp16 (--precision fp16), noting whether the graph was replayed; and
+#      the model after the to_fp16 pass (float16 tensors, half kernels),
+#      made here with `optimize --passes to_fp16` (its GPU outputs are
+#      checked by exec_cuda_half, run with the tests);
 #   4. prints a short table last.
 # usage: bench/gpu-check.sh [--dry-run] [--bundle DIR] [--models DIR] [--iters N]
 #   --dry-run  what can be checked without a GPU: the probe must report "no
@@ -158,6 +161,26 @@ else
     say "no test program ($test_bin)"
     tests_rc=1
 fi
+# float16 models (exec_cuda_half): the to_fp16 shared models on the GPU
+# against the CPU executor (rtol 1e-2 / atol 1e-3, cosine >= 0.999 to fp32).
+half_bin=${test_bin%test_cuda}test_cuda_half
+if [ -x "$half_bin" ]; then
+    ONNXSCOPE_SHARED=${models%/models} ONNXSCOPE_BIN=$PWD/$bin ONNXSCOPE_SOURCE=$PWD \
+        timeout $(( $(left) / 4 )) ${runner[@]+"${runner[@]}"} "$half_bin" >"$out/tests_half.txt" 2>&1
+    h_rc=$?
+    hpass=$(grep -c '^\[       OK \]' "$out/tests_half.txt")
+    hfail=$(grep '^\[  FAILED  \] test_' "$out/tests_half.txt" | sort -u | wc -l)
+    hskip=$(grep '^\[  SKIPPED \] test_' "$out/tests_half.txt" | sort -u | wc -l)
+    tests_line="$tests_line; exec_cuda_half: $hpass passed, $hfail failed, $hskip skipped (exit $h_rc)"
+    say "exec_cuda_half: $hpass passed, $hfail failed, $hskip skipped (exit $h_rc)"
+    grep -E 'ERROR|error:|to_fp16 \(|skipped' "$out/tests_half.txt" | head -20
+    [ $h_rc -ne 0 ] && tests_rc=1
+    if [ $gpu_ok -eq 1 ] && [ "$hskip" -gt 0 ]; then
+        say "exec_cuda_half skipped a test on a GPU machine"; tests_rc=1
+    fi
+else
+    say "no float16 test program ($half_bin)"
+fi
 
 # ---- benchmarks -----------------------------------------------------------------------
 rows=()
@@ -185,7 +208,7 @@ if [ -n "$models" ]; then
             --device cpu >"$out/$m.cpu.json" 2>"$out/$m.cpu.err"
         crc=$?
         cpu=$(ms "$(json_get "$out/$m.cpu.json" p50)")
-        gpu="-" share="-" nodes="-" grc=0 eager="-" half="-" graph="-"
+        gpu="-" share="-" nodes="-" grc=0 eager="-" half="-" graph="-" tofp="-" tnodes="-"
         emu=()
         [ $gpu_ok -eq 0 ] && emu=(env ONNXSCOPE_CUDA_EMULATE=1)   # dry run
         if [ $gpu_ok -eq 1 ] || [ $dry -eq 1 ]; then
@@ -212,6 +235,20 @@ if [ -n "$models" ]; then
             hrc=$?
             half=$(ms "$(json_get "$out/$m.fp16.json" p50)")
             [ $hrc -ne 0 ] && { half="err $hrc"; bench_rc=1; say "$m fp16: $(head -1 "$out/$m.fp16.err")"; }
+            # The to_fp16 model: float16 tensors on the GPU (half kernels).
+            if ox optimize "$mdir/model.onnx" -o "$out/$m.to_fp16.onnx" --passes to_fp16 \
+                   >"$out/$m.to_fp16.log" 2>&1; then
+                ${emu[@]+"${emu[@]}"} timeout 120 ${runner[@]+"${runner[@]}"} "$bin" bench "$out/$m.to_fp16.onnx" \
+                    "${common[@]}" --device cuda >"$out/$m.to_fp16.json" 2>"$out/$m.to_fp16.err"
+                trc=$?
+                tofp=$(ms "$(json_get "$out/$m.to_fp16.json" p50)")
+                tg=$(json_get "$out/$m.to_fp16.json" gpu_nodes)
+                tc=$(json_get "$out/$m.to_fp16.json" cpu_nodes)
+                [ -n "$tg" ] && tnodes="$tg/$((tg + tc))"
+                [ $trc -ne 0 ] && { tofp="err $trc"; bench_rc=1; say "$m to_fp16: $(head -1 "$out/$m.to_fp16.err")"; }
+            else
+                tofp="err"; bench_rc=1; say "$m to_fp16 pass: $(tail -1 "$out/$m.to_fp16.log")"
+            fi
         fi
         [ $crc -ne 0 ] && { cpu="err $crc"; bench_rc=1; say "$m cpu: $(head -1 "$out/$m.cpu.err")"; }
         [ $grc -ne 0 ] && { gpu="err $grc"; bench_rc=1; say "$m gpu: $(head -1 "$out/$m.gpu.err")"; }
@@ -219,8 +256,8 @@ if [ -n "$models" ]; then
         case "$cpu$gpu" in *err*|*-*) ;; *)
             ratio=$(awk -v c="$cpu" -v g="$gpu" 'BEGIN{ if (g > 0) printf "x%.2f", c/g }') ;;
         esac
-        rows+=("$(printf '%-40s %10s %10s %10s %10s %8s %10s %8s %9s' "$m" "${cpu:-?}" "${gpu:-?}" \
-            "${eager:-?}" "${half:-?}" "$ratio" "$nodes" "$share" "${graph:-?}")")
+        rows+=("$(printf '%-40s %10s %10s %10s %10s %8s %10s %8s %9s %11s %10s' "$m" "${cpu:-?}" "${gpu:-?}" \
+            "${eager:-?}" "${half:-?}" "$ratio" "$nodes" "$share" "${graph:-?}" "${tofp:-?}" "$tnodes")")
     done
 fi
 
@@ -229,11 +266,13 @@ echo
 echo "GPU check ($(date -u +%FT%TZ), $(( $(date +%s) - t_start )) s, load $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)):"
 echo "  device: $([ $gpu_ok -eq 1 ] && grep -m1 '^device:' "$out/probe.txt" || echo "no GPU (${gpu_line#onnxscope: --device cuda: })")"
 echo "  tests:  $tests_line"
-printf '  %-40s %10s %10s %10s %10s %8s %10s %8s %9s\n' model "cpu p50" "gpu p50" "gpu eager" \
-    "gpu fp16" speedup "gpu nodes" "gpu FLOPs" "graph"
+printf '  %-40s %10s %10s %10s %10s %8s %10s %8s %9s %11s %10s\n' model "cpu p50" "gpu p50" "gpu eager" \
+    "gpu fp16" speedup "gpu nodes" "gpu FLOPs" "graph" "gpu to_fp16" "fp16 nodes"
 echo "  (p50 latencies in ms; gpu: fp32 with CUDA Graphs where the plan allows one, eager:"
 echo "   ONNXSCOPE_CUDA_GRAPHS=0, fp16: --precision fp16; speedup: cpu / gpu; graph: the"
-echo "   last timed run replayed a graph or not. Outputs vs the CPU: the tests line above.)"
+echo "   last timed run replayed a graph or not; to_fp16: the model after optimize --passes"
+echo "   to_fp16 (float16 tensors, half kernels), fp16 nodes its GPU/all nodes. Outputs vs the"
+echo "   CPU: the tests line above.)"
 for r in "${rows[@]}"; do echo "  $r"; done
 if [ $gpu_ok -eq 0 ]; then
     echo "  (dry run: no GPU here; the gpu columns are the emulated device: CPU kernels, not GPU timings)"

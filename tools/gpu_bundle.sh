@@ -23,6 +23,9 @@ rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib/glibc" "$out/models"
 strip -o "$out/bin/onnxscope" "$build/onnxscope"
 strip -o "$out/bin/test_cuda" "$build/tests/exec/test_cuda"
+# float16 models (exec_cuda_half: the to_fp16 shared models on the GPU).
+[ -x "$build/tests/exec/test_cuda_half" ] &&
+    strip -o "$out/bin/test_cuda_half" "$build/tests/exec/test_cuda_half"
 # Libraries: everything ldd resolves except the C library family, which a
 # host always has (a copy goes to lib/glibc for the loader fallback).
 ldd "$build/onnxscope" "$build/tests/exec/test_cuda" | awk '/=> \//{print $1, $3}' | sort -u |
