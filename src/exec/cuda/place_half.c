@@ -12,9 +12,10 @@
 #include "place.h"
 #include "place_half.h"
 
-/* The families with a half variant. ATTENTION has none (its QKV
- * projection and scores are float32-only): a float16 Attention stays on
- * the CPU. FUSED never comes out of ox_cuda_kind_of. */
+/* The families with a half variant (ATTENTION: float16 in and out around
+ * the float32 kernels, run_half.inc). FUSED never comes out of
+ * ox_cuda_kind_of; a family added later stays on the CPU for float16
+ * until it gets a half runner here. */
 bool ox_cuda_half_family(ox_cuda_kind k)
 {
     switch (k) {
@@ -23,6 +24,7 @@ bool ox_cuda_half_family(ox_cuda_kind k)
     case OX_CK_K_GATHER: case OX_CK_K_EXPAND: case OX_CK_K_REDUCE: case OX_CK_K_SOFTMAX:
     case OX_CK_K_LAYERNORM: case OX_CK_K_BATCHNORM: case OX_CK_K_MATMUL: case OX_CK_K_GEMM:
     case OX_CK_K_CONV: case OX_CK_K_POOL: case OX_CK_K_GLOBALPOOL: case OX_CK_K_CAST:
+    case OX_CK_K_ATTENTION:
         return true;
     default:
         return false;
