@@ -14,10 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "exec/cuda/place.h"
+#include "exec/cuda/place_half.h"
 #include "onnxscope/device.h"
 #include "onnxscope/dtype.h"
 #include "onnxscope/exec.h"
@@ -82,8 +84,8 @@ static ox_node *node(ox_graph *g, const char *op, const char *dom, int nin, ox_v
 
 /* x (float32 2x8x16) -> Cast f16 -> MatMul W -> Add b -> Relu -> Softmax ->
  * LayerNormalization -> Transpose -> ReduceMean -> Cast f32 -> y, and a
- * float16 com.microsoft Attention reading the LayerNorm output (no half
- * kernel: CPU) -> Cast f32 -> z. */
+ * float16 com.microsoft Attention reading the LayerNorm output -> Cast f32
+ * -> z. */
 static ox_model *half_graph(ox_rval **in)
 {
     ox_model *m = ox_model_new();
@@ -141,7 +143,8 @@ static ox_model *half_graph(ox_rval **in)
 }
 
 /* Placement: every float16 node with a half kernel on the GPU (the boundary
- * Casts too), the float16 Attention on the CPU with its reason. */
+ * Casts too); a node mixing float16 and float32 (other than a Cast) on the
+ * CPU with its reason. */
 static void test_half_placement(void **state)
 {
     (void)state;
@@ -158,15 +161,39 @@ static void test_half_placement(void **state)
     static const ox_cuda_kind want[] = {
         OX_CK_K_CAST,   OX_CK_K_MATMUL,    OX_CK_K_BINARY,    OX_CK_K_UNARY,
         OX_CK_K_SOFTMAX, OX_CK_K_LAYERNORM, OX_CK_K_TRANSPOSE, OX_CK_K_REDUCE,
-        OX_CK_K_CAST,   OX_CK_NONE,        OX_CK_K_CAST,
+        OX_CK_K_CAST,   OX_CK_K_ATTENTION, OX_CK_K_CAST,
     };
     assert_int_equal(p->n_nodes, (int)(sizeof want / sizeof want[0]));
     for (int k = 0; k < p->n_nodes; k++)
         if (p->kind[k] != want[k])
             fail_msg("node %d (%s): kind %d, expected %d (%s)", k, g->nodes[k]->op_type,
                      p->kind[k], want[k], p->why[k] ? p->why[k] : "");
-    assert_non_null(p->why[9]);
-    assert_non_null(strstr(p->why[9], "float16"));
+    /* Add(float16, float32): no kernel reads both (the node is made up:
+     * no inference runs on it). */
+    const ox_node *add = p->cnode[2];   /* the inferred clone's: typed */
+    ox_value a32 = *add->inputs[1];
+    ox_type t32 = *a32.type;
+    t32.elem = OX_DT_FLOAT;
+    a32.type = &t32;
+    ox_value *mixed_in[2] = {add->inputs[0], &a32};
+    ox_node mixed = *add;
+    mixed.inputs = mixed_in;
+    bool host[2] = {true, true};
+    const char *why = NULL;
+    assert_int_equal(ox_cuda_half_kind(&mixed, 17, host, &caps, &why), OX_CK_NONE);
+    assert_string_equal(why, "float16 mixed with another float type");
+    /* A node without float16 values is not place_half.c's (-1). */
+    ox_value a0 = *add->inputs[0], y32 = *add->outputs[0];
+    ox_type t0 = *a0.type, ty = *y32.type;
+    t0.elem = ty.elem = OX_DT_FLOAT;
+    a0.type = &t0;
+    y32.type = &ty;
+    ox_value *f32_in[2] = {&a0, &a32}, *f32_out[1] = {&y32};
+    ox_node f32 = *add;
+    f32.inputs = f32_in;
+    f32.outputs = f32_out;
+    assert_int_equal(ox_cuda_half_kind(&f32, 17, host, &caps, &why), -1);
+    assert_int_equal(ox_cuda_kind_of(&f32, 17, host, &caps, &why), OX_CK_K_BINARY);
     /* The float16 slots have 2-byte elements in the device plan. */
     for (int s = 0; s < p->n_slots; s++)
         if (g->values[s] && !strcmp(g->values[s]->name, "mm")) {
@@ -257,8 +284,8 @@ static void test_half_emulated_graph(void **state)
     ox_model *m = half_graph(in);
     ox_exec_stats st;
     assert_true(compare_half(m, in, "float16 graph", &st, NULL));
-    assert_int_equal(st.nodes_on[OX_DEVICE_CUDA], 10);
-    assert_int_equal(st.nodes_on[OX_DEVICE_CPU], 1);
+    assert_int_equal(st.nodes_on[OX_DEVICE_CUDA], 11);
+    assert_int_equal(st.nodes_on[OX_DEVICE_CPU], 0);
     ox_rval_free(in[0]);
     ox_model_free(m);
 }
@@ -351,6 +378,94 @@ static void test_half_gpu_shared_models(void **state)
     use_emulation = true;
 }
 
+/* m32 and m16 (the same model before and after to_fp16) on these inputs:
+ * each on the (emulated) GPU against the CPU executor, m16's outputs
+ * within optimize --check's cosine of m32's, at least m32's GPU nodes and
+ * no more CPU FLOPs, no more copies (one download more at most). */
+static void check_pair(const char *label, ox_model *m32, ox_model *m16, ox_rval *const *in)
+{
+    ox_exec_stats s32, s16;
+    ox_rval *ref[8] = {0}, *got[8] = {0};
+    char what[300];
+    snprintf(what, sizeof what, "%s float32", label);
+    assert_true(compare_half(m32, in, what, &s32, ref));
+    snprintf(what, sizeof what, "%s to_fp16", label);
+    assert_true(compare_half(m16, in, what, &s16, got));
+    int half_nodes = 0;
+    const ox_graph *g = m16->graph;
+    for (int n = 0; n < g->n_nodes; n++) {
+        const ox_node *nd = g->nodes[n];
+        for (int i = 0; i < nd->n_outputs; i++)
+            if (nd->outputs[i] && nd->outputs[i]->type &&
+                nd->outputs[i]->type->elem == OX_DT_FLOAT16) {
+                half_nodes++;
+                break;
+            }
+    }
+    double cmin = 1;
+    for (int i = 0; i < g->n_outputs; i++) {
+        double c = cosine_of(got[i], ref[i]);
+        if (c < cmin)
+            cmin = c;
+        ox_rval_free(got[i]);
+        ox_rval_free(ref[i]);
+    }
+    double f32 = s32.flops_on[0] + s32.flops_on[1], f16 = s16.flops_on[0] + s16.flops_on[1];
+    printf("%s: float32 %d GPU / %d CPU nodes, %.2f%% of the FLOPs on the GPU, %lld up / %lld "
+           "down; to_fp16 (%d float16 nodes) %d GPU / %d CPU nodes, %.2f%% of the FLOPs on the "
+           "GPU, %lld up / %lld down; cosine to float32 %.6f\n",
+           label, s32.nodes_on[1], s32.nodes_on[0], f32 > 0 ? 100.0 * s32.flops_on[1] / f32 : 0,
+           (long long)s32.h2d_copies, (long long)s32.d2h_copies, half_nodes, s16.nodes_on[1],
+           s16.nodes_on[0], f16 > 0 ? 100.0 * s16.flops_on[1] / f16 : 0,
+           (long long)s16.h2d_copies, (long long)s16.d2h_copies, cmin);
+    if (cmin < MIN_COSINE)
+        fail_msg("%s: cosine %.6f to the float32 outputs (< %.3f)", label, cmin, MIN_COSINE);
+    if (half_nodes == 0)
+        fail_msg("%s: to_fp16 made no float16 node", label);
+    /* Everything the float32 plan had on the GPU stays there. */
+    if (s16.nodes_on[1] < s32.nodes_on[1])
+        fail_msg("%s: %d nodes on the GPU in float16, %d in float32", label, s16.nodes_on[1],
+                 s32.nodes_on[1]);
+    if (s16.flops_on[0] > s32.flops_on[0])
+        fail_msg("%s: more FLOPs on the CPU in float16 (%lld, float32 %lld)", label,
+                 (long long)s16.flops_on[0], (long long)s32.flops_on[0]);
+    if (s16.d2h_copies > s32.d2h_copies + 1 || s16.h2d_copies > s32.h2d_copies + 2)
+        fail_msg("%s: float16 copies %lld up / %lld down, float32 %lld / %lld", label,
+                 (long long)s16.h2d_copies, (long long)s16.d2h_copies,
+                 (long long)s32.h2d_copies, (long long)s32.d2h_copies);
+}
+
+/* onnxscope optimize MODEL -o OUT ARGS with the inputs' shapes; NULL (and
+ * why printed) when the binary is not there or fails. */
+static ox_model *optimized(const char *model, const ox_graph *g, ox_rval *const *in,
+                           const char *out, const char *args)
+{
+    const char *bin = ox_test_bin();
+    if (!bin) {
+        printf("skipped: no onnxscope binary (ONNXSCOPE_BIN)\n");
+        return NULL;
+    }
+    char cmd[4096], *o = NULL;
+    int len = snprintf(cmd, sizeof cmd, "'%s' optimize '%s' -o '%s' %s", bin, model, out, args);
+    for (int i = 0; i < g->n_inputs && len < (int)sizeof cmd - 200; i++) {
+        const ox_tensor *t = in[i]->t;
+        len += snprintf(cmd + len, sizeof cmd - (size_t)len, " --shape '%s=", g->inputs[i]->name);
+        for (int d = 0; d < t->rank; d++)
+            len += snprintf(cmd + len, sizeof cmd - (size_t)len, "%s%lld", d ? "x" : "",
+                            (long long)t->dims[d]);
+        len += snprintf(cmd + len, sizeof cmd - (size_t)len, "'");
+    }
+    int rc = ox_test_run(cmd, &o);
+    if (rc)
+        fail_msg("%s: exit %d: %s", cmd, rc, o ? o : "");
+    free(o);
+    ox_model *m = NULL;
+    ox_error err = {0};
+    if (ox_load(out, NULL, &m, &err))
+        fail_msg("%s: %s", out, err.msg);
+    return m;
+}
+
 static void half_shared_models(const char *shared)
 {
     int done = 0;
@@ -361,70 +476,64 @@ static void half_shared_models(const char *shared)
         ox_model *m = load_with_inputs(dir, in);
         if (!m)
             continue;
-        /* The float32 model first: its CPU outputs and its GPU placement. */
-        ox_exec_stats s32, s16;
-        ox_rval *ref[8] = {0}, *got[8] = {0};
-        char what[300];
-        snprintf(what, sizeof what, "%s float32", models[k]);
-        assert_true(compare_half(m, in, what, &s32, ref));
+        ox_model *h = ox_model_clone(m);
+        assert_non_null(h);
         ox_pass_manager *pm = ox_pm_new(OX_LEVEL_BASIC, OX_TARGET_ONNX);
         ox_error err = {0};
         assert_non_null(pm);
-        if (ox_pm_only(pm, "to_fp16", &err) || ox_pm_run(pm, m, NULL, &err))
+        if (ox_pm_only(pm, "to_fp16", &err) || ox_pm_run(pm, h, NULL, &err))
             fail_msg("%s: to_fp16: %s", models[k], err.msg);
         ox_pm_free(pm);
-        snprintf(what, sizeof what, "%s to_fp16", models[k]);
-        assert_true(compare_half(m, in, what, &s16, got));
-        int half_nodes = 0;
-        const ox_graph *g = m->graph;
-        for (int n = 0; n < g->n_nodes; n++) {
-            const ox_node *nd = g->nodes[n];
-            for (int i = 0; i < nd->n_outputs; i++)
-                if (nd->outputs[i] && nd->outputs[i]->type &&
-                    nd->outputs[i]->type->elem == OX_DT_FLOAT16) {
-                    half_nodes++;
-                    break;
-                }
-        }
-        double cmin = 1;
-        for (int i = 0; i < g->n_outputs; i++) {
-            double c = cosine_of(got[i], ref[i]);
-            if (c < cmin)
-                cmin = c;
-            ox_rval_free(got[i]);
-            ox_rval_free(ref[i]);
-        }
-        printf("%s: float32 %d GPU / %d CPU nodes, %lld up / %lld down; to_fp16 (%d float16 "
-               "nodes) %d GPU / %d CPU nodes, %.2f%% of the FLOPs on the GPU, %lld up / %lld "
-               "down; cosine to float32 %.6f\n",
-               models[k], s32.nodes_on[1], s32.nodes_on[0], (long long)s32.h2d_copies,
-               (long long)s32.d2h_copies, half_nodes, s16.nodes_on[1], s16.nodes_on[0],
-               100.0 * (double)s16.flops_on[1] /
-                   (double)(s16.flops_on[0] + s16.flops_on[1] ? s16.flops_on[0] + s16.flops_on[1]
-                                                              : 1),
-               (long long)s16.h2d_copies, (long long)s16.d2h_copies, cmin);
-        if (cmin < MIN_COSINE)
-            fail_msg("%s: cosine %.6f to the float32 outputs (< %.3f)", models[k], cmin,
-                     MIN_COSINE);
-        if (half_nodes == 0)
-            fail_msg("%s: to_fp16 made no float16 node", models[k]);
-        /* Everything the float32 plan had on the GPU stays there. */
-        if (s16.nodes_on[1] < s32.nodes_on[1])
-            fail_msg("%s: %d nodes on the GPU in float16, %d in float32", models[k],
-                     s16.nodes_on[1], s32.nodes_on[1]);
-        if (s16.flops_on[0] > s32.flops_on[0])
-            fail_msg("%s: more FLOPs on the CPU in float16", models[k]);
-        if (s16.d2h_copies > s32.d2h_copies + 1 || s16.h2d_copies > s32.h2d_copies)
-            fail_msg("%s: float16 copies %lld up / %lld down, float32 %lld / %lld", models[k],
-                     (long long)s16.h2d_copies, (long long)s16.d2h_copies,
-                     (long long)s32.h2d_copies, (long long)s32.d2h_copies);
-        for (int i = 0; i < g->n_inputs; i++)
+        check_pair(models[k], m, h, in);
+        ox_model_free(h);
+        for (int i = 0; i < m->graph->n_inputs; i++)
             ox_rval_free(in[i]);
         ox_model_free(m);
         done++;
     }
     if (!done)
         printf("skipped: none of the shared models is there\n");
+}
+
+/* The fused models of the precision work: optimize --level all --target
+ * ort (Attention, SkipLayerNormalization, BiasGelu, FusedGemm ...), then the
+ * same plus to_fp16, for the inputs' shapes (the CLI, as a user runs it). */
+static void test_half_emulated_fused_models(void **state)
+{
+    (void)state;
+    const char *shared = ox_test_shared();
+    if (!shared || !ox_test_bin())
+        skip();
+    use_emulation = true;
+    char tmpl[] = "/tmp/ox_cuda_half_XXXXXX";
+    const char *tmp = mkdtemp(tmpl);
+    assert_non_null(tmp);
+    for (size_t k = 0; k < sizeof models / sizeof models[0]; k++) {
+        char dir[1024], src[1100], o32[1100], o16[1100];
+        snprintf(dir, sizeof dir, "%s/models/%s", shared, models[k]);
+        ox_rval *in[8] = {0};
+        ox_model *m = load_with_inputs(dir, in);
+        if (!m)
+            continue;
+        snprintf(src, sizeof src, "%s/model.onnx", dir);
+        snprintf(o32, sizeof o32, "%s/%s.fused.onnx", tmp, models[k]);
+        snprintf(o16, sizeof o16, "%s/%s.fused_fp16.onnx", tmp, models[k]);
+        ox_model *f32 = optimized(src, m->graph, in, o32, "--level all --target ort");
+        ox_model *f16 = optimized(src, m->graph, in, o16, "--level all --target ort "
+                                                          "--passes +to_fp16");
+        char label[300];
+        snprintf(label, sizeof label, "%s fused", models[k]);
+        if (f32 && f16)
+            check_pair(label, f32, f16, in);
+        ox_model_free(f32);
+        ox_model_free(f16);
+        remove(o32);
+        remove(o16);
+        for (int i = 0; i < m->graph->n_inputs; i++)
+            ox_rval_free(in[i]);
+        ox_model_free(m);
+    }
+    rmdir(tmp);
 }
 
 /* The float16 node cases of the ONNX backend suite: every one the CPU
@@ -484,6 +593,7 @@ int main(void)
         cmocka_unit_test(test_half_placement),
         cmocka_unit_test(test_half_emulated_graph),
         cmocka_unit_test(test_half_emulated_shared_models),
+        cmocka_unit_test(test_half_emulated_fused_models),
         cmocka_unit_test(test_half_backend_nodes),
         cmocka_unit_test(test_half_gpu_shared_models),
     };

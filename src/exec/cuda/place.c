@@ -122,8 +122,7 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
                              const ox_cuda_caps *caps, const char **why)
 {
     *why = "no CUDA kernel for this op";
-    /* float16 nodes (place_half.c): placed as their float32 twin would be
-     * when the family has a half kernel. */
+    /* float16 nodes (place_half.c): placed as their float32 twin would be. */
     int half_kind = ox_cuda_half_kind(n, opset, host_in, caps, why);
     if (half_kind >= 0)
         return (ox_cuda_kind)half_kind;

@@ -2,8 +2,8 @@
  * GPU"): a node touching a float16 tensor (the to_fp16 pass's output) goes
  * to the GPU when its float32 twin would (the same node with every float16
  * value read as float32: the kernels' structural limits, ranks, attributes
- * and parameter rules are the same) and its kernel family has a half
- * variant (kernels_half.cu, run_half.inc). Kept separate from place.c so
+ * and parameter rules are the same); run_half.inc runs it with a half
+ * kernel (kernels_half.cu) or widened around the float32 one. Kept separate from place.c so
  * the float32 rules stay in one place and are not repeated per type. */
 #include <stdlib.h>
 #include <string.h>
@@ -12,23 +12,13 @@
 #include "place.h"
 #include "place_half.h"
 
-/* The families with a half variant (ATTENTION: float16 in and out around
- * the float32 kernels, run_half.inc). FUSED never comes out of
- * ox_cuda_kind_of; a family added later stays on the CPU for float16
- * until it gets a half runner here. */
+/* Every family runs float16 (run_half.inc): its own half runner, the
+ * type-blind data movement, or the float32 runner on widened copies
+ * (Attention, and any family added later). FUSED never comes out of
+ * ox_cuda_kind_of. */
 bool ox_cuda_half_family(ox_cuda_kind k)
 {
-    switch (k) {
-    case OX_CK_K_UNARY: case OX_CK_K_BINARY: case OX_CK_K_WHERE: case OX_CK_K_RESHAPE:
-    case OX_CK_K_TRANSPOSE: case OX_CK_K_CONCAT: case OX_CK_K_SLICE: case OX_CK_K_SPLIT:
-    case OX_CK_K_GATHER: case OX_CK_K_EXPAND: case OX_CK_K_REDUCE: case OX_CK_K_SOFTMAX:
-    case OX_CK_K_LAYERNORM: case OX_CK_K_BATCHNORM: case OX_CK_K_MATMUL: case OX_CK_K_GEMM:
-    case OX_CK_K_CONV: case OX_CK_K_POOL: case OX_CK_K_GLOBALPOOL: case OX_CK_K_CAST:
-    case OX_CK_K_ATTENTION:
-        return true;
-    default:
-        return false;
-    }
+    return k != OX_CK_NONE && k != OX_CK_K_FUSED;
 }
 
 static ox_dtype elem(const ox_value *v)
@@ -97,10 +87,10 @@ int ox_cuda_half_kind(const ox_node *n, int64_t opset, const bool *host_in,
         return OX_CK_NONE;
     }
     if (!ox_cuda_half_family(k)) {
-        *why = "no float16 kernel for this op (float32 only)";
+        *why = "no float16 runner for this op";
         return OX_CK_NONE;
     }
-    /* A Cast to or from float16 runs between float16 and the types of
-     * the float32 Cast kernel (kernels_half.cu converts through float). */
+    /* (A Cast between float16 and a type of the float32 Cast kernel:
+     * ox_ckh_cast converts through float.) */
     return k;
 }

@@ -1582,8 +1582,7 @@ static ox_status run_attention(nctx *c)
 
 static ox_status dispatch(nctx *c)
 {
-    ox_status (*half)(nctx *) =
-        ox_cuda_node_is_half(c->n) ? half_runner((ox_cuda_kind)c->p->kind[c->k]) : NULL;
+    ox_status (*half)(nctx *) = half_runner(c);
     if (half)
         return half(c);
     switch ((ox_cuda_kind)c->p->kind[c->k]) {
