@@ -159,7 +159,7 @@ static void test_half_placement(void **state)
         fail_msg("plan: %s", err.msg);
     assert_non_null(p);
     static const ox_cuda_kind want[] = {
-        OX_CK_K_CAST,   OX_CK_K_MATMUL,    OX_CK_K_BINARY,    OX_CK_K_UNARY,
+        OX_CK_K_CAST,   OX_CK_K_MATMUL,    OX_CK_K_FUSED,     OX_CK_K_FUSED,
         OX_CK_K_SOFTMAX, OX_CK_K_LAYERNORM, OX_CK_K_TRANSPOSE, OX_CK_K_REDUCE,
         OX_CK_K_CAST,   OX_CK_K_ATTENTION, OX_CK_K_CAST,
     };
@@ -170,7 +170,7 @@ static void test_half_placement(void **state)
                      p->kind[k], want[k], p->why[k] ? p->why[k] : "");
     /* Add(float16, float32): no kernel reads both (the node is made up:
      * no inference runs on it). */
-    const ox_node *add = p->cnode[2];   /* the inferred clone's: typed */
+    const ox_node *add = p->cnode[2];   /* the inferred clone's: typed (the Add) */
     ox_value a32 = *add->inputs[1];
     ox_type t32 = *a32.type;
     t32.elem = OX_DT_FLOAT;
@@ -194,14 +194,18 @@ static void test_half_placement(void **state)
     f32.outputs = f32_out;
     assert_int_equal(ox_cuda_half_kind(&f32, 17, host, &caps, &why), -1);
     assert_int_equal(ox_cuda_kind_of(&f32, 17, host, &caps, &why), OX_CK_K_BINARY);
+    assert_int_equal(ox_cuda_kind_of(add, 17, host, &caps, &why), OX_CK_K_BINARY);
     /* The float16 slots have 2-byte elements in the device plan. */
     for (int s = 0; s < p->n_slots; s++)
         if (g->values[s] && !strcmp(g->values[s]->name, "mm")) {
             assert_int_equal(p->slot[s].dtype, OX_DT_FLOAT16);
             assert_int_equal(p->slot[s].nbytes, 2 * 8 * 16 * 2);
         }
-    /* No GEMM epilogue and no fp16-operand conversion on float16 nodes. */
-    assert_int_equal(p->n_epilogue, 0);
+    /* MatMul + Add(float16 bias) + Relu: one GEMM epilogue head writing the
+     * Relu's value; no fp16-operand conversion on float16 nodes. */
+    assert_int_equal(p->n_epilogue, 1);
+    assert_int_equal(p->ep[1], OX_EP_RELU_BIAS);
+    assert_int_equal(p->ep_bias_host[1]->dtype, OX_DT_FLOAT16);
     assert_int_equal(p->n_half, 0);
     ox_error verr = {0};
     assert_true(ox_cuda_plan_verify(p, &verr));
@@ -286,6 +290,7 @@ static void test_half_emulated_graph(void **state)
     assert_true(compare_half(m, in, "float16 graph", &st, NULL));
     assert_int_equal(st.nodes_on[OX_DEVICE_CUDA], 11);
     assert_int_equal(st.nodes_on[OX_DEVICE_CPU], 0);
+    assert_int_equal(st.epilogue_nodes, 1);
     ox_rval_free(in[0]);
     ox_model_free(m);
 }

@@ -539,15 +539,15 @@ static bool single_use_by(const ox_value *v, const ox_node *reader)
     return false;
 }
 
-/* A float32 initializer of n elements shaped (n) or (1, n), not a graph
- * input (a caller cannot replace it): a bias, read from the clone. */
+/* A float32 (or float16) initializer of n elements shaped (n) or (1, n),
+ * not a graph input (a caller cannot replace it): a bias, from the clone. */
 static const ox_tensor *bias_of(const ox_cuda_plan *p, int s, const ox_value *v, int64_t n)
 {
     if (s < 0 || !v || !v->name || !p->slot[s].init || !p->slot[s].is_static ||
-        p->slot[s].dtype != OX_DT_FLOAT)
+        (p->slot[s].dtype != OX_DT_FLOAT && p->slot[s].dtype != OX_DT_FLOAT16))
         return NULL;
     const ox_value *cv = ox_graph_find(p->clone->graph, v->name);
-    if (!cv || !cv->init || cv->init->dtype != OX_DT_FLOAT)
+    if (!cv || !cv->init || cv->init->dtype != p->slot[s].dtype)
         return NULL;
     const ox_graph *g = p->clone->graph;
     for (int i = 0; i < g->n_inputs; i++)
@@ -647,7 +647,8 @@ static void plan_epilogues(ox_cuda_plan *p, const ox_node *const *nodes, const o
         if ((kind != OX_CK_K_MATMUL && kind != OX_CK_K_GEMM) || cn->n_outputs != 1)
             continue;
         const ox_value *y = cn->outputs[0];
-        if (!static_tensor(y) || rank_of(y) < 2 || elem_of(y) != OX_DT_FLOAT)
+        if (!static_tensor(y) || rank_of(y) < 2 ||
+            (elem_of(y) != OX_DT_FLOAT && elem_of(y) != OX_DT_FLOAT16))   /* float16: run_half.inc */
             continue;
         int64_t n = dim_of(y, rank_of(y) - 1);
         int bias = -1, tail = k, slots_dead[2], n_dead = 0;
@@ -676,6 +677,8 @@ static void plan_epilogues(ox_cuda_plan *p, const ox_node *const *nodes, const o
             tail = k + 1;
             t = add->outputs[0];
         }
+        if (bt->dtype != elem_of(y))
+            continue;   /* a float16 product takes a float16 bias only */
         ox_cuda_epilogue ep = OX_EP_BIAS;
         if (tail + 1 < p->n_nodes && single_use_by(t, p->cnode[tail + 1]) &&
             p->cnode[tail + 1]->inputs[0] == t && same_shape(p->cnode[tail + 1]->outputs[0], t)) {
