@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Placement of the shared models on the CUDA backend, float32 and after the
-# to_fp16 pass, each with and without --precision fp16 (docs/PERFORMANCE.md
-# "CUDA: placement of float16 models"). Runs on the emulated device
+# to_fp16 pass, each with and without --precision fp16, and the fused models
+# (optimize --level all --target ort) without and with to_fp16
+# (docs/PERFORMANCE.md "CUDA: placement of float16 models"). Runs on the emulated device
 # (ONNXSCOPE_CUDA_EMULATE=1), so it needs no GPU: placement, FLOPs shares
 # and transfer counts are the plan's, the same as on a GPU.
 # usage: bench/fp16_placement.sh [BIN] [MODELS_DIR]   (defaults build/onnxscope, ../shared/models)
@@ -18,12 +19,22 @@ for mdir in "$models"/*/; do
     "$bin" info "$mdir/model.onnx" --json 2>/dev/null | grep -q '"seq"' && dims+=(--dim seq=128)
     "$bin" optimize "$mdir/model.onnx" -o "$tmp/$m.fp16.onnx" --passes to_fp16 >/dev/null 2>&1 ||
         { echo "$m: to_fp16 failed"; continue; }
-    for v in "fp32" "fp32 --precision fp16" "to_fp16" "to_fp16 --precision fp16"; do
+    fuse=(--level all --target ort "${dims[@]}")
+    "$bin" optimize "$mdir/model.onnx" -o "$tmp/$m.fused.onnx" "${fuse[@]}" >/dev/null 2>&1 &&
+        "$bin" optimize "$mdir/model.onnx" -o "$tmp/$m.fused16.onnx" "${fuse[@]}" --passes +to_fp16 \
+            >/dev/null 2>&1 || { echo "$m: optimize failed"; continue; }
+    for v in "fp32" "fp32 --precision fp16" "to_fp16" "to_fp16 --precision fp16" "fused" "fused + to_fp16"; do
         f=$mdir/model.onnx
-        case $v in to_fp16*) f=$tmp/$m.fp16.onnx ;; esac
+        case $v in
+            to_fp16*) f=$tmp/$m.fp16.onnx ;;
+            fused) f=$tmp/$m.fused.onnx ;;
+            "fused + to_fp16") f=$tmp/$m.fused16.onnx ;;
+        esac
         extra=()
         case $v in *precision*) extra=(--precision fp16) ;; esac
-        j=$(ONNXSCOPE_CUDA_EMULATE=1 "$bin" bench "$f" "${dims[@]}" --device cuda ${extra[@]+"${extra[@]}"} \
+        bdims=("${dims[@]}")
+        case $v in fused*) bdims=() ;; esac   # the fused models have those dims fixed
+        j=$(ONNXSCOPE_CUDA_EMULATE=1 "$bin" bench "$f" ${bdims[@]+"${bdims[@]}"} --device cuda ${extra[@]+"${extra[@]}"} \
             --iters 1 --warmup 1 --no-profile --json 2>/dev/null)
         g() { echo "$j" | grep -o "\"$1\": *[0-9]*" | head -1 | sed 's/.*: *//'; }
         gn=$(g gpu_nodes) cn=$(g cpu_nodes) gf=$(g gpu_flops) cf=$(g cpu_flops)
