@@ -11,10 +11,10 @@
 #include "onnxscope/memplan.h"
 #include "core/ptrmap.h"
 #include "place.h"
-#include "place_half.h"
 #include "kern.h"
 #include "exec/arena.h"
 #include "exec/env_flag.h"
+#include "place_half.h"
 
 static bool is_ms(const ox_node *n)
 {

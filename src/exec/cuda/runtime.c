@@ -1515,6 +1515,11 @@ static ox_status run_pool(nctx *c)
                                 c->r->stream));
 }
 
+/* float16 nodes: run_half.inc's runners (docs/EXECUTOR.md "float16 models
+ * on the GPU"); data movement is type-blind and falls through; dispatch() asks
+ * half_runner first. */
+#include "run_half.inc"
+
 /* com.microsoft Attention: QKV projection (cuBLAS), heads split by a
  * strided copy, scores and context by batched GEMMs, the scaled masked
  * softmax by our kernel, heads merged back. Temporaries in the scratch. */
@@ -1575,10 +1580,6 @@ static ox_status run_attention(nctx *c)
     contig(4, dims4, ys4);
     return kchk(c, ox_ck_copy(ctx, c->out[0], 4, 4, dims4, 0, xs4, 0, ys4, n_ctx, c->r->stream));
 }
-
-/* float16 nodes: run_half.inc's runners (docs/EXECUTOR.md "float16 models
- * on the GPU"); data movement is type-blind and falls through. */
-#include "run_half.inc"
 
 static ox_status dispatch(nctx *c)
 {
