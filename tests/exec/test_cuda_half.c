@@ -507,8 +507,12 @@ static void test_half_emulated_fused_models(void **state)
 {
     (void)state;
     const char *shared = ox_test_shared();
-    if (!shared || !ox_test_bin())
+    if (!shared)
         skip();
+    if (!ox_test_bin()) {
+        printf("skipped: no onnxscope binary (ONNXSCOPE_BIN) to optimize with\n");
+        skip();
+    }
     use_emulation = true;
     char tmpl[] = "/tmp/ox_cuda_half_XXXXXX";
     const char *tmp = mkdtemp(tmpl);
@@ -588,8 +592,10 @@ static void test_half_backend_nodes(void **state)
     printf("float16 backend node cases: %d run, %d with GPU nodes\n", ran, on_gpu);
     if (!ran)
         skip();
-    /* cast FLOAT16<->FLOAT/DOUBLE (4), max/min (2), celu/swiglu expanded. */
-    assert_true(on_gpu >= 6);
+    /* 13 on this suite: Cast/CastLike(expanded) FLOAT16<->FLOAT/DOUBLE, Min,
+     * the expanded Celu, SwiGLU and Range chains... */
+    if (on_gpu < 10)
+        fail_msg("only %d float16 node cases ran a node on the GPU", on_gpu);
 }
 
 int main(void)
