@@ -354,6 +354,7 @@ static double cosine_of(const ox_rval *a, const ox_rval *b)
  * FLOPs on the CPU, and copies no more than the float32 plan does (one
  * download more at most). */
 static void half_shared_models(const char *shared);
+static void half_backend_nodes(const char *shared);
 
 static void test_half_emulated_shared_models(void **state)
 {
@@ -365,7 +366,8 @@ static void test_half_emulated_shared_models(void **state)
     half_shared_models(shared);
 }
 
-/* The same on a GPU (bench/gpu-check.sh): the half kernels themselves. */
+/* On a GPU (bench/gpu-check.sh): the half kernels themselves, on the
+ * float16 graph, the float16 backend node cases and the to_fp16 models. */
 static void test_half_gpu_shared_models(void **state)
 {
     (void)state;
@@ -379,6 +381,14 @@ static void test_half_gpu_shared_models(void **state)
         skip();
     printf("GPU: %s\n", line);
     use_emulation = false;
+    ox_rval *in[1] = {0};
+    ox_model *m = half_graph(in);
+    ox_exec_stats st;
+    assert_true(compare_half(m, in, "GPU float16 graph", &st, NULL));
+    assert_int_equal(st.nodes_on[OX_DEVICE_CUDA], 11);
+    ox_rval_free(in[0]);
+    ox_model_free(m);
+    half_backend_nodes(shared);
     half_shared_models(shared);
     use_emulation = true;
 }
@@ -555,12 +565,18 @@ static void test_half_backend_nodes(void **state)
     const char *shared = ox_test_shared();
     if (!shared)
         skip();
+    use_emulation = true;
+    half_backend_nodes(shared);
+}
+
+static void half_backend_nodes(const char *shared)
+{
     char root[1024];
     snprintf(root, sizeof root, "%s/onnx-backend/node", shared);
     DIR *d = opendir(root);
     if (!d) {
         printf("skipped: no %s\n", root);
-        skip();
+        return;
     }
     struct dirent *e;
     char *names[512];
@@ -591,7 +607,7 @@ static void test_half_backend_nodes(void **state)
     }
     printf("float16 backend node cases: %d run, %d with GPU nodes\n", ran, on_gpu);
     if (!ran)
-        skip();
+        return;
     /* 13 on this suite: Cast/CastLike(expanded) FLOAT16<->FLOAT/DOUBLE, Min,
      * the expanded Celu, SwiGLU and Range chains... */
     if (on_gpu < 10)
