@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Gathers what bench/gpu-check.sh needs on a GPU machine that has none of
-# our Debian libraries: the onnxscope binary and the exec_cuda test program
-# (stripped), every shared library they load that is not the C library
+# our Debian libraries: the onnxscope binary and the exec_cuda (and
+# exec_cuda_half) test programs (stripped), every shared library they load that is not the C library
 # itself or the NVIDIA driver, the loader and C library as a fallback for
 # an older host, and as many shared models (with test_data_set_0/1) as fit
 # the budget. The CUDA runtime is linked in statically; cuBLAS and cuDNN
@@ -55,6 +55,19 @@ if [ -d "$shared/models" ]; then
         fi
     done
 fi
+# The float16 node cases that run on the GPU (exec_cuda_half), when they fit.
+f16_cases="test_cast_FLOAT16_to_FLOAT test_cast_FLOAT_to_FLOAT16 test_cast_FLOAT16_to_DOUBLE
+  test_cast_DOUBLE_to_FLOAT16 test_max_float16 test_min_float16 test_celu_float16_expanded
+  test_swiglu_float16_expanded test_range_float16_type_positive_delta_expanded"
+for c in $f16_cases; do
+    src="$shared/onnx-backend/node/$c"
+    [ -d "$src" ] || continue
+    if [ $(( $(size "$out") + $(size "$src") )) -le "$budget" ]; then
+        mkdir -p "$out/onnx-backend/node"
+        cp -r "$src" "$out/onnx-backend/node/"
+    fi
+done
 git rev-parse --short HEAD > "$out/COMMIT" 2>/dev/null || true
 echo "gpu_bundle: $out: $(( $(size "$out") / 1048576 )) MiB," \
-     "$(ls "$out/lib" | grep -c so) libraries, models: $(ls "$out/models" | tr '\n' ' ')"
+     "$(ls "$out/lib" | grep -c so) libraries, models: $(ls "$out/models" | tr '\n' ' ')," \
+     "float16 node cases: $(ls "$out/onnx-backend/node" 2>/dev/null | wc -l)"
