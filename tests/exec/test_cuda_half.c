@@ -142,6 +142,113 @@ static ox_model *half_graph(ox_rval **in)
     return m;
 }
 
+static bool compare_half(ox_model *m, ox_rval *const *in, const char *what, ox_exec_stats *st,
+                         ox_rval **out_cpu);
+
+/* The CNN families in float16: x (float32 1x3x10x10) -> Cast -> Conv (bias,
+ * pads) -> BatchNormalization -> LeakyRelu -> MaxPool -> HardSigmoid ->
+ * AveragePool (pads, count_include_pad 0) -> GlobalAveragePool -> Flatten ->
+ * Gemm (C) -> Where(mask, it, Neg(it)) -> Cast -> y. */
+static ox_model *half_cnn_graph(ox_rval **in)
+{
+    ox_model *m = ox_model_new();
+    assert_non_null(m);
+    ox_model_set_opset(m, "", 17);
+    ox_graph *g = m->graph ? m->graph : ox_graph_new(m, NULL);
+    m->graph = g;
+    int64_t xd[4] = {1, 3, 10, 10}, wd[4] = {4, 3, 3, 3}, cd[1] = {4}, gd[2] = {4, 6},
+            od[1] = {6};
+    ox_value *x = input(g, "x", OX_DT_FLOAT, 4, xd);
+    ox_tensor *var = half_tensor(1, cd, 1.0f);
+    uint16_t *vv = ox_tensor_mutable_data(var);
+    for (int i = 0; i < 4; i++)
+        vv[i] = ox_f32_to_f16(0.5f + fabsf(ox_f16_to_f32(vv[i])));
+    ox_tensor *mask = ox_tensor_new(OX_DT_BOOL, 1, od);
+    assert_non_null(mask);
+    uint8_t *mv = ox_tensor_mutable_data(mask);
+    for (int i = 0; i < 6; i++)
+        mv[i] = (uint8_t)(i % 2);
+    ox_node *c = node(g, "Cast", "", 1, &x, "xh");
+    ox_node_set_attr_i(c, "to", OX_DT_FLOAT16);
+    ox_value *cv[3] = {ox_graph_find(g, "xh"), init(g, "w", half_tensor(4, wd, 0.4f)),
+                       init(g, "b", half_tensor(1, cd, 0.2f))};
+    ox_node *conv = node(g, "Conv", "", 3, cv, "conv");
+    int64_t pads[4] = {1, 1, 1, 1};
+    ox_node_set_attr_ints(conv, "pads", 4, pads);
+    ox_value *bn[5] = {ox_graph_find(g, "conv"), init(g, "scale", half_tensor(1, cd, 1.0f)),
+                       init(g, "bias", half_tensor(1, cd, 0.3f)),
+                       init(g, "mean", half_tensor(1, cd, 0.2f)), init(g, "var", var)};
+    node(g, "BatchNormalization", "", 5, bn, "bn");
+    ox_value *v = ox_graph_find(g, "bn");
+    ox_node_set_attr_f(node(g, "LeakyRelu", "", 1, &v, "lr"), "alpha", 0.1f);
+    v = ox_graph_find(g, "lr");
+    ox_node *mp = node(g, "MaxPool", "", 1, &v, "mp");
+    int64_t k2[2] = {2, 2}, k3[2] = {3, 3};
+    ox_node_set_attr_ints(mp, "kernel_shape", 2, k2);
+    ox_node_set_attr_ints(mp, "strides", 2, k2);
+    v = ox_graph_find(g, "mp");
+    node(g, "HardSigmoid", "", 1, &v, "hs");
+    v = ox_graph_find(g, "hs");
+    ox_node *ap = node(g, "AveragePool", "", 1, &v, "ap");
+    ox_node_set_attr_ints(ap, "kernel_shape", 2, k3);
+    ox_node_set_attr_ints(ap, "pads", 4, pads);
+    v = ox_graph_find(g, "ap");
+    node(g, "GlobalAveragePool", "", 1, &v, "gap");
+    v = ox_graph_find(g, "gap");
+    node(g, "Flatten", "", 1, &v, "flat");
+    ox_value *gm[3] = {ox_graph_find(g, "flat"), init(g, "gw", half_tensor(2, gd, 1.0f)),
+                       init(g, "gc", half_tensor(1, od, 0.5f))};
+    node(g, "Gemm", "", 3, gm, "gemm");
+    v = ox_graph_find(g, "gemm");
+    node(g, "Neg", "", 1, &v, "neg");
+    ox_value *wh[3] = {init(g, "mask", mask), ox_graph_find(g, "gemm"), ox_graph_find(g, "neg")};
+    node(g, "Where", "", 3, wh, "wh");
+    v = ox_graph_find(g, "wh");
+    ox_node_set_attr_i(node(g, "Cast", "", 1, &v, "y"), "to", OX_DT_FLOAT);
+    assert_int_equal(ox_graph_add_output(g, ox_graph_find(g, "y")), OX_OK);
+    ox_tensor *xt = ox_tensor_new(OX_DT_FLOAT, 4, xd);
+    assert_non_null(xt);
+    float *xv = ox_tensor_mutable_data(xt);
+    for (int64_t i = 0; i < xt->numel; i++)
+        xv[i] = 2.f * rndf();
+    in[0] = ox_rval_tensor(xt);
+    return m;
+}
+
+static void test_half_cnn_placement(void **state)
+{
+    (void)state;
+    ox_rval *in[1] = {0};
+    ox_model *m = half_cnn_graph(in);
+    const ox_graph *g = m->graph;
+    ox_cuda_caps caps = {.cublas = true, .cudnn = true};
+    ox_cuda_plan *p = NULL;
+    ox_error err = {0};
+    if (ox_cuda_plan_build(m, g->n_nodes, (const ox_node *const *)g->nodes, g->n_values,
+                           (const ox_value *const *)g->values, 1, in, &caps, &p, &err))
+        fail_msg("plan: %s", err.msg);
+    assert_non_null(p);
+    static const ox_cuda_kind want[] = {
+        OX_CK_K_CAST,  OX_CK_K_CONV,       OX_CK_K_BATCHNORM, OX_CK_K_UNARY, OX_CK_K_POOL,
+        OX_CK_K_UNARY, OX_CK_K_POOL,       OX_CK_K_GLOBALPOOL, OX_CK_K_RESHAPE, OX_CK_K_GEMM,
+        OX_CK_K_UNARY, OX_CK_K_WHERE,      OX_CK_K_CAST,
+    };
+    assert_int_equal(p->n_nodes, (int)(sizeof want / sizeof want[0]));
+    for (int k = 0; k < p->n_nodes; k++)
+        if (p->kind[k] != want[k])
+            fail_msg("node %d (%s): kind %d, expected %d (%s)", k, g->nodes[k]->op_type,
+                     p->kind[k], want[k], p->why[k] ? p->why[k] : "");
+    /* Gemm's C (float16, beta 1) is its bias epilogue. */
+    assert_int_equal(p->ep[9], OX_EP_BIAS);
+    ox_cuda_plan_free(p);
+    /* On the emulated device against the CPU executor. */
+    ox_exec_stats st;
+    assert_true(compare_half(m, in, "float16 CNN graph", &st, NULL));
+    assert_int_equal(st.nodes_on[OX_DEVICE_CUDA], 13);
+    ox_rval_free(in[0]);
+    ox_model_free(m);
+}
+
 /* Placement: every float16 node with a half kernel on the GPU (the boundary
  * Casts too); a node mixing float16 and float32 (other than a Cast) on the
  * CPU with its reason. */
@@ -388,6 +495,11 @@ static void test_half_gpu_shared_models(void **state)
     assert_int_equal(st.nodes_on[OX_DEVICE_CUDA], 11);
     ox_rval_free(in[0]);
     ox_model_free(m);
+    m = half_cnn_graph(in);
+    assert_true(compare_half(m, in, "GPU float16 CNN graph", &st, NULL));
+    assert_int_equal(st.nodes_on[OX_DEVICE_CUDA], 13);
+    ox_rval_free(in[0]);
+    ox_model_free(m);
     half_backend_nodes(shared);
     half_shared_models(shared);
     use_emulation = true;
@@ -632,6 +744,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_half_placement),
+        cmocka_unit_test(test_half_cnn_placement),
         cmocka_unit_test(test_half_emulated_graph),
         cmocka_unit_test(test_half_emulated_shared_models),
         cmocka_unit_test(test_half_emulated_fused_models),
