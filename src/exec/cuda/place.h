@@ -60,6 +60,8 @@ typedef struct ox_cuda_slot {
     bool init;            /* an initializer (a caller may override it) */
     bool host;            /* available on the host in every run (not GPU-made) */
     bool half;            /* a weight uploaded converted to float16 (fp16 plans) */
+    bool pconst;          /* a plan constant (hostshape.h): its value is pval[s],
+                           * uploaded once per plan where a GPU node reads it */
 } ox_cuda_slot;
 
 typedef struct ox_cuda_plan {
@@ -96,6 +98,12 @@ typedef struct ox_cuda_plan {
      * in node order (no CPU node between two GPU nodes). Else why not. */
     bool graph_ok;
     const char *graph_why;
+    char graph_why_buf[128];   /* graph_why naming the node that rules graphs out */
+    /* Shape arithmetic at plan time (hostshape.h): per node, it does not run
+     * (its outputs are the plan's values); per slot, that value (owned). */
+    unsigned char *pconst;
+    ox_tensor **pval;
+    int n_pconst;
 } ox_cuda_plan;
 
 /* The float16 bits of a float32 (round to nearest even, as the device's

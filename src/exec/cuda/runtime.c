@@ -353,6 +353,7 @@ typedef struct wbuf {
     void *dev;
     int64_t bytes;
     const void *src;   /* host data uploaded (initializers: re-upload on change) */
+    uint64_t plan;     /* plan constants (hostshape.h): the plan uploaded for */
 } wbuf;
 
 struct ox_cuda_rt {
@@ -626,7 +627,8 @@ static ox_status in_ptr_t(ox_cuda_rt *r, const ox_cuda_plan *p, int s, const ox_
     }
     const void *src = ox_tensor_data(t);
     bool half = sl->half && t->dtype == OX_DT_FLOAT;
-    if (w->dev && w->bytes == (int64_t)t->nbytes && (!sl->init || w->src == src)) {
+    if (w->dev && w->bytes == (int64_t)t->nbytes && (!sl->init || w->src == src) &&
+        (!sl->pconst || w->plan == p->id)) {
         *out = w->dev;
         return OX_OK;
     }
@@ -645,6 +647,7 @@ static ox_status in_ptr_t(ox_cuda_rt *r, const ox_cuda_plan *p, int s, const ox_
     }
     w->bytes = (int64_t)t->nbytes;
     w->src = src;
+    w->plan = p->id;
     ox_status st = half ? upload_half(r, w->dev, t, err) : upload(r, w->dev, src, w->bytes, err);
     if (st)
         return st;
