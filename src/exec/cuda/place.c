@@ -13,6 +13,7 @@
 #include "core/ptrmap.h"
 #include "place.h"
 #include "hostshape.h"
+#include "contrib.h"
 #include "kern.h"
 #include "exec/arena.h"
 #include "exec/env_flag.h"
@@ -421,7 +422,7 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
         }
         return OX_CK_K_ATTENTION;
     }
-    return OX_CK_NONE;
+    return ox_cuda_kind_contrib(n, opset, host_in, caps, why);   /* contrib_place.c */
 }
 
 bool ox_cuda_input_on_host(ox_cuda_kind kind, int i)

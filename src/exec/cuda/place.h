@@ -28,6 +28,9 @@ typedef enum {
     OX_CK_K_GEMM, OX_CK_K_CONV, OX_CK_K_POOL, OX_CK_K_GLOBALPOOL, OX_CK_K_ATTENTION,
     OX_CK_K_CAST,
     OX_CK_K_FUSED,   /* folded into an earlier GEMM's epilogue: nothing to launch */
+    /* contrib.h: com.microsoft ops of the fusion passes, and Sum */
+    OX_CK_K_SUM, OX_CK_K_BIASGELU, OX_CK_K_EMBEDLN, OX_CK_K_MHA, OX_CK_K_FUSEDCONV,
+    OX_CK_K_FUSEDGEMM,
 } ox_cuda_kind;
 
 /* GEMM epilogues (docs/EXECUTOR.md "GEMM epilogues"): what a MatMul/Gemm

@@ -137,6 +137,7 @@ static ox_status real_cuda_run_end(ox_cuda_rt *r, ox_exec_stats *s, ox_error *er
 #include <cudnn.h>
 
 #include "kern.h"
+#include "contrib.h"
 
 /* ---- probe ---------------------------------------------------------------- */
 
@@ -1579,6 +1580,22 @@ static ox_status run_attention(nctx *c)
     return kchk(c, ox_ck_copy(ctx, c->out[0], 4, 4, dims4, 0, xs4, 0, ys4, n_ctx, c->r->stream));
 }
 
+/* contrib.h: FusedConv/FusedGemm run as Conv/Gemm, then contrib_rt.c adds
+ * their activation; the other ops launch from contrib_rt.c. */
+static ox_status run_contrib(nctx *c)
+{
+    ox_cuda_kind kind = (ox_cuda_kind)c->p->kind[c->k];
+    ox_status st = kind == OX_CK_K_FUSEDCONV ? run_conv(c)
+                   : kind == OX_CK_K_FUSEDGEMM ? run_gemm(c) : OX_OK;
+    ox_cuda_kargs a = {.kind = kind, .n = c->n, .n_in = c->n_in, .n_out = c->n_out,
+                       .stream = c->r->stream};
+    memcpy(a.in, c->in, sizeof a.in);
+    memcpy(a.is, c->is, sizeof a.is);
+    memcpy(a.out, c->out, sizeof a.out);
+    memcpy(a.os, c->os, sizeof a.os);
+    return st ? st : kchk(c, ox_cuda_contrib_launch(&a));
+}
+
 static ox_status dispatch(nctx *c)
 {
     switch ((ox_cuda_kind)c->p->kind[c->k]) {
@@ -1604,6 +1621,8 @@ static ox_status dispatch(nctx *c)
     case OX_CK_K_ATTENTION: return run_attention(c);
     case OX_CK_K_CAST: return run_cast(c);
     case OX_CK_K_FUSED: return OX_OK;   /* its epilogue head wrote the output */
+    case OX_CK_K_SUM: case OX_CK_K_BIASGELU: case OX_CK_K_EMBEDLN: case OX_CK_K_MHA:
+    case OX_CK_K_FUSEDCONV: case OX_CK_K_FUSEDGEMM: return run_contrib(c);
     default: return ox_errorf(c->err, OX_EINVAL, "node is not placed on the GPU");
     }
 }
