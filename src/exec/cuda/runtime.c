@@ -1844,6 +1844,7 @@ void ox_cuda_plan_stats(const ox_cuda_plan *p, ox_exec_stats *s)
     s->fp16_nodes = p->n_half;
     s->epilogue_nodes = p->n_epilogue;
     s->flash_nodes = p->n_flash;
+    s->plan_shape_nodes = p->n_pconst;
     s->cuda_graph = OX_CUDA_GRAPH_OFF;
     snprintf(s->cuda_graph_note, sizeof s->cuda_graph_note, "%s",
              p->graph_why ? p->graph_why : "");
