@@ -7,8 +7,9 @@
  * placement, device memory plan, uploads, residency and graph tape of a
  * real run, with the CPU kernels computing): every run's outputs against
  * the CPU executor (rtol 1e-3), three runs each, so the graph is captured
- * and then replayed. The CUDA kernels themselves are checked on a GPU by
- * exec_cuda's GPU tests (bench/gpu-check.sh). */
+ * and then replayed. Where a GPU is usable the same tests run a second
+ * time on it (group "gpu"): that checks the CUDA kernels themselves
+ * (bench/gpu-check.sh runs this program there). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 #include <cmocka.h>
 
 #include "exec/cuda/place.h"
+#include "onnxscope/device.h"
 #include "onnxscope/exec.h"
 #include "onnxscope/io.h"
 #include "onnxscope/ir.h"
@@ -238,6 +240,13 @@ static int setup(void **state)
     return 0;
 }
 
+static int setup_gpu(void **state)
+{
+    (void)state;
+    unsetenv("ONNXSCOPE_CUDA_EMULATE");
+    return 0;
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -411,6 +420,90 @@ static void test_value_dependent_refuses(void **state)
         assert_non_null(strstr(st[r].cuda_graph_note, "reads a GPU value (node 1 'n1', CumSum)"));
     }
     gb_free(&b);
+}
+
+/* A mask and position values computed from input values by comparisons,
+ * logical ops, integer arithmetic and a CumSum (position ids from an
+ * attention mask, as Hugging Face exports have them): the elementwise ops
+ * run on the GPU (with seq 6, their 12-element integer results stay on the
+ * CPU by the small-integer rule), CumSum on the CPU reads only a host
+ * input, and the values CPU nodes make for GPU nodes get buffers of their
+ * own: the graph holds either way. */
+static void mask_model(int64_t seq)
+{
+    gb b = gb_new(17);
+    int64_t d[2] = {2, seq}, zero = 0, one = 1, two = 2, four = 4, ed[2] = {2 * seq + 1, 1};
+    gb_input_t(&b, "ids", rand_i(OX_DT_INT64, 2, d, 5));
+    gb_input_t(&b, "mask", rand_i(OX_DT_INT64, 2, d, 2));
+    gb_input(&b, "x", 2, d);
+    ox_value *in[2];
+    in[0] = V(&b, "ids"), in[1] = gb_i64(&b, "zero", 0, 1, &zero);
+    gb_op(&b, "Equal", "", 2, in, "eq");
+    in[0] = V(&b, "eq");
+    gb_op(&b, "Not", "", 1, in, "ne");
+    in[0] = V(&b, "ids"), in[1] = gb_i64(&b, "four", 0, 1, &four);
+    gb_op(&b, "Less", "", 2, in, "lt");
+    in[0] = V(&b, "ne"), in[1] = V(&b, "lt");
+    gb_op(&b, "And", "", 2, in, "keep");
+    in[0] = V(&b, "x"), in[1] = gb_init(&b, "thr", 0, NULL);
+    gb_op(&b, "Greater", "", 2, in, "pos");
+    in[0] = V(&b, "keep"), in[1] = V(&b, "pos");
+    gb_op(&b, "Xor", "", 2, in, "mix");
+    in[0] = V(&b, "ids"), in[1] = gb_i64(&b, "one", 0, 1, &one);
+    gb_op(&b, "Add", "", 2, in, "ip");
+    in[0] = V(&b, "ip"), in[1] = gb_i64(&b, "two", 1, 1, &two);
+    gb_op(&b, "Mul", "", 2, in, "ip2");
+    in[0] = V(&b, "ip2"), in[1] = V(&b, "ids");
+    gb_op(&b, "Sub", "", 2, in, "ip3");
+    in[0] = V(&b, "ip3");
+    ox_node *c1 = gb_op(&b, "Cast", "", 1, in, "pf");
+    ox_node_set_attr_i(c1, "to", OX_DT_FLOAT);
+    in[0] = V(&b, "mix");
+    ox_node *c2 = gb_op(&b, "Cast", "", 1, in, "mf");
+    ox_node_set_attr_i(c2, "to", OX_DT_FLOAT);
+    /* Position ids: CumSum(mask) * mask (a CPU node reading a host input). */
+    in[0] = V(&b, "mask"), in[1] = gb_i64(&b, "axis", 0, 1, &one);
+    gb_op(&b, "CumSum", "", 2, in, "cs");
+    in[0] = V(&b, "cs"), in[1] = V(&b, "mask");
+    gb_op(&b, "Mul", "", 2, in, "pid");
+    in[0] = gb_init(&b, "emb", 2, ed), in[1] = V(&b, "pid");
+    gb_op(&b, "Gather", "", 2, in, "pe");                  /* (2, seq, 1) */
+    int64_t sq[1] = {2};
+    in[0] = V(&b, "pe"), in[1] = gb_i64(&b, "sqax", 1, 1, sq);
+    gb_op(&b, "Squeeze", "", 2, in, "pe2");
+    in[0] = V(&b, "x"), in[1] = V(&b, "mf");
+    gb_op(&b, "Mul", "", 2, in, "y");
+    in[0] = V(&b, "y"), in[1] = V(&b, "pf");
+    gb_op(&b, "Add", "", 2, in, "y2");
+    in[0] = V(&b, "y2"), in[1] = V(&b, "pe2");
+    gb_op(&b, "Add", "", 2, in, "out");
+    gb_output(&b, "out");
+    ox_cuda_plan *p = plan_of(&b);
+    for (int k = 0; k < b.g->n_nodes; k++) {
+        const char *op = b.g->nodes[k]->op_type;
+        bool cpu = !strcmp(op, "CumSum") ||
+                   (seq <= 8 && b.g->nodes[k]->outputs[0]->name[0] == 'i') ||  /* ip, ip2, ip3 */
+                   (seq <= 8 && !strcmp(b.g->nodes[k]->outputs[0]->name, "pid"));
+        if (!cpu && !p->kind[k])
+            fail_msg("seq %lld: node %d (%s) on the CPU: %s", (long long)seq, k, op, p->why[k]);
+        if (cpu && p->kind[k])
+            fail_msg("seq %lld: node %d (%s) on the GPU", (long long)seq, k, op);
+    }
+    if (!p->graph_ok)
+        fail_msg("seq %lld: no graph: %s", (long long)seq, p->graph_why);
+    ox_cuda_plan_free(p);
+    char what[64];
+    snprintf(what, sizeof what, "mask ops, seq %lld", (long long)seq);
+    compare_runs(b.m, b.in, what, NULL);
+    assert_replayed(what);
+    gb_free(&b);
+}
+
+static void test_mask_ops(void **state)
+{
+    (void)state;
+    mask_model(10);
+    mask_model(6);
 }
 
 /* ---- MultiHeadAttention ----------------------------------------------------- */
@@ -664,9 +757,18 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shape_at_plan_time),
         cmocka_unit_test(test_value_dependent_refuses),
+        cmocka_unit_test(test_mask_ops),
         cmocka_unit_test(test_mha),
         cmocka_unit_test(test_contrib_ops),
         cmocka_unit_test(test_shared_models),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    int failed = cmocka_run_group_tests_name("emulated", tests, setup, teardown);
+    char line[512];
+    unsetenv("ONNXSCOPE_CUDA_EMULATE");
+    if (ox_cuda_probe(line, sizeof line) != OX_CUDA_AVAILABLE) {
+        printf("GPU group skipped: no usable GPU: %s\n", line);
+        return failed;
+    }
+    printf("GPU: %s\n", line);
+    return failed + cmocka_run_group_tests_name("gpu", tests, setup_gpu, teardown);
 }

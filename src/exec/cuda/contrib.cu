@@ -5,6 +5,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "contrib_kern.h"
 
 namespace {
@@ -212,9 +214,99 @@ __global__ void __launch_bounds__(128) k_mha(MhaArgs a)
     }
 }
 
+struct MaskDims {
+    int rank;
+    int64_t d[8], as[8], bs[8];
+};
+
+template <typename T>
+__device__ __forceinline__ bool cmp_op(int op, T a, T b)
+{
+    switch (op) {
+    case OX_CK_EQ: return a == b;
+    case OX_CK_LT: return a < b;
+    case OX_CK_LE: return a <= b;
+    case OX_CK_GT: return a > b;
+    default: return a >= b;
+    }
+}
+
+// Comparisons and logical ops write bool (one byte, 0/1); IADD/ISUB/IMUL
+// write T. Unsigned arithmetic wraps as the CPU's two's complement does.
+template <typename T>
+__global__ void k_mask_op(int op, const T *a, const T *b, void *y, MaskDims m, int64_t n)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i, ai = 0, bi = 0;
+        for (int d = m.rank - 1; d >= 0; d--) {
+            int64_t c = r % m.d[d];
+            r /= m.d[d];
+            ai += c * m.as[d];
+            bi += c * m.bs[d];
+        }
+        T x = a[ai], z = b ? b[bi] : T(0);
+        if (op >= OX_CK_IADD) {
+            if constexpr (std::is_integral<T>::value) {
+                typedef typename std::make_unsigned<T>::type U;
+                U ux = (U)x, uz = (U)z;
+                U v = op == OX_CK_IADD ? ux + uz : op == OX_CK_ISUB ? ux - uz : ux * uz;
+                ((T *)y)[i] = (T)v;
+            }
+        } else if (op >= OX_CK_AND) {
+            bool p = x != T(0), q = z != T(0);
+            ((uint8_t *)y)[i] = op == OX_CK_AND ? p && q : op == OX_CK_OR ? p || q
+                                : op == OX_CK_XOR ? p != q : !p;
+        } else {
+            ((uint8_t *)y)[i] = cmp_op(op, x, z);
+        }
+    }
+}
+
 } // namespace
 
 extern "C" {
+
+int ox_ck_mask_op(int op, int dt, const void *a, const void *b, void *y, int rank,
+                  const int64_t *dims, const int64_t *astr, const int64_t *bstr, int64_t n,
+                  void *stream)
+{
+    if (n <= 0)
+        return 0;
+    if (rank > 8 || rank < 0)
+        return (int)cudaErrorInvalidValue;
+    MaskDims m{};
+    m.rank = rank;
+    for (int d = 0; d < rank; d++) {
+        m.d[d] = dims[d];
+        m.as[d] = astr[d];
+        m.bs[d] = bstr ? bstr[d] : 0;
+    }
+    cudaStream_t s = (cudaStream_t)stream;
+    switch (dt) {
+    case 1:   // float32: comparisons only
+        if (op >= OX_CK_AND)
+            return (int)cudaErrorInvalidValue;
+        k_mask_op<<<grid_for(n), kThreads, 0, s>>>(op, (const float *)a, (const float *)b, y,
+                                                   m, n);
+        break;
+    case 6:
+        k_mask_op<<<grid_for(n), kThreads, 0, s>>>(op, (const int32_t *)a, (const int32_t *)b,
+                                                   y, m, n);
+        break;
+    case 7:
+        k_mask_op<<<grid_for(n), kThreads, 0, s>>>(op, (const int64_t *)a, (const int64_t *)b,
+                                                   y, m, n);
+        break;
+    case 9:   // bool: Equal and the logical ops
+        k_mask_op<<<grid_for(n), kThreads, 0, s>>>(op, (const uint8_t *)a, (const uint8_t *)b,
+                                                   y, m, n);
+        break;
+    default:
+        return (int)cudaErrorInvalidValue;
+    }
+    return done();
+}
 
 int ox_ck_bias_gelu(const float *x, const float *bias, float *y, int64_t n, int64_t h,
                     int tanh_form, void *stream)

@@ -47,6 +47,17 @@ int ox_ck_mha(const float *q, const float *k, const float *v, const float *bias,
               int64_t b, int64_t heads, int64_t sq, int64_t sk, int64_t hs, int64_t vs,
               float scale, float mfv, int causal, void *stream);
 
+/* Elementwise ops of masks and integer arithmetic (numpy broadcasting by
+ * strides, as ox_ck_binary): comparisons of float32/int32/int64/bool
+ * operands to bool, the logical ops of bools, and integer Add/Sub/Mul
+ * (wrapping, as the CPU kernels). `dt`: onnx TensorProto code of the
+ * operands (OX_CK_T_* of kern.h). */
+enum { OX_CK_EQ = 0, OX_CK_LT, OX_CK_LE, OX_CK_GT, OX_CK_GE, OX_CK_AND, OX_CK_OR, OX_CK_XOR,
+       OX_CK_NOT, OX_CK_IADD, OX_CK_ISUB, OX_CK_IMUL };
+int ox_ck_mask_op(int op, int dt, const void *a, const void *b, void *y, int rank,
+                  const int64_t *dims, const int64_t *astr, const int64_t *bstr, int64_t n,
+                  void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "contrib.h"
+#include "contrib_kern.h"
 #include "kern.h"
 
 static bool is_ms(const ox_node *n, const char *op)
@@ -187,10 +188,51 @@ static ox_cuda_kind embed_kind(const ox_node *n, const char **why)
     return OX_CK_K_EMBEDLN;
 }
 
+/* Comparisons, logical ops and integer Add/Sub/Mul (attention masks and
+ * position ids computed from input values): operands of one type. */
+static int mask_op(const ox_node *n)
+{
+    static const char *const ops[] = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
+                                      "And", "Or", "Xor", "Not", "Add", "Sub", "Mul", NULL};
+    if (!ox_node_is_default_domain(n))
+        return -1;
+    for (int i = 0; ops[i]; i++)
+        if (!strcmp(n->op_type, ops[i]))
+            return i;
+    return -1;
+}
+
+static ox_cuda_kind mask_kind(const ox_node *n, int op, const char **why)
+{
+    const ox_value *y = n->outputs[0];
+    int nin = op == OX_CK_NOT ? 1 : 2;
+    ox_dtype t = present(n, 0) ? elem(n->inputs[0]) : OX_DT_UNDEFINED;
+    bool ok = n->n_inputs == nin && rank(y) <= OX_CK_MAX_RANK;
+    for (int i = 0; ok && i < nin; i++)
+        ok = present(n, i) && elem(n->inputs[i]) == t && rank(n->inputs[i]) <= rank(y);
+    if (op >= OX_CK_IADD)
+        ok = ok && (t == OX_DT_INT32 || t == OX_DT_INT64) && elem(y) == t;
+    else if (op >= OX_CK_AND)
+        ok = ok && t == OX_DT_BOOL && elem(y) == OX_DT_BOOL;
+    else
+        ok = ok && elem(y) == OX_DT_BOOL &&
+             (t == OX_DT_FLOAT || t == OX_DT_INT32 || t == OX_DT_INT64 ||
+              (op == OX_CK_EQ && t == OX_DT_BOOL));
+    if (!ok) {
+        *why = op >= OX_CK_IADD ? "float32, int32 or int64 with two inputs of one type only"
+                                : "operand types the mask kernels do not take";
+        return OX_CK_NONE;
+    }
+    return OX_CK_K_MASKOP;
+}
+
 ox_cuda_kind ox_cuda_kind_contrib(const ox_node *n, int64_t opset, const bool *host_in,
                                   const ox_cuda_caps *caps, const char **why)
 {
     const ox_value *y = n->outputs[0];
+    int mop = mask_op(n);
+    if (mop >= 0)
+        return mask_kind(n, mop, why);
     if (ox_node_is(n, "Sum")) {
         if (n->n_inputs < 1 || n->n_inputs > 16 || elem(y) != OX_DT_FLOAT ||
             rank(y) > OX_CK_MAX_RANK) {

@@ -114,6 +114,30 @@ static int run_mha(const ox_cuda_kargs *a)
                      ox_node_attr_i(a->n, "unidirectional", 0) != 0, a->stream);
 }
 
+static int run_mask(const ox_cuda_kargs *a)
+{
+    static const char *const ops[] = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
+                                      "And", "Or", "Xor", "Not", "Add", "Sub", "Mul", NULL};
+    int op = -1;
+    for (int i = 0; ops[i] && op < 0; i++)
+        if (!strcmp(a->n->op_type, ops[i]))
+            op = i;
+    const ox_cuda_slot *y = a->os[0];
+    int64_t n = count(y), dims[OX_CK_MAX_RANK], s0[OX_CK_MAX_RANK], s1[OX_CK_MAX_RANK];
+    if (n == 0)
+        return 0;
+    int r = y->rank ? y->rank : 1;
+    for (int d = 0; d < y->rank; d++)
+        dims[d] = y->dims[d];
+    if (!y->rank)
+        dims[0] = 1, s0[0] = s1[0] = 0;
+    bcast(a->is[0], y->rank, dims, s0);
+    if (a->n_in > 1)
+        bcast(a->is[1], y->rank, dims, s1);
+    return ox_ck_mask_op(op, a->is[0]->dtype, a->in[0], a->n_in > 1 ? a->in[1] : NULL, a->out[0],
+                         r, dims, s0, a->n_in > 1 ? s1 : NULL, n, a->stream);
+}
+
 int ox_cuda_contrib_launch(const ox_cuda_kargs *a)
 {
     switch (a->kind) {
@@ -128,6 +152,8 @@ int ox_cuda_contrib_launch(const ox_cuda_kargs *a)
     }
     case OX_CK_K_EMBEDLN:
         return run_embed(a);
+    case OX_CK_K_MASKOP:
+        return run_mask(a);
     case OX_CK_K_MHA:
         return run_mha(a);
     case OX_CK_K_FUSEDCONV:

@@ -159,12 +159,14 @@ static ox_status emu_input(emu_rt *r, const ox_cuda_plan *p, int s, const ox_rva
             src = r->wsrc[s];
         }
         if (!r->w[s] || (sl->init && r->wsrc[s] != src) || r->w[s]->nbytes != t->nbytes ||
-            (sl->pconst && r->wplan[s] != p->id)) {
+            (sl->pconst && r->wplan[s] != p->id) || (sl->fed && host && !r->dev_valid[s])) {
             ox_tensor_free(r->w[s]);
             /* fp16 weights: converted once, as the real upload does. */
             r->w[s] = sl->half && t->dtype == OX_DT_FLOAT ? halved(t) : ox_tensor_clone(t);
             r->wsrc[s] = src;
             r->wplan[s] = p->id;
+            if (sl->fed)   /* this run's upload is there (and the host has it) */
+                r->dev_valid[s] = r->host_has[s] = 1;
             if (!r->w[s])
                 return ox_errorf(err, OX_ENOMEM, "out of memory");
             r->h2d++;

@@ -99,6 +99,32 @@ static int slot_of(const ox_ptrmap *idx, const ox_value *v)
     return v ? (int)(intptr_t)ox_ptrmap_get(idx, v) - 1 : -1;
 }
 
+void ox_cuda_plan_feed(ox_cuda_plan *p, const ox_node *const *nodes, const ox_ptrmap *idx)
+{
+    unsigned char *dev_read = calloc((size_t)p->n_slots + 1, 1);
+    if (!dev_read)
+        return;   /* out of memory: arena slots, as before (graphs may be refused) */
+    for (int k = 0; k < p->n_nodes; k++)
+        for (int i = 0; p->kind[k] && p->kind[k] != OX_CK_K_FUSED && i < nodes[k]->n_inputs; i++) {
+            int s = slot_of(idx, nodes[k]->inputs[i]);
+            if (s >= 0 && !ox_cuda_input_on_host((ox_cuda_kind)p->kind[k], i))
+                dev_read[s] = 1;
+        }
+    for (int k = 0; k < p->n_nodes; k++) {
+        if (p->kind[k] || p->pconst[k])
+            continue;
+        for (int i = 0; i < nodes[k]->n_outputs; i++) {
+            int s = slot_of(idx, nodes[k]->outputs[i]);
+            ox_cuda_slot *sl = s >= 0 ? &p->slot[s] : NULL;
+            if (sl && dev_read[s] && sl->off >= 0 && !sl->weight && !sl->pconst) {
+                sl->fed = true;
+                sl->off = -1;
+            }
+        }
+    }
+    free(dev_read);
+}
+
 void ox_cuda_plan_hostshape(ox_cuda_plan *p, const ox_graph *g, const ox_node *const *nodes,
                             const ox_ptrmap *idx, int n_inputs, ox_rval *const *inputs)
 {

@@ -35,4 +35,13 @@
 void ox_cuda_plan_hostshape(ox_cuda_plan *p, const ox_graph *g, const ox_node *const *nodes,
                             const ox_ptrmap *idx, int n_inputs, ox_rval *const *inputs);
 
+/* Values a CPU node makes (every run: not plan constants) and a GPU node
+ * reads on the device get a buffer of their own outside the arena
+ * (slot.fed, uploaded each run before the GPU work that reads them is
+ * launched): uploaded into arena bytes, such a value could be overwritten
+ * by an earlier GPU node of a CUDA Graph launched after the upload. So a
+ * CPU node that reads only host values (CumSum of an attention mask, small
+ * integer arithmetic) no longer keeps a graph from being captured. */
+void ox_cuda_plan_feed(ox_cuda_plan *p, const ox_node *const *nodes, const ox_ptrmap *idx);
+
 #endif

@@ -187,7 +187,7 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
     if (in_list(n, binary_ops)) {
         if (n->n_inputs != 2 || !f32 || !in_is(n, 0, OX_DT_FLOAT) || !in_is(n, 1, OX_DT_FLOAT)) {
             *why = "float32 with two inputs only";
-            return OX_CK_NONE;
+            return ox_cuda_kind_contrib(n, opset, host_in, caps, why);   /* integers */
         }
         return OX_CK_K_BINARY;
     }
@@ -1028,6 +1028,7 @@ ox_status ox_cuda_plan_build(const ox_model *m, int n_nodes, const ox_node *cons
                     p->slot[s].host = false;
             }
     }
+    ox_cuda_plan_feed(p, nodes, &idx);   /* hostshape.c */
     plan_fp16(p, nodes, &idx, caps);
     plan_epilogues(p, nodes, &idx);
     plan_flash(p);

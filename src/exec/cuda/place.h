@@ -30,7 +30,7 @@ typedef enum {
     OX_CK_K_FUSED,   /* folded into an earlier GEMM's epilogue: nothing to launch */
     /* contrib.h: com.microsoft ops of the fusion passes, and Sum */
     OX_CK_K_SUM, OX_CK_K_BIASGELU, OX_CK_K_EMBEDLN, OX_CK_K_MHA, OX_CK_K_FUSEDCONV,
-    OX_CK_K_FUSEDGEMM,
+    OX_CK_K_FUSEDGEMM, OX_CK_K_MASKOP,
 } ox_cuda_kind;
 
 /* GEMM epilogues (docs/EXECUTOR.md "GEMM epilogues"): what a MatMul/Gemm
@@ -65,6 +65,8 @@ typedef struct ox_cuda_slot {
     bool half;            /* a weight uploaded converted to float16 (fp16 plans) */
     bool pconst;          /* a plan constant (hostshape.h): its value is pval[s],
                            * uploaded once per plan where a GPU node reads it */
+    bool fed;             /* made by a CPU node, read by a GPU node (hostshape.h):
+                           * a buffer of its own, uploaded every run */
 } ox_cuda_slot;
 
 typedef struct ox_cuda_plan {

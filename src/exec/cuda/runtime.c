@@ -618,8 +618,33 @@ static ox_status in_ptr_t(ox_cuda_rt *r, const ox_cuda_plan *p, int s, const ox_
         return OX_OK;
     }
     /* A weight: its own buffer, uploaded once; an initializer again when a
-     * caller overrides it (IR < 4) with other data. */
+     * caller overrides it (IR < 4) with other data. A fed value (a CPU
+     * node's, hostshape.h): its own buffer too, uploaded every run. */
     wbuf *w = &r->w[s];
+    if (sl->fed && t) {
+        if (w->dev && w->bytes != (int64_t)t->nbytes) {
+            cudaStreamSynchronize(r->stream);
+            cudaFree(w->dev);
+            w->dev = NULL;
+        }
+        if (!w->dev) {
+            cudaError_t e = cudaMalloc(&w->dev, t->nbytes ? t->nbytes : 1);
+            if (e != cudaSuccess) {
+                w->dev = NULL;
+                return cuda_err(err, e, "device buffer of a CPU node's value");
+            }
+            w->bytes = (int64_t)t->nbytes;
+        }
+        if (!r->dev_valid[s]) {
+            ox_status st = upload(r, w->dev, ox_tensor_data(t), w->bytes, err);
+            if (st)
+                return st;
+            r->dev_valid[s] = 1;
+            r->host_has[s] = 1;
+        }
+        *out = w->dev;
+        return OX_OK;
+    }
     if (!t) {
         if (!w->dev)
             return ox_errorf(err, OX_EINVAL, "weight of slot %d has no host value", s);
@@ -1622,7 +1647,7 @@ static ox_status dispatch(nctx *c)
     case OX_CK_K_CAST: return run_cast(c);
     case OX_CK_K_FUSED: return OX_OK;   /* its epilogue head wrote the output */
     case OX_CK_K_SUM: case OX_CK_K_BIASGELU: case OX_CK_K_EMBEDLN: case OX_CK_K_MHA:
-    case OX_CK_K_FUSEDCONV: case OX_CK_K_FUSEDGEMM: return run_contrib(c);
+    case OX_CK_K_FUSEDCONV: case OX_CK_K_FUSEDGEMM: case OX_CK_K_MASKOP: return run_contrib(c);
     default: return ox_errorf(c->err, OX_EINVAL, "node is not placed on the GPU");
     }
 }
