@@ -612,7 +612,7 @@ static void test_mha(void **state)
 static void test_contrib_ops(void **state)
 {
     (void)state;
-    for (int c = 0; c < 8; c++) {
+    for (int c = 0; c < 10; c++) {
         gb b = gb_new(17);
         ox_value *in[9] = {0};
         int64_t xd[3] = {2, 4, 8}, h = 8;
@@ -658,6 +658,22 @@ static void test_contrib_ops(void **state)
             gb_node(&b, "EmbedLayerNormalization", "com.microsoft", 8, in, 2, outs);
             gb_output(&b, "mi");
             op = "EmbedLayerNormalization", want = OX_CK_K_EMBEDLN;
+        } else if (c == 8) {   /* EmbedLayerNormalization: position_ids [1, S], no segments */
+            int64_t id[2] = {2, 5}, pd1[2] = {1, 5}, wd[2] = {10, 8}, pd[2] = {6, 8};
+            gb_input_t(&b, "ids", rand_i(OX_DT_INT64, 2, id, 10));
+            gb_input_t(&b, "pid", rand_i(OX_DT_INT64, 2, pd1, 6));
+            in[0] = V(&b, "ids"), in[1] = NULL, in[2] = gb_init(&b, "word", 2, wd),
+            in[3] = gb_init(&b, "pos", 2, pd), in[4] = NULL, in[5] = gb_init(&b, "gamma", 1, &h),
+            in[6] = gb_init(&b, "beta", 1, &h), in[7] = NULL, in[8] = V(&b, "pid");
+            static const char *const outs[3] = {"s", NULL, "esum"};
+            gb_node(&b, "EmbedLayerNormalization", "com.microsoft", 9, in, 3, outs);
+            gb_output(&b, "esum");
+            op = "EmbedLayerNormalization", want = OX_CK_K_EMBEDLN;
+        } else if (c == 9) {   /* QuickGelu */
+            in[0] = gb_input(&b, "x", 3, xd);
+            ox_node *n = gb_op(&b, "QuickGelu", "com.microsoft", 1, in, "s");
+            ox_node_set_attr_f(n, "alpha", 1.5f);
+            op = "QuickGelu", want = OX_CK_K_BIASGELU;
         } else {   /* FastGelu without a bias */
             in[0] = gb_input(&b, "x", 3, xd);
             gb_op(&b, "FastGelu", "com.microsoft", 1, in, "s");

@@ -32,13 +32,17 @@ __device__ __forceinline__ int64_t index_at(const void *p, int is32, int64_t i)
 }
 
 __global__ void k_bias_gelu(const float *x, const float *bias, float *y, int64_t n, int64_t h,
-                            int tanh_form)
+                            int form, float alpha)
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         float v = x[i] + (bias ? bias[i % h] : 0.f);
-        float t = tanh_form ? tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v))
-                            : erff(v * 0.7071067811865476f);
+        if (form == 2) {
+            y[i] = v / (1.f + expf(-alpha * v));
+            continue;
+        }
+        float t = form ? tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v))
+                       : erff(v * 0.7071067811865476f);
         y[i] = 0.5f * v * (1.f + t);
     }
 }
@@ -309,13 +313,14 @@ int ox_ck_mask_op(int op, int dt, const void *a, const void *b, void *y, int ran
 }
 
 int ox_ck_bias_gelu(const float *x, const float *bias, float *y, int64_t n, int64_t h,
-                    int tanh_form, void *stream)
+                    int form, float alpha, void *stream)
 {
     if (n <= 0)
         return 0;
     if (bias && h <= 0)
         return (int)cudaErrorInvalidValue;
-    k_bias_gelu<<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(x, bias, y, n, h, tanh_form);
+    k_bias_gelu<<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(x, bias, y, n, h, form,
+                                                                     alpha);
     return done();
 }
 

@@ -12,10 +12,11 @@
 extern "C" {
 #endif
 
-/* y = gelu(x + bias[i % h]) (bias may be NULL); tanh_form: the tanh
- * approximation (FastGelu), else the exact erf form (BiasGelu). */
+/* y = gelu(x + bias[i % h]) (bias may be NULL); form 0: the exact erf
+ * form (BiasGelu), 1: the tanh approximation (FastGelu), 2: QuickGelu
+ * v * sigmoid(alpha * v). */
 int ox_ck_bias_gelu(const float *x, const float *bias, float *y, int64_t n, int64_t h,
-                    int tanh_form, void *stream);
+                    int form, float alpha, void *stream);
 
 /* EmbedLayerNormalization's sum: row t = b * s + i of y (h floats) is
  * word[ids[t]] + pos[p] + seg[segs[t]] (seg NULL: none), p = pid[t] (pid

@@ -246,6 +246,13 @@ ox_cuda_kind ox_cuda_kind_contrib(const ox_node *n, int64_t opset, const bool *h
             }
         return OX_CK_K_SUM;
     }
+    if (is_ms(n, "QuickGelu")) {
+        if (!f32(n, 0) || elem(y) != OX_DT_FLOAT || n->n_inputs != 1) {
+            *why = "float32 only";
+            return OX_CK_NONE;
+        }
+        return OX_CK_K_BIASGELU;
+    }
     if (is_ms(n, "BiasGelu") || is_ms(n, "FastGelu")) {
         bool bias = present(n, 1);
         if (!f32(n, 0) || elem(y) != OX_DT_FLOAT || (bias && !f32(n, 1)) ||

@@ -146,9 +146,12 @@ int ox_cuda_contrib_launch(const ox_cuda_kargs *a)
     case OX_CK_K_BIASGELU: {
         const ox_cuda_slot *x = a->is[0];
         const void *bias = a->n_in > 1 ? a->in[1] : NULL;
-        return ox_ck_bias_gelu(a->in[0], bias, a->out[0], count(x),
-                               x->rank ? x->dims[x->rank - 1] : 1,
-                               !strcmp(a->n->op_type, "FastGelu"), a->stream);
+        int form = !strcmp(a->n->op_type, "FastGelu")    ? 1
+                   : !strcmp(a->n->op_type, "QuickGelu") ? 2
+                                                         : 0;
+        return ox_ck_bias_gelu(a->in[0], form == 2 ? NULL : bias, a->out[0], count(x),
+                               x->rank ? x->dims[x->rank - 1] : 1, form,
+                               ox_node_attr_f(a->n, "alpha", 1.702f), a->stream);
     }
     case OX_CK_K_EMBEDLN:
         return run_embed(a);
