@@ -198,7 +198,7 @@ bench_one() {
     local key=${m// /_}
     key=${key//[()]/}   # file names
     if [ "$(left)" -lt 45 ]; then
-        rows+=("$(printf '%-40s %s' "$m" "not run: time budget spent")")
+        rows+=("$(printf '%-52s %s' "$m" "not run: time budget spent")")
         return
     fi
     local dims=(--dim batch=1)
@@ -242,7 +242,7 @@ bench_one() {
     case "$cpu$gpu" in *err*|*-*) ;; *)
         ratio=$(awk -v c="$cpu" -v g="$gpu" 'BEGIN{ if (g > 0) printf "x%.2f", c/g }') ;;
     esac
-    rows+=("$(printf '%-40s %10s %10s %10s %10s %8s %10s %8s %9s' "$m" "${cpu:-?}" "${gpu:-?}" \
+    rows+=("$(printf '%-52s %10s %10s %10s %10s %8s %10s %8s %9s' "$m" "${cpu:-?}" "${gpu:-?}" \
         "${eager:-?}" "${half:-?}" "$ratio" "$nodes" "$share" "${graph:-?}")")
 }
 if [ -n "$models" ]; then
@@ -273,7 +273,7 @@ echo
 echo "GPU check ($(date -u +%FT%TZ), $(( $(date +%s) - t_start )) s, load $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)):"
 echo "  device: $([ $gpu_ok -eq 1 ] && grep -m1 '^device:' "$out/probe.txt" || echo "no GPU (${gpu_line#onnxscope: --device cuda: })")"
 echo "  tests:  $tests_line"
-printf '  %-40s %10s %10s %10s %10s %8s %10s %8s %9s\n' model "cpu p50" "gpu p50" "gpu eager" \
+printf '  %-52s %10s %10s %10s %10s %8s %10s %8s %9s\n' model "cpu p50" "gpu p50" "gpu eager" \
     "gpu fp16" speedup "gpu nodes" "gpu FLOPs" "graph"
 echo "  (p50 latencies in ms; gpu: fp32 with CUDA Graphs where the plan allows one, eager:"
 echo "   ONNXSCOPE_CUDA_GRAPHS=0, fp16: --precision fp16; speedup: cpu / gpu; graph: the"
