@@ -3,15 +3,17 @@
 # to_fp16 pass, each with and without --precision fp16, and the fused models
 # (optimize --level all --target ort) without and with to_fp16
 # (docs/PERFORMANCE.md "CUDA: placement of float16 models"). Runs on the emulated device
-# (ONNXSCOPE_CUDA_EMULATE=1), so it needs no GPU: placement, FLOPs shares
-# and transfer counts are the plan's, the same as on a GPU.
+# (ONNXSCOPE_CUDA_EMULATE=1), so it needs no GPU: placement, FLOPs shares,
+# transfer counts and CUDA Graph use (the last of 2 timed runs) are the
+# plan's, the same as on a GPU.
 # usage: bench/fp16_placement.sh [BIN] [MODELS_DIR]   (defaults build/onnxscope, ../shared/models)
 set -u
 bin=${1:-build/onnxscope}
 models=${2:-../shared/models}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-printf '%-40s %-22s %9s %9s %10s %8s %9s\n' model variant "GPU nodes" "CPU nodes" "GPU FLOPs" uploads downloads
+printf '%-40s %-24s %9s %9s %10s %8s %9s %9s\n' model variant "GPU nodes" "CPU nodes" "GPU FLOPs" uploads \
+    downloads "graph"
 for mdir in "$models"/*/; do
     m=$(basename "$mdir")
     [ -f "$mdir/model.onnx" ] || continue
@@ -35,11 +37,12 @@ for mdir in "$models"/*/; do
         bdims=("${dims[@]}")
         case $v in fused*) bdims=() ;; esac   # the fused models have those dims fixed
         j=$(ONNXSCOPE_CUDA_EMULATE=1 "$bin" bench "$f" ${bdims[@]+"${bdims[@]}"} --device cuda ${extra[@]+"${extra[@]}"} \
-            --iters 1 --warmup 1 --no-profile --json 2>/dev/null)
+            --iters 2 --warmup 1 --no-profile --json 2>/dev/null)
         g() { echo "$j" | grep -o "\"$1\": *[0-9]*" | head -1 | sed 's/.*: *//'; }
         gn=$(g gpu_nodes) cn=$(g cpu_nodes) gf=$(g gpu_flops) cf=$(g cpu_flops)
         share=$(awk -v g="${gf:-0}" -v c="${cf:-0}" 'BEGIN{ if (g + c > 0) printf "%.2f%%", 100*g/(g+c); else print "-" }')
-        printf '%-40s %-22s %9s %9s %10s %8s %9s\n' "$m" "$v" "${gn:-?}" "${cn:-?}" "$share" \
-            "$(g uploads)" "$(g downloads)"
+        graph=$(echo "$j" | grep -o '"graph": *"[^"]*"' | head -1 | sed 's/.*: *"//; s/"$//')
+        printf '%-40s %-24s %9s %9s %10s %8s %9s %9s\n' "$m" "$v" "${gn:-?}" "${cn:-?}" "$share" \
+            "$(g uploads)" "$(g downloads)" "${graph:-?}"
     done
 done
