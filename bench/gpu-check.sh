@@ -83,7 +83,15 @@ try_start() {   # try_start BIN TEST [loader-prefix...]
     return 1
 }
 if [ -x "$bundle/bin/onnxscope" ]; then
-    export LD_LIBRARY_PATH="$PWD/$bundle/lib${cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    # tools/gpu_bundle.sh gzips the big libraries (the carry limit): unpacked here.
+    unpacked=
+    if ls "$bundle"/lib/*.gz >/dev/null 2>&1; then
+        unpacked=$(mktemp -d "${TMPDIR:-/tmp}/ox-gpu-lib.XXXXXX")
+        for z in "$bundle"/lib/*.gz; do
+            gzip -dc "$z" >"$unpacked/$(basename "${z%.gz}")" || say "cannot unpack $z"
+        done
+    fi
+    export LD_LIBRARY_PATH="$PWD/$bundle/lib${unpacked:+:$unpacked}${cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     try_start "$bundle/bin/onnxscope" "$bundle/bin/test_cuda" ||
         try_start "$bundle/bin/onnxscope" "$bundle/bin/test_cuda" \
             "$bundle/lib/glibc/ld-linux-x86-64.so.2" --library-path "$LD_LIBRARY_PATH:$PWD/$bundle/lib/glibc"

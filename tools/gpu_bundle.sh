@@ -41,6 +41,14 @@ done
 loader=$(ldd "$build/onnxscope" | awk '/ld-linux/{print $1}')
 cp -L "$loader" "$out/lib/glibc/"
 size() { du -sb "$1" | cut -f1; }
+# Libraries over 4 MiB travel gzip'ed (oneDNN alone is 38 MB of the 64 MiB the
+# device tool carries, and each test program is 4 MB): bench/gpu-check.sh
+# unpacks them into a temporary folder on its LD_LIBRARY_PATH.
+for f in "$out"/lib/*.so*; do
+    if [ -f "$f" ] && [ "$(size "$f")" -gt $((4 * 1048576)) ]; then
+        gzip -9 "$f"
+    fi
+done
 # Models, smallest first, while they fit.
 if [ -d "$shared/models" ]; then
     for m in $(cd "$shared/models" && for d in */; do echo "$(du -sb "$d" | cut -f1) ${d%/}"; done |
