@@ -192,6 +192,10 @@ typedef struct ox_exec_stats {
     int cuda_graph;
     char cuda_graph_note[160];
     int fp16_nodes, epilogue_nodes, flash_nodes;
+    /* Skip nodes (activations and residual Adds fused into their producer)
+     * that had to copy the value into their own slot instead of handing it
+     * on (the memory plan gave the two different bytes). */
+    int skip_copies;
 } ox_exec_stats;
 
 /* ox_exec_stats.cuda_graph */

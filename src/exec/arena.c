@@ -324,7 +324,8 @@ static void plan_free(ox_arena_plan *p)
  * Leaves p->buf NULL (a negative entry) whenever planning is not possible. */
 static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
                             const ox_value *const *slot_value, int n_inputs,
-                            ox_rval *const *inputs, int64_t max_bytes, ox_error *err)
+                            ox_rval *const *inputs, int64_t max_bytes, const int *born,
+                            int n_born, ox_error *err)
 {
     ox_status st = OX_OK;
     ox_model *cl = ox_model_clone(m);
@@ -348,6 +349,8 @@ static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
     ox_memplan_opts_default(&mo);
     mo.include_inputs = false;    /* inputs are the caller's memory */
     mo.include_constants = false; /* held like initializers */
+    /* The clone has the model's nodes in the same order. */
+    mo.born = born && n_born == g->n_nodes ? born : NULL;
     /* An arena over the memory ceiling (a Loop whose static output counts
      * its whole trip count, say) is not allocated: the heap run allocates
      * only what it reaches, under the ceiling's checks. */
@@ -398,6 +401,15 @@ ox_status ox_arena_get(ox_arena_cache *c, const ox_model *m, int n_slots,
                        ox_rval *const *inputs, int64_t max_bytes,
                        const ox_arena_plan **out, ox_error *err)
 {
+    return ox_arena_get_ex(c, m, n_slots, slot_value, n_inputs, inputs, max_bytes, NULL, 0,
+                           out, err);
+}
+
+ox_status ox_arena_get_ex(ox_arena_cache *c, const ox_model *m, int n_slots,
+                          const ox_value *const *slot_value, int n_inputs,
+                          ox_rval *const *inputs, int64_t max_bytes, const int *born,
+                          int n_born, const ox_arena_plan **out, ox_error *err)
+{
     *out = NULL;
     i64vec sig = {0};
     bool ok;
@@ -427,7 +439,8 @@ ox_status ox_arena_get(ox_arena_cache *c, const ox_model *m, int n_slots,
     }
     p->sig = sig.v;
     p->n_sig = sig.n;
-    ox_status st = plan_build(p, m, n_slots, slot_value, n_inputs, inputs, max_bytes, err);
+    ox_status st = plan_build(p, m, n_slots, slot_value, n_inputs, inputs, max_bytes, born,
+                              n_born, err);
     if (st) {
         plan_free(p);
         return st;
