@@ -57,7 +57,7 @@ typedef struct act_ops {
 typedef struct entry {
     bool used, declined;       /* declined: oneDNN refused this shape */
     int n_key;
-    int64_t key[3 * (MAXD + 2) + 1];   /* per input: dtype, rank, dims; + NHWC flag */
+    int64_t key[3 * (MAXD + 2) + 2];   /* per input: dtype, rank, dims; + NHWC flag, team */
     dnnl_primitive_t prim;
     dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md;
     bool has_bias;
@@ -1011,12 +1011,18 @@ static int make_key(const ox_kernel_ctx *c, int64_t *key)
             key[n++] = t->dims[j];
     }
     key[n++] = tl_in_nhwc | (tl_z_nhwc << 1);
+    /* The team size the primitive is made for: oneDNN fixes its work split
+     * (and runs that many threads, whatever omp_set_num_threads says later)
+     * at creation, so a primitive made while the load guard ran a team of 1
+     * stayed serial for the executor's life, and one made for 2 ignored a
+     * later cap (threadpool.c). */
+    key[n++] = tl_threads;
     return n;
 }
 
 static entry *lookup(ox_dnnl_node *d, const ox_kernel_ctx *c)
 {
-    int64_t key[3 * (MAXD + 2) + 1];   /* per input: dtype, rank, dims; + NHWC flag */
+    int64_t key[3 * (MAXD + 2) + 2];   /* per input: dtype, rank, dims; + NHWC flag, team */
     int n = make_key(c, key);
     if (n < 0)
         return NULL;
