@@ -232,7 +232,7 @@ static bool later_made(const ox_graph *g, int k, const ox_value *a, const ox_val
 }
 
 static void plan_inplace(const ox_graph *g, const ox_memplan *mp, int64_t *off,
-                         bool *inplace)
+                         bool *inplace, const int *born)
 {
     /* from[t]: the slot whose bytes slot t took (-1: none), so a view can
      * move a whole chain (MatMul -> in-place Add -> Reshape) at once. */
@@ -257,6 +257,12 @@ static void plan_inplace(const ox_graph *g, const ox_memplan *mp, int64_t *off,
         int first_j = 0;
         if (!view && n->n_inputs >= 2 && later_made(g, k, n->inputs[1], n->inputs[0]))
             first_j = 1;
+        /* A residual Add fused into a oneDNN Conv's chain (born earlier,
+         * ox_memplan_opts.born): its other operand Z first, so that the
+         * primitive's sum post-op accumulates into Z's own bytes instead of
+         * a copy of Z seeding the output (exec.c chain_direct_slot). */
+        if (!view && n->n_inputs >= 2 && born && born[k] >= 0 && born[k] < k)
+            first_j ^= 1;
         for (int jj = 0; jj < n->n_inputs && jj < (view ? 1 : 2); jj++) {
             int j = jj ^ first_j;
             const ox_value *x = n->inputs[j];
@@ -366,7 +372,7 @@ static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
     }
     for (int t = 0; t < mp->n_slots; t++)
         moff[t] = mp->slots[t].offset;
-    plan_inplace(g, mp, moff, minp);
+    plan_inplace(g, mp, moff, minp, mo.born);
     for (int s = 0; s < n_slots; s++) {
         p->off[s] = -1;
         const ox_value *v = slot_value[s];
