@@ -232,7 +232,7 @@ static bool later_made(const ox_graph *g, int k, const ox_value *a, const ox_val
 }
 
 static void plan_inplace(const ox_graph *g, const ox_memplan *mp, int64_t *off,
-                         bool *inplace)
+                         bool *inplace, const int *born)
 {
     /* from[t]: the slot whose bytes slot t took (-1: none), so a view can
      * move a whole chain (MatMul -> in-place Add -> Reshape) at once. */
@@ -257,6 +257,12 @@ static void plan_inplace(const ox_graph *g, const ox_memplan *mp, int64_t *off,
         int first_j = 0;
         if (!view && n->n_inputs >= 2 && later_made(g, k, n->inputs[1], n->inputs[0]))
             first_j = 1;
+        /* A residual Add fused into a oneDNN Conv's chain (born earlier,
+         * ox_memplan_opts.born): its other operand Z first, so that the
+         * primitive's sum post-op accumulates into Z's own bytes instead of
+         * a copy of Z seeding the output (exec.c chain_direct_slot). */
+        if (!view && n->n_inputs >= 2 && born && born[k] >= 0 && born[k] < k)
+            first_j ^= 1;
         for (int jj = 0; jj < n->n_inputs && jj < (view ? 1 : 2); jj++) {
             int j = jj ^ first_j;
             const ox_value *x = n->inputs[j];
@@ -324,7 +330,8 @@ static void plan_free(ox_arena_plan *p)
  * Leaves p->buf NULL (a negative entry) whenever planning is not possible. */
 static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
                             const ox_value *const *slot_value, int n_inputs,
-                            ox_rval *const *inputs, int64_t max_bytes, ox_error *err)
+                            ox_rval *const *inputs, int64_t max_bytes, const int *born,
+                            int n_born, ox_error *err)
 {
     ox_status st = OX_OK;
     ox_model *cl = ox_model_clone(m);
@@ -348,6 +355,8 @@ static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
     ox_memplan_opts_default(&mo);
     mo.include_inputs = false;    /* inputs are the caller's memory */
     mo.include_constants = false; /* held like initializers */
+    /* The clone has the model's nodes in the same order. */
+    mo.born = born && n_born == g->n_nodes ? born : NULL;
     /* An arena over the memory ceiling (a Loop whose static output counts
      * its whole trip count, say) is not allocated: the heap run allocates
      * only what it reaches, under the ceiling's checks. */
@@ -363,7 +372,7 @@ static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
     }
     for (int t = 0; t < mp->n_slots; t++)
         moff[t] = mp->slots[t].offset;
-    plan_inplace(g, mp, moff, minp);
+    plan_inplace(g, mp, moff, minp, mo.born);
     for (int s = 0; s < n_slots; s++) {
         p->off[s] = -1;
         const ox_value *v = slot_value[s];
@@ -398,6 +407,15 @@ ox_status ox_arena_get(ox_arena_cache *c, const ox_model *m, int n_slots,
                        ox_rval *const *inputs, int64_t max_bytes,
                        const ox_arena_plan **out, ox_error *err)
 {
+    return ox_arena_get_ex(c, m, n_slots, slot_value, n_inputs, inputs, max_bytes, NULL, 0,
+                           out, err);
+}
+
+ox_status ox_arena_get_ex(ox_arena_cache *c, const ox_model *m, int n_slots,
+                          const ox_value *const *slot_value, int n_inputs,
+                          ox_rval *const *inputs, int64_t max_bytes, const int *born,
+                          int n_born, const ox_arena_plan **out, ox_error *err)
+{
     *out = NULL;
     i64vec sig = {0};
     bool ok;
@@ -427,7 +445,8 @@ ox_status ox_arena_get(ox_arena_cache *c, const ox_model *m, int n_slots,
     }
     p->sig = sig.v;
     p->n_sig = sig.n;
-    ox_status st = plan_build(p, m, n_slots, slot_value, n_inputs, inputs, max_bytes, err);
+    ox_status st = plan_build(p, m, n_slots, slot_value, n_inputs, inputs, max_bytes, born,
+                              n_born, err);
     if (st) {
         plan_free(p);
         return st;
