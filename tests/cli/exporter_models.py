@@ -1177,6 +1177,69 @@ def constant_attr_forms():
                          np.array(7, np.int64)]
 
 
+def _resnet_block(batch, c=32, hw=10, outer_read=False):
+    """A ResNet/MobileNet-sized block (32 channels, so oneDNN picks blocked
+    and channels-last layouts) as PyTorch 1.x writes it unfolded: Conv+BN+
+    Relu, depthwise Conv+BN+Clip(0,6), pointwise Conv+BN + residual Add +
+    Relu, a channel Concat with a parallel Conv, GlobalAveragePool, Flatten,
+    Gemm. outer_read: an If branch also reads the block's middle values."""
+    w1, wd, wp = rnd(c, c, 3, 3, lo=-.2, hi=.2), rnd(c, 1, 3, 3), rnd(c, c, 1, 1, lo=-.3, hi=.3)
+    wq = rnd(16, c, 1, 1, lo=-.3, hi=.3)
+    bns = [bn_params(c) for _ in range(3)]
+    fw, fb = rnd(10, c + 16, lo=-.3, hi=.3), rnd(10)
+    nodes = [const("zero", np.array(0, np.float32)), const("six", np.array(6, np.float32))]
+    inits = [init("w1", w1), init("wd", wd), init("wp", wp), init("wq", wq), init("fw", fw),
+             init("fb", fb)]
+    for i, bn in enumerate(bns):
+        for nm, val in zip("somv", bn):
+            nodes.append(const(f"bn{i}_{nm}", val))
+    bnn = lambda i, x, y: helper.make_node(  # noqa: E731
+        "BatchNormalization", [x] + [f"bn{i}_{nm}" for nm in "somv"], [y])
+    nodes += [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]), bnn(0, "c1", "n1"),
+              helper.make_node("Relu", ["n1"], ["r1"]),
+              helper.make_node("Conv", ["r1", "wd"], ["c2"], pads=[1, 1, 1, 1], group=c),
+              bnn(1, "c2", "n2"), helper.make_node("Clip", ["n2", "zero", "six"], ["r2"]),
+              helper.make_node("Conv", ["r2", "wp"], ["c3"]), bnn(2, "c3", "n3"),
+              helper.make_node("Add", ["n3", "r1"], ["s"]),
+              helper.make_node("Relu", ["s"], ["r3"]),
+              helper.make_node("Conv", ["r1", "wq"], ["q"]),
+              helper.make_node("Relu", ["q"], ["qr"]),
+              helper.make_node("Concat", ["r3", "qr"], ["cat"], axis=1),
+              helper.make_node("GlobalAveragePool", ["cat"], ["gp"]),
+              helper.make_node("Flatten", ["gp"], ["fl"]),
+              helper.make_node("Gemm", ["fl", "fw", "fb"], ["y"], transB=1)]
+    outs = [vi("y", ["batch", 10])]
+    ins = [vi("x", ["batch", c, hw, hw])]
+    if outer_read:
+        br = helper.make_graph(
+            [helper.make_node("ReduceSum", ["c2"], ["a1"], keepdims=0),
+             helper.make_node("ReduceSum", ["r2"], ["a2"], keepdims=0),
+             helper.make_node("ReduceSum", ["n3"], ["a3"], keepdims=0),
+             helper.make_node("Sum", ["a1", "a2", "a3"], ["o"])], "br", [], [vi("o", [])])
+        nodes.append(helper.make_node("If", ["cond"], ["z"], then_branch=br, else_branch=br))
+        outs.append(vi("z", []))
+        ins.append(vi("cond", [], TensorProto.BOOL))
+    x = rnd(batch, c, hw, hw) * 2
+    m = model(nodes, ins, outs, inits=inits, opset=11, producer="pytorch")
+    r1 = relu(np_bn(np_conv(x, w1, pads=(1, 1, 1, 1)), *bns[0]))
+    c2 = np_conv(r1, wd, pads=(1, 1, 1, 1), group=c)
+    r2 = np.clip(np_bn(c2, *bns[1]), 0, 6)
+    n3 = np_bn(np_conv(r2, wp), *bns[2])
+    cat = np.concatenate([relu(n3 + r1), relu(np_conv(r1, wq))], 1)
+    y = cat.mean((2, 3)) @ fw.T + fb
+    feeds = {"x": x}
+    refs = [y]
+    if outer_read:
+        feeds["cond"] = np.array(True)
+        refs.append(np.array(c2.sum() + r2.sum() + n3.sum(), np.float32))
+    return m, feeds, refs
+
+
+CASES["block32_b1"] = lambda: _resnet_block(1)
+CASES["block32_b3"] = lambda: _resnet_block(3)
+CASES["block32_b2_outer_read"] = lambda: _resnet_block(2, outer_read=True)
+
+
 # ---------------------------------------------------------------- malformed
 def malformed(tmp):
     """(name, path, expected exit codes) for broken files."""
