@@ -105,6 +105,7 @@ typedef struct ox_plan {
 
 struct ox_exec {
     ox_model *model;
+    ox_model *inlined;    /* model is this clone with local functions inlined */
     ox_exec_opts opts;
     ox_thread_pool *pool;
     ox_plan **plans;      /* main graph first, subgraphs as they are met */
@@ -2281,6 +2282,20 @@ ox_status ox_exec_new(ox_model *m, const ox_exec_opts *opts, ox_exec **out,
     ox_exec *e = calloc(1, sizeof *e);
     if (!e)
         return ox_errorf(err, OX_ENOMEM, "out of memory");
+    /* A model calling its own local functions (PyTorch 2's dynamo export)
+     * runs as a clone with the calls inlined (src/ir/ir_inline.c): kernels
+     * exist for operators only. The caller's model stays as it was. */
+    if (ox_model_calls_functions(m)) {
+        ox_model *c = ox_model_clone(m);
+        ox_status ist = c ? ox_model_inline_functions(c, err)
+                          : ox_errorf(err, OX_ENOMEM, "out of memory");
+        if (ist) {
+            ox_model_free(c);
+            free(e);
+            return ist;
+        }
+        e->inlined = m = c;
+    }
     e->model = m;
     if (opts)
         e->opts = *opts;
@@ -2328,6 +2343,7 @@ void ox_exec_free(ox_exec *e)
     ox_arena_cache_free(&e->arenas);
     ox_cuda_plan_free(e->cplan);
     ox_cuda_rt_free(e->cuda);
+    ox_model_free(e->inlined);
     free(e);
 }
 

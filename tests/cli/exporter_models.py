@@ -1240,6 +1240,60 @@ CASES["block32_b3"] = lambda: _resnet_block(3)
 CASES["block32_b2_outer_read"] = lambda: _resnet_block(2, outer_read=True)
 
 
+def _attr_ref(name, ref, typ):
+    a = onnx.AttributeProto()
+    a.name, a.ref_attr_name, a.type = name, ref, typ
+    return a
+
+
+@case
+def dynamo_functions_nested():
+    """PyTorch 2 dynamo's local functions in depth: a function calling
+    another, attribute references (LeakyRelu alpha and Transpose perm taken
+    from the call), the same value names inside functions as in the main
+    graph, a formal input passed straight out, and a call inside an If
+    branch; batch 2."""
+    leaky = helper.make_node("LeakyRelu", ["t"], ["out"])
+    leaky.attribute.append(_attr_ref("alpha", "slope", onnx.AttributeProto.FLOAT))
+    act = helper.make_function("pkg.torch", "Act", ["inp"], ["out"],
+                               [helper.make_node("Identity", ["inp"], ["t"]), leaky],
+                               [helper.make_opsetid("", 17)], attributes=["slope"])
+    tr = helper.make_node("Transpose", ["x"], ["y"])
+    tr.attribute.append(_attr_ref("perm", "order", onnx.AttributeProto.INTS))
+    block = helper.make_function(
+        "pkg.torch", "Block", ["x", "w"], ["z", "x_again"],
+        [helper.make_node("MatMul", ["x", "w"], ["m"]),
+         helper.make_node("Act", ["m"], ["a"], domain="pkg.torch", slope=0.25),
+         tr, helper.make_node("Add", ["a", "y"], ["z"]),
+         helper.make_node("Identity", ["x"], ["x_again"])],
+        [helper.make_opsetid("", 17), helper.make_opsetid("pkg.torch", 1)],
+        attributes=["order"])
+    w = rnd(4, 4)
+    then_g = helper.make_graph([helper.make_node("Act", ["x"], ["ta"], domain="pkg.torch",
+                                                 slope=0.5)], "then", [], [vi("ta", [2, 4, 4])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["ea"])], "else", [],
+                               [vi("ea", [2, 4, 4])])
+    nodes = [helper.make_node("Block", ["x", "w"], ["m", "xa"], domain="pkg.torch",
+                              order=[0, 2, 1]),
+             helper.make_node("Block", ["m", "w"], ["z", ""], domain="pkg.torch",
+                              order=[0, 2, 1], name="second"),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)]
+    g = helper.make_graph(nodes, "main_graph", [vi("x", [2, 4, 4]), vi("c", [], TensorProto.BOOL)],
+                          [vi("z", [2, 4, 4]), vi("xa", [2, 4, 4]), vi("y", [2, 4, 4])],
+                          initializer=[init("w", w)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                            helper.make_opsetid("pkg.torch", 1)],
+                          functions=[act, block], producer_name="pytorch")
+    m.ir_version = 8
+    x = rnd(2, 4, 4)
+    lr = lambda v, a: np.where(v > 0, v, a * v)  # noqa: E731
+
+    def blk(v):
+        return lr(v.astype(np.float64) @ w, 0.25) + v.transpose(0, 2, 1)
+    m1 = blk(x)
+    return m, {"x": x, "c": np.array(True)}, [blk(m1), x, lr(x.astype(np.float64), 0.5)]
+
+
 # ---------------------------------------------------------------- malformed
 def malformed(tmp):
     """(name, path, expected exit codes) for broken files."""
@@ -1280,6 +1334,15 @@ def malformed(tmp):
             del n.attribute[:]
             break
     out.append(("constant_no_value", save("constant_no_value", m), (1,)))
+    f = helper.make_function("pkg.torch", "Rec", ["a"], ["b"],
+                             [helper.make_node("Rec", ["a"], ["b"], domain="pkg.torch")],
+                             [helper.make_opsetid("", 17), helper.make_opsetid("pkg.torch", 1)])
+    g = helper.make_graph([helper.make_node("Rec", ["x"], ["y"], domain="pkg.torch")], "g",
+                          [vi("x", [2])], [vi("y", [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                            helper.make_opsetid("pkg.torch", 1)], functions=[f])
+    m.ir_version = 8
+    out.append(("recursive_function", save("recursive_function", m), (1,)))
     return out
 
 
