@@ -10,6 +10,7 @@ malformed variants giving one clean error line and a documented exit code.
 Usage: test_exporters.py [CASE ...] (ONNXSCOPE_BIN set by meson). ORT:
 NODE_PATH or /tmp/ort/node_modules; without it that comparison is skipped
 with a printed reason, the rest always runs. Exits 77 without numpy/onnx."""
+import concurrent.futures
 import json
 import os
 import shutil
@@ -81,8 +82,7 @@ def input_args(ins):
 
 
 def run_ours(model, ins, refs, what, env=None, threads="2"):
-    out = os.path.join(TMP, "outs")
-    shutil.rmtree(out, ignore_errors=True)
+    out = tempfile.mkdtemp(dir=os.path.dirname(model))   # cases run in parallel
     p = ox("run", model, *input_args(ins), "--threads", threads, "--save-outputs", out, env=env)
     if p.returncode != 0:
         fail(f"{what}: run exit {p.returncode}: {p.stderr.strip()[-400:]}")
@@ -243,13 +243,14 @@ def main():
     if not HAVE_ORT:
         print(f"note: ONNX Runtime comparison skipped: no node or no "
               f"{NODE_PATH}/onnxruntime-node")
-    for n in names:
-        if n == "malformed":
-            continue
+    def guarded(n):
         try:
             one_case(n)
         except subprocess.TimeoutExpired as e:
             fail(f"{n}: timed out: {e}")
+    # Two cases at a time: most of a case is waiting for child processes.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(guarded, [n for n in names if n != "malformed"]))
     if not sys.argv[1:] or "malformed" in sys.argv[1:]:
         malformed_cases()
     print(f"{len(names)} cases, {len(FAILS)} failures")
