@@ -1294,6 +1294,142 @@ def dynamo_functions_nested():
     return m, {"x": x, "c": np.array(True)}, [blk(m1), x, lr(x.astype(np.float64), 0.5)]
 
 
+@case
+def same_bytes_other_types():
+    """Constants and initializers with identical bytes but another type or
+    shape (int32 vs float32 zeros, [4] vs [2,2]): cse and dedup must not
+    merge them; a Cast int32->float->int64 (lossy above 2^24, so not a
+    removable widening) and a reversing Slice (same shape, step -1: no
+    no-op)."""
+    nodes = [helper.make_node("Constant", [], ["cf"], value=numpy_helper.from_array(
+                 np.zeros(4, np.float32))),
+             helper.make_node("Constant", [], ["ci"], value=numpy_helper.from_array(
+                 np.zeros(4, np.int32))),
+             helper.make_node("Constant", [], ["c22"], value=numpy_helper.from_array(
+                 np.zeros((2, 2), np.float32))),
+             helper.make_node("Add", ["xf", "cf"], ["y1"]),
+             helper.make_node("Add", ["xi", "ci"], ["y2"]),
+             helper.make_node("Add", ["x22", "c22"], ["y3"]),
+             helper.make_node("Mul", ["xf", "if4"], ["y4"]),
+             helper.make_node("Mul", ["xi", "ii4"], ["y5"]),
+             helper.make_node("Mul", ["x22", "if22"], ["y6"]),
+             helper.make_node("Cast", ["big"], ["bf"], to=F),
+             helper.make_node("Cast", ["bf"], ["y7"], to=TensorProto.INT64),
+             helper.make_node("Slice", ["xf", "st", "en", "ax", "sp"], ["y8"])]
+    one_f = np.full(4, 3, np.float32)
+    m = model(nodes, [vi("xf", [4]), vi("xi", [4], TensorProto.INT32), vi("x22", [2, 2]),
+                      vi("big", [2], TensorProto.INT32)],
+              [vi("y1", [4]), vi("y2", [4], TensorProto.INT32), vi("y3", [2, 2]), vi("y4", [4]),
+               vi("y5", [4], TensorProto.INT32), vi("y6", [2, 2]),
+               vi("y7", [2], TensorProto.INT64), vi("y8", [4])],
+              inits=[init("if4", one_f), init("ii4", one_f.view(np.int32)),
+                     init("if22", one_f.reshape(2, 2)),
+                     init("st", np.array([-1], np.int64)),
+                     init("en", np.array([-(2 ** 63) + 1], np.int64)),
+                     init("ax", np.array([0], np.int64)), init("sp", np.array([-1], np.int64))],
+              opset=13)
+    xf, xi, x22 = rnd(4), np.arange(4, dtype=np.int32) - 1, rnd(2, 2)
+    big = np.array([16777217, -16777219], np.int32)
+    return m, {"xf": xf, "xi": xi, "x22": x22, "big": big}, [
+        xf, xi, x22, xf * 3, xi * one_f.view(np.int32), x22 * 3,
+        big.astype(np.float32).astype(np.int64), xf[::-1]]
+
+
+@case
+def norm_act_lookalikes():
+    """Lookalikes of fusable patterns from Keras/TF2ONNX: LayerNorm with
+    epsilon added after the Sqrt (x-m)/(sqrt(var)+eps) (not
+    LayerNormalization), rows of constant value so epsilon matters; Keras
+    hard_sigmoid (0.2x+0.5) times x (not HardSwish); x*Sigmoid(1.702x)
+    (QuickGELU-like Swish with alpha); Relu6 via Clip max only then Relu."""
+    eps = np.array(0.1, np.float32)
+    nodes = [const("eps", eps), const("two", np.array(2.0, np.float32)),
+             const("alpha", np.array(1.702, np.float32)),
+             const("six", np.array(6.0, np.float32)),
+             helper.make_node("ReduceMean", ["x"], ["mu"], axes=[-1]),
+             helper.make_node("Sub", ["x", "mu"], ["xc"]),
+             helper.make_node("Pow", ["xc", "two"], ["sq"]),
+             helper.make_node("ReduceMean", ["sq"], ["var"], axes=[-1]),
+             helper.make_node("Sqrt", ["var"], ["sd"]),
+             helper.make_node("Add", ["sd", "eps"], ["sde"]),
+             helper.make_node("Div", ["xc", "sde"], ["y1"]),
+             helper.make_node("HardSigmoid", ["x"], ["hs"], alpha=0.2, beta=0.5),
+             helper.make_node("Mul", ["x", "hs"], ["y2"]),
+             helper.make_node("Mul", ["x", "alpha"], ["xa"]),
+             helper.make_node("Sigmoid", ["xa"], ["sg"]),
+             helper.make_node("Mul", ["x", "sg"], ["y3"]),
+             helper.make_node("Clip", ["x", "", "six"], ["c6"]),
+             helper.make_node("Relu", ["c6"], ["y4"])]
+    x = rnd(3, 8) * 8
+    x[1] = 0.5     # a constant row: variance 0, epsilon decides
+    m = model(nodes, [vi("x", ["B", 8])], [vi(f"y{i}", ["B", 8]) for i in range(1, 5)], opset=13)
+    xd = x.astype(np.float64)
+    xc = xd - xd.mean(-1, keepdims=True)
+    sd = np.sqrt((xc ** 2).mean(-1, keepdims=True))
+    return m, {"x": x}, [xc / (sd + 0.1), xd * np.clip(0.2 * xd + 0.5, 0, 1),
+                         xd / (1 + np.exp(-1.702 * xd)), np.clip(xd, 0, 6)]
+
+
+@case
+def matmul_broadcast_batches():
+    """MatMul batch broadcasting that a batch-free 2-D product must not
+    flatten wrongly: [3,4,K]x[1,K,N], [1,4,K]x[3,K,N], [2,1,4,K]x[3,K,N],
+    [4,K]x[3,K,N], [3,1,K]x[3,K,N] (GEMV rows per batch) and a MatMul whose
+    weight is a graph input (not a constant)."""
+    k, n = 5, 3
+    a1, b1 = rnd(3, 4, k), rnd(1, k, n)
+    a2, b2 = rnd(1, 4, k), rnd(3, k, n)
+    a3 = rnd(2, 1, 4, k)
+    a4 = rnd(4, k)
+    a5 = rnd(3, 1, k)
+    wi = rnd(k, n)
+    nodes = [helper.make_node("MatMul", ["a1", "b1"], ["y1"]),
+             helper.make_node("MatMul", ["a2", "b2"], ["y2"]),
+             helper.make_node("MatMul", ["a3", "b2"], ["y3"]),
+             helper.make_node("MatMul", ["a4", "b2"], ["y4"]),
+             helper.make_node("MatMul", ["a5", "b2"], ["y5"]),
+             helper.make_node("MatMul", ["a1", "wi"], ["y6"])]
+    m = model(nodes, [vi("a1", [3, 4, k]), vi("a2", [1, 4, k]), vi("a3", [2, 1, 4, k]),
+                      vi("a4", [4, k]), vi("a5", [3, 1, k]), vi("wi", [k, n])],
+              [vi("y1", [3, 4, n]), vi("y2", [3, 4, n]), vi("y3", [2, 3, 4, n]),
+               vi("y4", [3, 4, n]), vi("y5", [3, 1, n]), vi("y6", [3, 4, n])],
+              inits=[init("b1", b1), init("b2", b2)], opset=13)
+    f = lambda t: t.astype(np.float64)  # noqa: E731
+    return m, {"a1": a1, "a2": a2, "a3": a3, "a4": a4, "a5": a5, "wi": wi}, [
+        f(a1) @ b1, f(a2) @ b2, f(a3) @ b2, f(a4) @ b2, f(a5) @ b2, f(a1) @ wi]
+
+
+def _inplace_model(c):
+    """Residual Add onto a Conv's own input (y = Conv(r) + r: a sum written
+    in place on r would corrupt what the Conv reads), Concat of a value
+    with itself and with a graph input, Concat of a Conv output with a
+    constant."""
+    w1, w2 = rnd(c, c, 3, 3, lo=-.2, hi=.2), rnd(c, c, 3, 3, lo=-.2, hi=.2)
+    w3 = rnd(c, 3 * c, 1, 1, lo=-.2, hi=.2)
+    kc = rnd(1, 2, 6, 6)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r"]),
+             helper.make_node("Conv", ["r", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c2", "r"], ["s"]),
+             helper.make_node("Concat", ["s", "s", "x"], ["cat"], axis=1),
+             helper.make_node("Conv", ["cat", "w3"], ["y"]),
+             helper.make_node("Relu", ["y"], ["yr"]),
+             helper.make_node("Expand", ["kc", "shp"], ["kce"]),
+             helper.make_node("Concat", ["yr", "kce"], ["y2"], axis=1)]
+    x = rnd(2, c, 6, 6)
+    m = model(nodes, [vi("x", [2, c, 6, 6])], [vi("y2", [2, c + 2, 6, 6])],
+              inits=[init("w1", w1), init("w2", w2), init("w3", w3), init("kc", kc),
+                     init("shp", np.array([2, 2, 6, 6], np.int64))], opset=13)
+    r = relu(np_conv(x, w1, pads=(1, 1, 1, 1)))
+    s_ = np_conv(r, w2, pads=(1, 1, 1, 1)) + r
+    yr = relu(np_conv(np.concatenate([s_, s_, x], 1), w3))
+    return m, {"x": x}, [np.concatenate([yr, np.broadcast_to(kc, (2, 2, 6, 6))], 1)]
+
+
+CASES["inplace_concat_c8"] = lambda: _inplace_model(8)
+CASES["inplace_concat_c32"] = lambda: _inplace_model(32)
+
+
 # ---------------------------------------------------------------- malformed
 def malformed(tmp):
     """(name, path, expected exit codes) for broken files."""
