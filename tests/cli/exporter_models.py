@@ -1430,6 +1430,71 @@ CASES["inplace_concat_c8"] = lambda: _inplace_model(8)
 CASES["inplace_concat_c32"] = lambda: _inplace_model(32)
 
 
+@case
+def fp16_whole_model():
+    """A float16 export end to end (Paddle/PyTorch .half()): Conv with a
+    float16 bias, BatchNormalization, Relu, GlobalAveragePool, MatMul, Add,
+    Softmax; batch 2. Reference in float64 from the same float16 numbers."""
+    h = np.float16
+    w, b = rnd(4, 3, 3, 3).astype(h), rnd(4).astype(h)
+    bn = [t.astype(h) for t in bn_params(4)]
+    mw, mb = rnd(4, 5).astype(h), rnd(5).astype(h)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "s", "o", "m", "v"], ["n"]),
+             helper.make_node("Relu", ["n"], ["r"]),
+             helper.make_node("GlobalAveragePool", ["r"], ["gp"]),
+             helper.make_node("Flatten", ["gp"], ["fl"]),
+             helper.make_node("MatMul", ["fl", "mw"], ["mm"]),
+             helper.make_node("Add", ["mm", "mb"], ["lg"]),
+             helper.make_node("Softmax", ["lg"], ["y"], axis=-1)]
+    H = TensorProto.FLOAT16
+    inits = [init("w", w), init("b", b), init("mw", mw), init("mb", mb)] + [
+        init(nm, val) for nm, val in zip("somv", bn)]
+    x = rnd(2, 3, 6, 6).astype(h)
+    m = model(nodes, [vi("x", ["N", 3, 6, 6], H)], [vi("y", ["N", 5], H), vi("lg", ["N", 5], H)],
+              inits=inits, opset=13)
+    f = lambda t: t.astype(np.float64)  # noqa: E731
+    r = relu(np_bn(np_conv(f(x), f(w), f(b), pads=(1, 1, 1, 1)), *[f(t) for t in bn]))
+    lg = r.mean((2, 3)) @ f(mw) + f(mb)
+    return m, {"x": x}, [np_softmax(lg).astype(h), lg.astype(h)]
+
+
+@case
+def qdq_conv_per_channel():
+    """A QDQ export (PyTorch/TF quantization-aware): uint8 activations
+    QuantizeLinear/DequantizeLinear around a Conv whose int8 weights are
+    dequantized per output channel (axis 0), an int32 bias dequantized,
+    Relu, then Q/DQ again; batch 2."""
+    wq = RNG.integers(-127, 128, size=(4, 3, 3, 3)).astype(np.int8)
+    ws = rnd(4, lo=0.002, hi=0.01)
+    bq = RNG.integers(-500, 500, size=4).astype(np.int32)
+    xs, xz = np.array(0.02, np.float32), np.array(128, np.uint8)
+    ys, yz = np.array(0.05, np.float32), np.array(0, np.uint8)
+    bs = (xs * ws).astype(np.float32)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wd"], axis=0),
+             helper.make_node("DequantizeLinear", ["bq", "bs", "bz"], ["bd"], axis=0),
+             helper.make_node("Conv", ["xd", "wd", "bd"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("QuantizeLinear", ["r", "ys", "yz"], ["rq"]),
+             helper.make_node("DequantizeLinear", ["rq", "ys", "yz"], ["y"])]
+    inits = [init("wq", wq), init("ws", ws), init("wz", np.zeros(4, np.int8)), init("bq", bq),
+             init("bs", bs), init("bz", np.zeros(4, np.int32)), init("xs", xs), init("xz", xz),
+             init("ys", ys), init("yz", yz)]
+    x = rnd(2, 3, 5, 5) * 2
+    m = model(nodes, [vi("x", ["N", 3, 5, 5])], [vi("y", ["N", 4, 5, 5])], inits=inits,
+              opset=13)
+    q = lambda v, s_, z: np.clip(np.round(v / s_) + z, 0, 255)  # noqa: E731
+    xd = (q(x.astype(np.float32), xs, 128) - 128) * xs
+    wd = wq.astype(np.float64) * ws.reshape(4, 1, 1, 1)
+    r = relu(np_conv(xd, wd, bq * bs, pads=(1, 1, 1, 1)))
+    # the last rounding step can differ by one quantum where float32
+    # arithmetic lands on a .5 boundary: compare in float32 like ORT
+    y = q(r.astype(np.float32), ys, 0) * ys
+    return m, {"x": x}, [y]
+
+
 # ---------------------------------------------------------------- malformed
 def malformed(tmp):
     """(name, path, expected exit codes) for broken files."""
