@@ -1495,6 +1495,47 @@ def qdq_conv_per_channel():
     return m, {"x": x}, [y]
 
 
+@case
+def paddle_shape_chains():
+    """Paddle2ONNX / PyTorch 1.x shape arithmetic on a symbolic batch
+    (p2o.DynamicDimension names): Shape->Gather->Unsqueeze->Concat->
+    Reshape (flatten), Shape->Slice->ReduceProd, ConstantOfShape of a
+    Shape, Expand to another input's Shape, Cast int64->float of a dim,
+    Where on a Shape comparison; opset 11, batch 3."""
+    i64 = TensorProto.INT64
+    nodes = [helper.make_node("Shape", ["x"], ["sh"]),
+             const("zero", np.array(0, np.int64)),
+             const("m1", np.array([-1], np.int64)),
+             helper.make_node("Gather", ["sh", "zero"], ["n"], axis=0),
+             helper.make_node("Unsqueeze", ["n"], ["n1"], axes=[0]),
+             helper.make_node("Concat", ["n1", "m1"], ["fshape"], axis=0),
+             helper.make_node("Reshape", ["x", "fshape"], ["flat"]),
+             helper.make_node("MatMul", ["flat", "w"], ["y1"]),
+             const("s2", np.array([1], np.int64)), const("e2", np.array([4], np.int64)),
+             helper.make_node("Slice", ["sh", "s2", "e2"], ["tail"]),
+             helper.make_node("ReduceProd", ["tail"], ["y2"], keepdims=0),
+             helper.make_node("ConstantOfShape", ["sh"], ["ones"],
+                              value=numpy_helper.from_array(np.array([1.5], np.float32))),
+             helper.make_node("Add", ["x", "ones"], ["y3"]),
+             helper.make_node("Shape", ["t"], ["tsh"]),
+             helper.make_node("Expand", ["bias", "tsh"], ["y4"]),
+             helper.make_node("Cast", ["n"], ["nf"], to=F),
+             helper.make_node("Div", ["t", "nf"], ["y5"]),
+             helper.make_node("Equal", ["n", "three"], ["is3"]),
+             helper.make_node("Where", ["is3", "t", "bias"], ["y6"])]
+    w = rnd(24, 5)
+    x, t, bias = rnd(3, 2, 3, 4), rnd(3, 6), rnd(6)
+    d = "p2o.DynamicDimension.0"
+    m = model(nodes, [vi("x", [d, 2, 3, 4]), vi("t", [d, 6])],
+              [vi("y1", [d, 5]), vi("y2", [], i64), vi("y3", [d, 2, 3, 4]), vi("y4", [d, 6]),
+               vi("y5", [d, 6]), vi("y6", [d, 6])],
+              inits=[init("w", w), init("bias", bias), init("three", np.array(3, np.int64))],
+              opset=11, producer="PaddlePaddle")
+    xd = x.astype(np.float64)
+    return m, {"x": x, "t": t}, [xd.reshape(3, -1) @ w, np.array(24, np.int64), xd + 1.5,
+                                 np.broadcast_to(bias, (3, 6)), t / 3.0, t]
+
+
 # ---------------------------------------------------------------- malformed
 def malformed(tmp):
     """(name, path, expected exit codes) for broken files."""
