@@ -1536,6 +1536,46 @@ def paddle_shape_chains():
                                  np.broadcast_to(bias, (3, 6)), t / 3.0, t]
 
 
+@case
+def resize_exporter_modes():
+    """Resize as exporters write it (opset 13: roi optional): PyTorch
+    nearest upsample (empty-string roi, scales, asymmetric + floor), bilinear with
+    align_corners (sizes given, scales empty), TF2ONNX half_pixel linear
+    downsample by 2 (each output the mean of a 2x2 block), and
+    pytorch_half_pixel to an output of size 1 (coordinate 0); batch 2."""
+    nodes = [helper.make_node("Resize", ["x", "", "sc2"], ["y1"], mode="nearest",
+                              coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+             helper.make_node("Resize", ["x", "", "", "sz"], ["y2"], mode="linear",
+                              coordinate_transformation_mode="align_corners"),
+             helper.make_node("Resize", ["x", "", "half"], ["y3"], mode="linear",
+                              coordinate_transformation_mode="half_pixel"),
+             helper.make_node("Resize", ["x", "", "", "sz1"], ["y4"], mode="linear",
+                              coordinate_transformation_mode="pytorch_half_pixel")]
+    x = rnd(2, 3, 4, 4)
+    inits = [init("sc2", np.array([1, 1, 2, 2], np.float32)),
+             init("sz", np.array([2, 3, 7, 7], np.int64)),
+             init("half", np.array([1, 1, 0.5, 0.5], np.float32)),
+             init("sz1", np.array([2, 3, 1, 4], np.int64))]
+    m = model(nodes, [vi("x", [2, 3, 4, 4])],
+              [vi("y1", [2, 3, 8, 8]), vi("y2", [2, 3, 7, 7]), vi("y3", [2, 3, 2, 2]),
+               vi("y4", [2, 3, 1, 4])], inits=inits, opset=13)
+    xd = x.astype(np.float64)
+    y1 = xd.repeat(2, 2).repeat(2, 3)
+
+    def lin_axis(a, axis, coords):
+        i0 = np.clip(np.floor(coords).astype(int), 0, a.shape[axis] - 1)
+        i1 = np.clip(i0 + 1, 0, a.shape[axis] - 1)
+        f = np.clip(coords, 0, a.shape[axis] - 1) - i0
+        sh = [1] * a.ndim
+        sh[axis] = -1
+        return np.take(a, i0, axis) * (1 - f.reshape(sh)) + np.take(a, i1, axis) * f.reshape(sh)
+    ac = np.arange(7) * 3 / 6.0          # align_corners: i * (in-1)/(out-1)
+    y2 = lin_axis(lin_axis(xd, 2, ac), 3, ac)
+    y3 = xd.reshape(2, 3, 2, 2, 2, 2).mean((3, 5))
+    y4 = lin_axis(xd, 2, np.zeros(1))     # output size 1: coordinate 0
+    return m, {"x": x}, [y1, y2, y3, y4]
+
+
 # ---------------------------------------------------------------- malformed
 def malformed(tmp):
     """(name, path, expected exit codes) for broken files."""
