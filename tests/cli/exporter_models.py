@@ -1576,6 +1576,25 @@ def resize_exporter_modes():
     return m, {"x": x}, [y1, y2, y3, y4]
 
 
+@case
+def function_own_domain():
+    """A local function whose body uses a domain only the function imports
+    (com.microsoft Gelu, as onnxscript-based exporters emit), called from a
+    model importing just the default and the function's domains."""
+    fn = helper.make_function(
+        "pkg.onnxscript", "Act", ["a"], ["b"],
+        [helper.make_node("Gelu", ["a"], ["b"], domain="com.microsoft")],
+        [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    g = helper.make_graph([helper.make_node("Act", ["x"], ["y"], domain="pkg.onnxscript")], "g",
+                          [vi("x", [2, 5])], [vi("y", [2, 5])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                            helper.make_opsetid("pkg.onnxscript", 1)],
+                          functions=[fn], producer_name="pytorch")
+    m.ir_version = 8
+    x = rnd(2, 5) * 3
+    return m, {"x": x}, [np_gelu(x.astype(np.float64))]
+
+
 # ---------------------------------------------------------------- malformed
 def malformed(tmp):
     """(name, path, expected exit codes) for broken files."""
