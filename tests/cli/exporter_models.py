@@ -1595,6 +1595,42 @@ def function_own_domain():
     return m, {"x": x}, [np_gelu(x.astype(np.float64))]
 
 
+@case
+def tf_passthrough_bodies():
+    """TF2ONNX control flow: an If branch whose output is an outer-scope
+    value itself (no node: the Conv output before its BN), a Loop body
+    passing a carried value straight through (input name = output name's
+    source) and scanning out the iteration count; batch 2."""
+    c = 4
+    w, bn = rnd(c, c, 3, 3, lo=-.4, hi=.4), bn_params(c)
+    then_g = helper.make_graph([], "then", [], [vi("cv", ["N", c, 5, 5])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["n"], ["neg"])], "else", [],
+                               [vi("neg", ["N", c, 5, 5])])
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Add", ["acc_in", "one"], ["acc_out"]),
+         helper.make_node("Identity", ["acc_in"], ["scan_i"])],
+        "body", [vi("i", [], TensorProto.INT64), vi("cond_in", [], TensorProto.BOOL),
+                 vi("keep", ["N", c, 5, 5]), vi("acc_in", [])],
+        [vi("cond_out", [], TensorProto.BOOL), vi("keep", ["N", c, 5, 5]), vi("acc_out", []),
+         vi("scan_i", [])])
+    nodes = [helper.make_node("Conv", ["x", "w"], ["cv"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["cv", "s", "o", "m", "v"], ["n"]),
+             helper.make_node("Relu", ["n"], ["r"]),
+             helper.make_node("If", ["cond"], ["y1"], then_branch=then_g, else_branch=else_g),
+             helper.make_node("Loop", ["trip", "", "r", "zero"], ["y2", "cnt", "seq"], body=body)]
+    inits = [init("w", w), init("trip", np.array(3, np.int64)), init("one", np.array(1, np.float32)),
+             init("zero", np.array(0, np.float32))] + [
+        init(nm, val) for nm, val in zip("somv", bn)]
+    x = rnd(2, c, 5, 5)
+    m = model(nodes, [vi("x", ["N", c, 5, 5]), vi("cond", [], TensorProto.BOOL)],
+              [vi("y1", ["N", c, 5, 5]), vi("y2", ["N", c, 5, 5]), vi("cnt", []),
+               vi("seq", [3])], inits=inits, opset=13, producer="tf2onnx")
+    cv = np_conv(x, w, pads=(1, 1, 1, 1))
+    return m, {"x": x, "cond": np.array(True)}, [
+        cv, relu(np_bn(cv, *bn)), np.array(3, np.float32), np.array([0, 1, 2], np.float32)]
+
+
 # ---------------------------------------------------------------- malformed
 def malformed(tmp):
     """(name, path, expected exit codes) for broken files."""
