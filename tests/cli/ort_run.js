@@ -1,7 +1,9 @@
 // Runs a model in ONNX Runtime on raw_data TensorProto inputs and prints its
 // outputs as one JSON object (test_exporters.py's peer; never a build
 // dependency). NODE_PATH must reach onnxruntime-node.
-//   node ort_run.js MODEL.onnx INPUT_0.pb [INPUT_1.pb ...]
+//   node ort_run.js MODEL.onnx[,MODEL2.onnx...] INPUT_0.pb [INPUT_1.pb ...]
+// Several models (comma-separated) share one process, which loads ONNX
+// Runtime once: {MODEL: outputs} or {MODEL: {"error": why}} per model.
 // Only the TensorProto fields numpy_helper writes are read: dims (1),
 // data_type (2), name (8), raw_data (9).
 const fs = require('fs');
@@ -58,10 +60,7 @@ function half(h) {
   return s * (1 + m / 1024) * 2 ** (e - 15);
 }
 
-async function main() {
-  const [model, ...inputs] = process.argv.slice(2);
-  const feeds = {};
-  for (const f of inputs) { const [n, t] = readTensor(f); feeds[n] = t; }
+async function runOne(model, feeds) {
   const sess = await ort.InferenceSession.create(model, { graphOptimizationLevel: 'disabled' });
   const res = await sess.run(feeds);
   const out = {};
@@ -71,6 +70,21 @@ async function main() {
     if (t.type === 'float16' && t.data instanceof Uint16Array) data = data.map(half);
     out[name] = { dims: t.dims, type: t.type, data };
   }
-  process.stdout.write(JSON.stringify(out));
+  return out;
+}
+
+async function main() {
+  const [models, ...inputs] = process.argv.slice(2);
+  const feeds = {};
+  for (const f of inputs) { const [n, t] = readTensor(f); feeds[n] = t; }
+  const all = {};
+  for (const m of models.split(',')) {
+    try {
+      all[m] = { outputs: await runOne(m, feeds) };
+    } catch (e) {
+      all[m] = { error: String(e).split('\n')[0] };
+    }
+  }
+  process.stdout.write(JSON.stringify(all));
 }
 main().catch((e) => { console.error(String(e)); process.exit(1); });

@@ -98,20 +98,39 @@ def run_ours(model, ins, refs, what, env=None, threads="2"):
         close(numpy_helper.to_array(t), r, f"{what} output {k}")
 
 
-def run_ort(model, ins, refs, what):
-    if os.path.basename(os.path.dirname(model)) in EM.NO_ORT:
-        return EM.NO_ORT[os.path.basename(os.path.dirname(model))]
-    p = subprocess.run(["node", os.path.join(HERE, "ort_run.js"), model, *[q for _, q in ins]],
+def run_ort(jobs, ins, refs):
+    """jobs: [(model, what)], run in one node process (ONNX Runtime loads
+    once per case); a model ONNX Runtime refuses is a printed note."""
+    todo = [(mdl, what) for mdl, what in jobs
+            if os.path.basename(os.path.dirname(mdl)) not in EM.NO_ORT]
+    for mdl, what in jobs:
+        if (mdl, what) not in todo:
+            print(f"  note: {what}: ONNX Runtime not compared: "
+                  f"{EM.NO_ORT[os.path.basename(os.path.dirname(mdl))]}")
+    if not todo:
+        return
+    p = subprocess.run(["node", os.path.join(HERE, "ort_run.js"), ",".join(m for m, _ in todo),
+                        *[q for _, q in ins]],
                        capture_output=True, text=True, env=dict(ENV, NODE_PATH=NODE_PATH),
-                       timeout=120)
+                       timeout=300)
     if p.returncode != 0:
-        return p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"
-    o = json.loads(p.stdout)
-    for k, (name, r) in enumerate(zip(o, refs)):
-        v = o[name]
-        close(np.array(v["data"]).reshape(v["dims"]).astype(np.asarray(r).dtype), r,
-              f"{what} (ONNX Runtime) output {k}")
-    return None
+        fail(f"{todo[0][1]}: ort_run.js exit {p.returncode}: {p.stderr.strip()[-300:]}")
+        return
+    res = json.loads(p.stdout)
+    orig_ran = "outputs" in res.get(jobs[0][0], {})
+    for mdl, what in todo:
+        r_ = res.get(mdl, {"error": "no result"})
+        if "error" in r_:
+            if orig_ran and mdl != jobs[0][0]:
+                fail(f"{what}: ONNX Runtime runs the original, not this: {r_['error'][:300]}")
+            else:
+                print(f"  note: {what}: ONNX Runtime does not run it: {r_['error'][:300]}")
+            continue
+        o = r_["outputs"]
+        for k, (name, r) in enumerate(zip(o, refs)):
+            v = o[name]
+            close(np.array(v["data"]).reshape(v["dims"]).astype(np.asarray(r).dtype), r,
+                  f"{what} (ONNX Runtime) output {k}")
 
 
 def checker_ok(path):
@@ -160,10 +179,7 @@ def one_case(name):
     run_ours(model, ins, refs, f"{name}: run NO_DNNL 1 thread",
              env=dict(ENV, ONNXSCOPE_NO_DNNL="1"), threads="1")
     in_checker = checker_ok(model)
-    if HAVE_ORT:
-        why = run_ort(model, ins, refs, f"{name}: original")
-        if why:
-            print(f"  note: ONNX Runtime does not run the original: {why}")
+    ort_jobs = [(model, f"{name}: original")]
     for target in ("onnx", "ort"):
         opt = os.path.join(folder, f"opt_{target}.onnx")
         p = ox("optimize", model, "-o", opt, "--level", "all", "--target", target,
@@ -182,10 +198,7 @@ def one_case(name):
         if target == "ort":   # (the onnx result's ops are a subset: its plain run is kept short)
             run_ours(opt, ins, refs, f"{what}: run NO_DNNL",
                      env=dict(ENV, ONNXSCOPE_NO_DNNL="1"), threads="1")
-        if HAVE_ORT:
-            why = run_ort(opt, ins, refs, what)
-            if why:
-                print(f"  note: ONNX Runtime does not run the {target} result: {why}")
+        ort_jobs.append((opt, what))
     # Every input's shape fixed (--shape), so shape chains fold into constants.
     fixed = os.path.join(folder, "opt_fixed.onnx")
     shapes = []
@@ -201,10 +214,7 @@ def one_case(name):
         if in_checker is None and checker_ok(fixed):
             fail(f"{what}: saved model fails ONNX's checker: {checker_ok(fixed)}")
         run_ours(fixed, ins, refs, f"{what}: run")
-        if HAVE_ORT:
-            why = run_ort(fixed, ins, refs, what)
-            if why:
-                print(f"  note: ONNX Runtime does not run the --shape result: {why}")
+        ort_jobs.append((fixed, what))
     opset = next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), 0)
     if opset < 17:
         # Exporters' old opsets: converted up, the result must compute the same.
@@ -217,10 +227,9 @@ def one_case(name):
             if in_checker is None and checker_ok(conv):
                 fail(f"{what}: saved model fails ONNX's checker: {checker_ok(conv)}")
             run_ours(conv, ins, refs, f"{what}: run")
-            if HAVE_ORT:
-                why = run_ort(conv, ins, refs, what)
-                if why:
-                    print(f"  note: ONNX Runtime does not run the converted model: {why}")
+            ort_jobs.append((conv, what))
+    if HAVE_ORT:
+        run_ort(ort_jobs, ins, refs)
     p = ox("bench", model, "--iters", "3", *input_args(ins))
     if p.returncode != 0:
         fail(f"{name}: bench exit {p.returncode}: {p.stderr.strip()[-400:]}")
