@@ -11,6 +11,7 @@ input_K.pb, output_K.pb per case folder) for a look by hand."""
 import math
 import os
 import sys
+import zlib
 
 import numpy as np
 import onnx
@@ -1691,6 +1692,10 @@ NO_ORT = {"initializer_overridden": "onnxruntime-node drops feeds for initialize
 
 
 def write_case(name, folder):
+    """Writes case `name`; its numbers depend on its name only (seeded
+    here), so a case run alone reproduces the one in a full run."""
+    global RNG
+    RNG = np.random.default_rng(zlib.crc32(name.encode()))
     m, feeds, refs = CASES[name]()
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "model.onnx")

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 
 try:
     import numpy as np
@@ -34,6 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TMP = tempfile.mkdtemp(prefix="oxexporters-")
 ENV = dict(os.environ, XDG_CACHE_HOME=TMP, ONNXSCOPE_THREADS_LOAD_CAP="0")
 FAILS = []
+GEN_LOCK = threading.Lock()
 NODE_PATH = os.environ.get("NODE_PATH") or "/tmp/ort/node_modules"
 HAVE_ORT = shutil.which("node") is not None and os.path.isdir(
     os.path.join(NODE_PATH, "onnxruntime-node"))
@@ -173,7 +175,8 @@ def types_kept(orig, saved, what):
 
 def one_case(name):
     folder = os.path.join(TMP, name)
-    model, ins, _feeds, refs, m = EM.write_case(name, folder)
+    with GEN_LOCK:   # the generator's RNG is one global
+        model, ins, _feeds, refs, m = EM.write_case(name, folder)
     print(f"== {name}", flush=True)
     run_ours(model, ins, refs, f"{name}: run")
     run_ours(model, ins, refs, f"{name}: run NO_DNNL 1 thread",
