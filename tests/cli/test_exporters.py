@@ -202,6 +202,13 @@ def one_case(name):
             run_ours(opt, ins, refs, f"{what}: run NO_DNNL",
                      env=dict(ENV, ONNXSCOPE_NO_DNNL="1"), threads="1")
         ort_jobs.append((opt, what))
+    # to_fp16 on top (its own criteria: float16 tolerance or cosine 0.999):
+    # a lossy pass must still use the fed values, never baked-in defaults.
+    p = ox("optimize", model, "-o", os.path.join(folder, "opt_fp16.onnx"), "--passes",
+           "+to_fp16", "--check", "1", *input_args(ins))
+    if p.returncode != 0:
+        fail(f"{name}: optimize --passes +to_fp16: exit {p.returncode}: "
+             f"{(p.stderr.strip() or p.stdout.strip())[-400:]}")
     # Every input's shape fixed (--shape), so shape chains fold into constants.
     fixed = os.path.join(folder, "opt_fixed.onnx")
     shapes = []
