@@ -1632,6 +1632,84 @@ def tf_passthrough_bodies():
         cv, relu(np_bn(cv, *bn)), np.array(3, np.float32), np.array([0, 1, 2], np.float32)]
 
 
+def np_lstm_dir(x, w, r, b, h0, c0, reverse):
+    """One direction of ONNX LSTM (gates i, o, f, c; sigmoid/tanh/tanh)."""
+    hs = w.shape[0] // 4
+    h, c = h0.astype(np.float64), c0.astype(np.float64)
+    out = [None] * x.shape[0]
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
+    for t in steps:
+        g = x[t] @ w.T + h @ r.T + b[:4 * hs] + b[4 * hs:]
+        i, o, f, cc = sig(g[:, :hs]), sig(g[:, hs:2 * hs]), sig(g[:, 2 * hs:3 * hs]), \
+            np.tanh(g[:, 3 * hs:])
+        c = f * c + i * cc
+        h = o * np.tanh(c)
+        out[t] = h
+    return np.stack(out), h, c
+
+
+@case
+def lstm_bidirectional_pt():
+    """PyTorch nn.LSTM(bidirectional) as exported: sequence-first input,
+    empty sequence_lens (""), initial states from graph inputs, all three
+    outputs used, then a Transpose/Reshape to [seq, batch, 2*hidden]
+    (opset 14, layout 0); batch 2."""
+    s_, b_, e, hs = 3, 2, 4, 5
+    w, r = rnd(2, 4 * hs, e, lo=-.5, hi=.5), rnd(2, 4 * hs, hs, lo=-.5, hi=.5)
+    bias = rnd(2, 8 * hs, lo=-.5, hi=.5)
+    nodes = [helper.make_node("LSTM", ["x", "w", "r", "b", "", "h0", "c0"], ["y", "yh", "yc"],
+                              hidden_size=hs, direction="bidirectional"),
+             helper.make_node("Transpose", ["y"], ["yt"], perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["yt", "sh"], ["out"])]
+    x, h0, c0 = rnd(s_, b_, e), rnd(2, b_, hs), rnd(2, b_, hs)
+    m = model(nodes, [vi("x", ["seq", "batch", e]), vi("h0", [2, "batch", hs]),
+                      vi("c0", [2, "batch", hs])],
+              [vi("out", ["seq", "batch", 2 * hs]), vi("yh", [2, "batch", hs]),
+               vi("yc", [2, "batch", hs])],
+              inits=[init("w", w), init("r", r), init("b", bias),
+                     init("sh", np.array([0, 0, -1], np.int64))], opset=14, producer="pytorch")
+    xd = x.astype(np.float64)
+    yf, hf, cf = np_lstm_dir(xd, w[0], r[0], bias[0], h0[0], c0[0], False)
+    yb, hb, cb = np_lstm_dir(xd, w[1], r[1], bias[1], h0[1], c0[1], True)
+    out = np.concatenate([yf, yb], -1)
+    return m, {"x": x, "h0": h0, "c0": c0}, [out, np.stack([hf, hb]), np.stack([cf, cb])]
+
+
+@case
+def gru_linear_before_reset():
+    """PyTorch nn.GRU as exported: linear_before_reset=1, gates z, r, h,
+    batch-first data transposed in and out (Transpose perm [1,0,2]),
+    sequence_lens given (all full length); batch 3."""
+    s_, b_, e, hs = 4, 3, 3, 4
+    w, r = rnd(1, 3 * hs, e, lo=-.6, hi=.6), rnd(1, 3 * hs, hs, lo=-.6, hi=.6)
+    bias = rnd(1, 6 * hs, lo=-.5, hi=.5)
+    nodes = [helper.make_node("Transpose", ["x"], ["xs"], perm=[1, 0, 2]),
+             helper.make_node("GRU", ["xs", "w", "r", "b", "lens"], ["y", "yh"], hidden_size=hs,
+                              linear_before_reset=1),
+             helper.make_node("Squeeze", ["y", "ax1"], ["ys"]),
+             helper.make_node("Transpose", ["ys"], ["out"], perm=[1, 0, 2])]
+    x = rnd(b_, s_, e)
+    m = model(nodes, [vi("x", ["batch", s_, e]), vi("lens", ["batch"], TensorProto.INT32)],
+              [vi("out", ["batch", s_, hs]), vi("yh", [1, "batch", hs])],
+              inits=[init("w", w), init("r", r), init("b", bias),
+                     init("ax1", np.array([1], np.int64))], opset=13, producer="pytorch")
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    wz, wr, wh = w[0][:hs], w[0][hs:2 * hs], w[0][2 * hs:]
+    rz, rr, rh = r[0][:hs], r[0][hs:2 * hs], r[0][2 * hs:]
+    wb, rb = bias[0][:3 * hs], bias[0][3 * hs:]
+    h = np.zeros((b_, hs))
+    ys = []
+    for t in range(s_):
+        xt = x[:, t].astype(np.float64)
+        z = sig(xt @ wz.T + h @ rz.T + wb[:hs] + rb[:hs])
+        rg = sig(xt @ wr.T + h @ rr.T + wb[hs:2 * hs] + rb[hs:2 * hs])
+        hh = np.tanh(xt @ wh.T + rg * (h @ rh.T + rb[2 * hs:]) + wb[2 * hs:])
+        h = (1 - z) * hh + z * h
+        ys.append(h)
+    return m, {"x": x, "lens": np.full(b_, s_, np.int32)}, [np.stack(ys, 1), h[None]]
+
+
 # ---------------------------------------------------------------- malformed
 def malformed(tmp):
     """(name, path, expected exit codes) for broken files."""
