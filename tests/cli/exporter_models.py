@@ -1710,6 +1710,45 @@ def gru_linear_before_reset():
     return m, {"x": x, "lens": np.full(b_, s_, np.int32)}, [np.stack(ys, 1), h[None]]
 
 
+@case
+def index_and_einsum_idioms():
+    """Idioms of TF2ONNX/Paddle/PyTorch exports: Einsum for batched
+    products ("bhqd,bhkd->bhqk", "bij,jk->bik"), Gather with a negative
+    index (x[:, -1]), ScatterND (index_put), TopK (largest, sorted),
+    CumSum exclusive+reverse, Where with broadcasting; batch 2."""
+    i64 = TensorProto.INT64
+    nodes = [helper.make_node("Einsum", ["q", "k"], ["y1"], equation="bhqd,bhkd->bhqk"),
+             helper.make_node("Einsum", ["a", "w"], ["y2"], equation="bij,jk->bik"),
+             helper.make_node("Gather", ["a", "neg"], ["y3"], axis=1),
+             helper.make_node("ScatterND", ["a", "idx", "upd"], ["y4"]),
+             helper.make_node("TopK", ["a", "k2"], ["y5", "y6"], axis=-1),
+             helper.make_node("CumSum", ["a", "ax"], ["y7"], exclusive=1, reverse=1),
+             helper.make_node("Greater", ["a", "zero"], ["pos"]),
+             helper.make_node("Where", ["pos", "a", "row"], ["y8"])]
+    q, k = rnd(2, 2, 3, 4), rnd(2, 2, 5, 4)
+    a, w = rnd(2, 3, 4), rnd(4, 2)
+    idx = np.array([[0, 1], [1, 2]], np.int64)
+    upd = rnd(2, 4)
+    row = rnd(4)
+    m = model(nodes, [vi("q", [2, 2, 3, 4]), vi("k", [2, 2, 5, 4]), vi("a", [2, 3, 4])],
+              [vi("y1", [2, 2, 3, 5]), vi("y2", [2, 3, 2]), vi("y3", [2, 4]), vi("y4", [2, 3, 4]),
+               vi("y5", [2, 3, 2]), vi("y6", [2, 3, 2], i64), vi("y7", [2, 3, 4]),
+               vi("y8", [2, 3, 4])],
+              inits=[init("w", w), init("neg", np.array(-1, np.int64)), init("idx", idx),
+                     init("upd", upd), init("k2", np.array([2], np.int64)),
+                     init("ax", np.array(2, np.int64)), init("zero", np.array(0, np.float32)),
+                     init("row", row)], opset=13, producer="tf2onnx")
+    f = lambda t: t.astype(np.float64)  # noqa: E731
+    y4 = a.copy()
+    y4[0, 1] = upd[0]
+    y4[1, 2] = upd[1]
+    order = np.argsort(-a, -1, kind="stable")[..., :2]
+    cs = np.flip(np.cumsum(np.flip(f(a), -1), -1), -1) - a
+    return m, {"q": q, "k": k, "a": a}, [
+        np.einsum("bhqd,bhkd->bhqk", f(q), f(k)), f(a) @ w, a[:, -1], y4,
+        np.take_along_axis(a, order, -1), order.astype(np.int64), cs, np.where(a > 0, a, row)]
+
+
 # ---------------------------------------------------------------- malformed
 def malformed(tmp):
     """(name, path, expected exit codes) for broken files."""
