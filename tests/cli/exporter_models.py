@@ -1749,6 +1749,42 @@ def index_and_einsum_idioms():
         np.take_along_axis(a, order, -1), order.astype(np.int64), cs, np.where(a > 0, a, row)]
 
 
+@case
+def tf_while_growing():
+    """A TF2ONNX while loop: no trip count (""), the condition computed in
+    the body (Less(i + 1, limit) with limit an outer graph input), a carried
+    value that grows every iteration (Concat), a scan output, and a Conv on
+    an outer weight inside the body; batch 2."""
+    i64 = TensorProto.INT64
+    w = rnd(3, 3, 1, 1)
+    body = helper.make_graph(
+        [helper.make_node("Add", ["i", "one"], ["i1"]),
+         helper.make_node("Less", ["i1", "limit"], ["cond_out"]),
+         helper.make_node("Cast", ["i"], ["if"], to=F),
+         helper.make_node("Reshape", ["if", "shp1"], ["i_row"]),
+         helper.make_node("Concat", ["acc_in", "i_row"], ["acc_out"], axis=0),
+         helper.make_node("Conv", ["img_in", "W"], ["img_out"]),
+         helper.make_node("ReduceSum", ["img_out"], ["tot"], keepdims=0)],
+        "body", [vi("i", [], i64), vi("cond_in", [], TensorProto.BOOL), vi("acc_in", [None]),
+                 vi("img_in", [2, 3, 2, 2])],
+        [vi("cond_out", [], TensorProto.BOOL), vi("acc_out", [None]),
+         vi("img_out", [2, 3, 2, 2]), vi("tot", [])])
+    nodes = [helper.make_node("Loop", ["", "true", "acc0", "img"], ["acc", "imgN", "tots"],
+                              body=body)]
+    img = rnd(2, 3, 2, 2)
+    m = model(nodes, [vi("img", [2, 3, 2, 2]), vi("limit", [], i64)],
+              [vi("acc", [None]), vi("imgN", [2, 3, 2, 2]), vi("tots", [None])],
+              inits=[init("W", w), init("one", np.array(1, np.int64)),
+                     init("true", np.array(True)), init("acc0", np.zeros(1, np.float32)),
+                     init("shp1", np.array([1], np.int64))], opset=13, producer="tf2onnx")
+    cur, tots = img.astype(np.float64), []
+    for _ in range(4):
+        cur = np_conv(cur, w)
+        tots.append(cur.sum())
+    return m, {"img": img, "limit": np.array(4, np.int64)}, [
+        np.array([0, 0, 1, 2, 3], np.float32), cur, np.array(tots, np.float32)]
+
+
 # ---------------------------------------------------------------- malformed
 def malformed(tmp):
     """(name, path, expected exit codes) for broken files."""
