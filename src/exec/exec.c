@@ -108,6 +108,7 @@ typedef struct ox_plan {
 
 struct ox_exec {
     ox_model *model;
+    ox_model *inlined;    /* model is this clone with local functions inlined */
     ox_exec_opts opts;
     ox_thread_pool *pool;
     ox_plan **plans;      /* main graph first, subgraphs as they are met */
@@ -1343,6 +1344,19 @@ static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_err
                                dom, n->op_type, node_label(n));
             goto fail;
         }
+        /* Bodies are planned on first use, so an If lacking a branch ran
+         * (exit 0) whenever the condition chose the other one: refused here,
+         * as ONNX requires both branches. */
+        if (ox_node_is_default_domain(n) && !strcmp(n->op_type, "If")) {
+            for (int b = 0; b < 2; b++) {
+                const char *bn = b ? "else_branch" : "then_branch";
+                const ox_attr *ga = ox_node_attr(n, bn);
+                if (!ga || ga->type != OX_ATTR_GRAPH || !ga->g) {
+                    st = ox_errorf(err, OX_EMODEL, "node '%s' (If): missing %s", node_label(n), bn);
+                    goto fail;
+                }
+            }
+        }
         pn->n_in = n->n_inputs;
         pn->n_out = n->n_outputs;
         pn->writes_all = writes_every_element(n);
@@ -2337,6 +2351,20 @@ ox_status ox_exec_new(ox_model *m, const ox_exec_opts *opts, ox_exec **out,
     ox_exec *e = calloc(1, sizeof *e);
     if (!e)
         return ox_errorf(err, OX_ENOMEM, "out of memory");
+    /* A model calling its own local functions (PyTorch 2's dynamo export)
+     * runs as a clone with the calls inlined (src/ir/ir_inline.c): kernels
+     * exist for operators only. The caller's model stays as it was. */
+    if (ox_model_calls_functions(m)) {
+        ox_model *c = ox_model_clone(m);
+        ox_status ist = c ? ox_model_inline_functions(c, err)
+                          : ox_errorf(err, OX_ENOMEM, "out of memory");
+        if (ist) {
+            ox_model_free(c);
+            free(e);
+            return ist;
+        }
+        e->inlined = m = c;
+    }
     e->model = m;
     if (opts)
         e->opts = *opts;
@@ -2384,6 +2412,7 @@ void ox_exec_free(ox_exec *e)
     ox_arena_cache_free(&e->arenas);
     ox_cuda_plan_free(e->cplan);
     ox_cuda_rt_free(e->cuda);
+    ox_model_free(e->inlined);
     free(e);
 }
 
