@@ -324,7 +324,8 @@ static void plan_free(ox_arena_plan *p)
  * Leaves p->buf NULL (a negative entry) whenever planning is not possible. */
 static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
                             const ox_value *const *slot_value, int n_inputs,
-                            ox_rval *const *inputs, int64_t max_bytes, ox_error *err)
+                            ox_rval *const *inputs, int64_t max_bytes,
+                            const ox_arena_keep *keep, int n_keep, ox_error *err)
 {
     ox_status st = OX_OK;
     ox_model *cl = ox_model_clone(m);
@@ -342,6 +343,15 @@ static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
     bool inferred;
     if ((st = ox_arena_infer_inputs(cl, n_inputs, inputs, &inferred, err)) || !inferred)
         goto out;   /* not plannable: heap */
+    /* Values read past their last use (ox_arena_keep): an extra input of
+     * the later reader, in the clone only, extends their lifetime. */
+    for (int i = 0; i < n_keep; i++) {
+        ox_value *kv = ox_graph_find(cl->graph, keep[i].value);
+        if (kv && keep[i].until >= 0 && keep[i].until < cl->graph->n_nodes &&
+            cl->graph->nodes[keep[i].until])
+            ox_node_set_input(cl->graph->nodes[keep[i].until],
+                              cl->graph->nodes[keep[i].until]->n_inputs, kv);
+    }
     const ox_graph *g = cl->graph;
     ox_error ierr = {0};
     ox_memplan_opts mo;
@@ -427,7 +437,8 @@ ox_status ox_arena_get(ox_arena_cache *c, const ox_model *m, int n_slots,
     }
     p->sig = sig.v;
     p->n_sig = sig.n;
-    ox_status st = plan_build(p, m, n_slots, slot_value, n_inputs, inputs, max_bytes, err);
+    ox_status st = plan_build(p, m, n_slots, slot_value, n_inputs, inputs, max_bytes, c->keep,
+                              c->n_keep, err);
     if (st) {
         plan_free(p);
         return st;
