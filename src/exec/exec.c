@@ -89,6 +89,7 @@ typedef struct plan_node {
      * index through which its parts must stay intact (0: not lazy); on a
      * reader of its output, 1 + the Concat's plan index (0: none). */
     int lazy_last, cat_of;
+    int64_t lazy_conv_m;   /* the Concat's Conv readers' largest output channels */
 } plan_node;
 
 typedef struct ox_plan {
@@ -991,6 +992,7 @@ static void plan_lazy_concat(ox_plan *p, int *last_use, ox_arena_cache *ac)
         const ox_value *v = pn->node->outputs[0];
         ok = ok && v && !v->is_output && v->n_uses > 0;
         int last = k, lastr = k;
+        int64_t m_max = 0;
         for (int u = 0; ok && u < v->n_uses; u++) {
             int r = -1;
             for (int j = k + 1; j < p->n_nodes && r < 0; j++)
@@ -1006,6 +1008,15 @@ static void plan_lazy_concat(ox_plan *p, int *last_use, ox_arena_cache *ac)
                         (rn->dnnl && ox_dnnl_conv_splittable(rn->dnnl)));
             if (!ok)
                 break;
+            if (rn->dnnl) {
+                /* Its output channels (the weights' dim 0), for lazy_concat. */
+                const ox_rval *w = rn->in[1].depth == 0 ? p->consts[rn->in[1].slot] : NULL;
+                ok = w && w->kind == OX_RV_TENSOR && w->t && w->t->rank >= 1;
+                if (!ok)
+                    break;
+                if (w->t->dims[0] > m_max)
+                    m_max = w->t->dims[0];
+            }
             lastr = r > lastr ? r : lastr;
             /* The reader's output may be placed on a taken node's slot. */
             int end = r > rn->act_k ? r : rn->act_k;
@@ -1016,6 +1027,7 @@ static void plan_lazy_concat(ox_plan *p, int *last_use, ox_arena_cache *ac)
         if (!ok)
             continue;
         pn->lazy_last = last;
+        pn->lazy_conv_m = m_max;
         pn->writes_all = true;   /* the copy, when it happens, writes it all */
         for (int u = 0; u < v->n_uses; u++)
             for (int j = k + 1; j < p->n_nodes; j++)
@@ -2153,6 +2165,14 @@ static bool lazy_concat(frame *f, const plan_node *pn, ox_kernel_ctx *ctx, ox_st
             return false;
         od[1] += x->dims[1];
     }
+    /* A Conv reader on n parts writes its output n times (the later parts
+     * add to it): worth it while those extra (n - 1) outputs are smaller
+     * than the Concat, whose copy they replace. SqueezeNet's squeeze convs
+     * (16-64 channels from 128-512) are; its classifier (1000 from 512) is
+     * not: 1.28 -> 1.43 ms on 2 threads in a fire module ending in it
+     * (docs/PERFORMANCE.md). Spatial sizes taken as equal (pads "same"). */
+    if ((int64_t)(pn->n_in - 1) * pn->lazy_conv_m >= od[1])
+        return false;
     const ox_arena_plan *ap = f->arena;
     int k = (int)(pn - f->plan->nodes);
     for (int m = k + 1; ap && m <= pn->lazy_last && m < f->plan->n_nodes; m++) {
