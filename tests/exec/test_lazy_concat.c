@@ -9,7 +9,9 @@
  *   a part that is also a graph output (written plain: a copy); a part
  *   with a second reader;
  *   a depthwise Conv reader (cannot take parts: the Concat stays a copy);
- *   the Concat also a graph output (stays a copy); a Conv reader whose
+ *   the Concat also a graph output (stays a copy); a Conv reader with
+ *   many output channels (the split costs more: stays a copy); a Conv
+ *   reader whose
  *   weights the run overrides (oneDNN declines it: the Concat is written
  *   on demand, then our kernel runs);
  * each against the same graph with the copy (ONNXSCOPE_NO_LAZY_CONCAT=1)
@@ -144,12 +146,24 @@ enum reader {
     R_CAT_OUT,     /* the Concat is also a graph output: a copy */
     R_OVERRIDE,    /* the Conv reader's weights overridden: written on demand */
     R_AXIS2,       /* Concat on H (axis 2): plain, never lazy */
+    R_WIDE,        /* Concat -> Conv with (parts - 1) x its channels >= the
+                    * Concat's: the split would cost more than the copy */
     N_READERS
 };
 
 static const char *const reader_names[] = {"conv", "pool", "conv+pool", "part output",
                                            "shared part", "depthwise", "Concat output",
-                                           "overridden reader", "axis 2"};
+                                           "overridden reader", "axis 2", "wide reader"};
+
+/* Output channels of a Conv reading the Concat: below Ccat / (parts - 1)
+ * (the split pays, lazy_concat in exec.c), or, for R_WIDE, at least that. */
+static int64_t reader_m(enum reader rd, int64_t Ccat, int np)
+{
+    int64_t lim = (Ccat - 1) / (np - 1);
+    if (rd == R_WIDE)
+        return (Ccat + np - 2) / (np - 1) + rint_in(0, 8);
+    return rint_in(1, lim < 1 ? 1 : lim > 20 ? 20 : lim);
+}
 
 static int n_cases, n_lazy_cases;
 
@@ -209,8 +223,8 @@ static void lazy_case(enum reader rd, int threads)
         Ccat = E;
     }
     if (rd == R_CONV || rd == R_BOTH || rd == R_PART_OUT || rd == R_PART_SHARED ||
-        rd == R_CAT_OUT || rd == R_AXIS2)
-        outs[n_out++] = tail(g, "rc", conv(g, "rc", cat, Ccat, rint_in(1, 20), rnd() % 2 ? 3 : 1,
+        rd == R_CAT_OUT || rd == R_AXIS2 || rd == R_WIDE)
+        outs[n_out++] = tail(g, "rc", conv(g, "rc", cat, Ccat, reader_m(rd, Ccat, np), rnd() % 2 ? 3 : 1,
                                            1, true, NULL));
     if (rd == R_POOL || rd == R_BOTH) {
         ox_value *pv = ox_graph_value(g, "pooled");
@@ -238,7 +252,7 @@ static void lazy_case(enum reader rd, int threads)
         outs[n_out++] = cat;
     if (rd == R_OVERRIDE) {
         ox_value *w = NULL;
-        int64_t M = rint_in(1, 20);
+        int64_t M = reader_m(rd, Ccat, np);
         outs[n_out++] = conv(g, "rc", cat, Ccat, M, 1, 1, true, &w);
         /* IR < 4 style: the weight initializer is also a graph input, and
          * the run gives another tensor: oneDNN declines that node. */
@@ -276,7 +290,8 @@ static void lazy_case(enum reader rd, int threads)
     if (ox_dnnl_enabled()) {
         /* A part that is a graph output is written plain (NCHW), so its
          * Concat is not channels-last and copies as before. */
-        bool lazy = rd != R_DEPTHWISE && rd != R_CAT_OUT && rd != R_AXIS2 && rd != R_PART_OUT;
+        bool lazy = rd != R_DEPTHWISE && rd != R_CAT_OUT && rd != R_AXIS2 && rd != R_PART_OUT &&
+                    rd != R_WIDE;
         if (lazy != (lz1 > lz0))
             fail_msg("%s: lazy Concat %s", reader_names[rd], lazy ? "did not run" : "ran");
         /* Conv readers on parts: two runs per reader, none when overridden. */
@@ -299,7 +314,7 @@ static void lazy_case(enum reader rd, int threads)
 static void test_lazy_concat_random(void **state)
 {
     (void)state;
-    for (int i = 0; i < 9 * 8; i++)
+    for (int i = 0; i < N_READERS * 8; i++)
         lazy_case((enum reader)(i % N_READERS), 1 + (i / N_READERS) % 2);
     set_mode(LAZY);
     printf("# %d graphs compared, %d with a lazy Concat (oneDNN %s)\n", n_cases, n_lazy_cases,
