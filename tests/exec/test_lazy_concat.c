@@ -321,10 +321,49 @@ static void test_lazy_concat_random(void **state)
            ox_dnnl_enabled() ? "on" : "not built");
 }
 
+/* Channels-last global pooling split over channels (k_nn/nhwc.c
+ * run_global): wide outputs (65-700 channels, several chunks, batch 1-3)
+ * on 1 and 2 threads against our plain kernels. */
+static void test_global_pool_split(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 16; i++) {
+        int64_t N = rint_in(1, 3), C = rint_in(1, 8), H = rint_in(1, 14), W = rint_in(1, 14);
+        int64_t M = rint_in(65, 700);
+        ox_model *m = ox_model_new();
+        assert_non_null(m);
+        ox_model_set_opset(m, "", 17);
+        ox_graph *g = ox_graph_new(m, NULL);
+        m->graph = g;
+        int64_t xd[4] = {N, C, H, W};
+        ox_value *x = ox_graph_value(g, "x");
+        x->type = ox_type_new_tensor(OX_DT_FLOAT, 4, xd);
+        assert_int_equal(ox_graph_add_input(g, x), OX_OK);
+        ox_value *y = tail(g, "gp", conv(g, "c", x, C, M, rnd() % 2 ? 3 : 1, 1, true, NULL));
+        assert_int_equal(ox_graph_add_output(g, y), OX_OK);
+        ox_tensor *in = rand_tensor(4, xd);
+        ox_rval *r[1] = {0}, *l[1] = {0};
+        int threads = 1 + i % 2;
+        set_mode(PLAIN);
+        run_twice(m, &in, 1, threads, 1, r);
+        set_mode(LAZY);
+        run_twice(m, &in, 1, threads, 1, l);
+        char what[128];
+        snprintf(what, sizeof what, "global pool N=%lld M=%lld H=%lld W=%lld, %d threads",
+                 (long long)N, (long long)M, (long long)H, (long long)W, threads);
+        compare(r[0], l[0], what);
+        ox_rval_free(r[0]);
+        ox_rval_free(l[0]);
+        ox_tensor_free(in);
+        ox_model_free(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lazy_concat_random),
+        cmocka_unit_test(test_global_pool_split),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
