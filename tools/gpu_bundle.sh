@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Gathers what bench/gpu-check.sh needs on a GPU machine that has none of
-# our Debian libraries: the onnxscope binary and the exec_cuda test program
-# (stripped), every shared library they load that is not the C library
+# our Debian libraries: the onnxscope binary and the exec_cuda and
+# exec_cuda_graph test programs (stripped), every shared library they load that is not the C library
 # itself or the NVIDIA driver, the loader and C library as a fallback for
 # an older host, and as many shared models (with test_data_set_0/1) as fit
 # the budget. The CUDA runtime is linked in statically; cuBLAS and cuDNN
@@ -14,7 +14,7 @@ build=${1:-build}
 out=${2:-gpu-bundle}
 budget=$(( ${GPU_BUNDLE_MIB:-62} * 1024 * 1024 ))
 shared=${ONNXSCOPE_SHARED:-../shared}
-for f in "$build/onnxscope" "$build/tests/exec/test_cuda"; do
+for f in "$build/onnxscope" "$build/tests/exec/test_cuda" "$build/tests/exec/test_cuda_graph"; do
     [ -x "$f" ] || { echo "gpu_bundle: $f missing: build first (ninja -C $build)" >&2; exit 3; }
 done
 grep -q 'OX_HAVE_CUDA' "$build/build.ninja" ||
@@ -23,6 +23,7 @@ rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib/glibc" "$out/models"
 strip -o "$out/bin/onnxscope" "$build/onnxscope"
 strip -o "$out/bin/test_cuda" "$build/tests/exec/test_cuda"
+strip -o "$out/bin/test_cuda_graph" "$build/tests/exec/test_cuda_graph"
 # Libraries: everything ldd resolves except the C library family, which a
 # host always has (a copy goes to lib/glibc for the loader fallback).
 ldd "$build/onnxscope" "$build/tests/exec/test_cuda" | awk '/=> \//{print $1, $3}' | sort -u |

@@ -110,6 +110,9 @@ static json_t *stats_json(const char *path, const ox_bench_stats *s, int threads
                       "cpu_flops", (json_int_t)s->flops_on[0], "uploads",
                       (json_int_t)s->h2d_copies, "downloads", (json_int_t)s->d2h_copies));
     if (json_device == OX_DEVICE_CUDA)
+        json_object_set_new(json_object_get(o, "placement"), "plan_shape_nodes",
+                            json_integer(s->plan_shape_nodes));
+    if (json_device == OX_DEVICE_CUDA)
         json_object_set_new(
             o, "cuda",
             json_pack("{s:s, s:s, s:i, s:i, s:i}", "graph", graph_word(s->cuda_graph),
@@ -199,6 +202,9 @@ static void print_placement(const char *label, const ox_bench_stats *s)
            label, s->nodes_on[1], s->nodes_on[0] + s->nodes_on[1], s->nodes_on[0],
            fl > 0 ? 100.0 * (double)s->flops_on[1] / (double)fl : 0.0,
            (long long)s->h2d_copies, (long long)s->d2h_copies);
+    if (s->plan_shape_nodes)
+        printf("%s: %d of the CPU nodes are shape arithmetic computed once at plan time\n",
+               label, s->plan_shape_nodes);
     printf("%s: %s, %d GEMM epilogue(s), %d tiled attention node(s); CUDA Graph %s%s%s\n",
            label, s->fp16_nodes ? "fp16" : "fp32", s->epilogue_nodes, s->flash_nodes,
            graph_word(s->cuda_graph), s->cuda_graph_note[0] ? ": " : "", s->cuda_graph_note);

@@ -244,6 +244,9 @@ int ox_cmd_run(int argc, char **argv)
                es.nodes_on[0] + es.nodes_on[1],
                fl > 0 ? 100.0 * (double)es.flops_on[1] / (double)fl : 0.0,
                (long long)es.h2d_copies, (long long)es.d2h_copies);
+        if (es.plan_shape_nodes)
+            printf("cuda: %d of the CPU nodes are shape arithmetic computed once at plan time\n",
+                   es.plan_shape_nodes);
         printf("cuda: %s; %d fp16 node(s), %d GEMM epilogue(s), %d tiled attention node(s); "
                "CUDA Graph %s%s%s\n",
                fp16 ? "fp16 (float16 GEMM/Conv operands, float32 accumulation)" : "fp32",

@@ -334,6 +334,7 @@ static ox_status run_model(const job *j, int which, ox_model *m, ox_rval *const 
     s->fp16_nodes = es.fp16_nodes;
     s->epilogue_nodes = es.epilogue_nodes;
     s->flash_nodes = es.flash_nodes;
+    s->plan_shape_nodes = es.plan_shape_nodes;
     free(out);
     ox_exec_free(e);
     return st;

@@ -257,7 +257,7 @@ static void test_place_mixed(void **state)
     check_device_plan(p);
     /* A CPU node (Round) between GPU nodes: no CUDA Graph. */
     assert_false(p->graph_ok);
-    assert_string_equal(p->graph_why, "a CPU node between GPU nodes reads a GPU value");
+    assert_non_null(strstr(p->graph_why, "a CPU node between GPU nodes reads a GPU value (node "));
     ox_cuda_plan_free(p);
 
     /* Without cuBLAS the MatMul falls back, and says why. */

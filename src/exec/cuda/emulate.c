@@ -37,6 +37,7 @@ typedef struct emu_rt {
     const ox_cuda_plan *plan; /* of the run in progress */
     ox_tensor **w;            /* per slot: uploaded weight */
     const void **wsrc;
+    uint64_t *wplan;          /* per slot: plan of a plan constant's upload */
     unsigned char *dev_valid, *host_has;
     int64_t h2d, d2h;
 } emu_rt;
@@ -55,9 +56,10 @@ ox_status ox_cuda_emu_new(int n_slots, void **out, ox_error *err)
     r->n_slots = n_slots;
     r->w = calloc((size_t)n_slots + 1, sizeof *r->w);
     r->wsrc = calloc((size_t)n_slots + 1, sizeof *r->wsrc);
+    r->wplan = calloc((size_t)n_slots + 1, sizeof *r->wplan);
     r->dev_valid = calloc((size_t)n_slots + 1, 1);
     r->host_has = calloc((size_t)n_slots + 1, 1);
-    if (!r->w || !r->wsrc || !r->dev_valid || !r->host_has) {
+    if (!r->w || !r->wsrc || !r->wplan || !r->dev_valid || !r->host_has) {
         ox_cuda_emu_free(r);
         return ox_errorf(err, OX_ENOMEM, "out of memory");
     }
@@ -74,6 +76,7 @@ void ox_cuda_emu_free(void *rp)
         ox_tensor_free(r->w[s]);
     free(r->w);
     free(r->wsrc);
+    free(r->wplan);
     free(r->dev_valid);
     free(r->host_has);
     free(r->arena);
@@ -155,11 +158,15 @@ static ox_status emu_input(emu_rt *r, const ox_cuda_plan *p, int s, const ox_rva
             t = r->w[s];   /* a re-issued node: the uploaded copy */
             src = r->wsrc[s];
         }
-        if (!r->w[s] || (sl->init && r->wsrc[s] != src) || r->w[s]->nbytes != t->nbytes) {
+        if (!r->w[s] || (sl->init && r->wsrc[s] != src) || r->w[s]->nbytes != t->nbytes ||
+            (sl->pconst && r->wplan[s] != p->id) || (sl->fed && host && !r->dev_valid[s])) {
             ox_tensor_free(r->w[s]);
             /* fp16 weights: converted once, as the real upload does. */
             r->w[s] = sl->half && t->dtype == OX_DT_FLOAT ? halved(t) : ox_tensor_clone(t);
             r->wsrc[s] = src;
+            r->wplan[s] = p->id;
+            if (sl->fed)   /* this run's upload is there (and the host has it) */
+                r->dev_valid[s] = r->host_has[s] = 1;
             if (!r->w[s])
                 return ox_errorf(err, OX_ENOMEM, "out of memory");
             r->h2d++;

@@ -2,6 +2,7 @@
  * here: what runs where is decided from the inferred clone's static types
  * and the kernels' stated limits, so it is tested on machines without a
  * GPU. The conditions below are the ones runtime.c relies on. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,8 @@
 #include "onnxscope/memplan.h"
 #include "core/ptrmap.h"
 #include "place.h"
+#include "hostshape.h"
+#include "contrib.h"
 #include "kern.h"
 #include "exec/arena.h"
 #include "exec/env_flag.h"
@@ -184,7 +187,7 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
     if (in_list(n, binary_ops)) {
         if (n->n_inputs != 2 || !f32 || !in_is(n, 0, OX_DT_FLOAT) || !in_is(n, 1, OX_DT_FLOAT)) {
             *why = "float32 with two inputs only";
-            return OX_CK_NONE;
+            return ox_cuda_kind_contrib(n, opset, host_in, caps, why);   /* integers */
         }
         return OX_CK_K_BINARY;
     }
@@ -419,7 +422,7 @@ ox_cuda_kind ox_cuda_kind_of(const ox_node *n, int64_t opset, const bool *host_i
         }
         return OX_CK_K_ATTENTION;
     }
-    return OX_CK_NONE;
+    return ox_cuda_kind_contrib(n, opset, host_in, caps, why);   /* contrib_place.c */
 }
 
 bool ox_cuda_input_on_host(ox_cuda_kind kind, int i)
@@ -454,6 +457,10 @@ void ox_cuda_plan_free(ox_cuda_plan *p)
         ox_tensor_free(p->ep_bias_host[k]);
     free(p->ep_bias_host);
     free(p->flash);
+    for (int k = 0; p->pval && k < p->n_slots; k++)
+        ox_tensor_free(p->pval[k]);
+    free(p->pval);
+    free(p->pconst);
     ox_model_free(p->clone);
     free(p);
 }
@@ -793,9 +800,11 @@ static void plan_graph(ox_cuda_plan *p, const ox_node *const *nodes, const ox_pt
                 dev_read[s] = 1;
         }
     const char *why = NULL;
+    int why_k = -1;
     for (int k = first; k <= last && !why; k++) {
-        if (p->kind[k])
+        if (p->kind[k] || p->pconst[k])   /* plan constants do not run */
             continue;
+        why_k = k;
         const ox_node *n = nodes[k];
         for (int a = 0; a < n->n_attrs && !why; a++)
             if (n->attrs[a].type == OX_ATTR_GRAPH || n->attrs[a].type == OX_ATTR_GRAPHS)
@@ -817,7 +826,11 @@ static void plan_graph(ox_cuda_plan *p, const ox_node *const *nodes, const ox_pt
     }
     free(dev_read);
     if (why) {
-        p->graph_why = why;
+        /* Name the node: the reason is what a user acts on. */
+        const ox_node *n = nodes[why_k];
+        snprintf(p->graph_why_buf, sizeof p->graph_why_buf, "%s (node %d '%.40s', %s)", why,
+                 why_k, n->name ? n->name : "", n->op_type);
+        p->graph_why = p->graph_why_buf;
         return;
     }
     if (!caps->graphs || graphs_env_off()) {
@@ -867,6 +880,8 @@ ox_status ox_cuda_plan_build(const ox_model *m, int n_nodes, const ox_node *cons
     p->ep_out = malloc(((size_t)n_nodes + 1) * sizeof *p->ep_out);
     p->flash = calloc((size_t)n_nodes + 1, 1);
     p->ep_bias_host = calloc((size_t)n_nodes + 1, sizeof *p->ep_bias_host);
+    p->pconst = calloc((size_t)n_nodes + 1, 1);
+    p->pval = calloc((size_t)n_slots + 1, sizeof *p->pval);
     p->id = __atomic_add_fetch(&plan_ids, 1, __ATOMIC_RELAXED);
     p->graph_why = "no node on the GPU";
     int max_in = 1;
@@ -876,7 +891,8 @@ ox_status ox_cuda_plan_build(const ox_model *m, int n_nodes, const ox_node *cons
     host_in = calloc((size_t)max_in + 1, sizeof *host_in);
     p->sig = ox_arena_input_sig(n_inputs, inputs, &p->n_sig);
     if (!p->clone || !p->kind || !p->why || !p->cnode || !p->slot || !host_in || !p->half ||
-        !p->ep || !p->ep_bias || !p->ep_out || !p->flash || !p->ep_bias_host)
+        !p->ep || !p->ep_bias || !p->ep_out || !p->flash || !p->ep_bias_host || !p->pconst ||
+        !p->pval)
         goto oom;
     for (int k = 0; k < n_nodes; k++)
         p->ep_bias[k] = p->ep_out[k] = -1;
@@ -936,6 +952,14 @@ ox_status ox_cuda_plan_build(const ox_model *m, int n_nodes, const ox_node *cons
             ox_ptrmap_free(&idx);
             goto oom;
         }
+    /* Values fixed by the input signature: computed now, read as weights
+     * (own buffer, uploaded once per plan) by the GPU nodes. */
+    ox_cuda_plan_hostshape(p, g, nodes, &idx, n_inputs, inputs);
+    for (int s = 0; s < n_slots; s++)
+        if (p->slot[s].pconst) {
+            p->slot[s].weight = true;
+            p->slot[s].off = -1;
+        }
     for (int k = 0; k < n_nodes; k++) {
         const ox_node *n = nodes[k], *cn = g->nodes[k];
         p->cnode[k] = cn;
@@ -947,7 +971,9 @@ ox_status ox_cuda_plan_build(const ox_model *m, int n_nodes, const ox_node *cons
             if (s >= 0 && !p->slot[s].weight)
                 weights_only = false;
         }
-        if (weights_only) {
+        if (p->pconst[k]) {
+            why = "shape arithmetic (computed on the host at plan time for these input shapes)";
+        } else if (weights_only) {
             why = "constant-derived (computed on the CPU, uploaded once)";
         } else if (strcmp(cn->op_type, n->op_type) || n->n_inputs != cn->n_inputs ||
                    n->n_outputs != cn->n_outputs) {
@@ -1002,6 +1028,7 @@ ox_status ox_cuda_plan_build(const ox_model *m, int n_nodes, const ox_node *cons
                     p->slot[s].host = false;
             }
     }
+    ox_cuda_plan_feed(p, nodes, &idx);   /* hostshape.c */
     plan_fp16(p, nodes, &idx, caps);
     plan_epilogues(p, nodes, &idx);
     plan_flash(p);

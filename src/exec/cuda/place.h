@@ -28,6 +28,9 @@ typedef enum {
     OX_CK_K_GEMM, OX_CK_K_CONV, OX_CK_K_POOL, OX_CK_K_GLOBALPOOL, OX_CK_K_ATTENTION,
     OX_CK_K_CAST,
     OX_CK_K_FUSED,   /* folded into an earlier GEMM's epilogue: nothing to launch */
+    /* contrib.h: com.microsoft ops of the fusion passes, and Sum */
+    OX_CK_K_SUM, OX_CK_K_BIASGELU, OX_CK_K_EMBEDLN, OX_CK_K_MHA, OX_CK_K_FUSEDCONV,
+    OX_CK_K_FUSEDGEMM, OX_CK_K_MASKOP,
 } ox_cuda_kind;
 
 /* GEMM epilogues (docs/EXECUTOR.md "GEMM epilogues"): what a MatMul/Gemm
@@ -60,6 +63,10 @@ typedef struct ox_cuda_slot {
     bool init;            /* an initializer (a caller may override it) */
     bool host;            /* available on the host in every run (not GPU-made) */
     bool half;            /* a weight uploaded converted to float16 (fp16 plans) */
+    bool pconst;          /* a plan constant (hostshape.h): its value is pval[s],
+                           * uploaded once per plan where a GPU node reads it */
+    bool fed;             /* made by a CPU node, read by a GPU node (hostshape.h):
+                           * a buffer of its own, uploaded every run */
 } ox_cuda_slot;
 
 typedef struct ox_cuda_plan {
@@ -96,6 +103,12 @@ typedef struct ox_cuda_plan {
      * in node order (no CPU node between two GPU nodes). Else why not. */
     bool graph_ok;
     const char *graph_why;
+    char graph_why_buf[128];   /* graph_why naming the node that rules graphs out */
+    /* Shape arithmetic at plan time (hostshape.h): per node, it does not run
+     * (its outputs are the plan's values); per slot, that value (owned). */
+    unsigned char *pconst;
+    ox_tensor **pval;
+    int n_pconst;
 } ox_cuda_plan;
 
 /* The float16 bits of a float32 (round to nearest even, as the device's

@@ -137,6 +137,7 @@ static ox_status real_cuda_run_end(ox_cuda_rt *r, ox_exec_stats *s, ox_error *er
 #include <cudnn.h>
 
 #include "kern.h"
+#include "contrib.h"
 
 /* ---- probe ---------------------------------------------------------------- */
 
@@ -353,6 +354,7 @@ typedef struct wbuf {
     void *dev;
     int64_t bytes;
     const void *src;   /* host data uploaded (initializers: re-upload on change) */
+    uint64_t plan;     /* plan constants (hostshape.h): the plan uploaded for */
 } wbuf;
 
 struct ox_cuda_rt {
@@ -616,8 +618,33 @@ static ox_status in_ptr_t(ox_cuda_rt *r, const ox_cuda_plan *p, int s, const ox_
         return OX_OK;
     }
     /* A weight: its own buffer, uploaded once; an initializer again when a
-     * caller overrides it (IR < 4) with other data. */
+     * caller overrides it (IR < 4) with other data. A fed value (a CPU
+     * node's, hostshape.h): its own buffer too, uploaded every run. */
     wbuf *w = &r->w[s];
+    if (sl->fed && t) {
+        if (w->dev && w->bytes != (int64_t)t->nbytes) {
+            cudaStreamSynchronize(r->stream);
+            cudaFree(w->dev);
+            w->dev = NULL;
+        }
+        if (!w->dev) {
+            cudaError_t e = cudaMalloc(&w->dev, t->nbytes ? t->nbytes : 1);
+            if (e != cudaSuccess) {
+                w->dev = NULL;
+                return cuda_err(err, e, "device buffer of a CPU node's value");
+            }
+            w->bytes = (int64_t)t->nbytes;
+        }
+        if (!r->dev_valid[s]) {
+            ox_status st = upload(r, w->dev, ox_tensor_data(t), w->bytes, err);
+            if (st)
+                return st;
+            r->dev_valid[s] = 1;
+            r->host_has[s] = 1;
+        }
+        *out = w->dev;
+        return OX_OK;
+    }
     if (!t) {
         if (!w->dev)
             return ox_errorf(err, OX_EINVAL, "weight of slot %d has no host value", s);
@@ -626,7 +653,8 @@ static ox_status in_ptr_t(ox_cuda_rt *r, const ox_cuda_plan *p, int s, const ox_
     }
     const void *src = ox_tensor_data(t);
     bool half = sl->half && t->dtype == OX_DT_FLOAT;
-    if (w->dev && w->bytes == (int64_t)t->nbytes && (!sl->init || w->src == src)) {
+    if (w->dev && w->bytes == (int64_t)t->nbytes && (!sl->init || w->src == src) &&
+        (!sl->pconst || w->plan == p->id)) {
         *out = w->dev;
         return OX_OK;
     }
@@ -645,6 +673,7 @@ static ox_status in_ptr_t(ox_cuda_rt *r, const ox_cuda_plan *p, int s, const ox_
     }
     w->bytes = (int64_t)t->nbytes;
     w->src = src;
+    w->plan = p->id;
     ox_status st = half ? upload_half(r, w->dev, t, err) : upload(r, w->dev, src, w->bytes, err);
     if (st)
         return st;
@@ -1576,6 +1605,22 @@ static ox_status run_attention(nctx *c)
     return kchk(c, ox_ck_copy(ctx, c->out[0], 4, 4, dims4, 0, xs4, 0, ys4, n_ctx, c->r->stream));
 }
 
+/* contrib.h: FusedConv/FusedGemm run as Conv/Gemm, then contrib_rt.c adds
+ * their activation; the other ops launch from contrib_rt.c. */
+static ox_status run_contrib(nctx *c)
+{
+    ox_cuda_kind kind = (ox_cuda_kind)c->p->kind[c->k];
+    ox_status st = kind == OX_CK_K_FUSEDCONV ? run_conv(c)
+                   : kind == OX_CK_K_FUSEDGEMM ? run_gemm(c) : OX_OK;
+    ox_cuda_kargs a = {.kind = kind, .n = c->n, .n_in = c->n_in, .n_out = c->n_out,
+                       .stream = c->r->stream};
+    memcpy(a.in, c->in, sizeof a.in);
+    memcpy(a.is, c->is, sizeof a.is);
+    memcpy(a.out, c->out, sizeof a.out);
+    memcpy(a.os, c->os, sizeof a.os);
+    return st ? st : kchk(c, ox_cuda_contrib_launch(&a));
+}
+
 static ox_status dispatch(nctx *c)
 {
     switch ((ox_cuda_kind)c->p->kind[c->k]) {
@@ -1601,6 +1646,8 @@ static ox_status dispatch(nctx *c)
     case OX_CK_K_ATTENTION: return run_attention(c);
     case OX_CK_K_CAST: return run_cast(c);
     case OX_CK_K_FUSED: return OX_OK;   /* its epilogue head wrote the output */
+    case OX_CK_K_SUM: case OX_CK_K_BIASGELU: case OX_CK_K_EMBEDLN: case OX_CK_K_MHA:
+    case OX_CK_K_FUSEDCONV: case OX_CK_K_FUSEDGEMM: case OX_CK_K_MASKOP: return run_contrib(c);
     default: return ox_errorf(c->err, OX_EINVAL, "node is not placed on the GPU");
     }
 }
@@ -1822,6 +1869,7 @@ void ox_cuda_plan_stats(const ox_cuda_plan *p, ox_exec_stats *s)
     s->fp16_nodes = p->n_half;
     s->epilogue_nodes = p->n_epilogue;
     s->flash_nodes = p->n_flash;
+    s->plan_shape_nodes = p->n_pconst;
     s->cuda_graph = OX_CUDA_GRAPH_OFF;
     snprintf(s->cuda_graph_note, sizeof s->cuda_graph_note, "%s",
              p->graph_why ? p->graph_why : "");
