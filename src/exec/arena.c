@@ -343,15 +343,28 @@ static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
     bool inferred;
     if ((st = ox_arena_infer_inputs(cl, n_inputs, inputs, &inferred, err)) || !inferred)
         goto out;   /* not plannable: heap */
-    /* Values read past their last use (ox_arena_keep): an extra input of
-     * the later reader, in the clone only, extends their lifetime. */
-    for (int i = 0; i < n_keep; i++) {
+    /* Values read past their last use (ox_arena_keep): in the clone only, a
+     * node of no operator that reads the value, right after node `until`,
+     * extends its lifetime (not an extra input of that node: an in-place
+     * op could then take the value's bytes, plan_inplace). Targets are
+     * resolved before any insertion shifts the indices. */
+    ox_node **kt = n_keep ? calloc((size_t)n_keep, sizeof *kt) : NULL;
+    for (int i = 0; kt && i < n_keep; i++)
+        if (keep[i].until >= 0 && keep[i].until < cl->graph->n_nodes)
+            kt[i] = cl->graph->nodes[keep[i].until];
+    for (int i = 0; kt && i < n_keep; i++) {
         ox_value *kv = ox_graph_find(cl->graph, keep[i].value);
-        if (kv && keep[i].until >= 0 && keep[i].until < cl->graph->n_nodes &&
-            cl->graph->nodes[keep[i].until])
-            ox_node_set_input(cl->graph->nodes[keep[i].until],
-                              cl->graph->nodes[keep[i].until]->n_inputs, kv);
+        if (!kv || !kt[i])
+            continue;
+        ox_node *kn = ox_node_new(cl->graph, "KeepAlive", "onnxscope.internal", "", 1, &kv, 0, NULL);
+        int pos = -1;
+        for (int j = 0; kn && j < cl->graph->n_nodes && pos < 0; j++)
+            if (cl->graph->nodes[j] == kt[i])
+                pos = j;
+        if (kn && pos >= 0)
+            ox_node_move(kn, pos + 1);
     }
+    free(kt);
     const ox_graph *g = cl->graph;
     ox_error ierr = {0};
     ox_memplan_opts mo;
