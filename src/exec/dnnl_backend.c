@@ -1183,7 +1183,7 @@ static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
 
 typedef struct parts_cache {
     int n;
-    int64_t key[MAXPARTS * 4 + 2];
+    int64_t key[MAXPARTS * 4 + 3];
     bool declined;
     const void *wfrom;         /* the weights the slices were cut from */
     /* Weight slices: plain structs over malloc'd floats (read by build_conv
@@ -1321,13 +1321,16 @@ static bool run_parts_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
     if (!ox_dnnl_conv_splittable(d) || !tl_in_nhwc || !d->out_nhwc || n < 2 || n > MAXPARTS ||
         !x || !w)
         return false;
-    int64_t key[MAXPARTS * 4 + 2];
+    int64_t key[MAXPARTS * 4 + 3];
     int nk = 0;
     key[nk++] = n;
     for (int i = 0; i < n; i++)
         for (int j = 0; j < 4; j++)
             key[nk++] = tl_parts[i]->rank == 4 ? tl_parts[i]->dims[j] : -1;
     key[nk++] = (int64_t)(c->n_in > 2 && c->in[2]);
+    /* oneDNN fixes a primitive's thread split when it is made: a team
+     * capped by the load guard must not leave the node serial. */
+    key[nk++] = tl_threads;
     if (!d->pc && !(d->pc = calloc(1, sizeof *d->pc)))
         return false;
     parts_cache *pc = d->pc;
