@@ -195,6 +195,10 @@ typedef struct ox_exec_stats {
     /* CUDA: nodes whose values the plan computed on the host for these input
      * shapes (shape arithmetic; they do not run, counted in nodes_on[CPU]). */
     int plan_shape_nodes;
+    /* Skip nodes (activations and residual Adds fused into their producer)
+     * that had to copy the value into their own slot instead of handing it
+     * on (the memory plan gave the two different bytes). */
+    int skip_copies;
 } ox_exec_stats;
 
 /* ox_exec_stats.cuda_graph */

@@ -400,6 +400,15 @@ int ox_graph_count_nodes(const ox_graph *g, bool recursive);
  * The name is reserved: later calls never return it again. */
 char *ox_model_unique_node_name(ox_model *m, const char *hint);
 
+/* Replaces every call of a model-local function (main graph and bodies,
+ * nested calls too) by the function's body, in place (src/ir/ir_inline.c;
+ * the executor runs an inlined clone). OX_EUNSUPPORTED for a function
+ * importing another default-domain opset than the model or holding a
+ * control-flow node; OX_EMODEL for recursion. */
+ox_status ox_model_inline_functions(ox_model *m, ox_error *err);
+/* Whether some node of m (any depth) calls one of its local functions. */
+bool ox_model_calls_functions(const ox_model *m);
+
 /* OX_OK, or OX_ENOMEM (with a message naming `what`) when an edit of m ran
  * out of memory earlier (m->oom). */
 ox_status ox_model_check_oom(const ox_model *m, const char *what, ox_error *err);

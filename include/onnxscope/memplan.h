@@ -18,6 +18,12 @@ typedef struct ox_memplan_opts {
     bool include_constants; /* outputs of Constant nodes and other weight
                              * values (ox_value_is_weight) get slots */
     int64_t alignment;      /* power of two; 0 = OX_MEMPLAN_ALIGN */
+    /* Optional, one entry per node of the graph (NULL: none): born[i] in
+     * [0, i) says node i runs as one with node born[i] (the executor's fused
+     * Conv epilogue chains write the chain's last value when the Conv runs),
+     * so node i's outputs live from step born[i]; any other value keeps its
+     * producer's step. */
+    const int *born;
 } ox_memplan_opts;
 
 /* Defaults: inputs included, weights computed by nodes (Constant,

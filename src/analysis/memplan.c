@@ -19,6 +19,7 @@ void ox_memplan_opts_default(ox_memplan_opts *o)
     o->include_inputs = true;
     o->include_constants = false;
     o->alignment = OX_MEMPLAN_ALIGN;
+    o->born = NULL;
 }
 
 void ox_memplan_free(ox_memplan *p)
@@ -318,7 +319,8 @@ ox_status ox_memplan_build(const ox_graph *g, const ox_memplan_opts *opts,
              * an initializer) are weights: counted there, not here. */
             if (!plannable(v) || (!o.include_constants && ox_value_is_weight(v)))
                 continue;
-            st = push_slot(p, &cap, v, i, err);
+            int b = o.born && o.born[i] >= 0 && o.born[i] < i ? o.born[i] : i;
+            st = push_slot(p, &cap, v, b, err);
         }
     }
     if (st != OX_OK) {

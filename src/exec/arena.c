@@ -232,7 +232,7 @@ static bool later_made(const ox_graph *g, int k, const ox_value *a, const ox_val
 }
 
 static void plan_inplace(const ox_graph *g, const ox_memplan *mp, int64_t *off,
-                         bool *inplace)
+                         bool *inplace, const int *born)
 {
     /* from[t]: the slot whose bytes slot t took (-1: none), so a view can
      * move a whole chain (MatMul -> in-place Add -> Reshape) at once. */
@@ -257,6 +257,12 @@ static void plan_inplace(const ox_graph *g, const ox_memplan *mp, int64_t *off,
         int first_j = 0;
         if (!view && n->n_inputs >= 2 && later_made(g, k, n->inputs[1], n->inputs[0]))
             first_j = 1;
+        /* A residual Add fused into a oneDNN Conv's chain (born earlier,
+         * ox_memplan_opts.born): its other operand Z first, so that the
+         * primitive's sum post-op accumulates into Z's own bytes instead of
+         * a copy of Z seeding the output (exec.c chain_direct_slot). */
+        if (!view && n->n_inputs >= 2 && born && born[k] >= 0 && born[k] < k)
+            first_j ^= 1;
         for (int jj = 0; jj < n->n_inputs && jj < (view ? 1 : 2); jj++) {
             int j = jj ^ first_j;
             const ox_value *x = n->inputs[j];
@@ -324,14 +330,15 @@ static void plan_free(ox_arena_plan *p)
  * Leaves p->buf NULL (a negative entry) whenever planning is not possible. */
 static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
                             const ox_value *const *slot_value, int n_inputs,
-                            ox_rval *const *inputs, int64_t max_bytes,
-                            const ox_arena_keep *keep, int n_keep, ox_error *err)
+                            ox_rval *const *inputs, int64_t max_bytes, const int *born,
+                            int n_born, const ox_arena_keep *keep, int n_keep, ox_error *err)
 {
     ox_status st = OX_OK;
     ox_model *cl = ox_model_clone(m);
     ox_memplan *mp = NULL;
     int64_t *moff = NULL;
     bool *minp = NULL;
+    int *born2 = NULL;   /* born remapped around inserted keep-alive nodes */
     p->n_slots = n_slots;
     p->off = malloc(((size_t)n_slots + 1) * sizeof *p->off);
     p->nbytes = calloc((size_t)n_slots + 1, sizeof *p->nbytes);
@@ -347,8 +354,13 @@ static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
      * node of no operator that reads the value, right after node `until`,
      * extends its lifetime (not an extra input of that node: an in-place
      * op could then take the value's bytes, plan_inplace). Targets are
-     * resolved before any insertion shifts the indices. */
-    ox_node **kt = n_keep ? calloc((size_t)n_keep, sizeof *kt) : NULL;
+     * resolved before any insertion shifts the indices, and the fused
+     * chains' `born` entries (per node index) are remapped after it. */
+    int n0 = cl->graph->n_nodes;
+    ox_node **orig = n_keep ? malloc(((size_t)n0 + 1) * sizeof *orig) : NULL;
+    for (int i = 0; orig && i < n0; i++)
+        orig[i] = cl->graph->nodes[i];
+    ox_node **kt = orig ? calloc((size_t)n_keep, sizeof *kt) : NULL;
     for (int i = 0; kt && i < n_keep; i++)
         if (keep[i].until >= 0 && keep[i].until < cl->graph->n_nodes)
             kt[i] = cl->graph->nodes[keep[i].until];
@@ -365,12 +377,34 @@ static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
             ox_node_move(kn, pos + 1);
     }
     free(kt);
+    if (orig && cl->graph->n_nodes != n0 && born && n_born == n0) {
+        /* Inserted nodes keep the others' relative order. */
+        int *newidx = malloc(((size_t)n0 + 1) * sizeof *newidx);
+        born2 = malloc(((size_t)cl->graph->n_nodes + 1) * sizeof *born2);
+        if (newidx && born2) {
+            for (int i = 0, j = 0; i < cl->graph->n_nodes; i++) {
+                born2[i] = -1;
+                if (j < n0 && cl->graph->nodes[i] == orig[j])
+                    newidx[j++] = i;
+            }
+            for (int j = 0; j < n0; j++)
+                born2[newidx[j]] = born[j] >= 0 && born[j] < n0 ? newidx[born[j]] : born[j];
+            born = born2;
+            n_born = cl->graph->n_nodes;
+        } else {
+            born = NULL;   /* no fused-chain lifetimes: a plan still correct */
+        }
+        free(newidx);
+    }
+    free(orig);
     const ox_graph *g = cl->graph;
     ox_error ierr = {0};
     ox_memplan_opts mo;
     ox_memplan_opts_default(&mo);
     mo.include_inputs = false;    /* inputs are the caller's memory */
     mo.include_constants = false; /* held like initializers */
+    /* The clone has the model's nodes in the same order. */
+    mo.born = born && n_born == g->n_nodes ? born : NULL;
     /* An arena over the memory ceiling (a Loop whose static output counts
      * its whole trip count, say) is not allocated: the heap run allocates
      * only what it reaches, under the ceiling's checks. */
@@ -386,7 +420,7 @@ static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
     }
     for (int t = 0; t < mp->n_slots; t++)
         moff[t] = mp->slots[t].offset;
-    plan_inplace(g, mp, moff, minp);
+    plan_inplace(g, mp, moff, minp, mo.born);
     for (int s = 0; s < n_slots; s++) {
         p->off[s] = -1;
         const ox_value *v = slot_value[s];
@@ -409,6 +443,7 @@ static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
     if (p->buf)
         p->bytes = mp->arena_bytes;
 out:
+    free(born2);
     free(moff);
     free(minp);
     ox_memplan_free(mp);
@@ -420,6 +455,15 @@ ox_status ox_arena_get(ox_arena_cache *c, const ox_model *m, int n_slots,
                        const ox_value *const *slot_value, int n_inputs,
                        ox_rval *const *inputs, int64_t max_bytes,
                        const ox_arena_plan **out, ox_error *err)
+{
+    return ox_arena_get_ex(c, m, n_slots, slot_value, n_inputs, inputs, max_bytes, NULL, 0,
+                           out, err);
+}
+
+ox_status ox_arena_get_ex(ox_arena_cache *c, const ox_model *m, int n_slots,
+                          const ox_value *const *slot_value, int n_inputs,
+                          ox_rval *const *inputs, int64_t max_bytes, const int *born,
+                          int n_born, const ox_arena_plan **out, ox_error *err)
 {
     *out = NULL;
     i64vec sig = {0};
@@ -450,8 +494,8 @@ ox_status ox_arena_get(ox_arena_cache *c, const ox_model *m, int n_slots,
     }
     p->sig = sig.v;
     p->n_sig = sig.n;
-    ox_status st = plan_build(p, m, n_slots, slot_value, n_inputs, inputs, max_bytes, c->keep,
-                              c->n_keep, err);
+    ox_status st = plan_build(p, m, n_slots, slot_value, n_inputs, inputs, max_bytes, born,
+                              n_born, c->keep, c->n_keep, err);
     if (st) {
         plan_free(p);
         return st;

@@ -55,6 +55,13 @@ ox_status ox_arena_get(ox_arena_cache *c, const ox_model *m, int n_slots,
                        const ox_value *const *slot_value, int n_inputs,
                        ox_rval *const *inputs, int64_t max_bytes,
                        const ox_arena_plan **out, ox_error *err);
+/* The same with the executor's fused chains (ox_memplan_opts.born, one
+ * entry per main-graph node, n_born of them; NULL: none): a chain's values
+ * are planned as made when its first node runs. */
+ox_status ox_arena_get_ex(ox_arena_cache *c, const ox_model *m, int n_slots,
+                          const ox_value *const *slot_value, int n_inputs,
+                          ox_rval *const *inputs, int64_t max_bytes, const int *born,
+                          int n_born, const ox_arena_plan **out, ox_error *err);
 void ox_arena_cache_free(ox_arena_cache *c);
 
 /* The signature plans are keyed on (per input: dtype, rank, dims and the

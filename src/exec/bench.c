@@ -383,6 +383,38 @@ static int cmp_op(const void *a, const void *b)
     return x->ms > y->ms ? -1 : x->ms < y->ms;
 }
 
+/* The profile's names must outlive the executor: a model calling local
+ * functions runs as an inlined clone (src/ir/ir_inline.c) whose strings go
+ * with it, so each name is re-pointed at the equal string of m (its main
+ * graph or a function body, where every inlined node comes from). */
+typedef struct name_find {
+    const char *want;
+    bool domain;
+    const char *found;
+} name_find;
+
+static void find_name(ox_graph *g, void *ctx)
+{
+    name_find *f = ctx;
+    for (int k = 0; k < g->n_nodes && !f->found; k++) {
+        const char *s = f->domain ? g->nodes[k]->domain : g->nodes[k]->op_type;
+        if (s && !strcmp(s, f->want))
+            f->found = s;
+    }
+}
+
+static const char *model_string(const ox_model *m, const char *s, bool domain)
+{
+    name_find f = {.want = s, .domain = domain};
+    if (!s[0])
+        return "";
+    ox_graph_visit(m->graph, find_name, &f);
+    for (int i = 0; i < m->n_functions && !f.found; i++)
+        if (m->functions[i].body)
+            ox_graph_visit(m->functions[i].body, find_name, &f);
+    return f.found ? f.found : "?";
+}
+
 /* cfg->profile_runs more runs of m with the per-node hook, in an executor
  * of their own so the timed runs carry no hook. A failure here leaves the
  * profile empty rather than failing the benchmark. */
@@ -403,6 +435,7 @@ static void profile_model(const job *j, ox_model *m, ox_rval *const *in, ox_benc
         ox_error_clear(&err);
         return;
     }
+    p.top = ox_exec_model(e)->graph;   /* an inlined clone's own graph */
     /* Per profiled run: its wall time and its per-type times (row width
      * fixed by the warm-up run, which meets every main-graph node). */
     int runs = cfg->profile_runs, done = 0, width = 0;
@@ -438,6 +471,11 @@ static void profile_model(const job *j, ox_model *m, ox_rval *const *in, ox_benc
         done++;
     }
     ox_error_clear(&err);
+    if (ox_exec_model(e) != m)
+        for (int i = 0; i < p.n; i++) {
+            p.ops[i].op_type = model_string(m, p.ops[i].op_type, false);
+            p.ops[i].domain = model_string(m, p.ops[i].domain, true);
+        }
     ox_exec_free(e);
     free(out);
     if (done == 0 || p.oom) {
@@ -461,7 +499,8 @@ static void profile_model(const job *j, ox_model *m, ox_rval *const *in, ox_benc
         }
         p.ops[i].ms = m;
     }
-    qsort(p.ops, (size_t)p.n, sizeof *p.ops, cmp_op);
+    if (p.n > 1)   /* qsort(NULL, 0) is undefined (UBSan) */
+        qsort(p.ops, (size_t)p.n, sizeof *p.ops, cmp_op);
     s->ops = p.ops;
     s->n_ops = p.n;
     s->profile_runs = done;

@@ -57,7 +57,7 @@ typedef struct act_ops {
 typedef struct entry {
     bool used, declined;       /* declined: oneDNN refused this shape */
     int n_key;
-    int64_t key[3 * (MAXD + 2) + 1];   /* per input: dtype, rank, dims; + NHWC flag */
+    int64_t key[3 * (MAXD + 2) + 2];   /* per input: dtype, rank, dims; + NHWC flag, team */
     dnnl_primitive_t prim;
     dnnl_memory_desc_t src_md, wei_md, bias_md, dst_md;
     bool has_bias;
@@ -694,6 +694,19 @@ static void first_layer_dst(dnnl_convolution_desc_t *cd, const ox_tensor *x, int
     }
 }
 
+/* A depthwise 2-D convolution between plain NCHW edges (its neighbours are
+ * not oneDNN convolutions: an EfficientNet's Swish and squeeze-excitation,
+ * a lone depthwise node) runs channels-last inside, with a reorder at each
+ * end: oneDNN's NCHW depthwise kernel made about 1.7 GFLOP/s on a 144-channel
+ * 56x56 3x3 (PERFORMANCE.md, kernel classes), brdgmm_dw on NHWC about 10
+ * (the reorders are two passes over the activation; the stencil does 9
+ * multiply-adds per element). ONNXSCOPE_DNNL_DW_PLAIN=1 keeps NCHW. */
+static bool dw_inside_nhwc(const ox_dnnl_node *d, int64_t G, int64_t C, int nsp, bool decided)
+{
+    return !decided && !d->z_input && nsp == 2 && G > 1 && G == C &&
+           !ox__env_on("ONNXSCOPE_DNNL_DW_PLAIN");
+}
+
 static bool build_conv(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
 {
     const ox_tensor *x = in_f32(c, 0), *w = in_f32(c, 1), *b = in_f32(c, 2);
@@ -777,11 +790,12 @@ static bool build_conv(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
                                      tl_z_nhwc ? dnnl_nhwc : act_tag[nsp]))
         return false;
     dnnl_memory_desc_t sp, dp;   /* the primitive's src/dst layouts */
+    bool dw = dw_inside_nhwc(d, G, C, nsp, any || tl_in_nhwc || onhwc);
     if (any) {
         if (dnnl_memory_desc_init_by_tag(&sp, x->rank, xd, dnnl_f32, dnnl_format_tag_any) ||
             dnnl_memory_desc_init_by_tag(&dp, x->rank, yd, dnnl_f32, dnnl_format_tag_any))
             return false;
-    } else if (tl_in_nhwc || onhwc) {
+    } else if (tl_in_nhwc || onhwc || dw) {
         /* One layout on both sides (mixing NCHW and NHWC got oneDNN's
          * reference kernel, 100x slower); reorders at a plain end. */
         if (dnnl_memory_desc_init_by_tag(&sp, x->rank, xd, dnnl_f32, dnnl_nhwc) ||
@@ -796,7 +810,7 @@ static bool build_conv(const ox_dnnl_node *d, const ox_kernel_ctx *c, entry *e)
                 &cd, dnnl_forward_inference, dnnl_convolution_direct, &sp, &wany,
                 b ? &e->bias_md : NULL, &dp, strides, dil, pl, pr) != dnnl_success)
             return false;
-        if (attempt > 0 || any || !(tl_in_nhwc || onhwc))
+        if (attempt > 0 || any || !(tl_in_nhwc || onhwc || dw))
             break;
         /* Channels-last without a direct kernel (3-channel input, say):
          * its reference fallback is far slower than reordering to NCHW. */
@@ -1015,12 +1029,18 @@ static int make_key(const ox_kernel_ctx *c, int64_t *key)
             key[n++] = t->dims[j];
     }
     key[n++] = tl_in_nhwc | (tl_z_nhwc << 1);
+    /* The team size the primitive is made for: oneDNN fixes its work split
+     * (and runs that many threads, whatever omp_set_num_threads says later)
+     * at creation, so a primitive made while the load guard ran a team of 1
+     * stayed serial for the executor's life, and one made for 2 ignored a
+     * later cap (threadpool.c). */
+    key[n++] = tl_threads;
     return n;
 }
 
 static entry *lookup(ox_dnnl_node *d, const ox_kernel_ctx *c)
 {
-    int64_t key[3 * (MAXD + 2) + 1];   /* per input: dtype, rank, dims; + NHWC flag */
+    int64_t key[3 * (MAXD + 2) + 2];   /* per input: dtype, rank, dims; + NHWC flag, team */
     int n = make_key(c, key);
     if (n < 0)
         return NULL;

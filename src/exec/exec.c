@@ -106,10 +106,14 @@ typedef struct ox_plan {
     slot_ref *out_refs;   /* graph outputs */
     int n_folded;         /* nodes folded at plan time */
     bool fold_overridable; /* some read an initializer that is a graph input */
+    /* Main graph with oneDNN chains: per node, the node its outputs are made
+     * with (plan_born; ox_memplan_opts.born), or NULL. */
+    int *born;
 } ox_plan;
 
 struct ox_exec {
     ox_model *model;
+    ox_model *inlined;    /* model is this clone with local functions inlined */
     ox_exec_opts opts;
     ox_thread_pool *pool;
     ox_plan **plans;      /* main graph first, subgraphs as they are met */
@@ -152,6 +156,9 @@ typedef struct frame {
      * direct_until (chain_direct_slot): skip nodes up to it move it on. */
     const ox_tensor *direct_t;
     int direct_until;
+    /* The running call writes every element of what it allocates (a oneDNN
+     * primitive, a skip node's copy): its arena slot is not zeroed first. */
+    bool fills;
 } frame;
 
 /* Largest single tensor a kernel may allocate; guards against absurd
@@ -281,6 +288,7 @@ static void plan_free(ox_plan *p)
     free(p->nodes);
     free(p->in_slots);
     free(p->out_refs);
+    free(p->born);
     free(p);
 }
 
@@ -1101,6 +1109,40 @@ static void plan_dnnl(const ox_exec *e, ox_plan *p)
     }
 }
 
+/* Fused chains as one node for the memory plan (ox_memplan_opts.born): a
+ * skip node whose handed-on value is the output of the node right before it
+ * (folded nodes aside), the chain's head or an earlier skip node, is born
+ * with the head. A Conv chain then writes its last value straight into that
+ * node's slot (chain_direct_slot), which the plan now keeps off the Conv's
+ * input, and a lone fused activation's slot can share its producer's bytes
+ * (the in-place rule then sees both alive together): no copy of the
+ * activation in run_skip either way (MobileNetV2 as exported: 7 per run).
+ * Left NULL when no node is a skip node. */
+static void plan_born(ox_plan *p)
+{
+    int *b = malloc(((size_t)p->n_nodes + 1) * sizeof *b);
+    if (!b)
+        return;   /* planned as before: copies, never wrong */
+    bool any = false;
+    for (int k = 0; k < p->n_nodes; k++) {
+        const plan_node *pn = &p->nodes[k];
+        b[k] = k;
+        if (!pn->skip || pn->folded || pn->skip_in >= pn->n_in || pn->in[pn->skip_in].depth)
+            continue;
+        int j = k - 1;
+        while (j >= 0 && p->nodes[j].folded)
+            j--;
+        if (j >= 0 && p->nodes[j].n_out >= 1 && p->nodes[j].out[0] == pn->in[pn->skip_in].slot) {
+            b[k] = b[j];
+            any = true;
+        }
+    }
+    free(p->born);
+    p->born = any ? b : NULL;
+    if (!any)
+        free(b);
+}
+
 /* Plan-time folding (EXECUTOR.md): a main-graph node whose inputs are all
  * constants for the plan (initializers that are not graph inputs, or values
  * folded before it) is run once here with the plain kernels, and its outputs
@@ -1414,6 +1456,19 @@ static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_err
                                dom, n->op_type, node_label(n));
             goto fail;
         }
+        /* Bodies are planned on first use, so an If lacking a branch ran
+         * (exit 0) whenever the condition chose the other one: refused here,
+         * as ONNX requires both branches. */
+        if (ox_node_is_default_domain(n) && !strcmp(n->op_type, "If")) {
+            for (int b = 0; b < 2; b++) {
+                const char *bn = b ? "else_branch" : "then_branch";
+                const ox_attr *ga = ox_node_attr(n, bn);
+                if (!ga || ga->type != OX_ATTR_GRAPH || !ga->g) {
+                    st = ox_errorf(err, OX_EMODEL, "node '%s' (If): missing %s", node_label(n), bn);
+                    goto fail;
+                }
+            }
+        }
         pn->n_in = n->n_inputs;
         pn->n_out = n->n_outputs;
         pn->writes_all = writes_every_element(n);
@@ -1477,6 +1532,8 @@ static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_err
             plan_dnnl_bias(e, p);
         if (!e->opts.keep_intermediates)
             plan_lazy_concat(p, last_use, g == e->model->graph ? &e->arenas : NULL);
+        if (g == e->model->graph && !ox__env_on("ONNXSCOPE_NO_CHAIN_BORN"))
+            plan_born(p);
     }
     /* Release lists, and which outputs someone will read. */
     for (int s = 0; s < p->n_slots; s++) {
@@ -1575,7 +1632,7 @@ static ox_tensor *arena_place(ox_kernel_ctx *c, int i, ox_dtype dt, int rank,
     char *data = (char *)ap->buf->data + ap->off[s];
     /* An in-place output's bytes are its input's, still to be read; a kernel
      * that writes every element needs no zeroed slot (whole-byte types). */
-    if (!ap->inplace[s] && !(f->cur->writes_all && whole_elements(dt)))
+    if (!ap->inplace[s] && !((f->cur->writes_all || f->fills) && whole_elements(dt)))
         memset(data, 0, bytes);
     /* A writable view of its own, so that kernels writing through
      * ox_tensor_mutable_data write the slot instead of copying. */
@@ -1839,7 +1896,9 @@ static ox_status run_chain(ox_exec *e, frame *f, const plan_node *pn, ox_kernel_
             plan_node tmp = *pn;
             tmp.out = &direct;
             f->cur = &tmp;
+            f->fills = true;
             ran = ox_dnnl_run_ex(pn->dnnl, &dc, &st, in_nhwc, z_nhwc, &out_nhwc);
+            f->fills = false;
             f->cur = pn;
             f->direct_t = NULL;
             if (ran && st == OX_OK && f->placed[0] && ctx->out[0] && ctx->out[0]->t == f->placed[0]) {
@@ -1849,7 +1908,9 @@ static ox_status run_chain(ox_exec *e, frame *f, const plan_node *pn, ox_kernel_
                         f->direct_until = c->taken[j];
             }
         } else {
+            f->fills = true;   /* a primitive writes its whole dst */
             ran = ox_dnnl_run_ex(pn->dnnl, &dc, &st, in_nhwc, z_nhwc, &out_nhwc);
+            f->fills = false;
         }
         if (ran) {
             if (out_nhwc && pn->out[0] >= 0)
@@ -1948,7 +2009,11 @@ static ox_status run_kernel(ox_exec *e, frame *f, const plan_node *pn, ox_kernel
     bool out_nhwc = false;
     if (pn->nhwc_kind && f->nhwc && run_nhwc_op(f, pn, ctx, &st))
         return st;
-    if (pn->dnnl && ox_dnnl_run(pn->dnnl, ctx, &st, in_nhwc, &out_nhwc)) {
+    /* A primitive writes its whole dst: no zeroing of the slot first. */
+    f->fills = pn->dnnl != NULL;
+    bool dran = pn->dnnl && ox_dnnl_run(pn->dnnl, ctx, &st, in_nhwc, &out_nhwc);
+    f->fills = false;
+    if (dran) {
         if (out_nhwc && pn->out[0] >= 0)
             f->nhwc[pn->out[0]] = 1;
         return st;
@@ -2046,7 +2111,9 @@ static ox_status run_skip(ox_exec *e, frame *f, const plan_node *pn, ox_error *e
                 return ox_errorf(err, OX_EINVAL, "too many outputs");
             f->cur = pn;
             f->cur_out = out;
+            f->fills = true;   /* the memcpy below writes every byte */
             ox_tensor *t = ox_kernel_output(&ctx, 0, v->t->dtype, v->t->rank, v->t->dims);
+            f->fills = false;
             f->cur = NULL;
             f->cur_out = NULL;
             void *dst = t ? ox_tensor_mutable_data(t) : NULL;
@@ -2059,6 +2126,8 @@ static ox_status run_skip(ox_exec *e, frame *f, const plan_node *pn, ox_error *e
             if (v->t->nbytes)
                 memcpy(dst, ox_tensor_data(v->t), v->t->nbytes);
             frame_set(f, s_out, out[0]);
+            if (f->stats)
+                f->stats->skip_copies++;
         } else {
             ox_rval *c = ox_rval_clone(v);
             if (!c)
@@ -2547,6 +2616,20 @@ ox_status ox_exec_new(ox_model *m, const ox_exec_opts *opts, ox_exec **out,
     ox_exec *e = calloc(1, sizeof *e);
     if (!e)
         return ox_errorf(err, OX_ENOMEM, "out of memory");
+    /* A model calling its own local functions (PyTorch 2's dynamo export)
+     * runs as a clone with the calls inlined (src/ir/ir_inline.c): kernels
+     * exist for operators only. The caller's model stays as it was. */
+    if (ox_model_calls_functions(m)) {
+        ox_model *c = ox_model_clone(m);
+        ox_status ist = c ? ox_model_inline_functions(c, err)
+                          : ox_errorf(err, OX_ENOMEM, "out of memory");
+        if (ist) {
+            ox_model_free(c);
+            free(e);
+            return ist;
+        }
+        e->inlined = m = c;
+    }
     e->model = m;
     if (opts)
         e->opts = *opts;
@@ -2595,6 +2678,7 @@ void ox_exec_free(ox_exec *e)
     free(e->arenas.keep);
     ox_cuda_plan_free(e->cplan);
     ox_cuda_rt_free(e->cuda);
+    ox_model_free(e->inlined);
     free(e);
 }
 
@@ -2702,9 +2786,9 @@ ox_status ox_exec_run(ox_exec *e, int n_inputs, ox_rval *const *inputs,
                                    .plan_hits = e->arenas.hits};
         /* Plans are keyed by every graph input: runs giving fewer use the heap. */
         if (n_inputs == g->n_inputs)
-            st = ox_arena_get(&e->arenas, e->model, p->n_slots, p->slot_value,
-                              g->n_inputs, inputs, e->max_mem - ox_buffer_live_bytes(),
-                              &f.arena, err);
+            st = ox_arena_get_ex(&e->arenas, e->model, p->n_slots, p->slot_value,
+                                 g->n_inputs, inputs, e->max_mem - ox_buffer_live_bytes(),
+                                 p->born, p->born ? p->n_nodes : 0, &f.arena, err);
         if (st)
             goto out;
         f.stats = &e->stats;

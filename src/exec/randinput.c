@@ -423,10 +423,28 @@ int ox_input_opts_defaulted(const ox_input_opts *in, const ox_model *m, char *bu
 
 /* ---- making the values ------------------------------------------------------- */
 
+/* Refuses an input larger than the memory ceiling before allocating it: a
+ * declared dim of 2^40 asked calloc for 246 TB, which ASan (or a strict
+ * overcommit policy) turns into an abort instead of this one-line error. */
+static bool input_fits(const ox_value *v, ox_dtype dt, int rank, const int64_t *dims,
+                       ox_error *err)
+{
+    double bytes = ox_dtype_bits(dt) / 8.0, cap = (double)ox_exec_default_max_memory();
+    for (int d = 0; d < rank; d++)
+        bytes *= (double)dims[d];
+    if (bytes <= cap)
+        return true;
+    ox_errorf(err, OX_ENOMEM, "input '%s': %.4g GiB, over the memory ceiling of %.4g GiB",
+              v->name, bytes / 1073741824.0, cap / 1073741824.0);
+    return false;
+}
+
 static ox_tensor *random_tensor(const ox_model *m, const ox_value *v, const ox_type *t, int rank,
                                 const int64_t *dims, uint32_t *seed, int64_t int_max,
                                 ox_error *err)
 {
+    if (!input_fits(v, t->elem, rank, dims, err))
+        return NULL;
     ox_tensor *x = ox_tensor_new(t->elem, rank, dims);
     if (!x) {
         ox_errorf(err, OX_ENOMEM, "input '%s': cannot allocate", v->name);
@@ -461,6 +479,8 @@ static ox_tensor *fill_tensor(const ox_value *v, const ox_type *t, int rank, con
         ox_errorf(err, OX_EINVAL, "--fill %s=%s: %s", v->name, text, why);
         return NULL;
     }
+    if (!input_fits(v, t->elem, rank, dims, err))
+        return NULL;
     ox_tensor *x = ox_tensor_new(t->elem, rank, dims);
     if (!x) {
         ox_errorf(err, OX_ENOMEM, "input '%s': cannot allocate", v->name);

@@ -27,8 +27,10 @@ void ox__pass_list_init(ox_graph *g, ox_value *v)
 int ox__pass_const_ints(const ox_value *v, int64_t *out, int cap)
 {
     const ox_tensor *t = ox__pass_const(v);
-    if (!t)
-        t = v ? v->known : NULL;
+    /* Inference's value of an overridable initializer is its default, not
+     * what a caller feeds: not a constant either. */
+    if (!t && v && !(v->init && v->is_input))
+        t = v->known;
     if (!t || t->rank > 1 || !ox_dtype_is_int(t->dtype) || ox_dtype_bits(t->dtype) < 8 ||
         t->numel > cap || !ox_tensor_data(t))
         return -1;

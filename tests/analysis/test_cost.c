@@ -628,6 +628,50 @@ static void test_plan_outputs_and_skips(void **state)
     ox_model_free(m);
 }
 
+/* ox_memplan_opts.born: node 2 runs as one with node 1 (a fused chain), so
+ * its output lives from step 1 and may no longer take the bytes of node 1's
+ * input, which it can without (those die at step 1). */
+static void test_plan_born(void **state)
+{
+    (void)state;
+    ox_model *m = new_model();
+    ox_graph *g = m->graph;
+    ox_value *x = IN(g, "x", 256);
+    ox_value *a = ACT(g, "a", 256), *b = ACT(g, "b", 256), *c = ACT(g, "c", 256);
+    ox_value *y = ACT(g, "y", 256);
+    ox_value *ix[1] = {x}, *ia[1] = {a}, *ib[1] = {b}, *ic[1] = {c};
+    node(g, "Relu", 1, ix, a);   /* 0 */
+    node(g, "Neg", 1, ia, b);    /* 1: the chain's head */
+    node(g, "Abs", 1, ib, c);    /* 2: fused into node 1 */
+    node(g, "Neg", 1, ic, y);    /* 3 */
+    assert_int_equal(ox_graph_add_output(g, y), OX_OK);
+    ox_memplan_opts o;
+    ox_memplan_opts_default(&o);
+    o.include_inputs = false;
+    ox_memplan *p = NULL, *q = NULL;
+    ox_error err = {0};
+    assert_int_equal(ox_memplan_build(g, &o, &p, &err), OX_OK);
+    int born[4] = {0, 1, 1, 3};   /* entries >= their index mean none */
+    o.born = born;
+    assert_int_equal(ox_memplan_build(g, &o, &q, &err), OX_OK);
+    assert_true(ox_memplan_verify(p, &err));
+    assert_true(ox_memplan_verify(q, &err));
+    const ox_memplan_slot *pa = ox_memplan_find(p, a), *pc = ox_memplan_find(p, c);
+    const ox_memplan_slot *qa = ox_memplan_find(q, a), *qc = ox_memplan_find(q, c);
+    const ox_memplan_slot *qb = ox_memplan_find(q, b), *qy = ox_memplan_find(q, y);
+    assert_int_equal(pc->first, 2);
+    assert_int_equal(pa->offset, pc->offset);   /* without: a's bytes reused */
+    assert_int_equal(qc->first, 1);
+    assert_int_equal(qc->last, 3);
+    assert_int_not_equal(qa->offset, qc->offset);
+    assert_int_equal(qb->first, 1);             /* the head's own output: as before */
+    assert_int_equal(qy->first, 3);
+    assert_true(q->arena_bytes >= q->lower_bound);
+    ox_memplan_free(p);
+    ox_memplan_free(q);
+    ox_model_free(m);
+}
+
 /* A long chain with a few long skips plans in milliseconds. */
 static void test_plan_large(void **state)
 {
@@ -1387,6 +1431,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_plan_chain),
         cmocka_unit_test(test_plan_outputs_and_skips),
         cmocka_unit_test(test_plan_large),
+        cmocka_unit_test(test_plan_born),
         cmocka_unit_test(test_profile),
         cmocka_unit_test(test_control_flow),
         cmocka_unit_test(test_fmt_cost),
