@@ -331,13 +331,14 @@ static void plan_free(ox_arena_plan *p)
 static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
                             const ox_value *const *slot_value, int n_inputs,
                             ox_rval *const *inputs, int64_t max_bytes, const int *born,
-                            int n_born, ox_error *err)
+                            int n_born, const ox_arena_keep *keep, int n_keep, ox_error *err)
 {
     ox_status st = OX_OK;
     ox_model *cl = ox_model_clone(m);
     ox_memplan *mp = NULL;
     int64_t *moff = NULL;
     bool *minp = NULL;
+    int *born2 = NULL;   /* born remapped around inserted keep-alive nodes */
     p->n_slots = n_slots;
     p->off = malloc(((size_t)n_slots + 1) * sizeof *p->off);
     p->nbytes = calloc((size_t)n_slots + 1, sizeof *p->nbytes);
@@ -349,6 +350,53 @@ static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
     bool inferred;
     if ((st = ox_arena_infer_inputs(cl, n_inputs, inputs, &inferred, err)) || !inferred)
         goto out;   /* not plannable: heap */
+    /* Values read past their last use (ox_arena_keep): in the clone only, a
+     * node of no operator that reads the value, right after node `until`,
+     * extends its lifetime (not an extra input of that node: an in-place
+     * op could then take the value's bytes, plan_inplace). Targets are
+     * resolved before any insertion shifts the indices, and the fused
+     * chains' `born` entries (per node index) are remapped after it. */
+    int n0 = cl->graph->n_nodes;
+    ox_node **orig = n_keep ? malloc(((size_t)n0 + 1) * sizeof *orig) : NULL;
+    for (int i = 0; orig && i < n0; i++)
+        orig[i] = cl->graph->nodes[i];
+    ox_node **kt = orig ? calloc((size_t)n_keep, sizeof *kt) : NULL;
+    for (int i = 0; kt && i < n_keep; i++)
+        if (keep[i].until >= 0 && keep[i].until < cl->graph->n_nodes)
+            kt[i] = cl->graph->nodes[keep[i].until];
+    for (int i = 0; kt && i < n_keep; i++) {
+        ox_value *kv = ox_graph_find(cl->graph, keep[i].value);
+        if (!kv || !kt[i])
+            continue;
+        ox_node *kn = ox_node_new(cl->graph, "KeepAlive", "onnxscope.internal", "", 1, &kv, 0, NULL);
+        int pos = -1;
+        for (int j = 0; kn && j < cl->graph->n_nodes && pos < 0; j++)
+            if (cl->graph->nodes[j] == kt[i])
+                pos = j;
+        if (kn && pos >= 0)
+            ox_node_move(kn, pos + 1);
+    }
+    free(kt);
+    if (orig && cl->graph->n_nodes != n0 && born && n_born == n0) {
+        /* Inserted nodes keep the others' relative order. */
+        int *newidx = malloc(((size_t)n0 + 1) * sizeof *newidx);
+        born2 = malloc(((size_t)cl->graph->n_nodes + 1) * sizeof *born2);
+        if (newidx && born2) {
+            for (int i = 0, j = 0; i < cl->graph->n_nodes; i++) {
+                born2[i] = -1;
+                if (j < n0 && cl->graph->nodes[i] == orig[j])
+                    newidx[j++] = i;
+            }
+            for (int j = 0; j < n0; j++)
+                born2[newidx[j]] = born[j] >= 0 && born[j] < n0 ? newidx[born[j]] : born[j];
+            born = born2;
+            n_born = cl->graph->n_nodes;
+        } else {
+            born = NULL;   /* no fused-chain lifetimes: a plan still correct */
+        }
+        free(newidx);
+    }
+    free(orig);
     const ox_graph *g = cl->graph;
     ox_error ierr = {0};
     ox_memplan_opts mo;
@@ -395,6 +443,7 @@ static ox_status plan_build(ox_arena_plan *p, const ox_model *m, int n_slots,
     if (p->buf)
         p->bytes = mp->arena_bytes;
 out:
+    free(born2);
     free(moff);
     free(minp);
     ox_memplan_free(mp);
@@ -446,7 +495,7 @@ ox_status ox_arena_get_ex(ox_arena_cache *c, const ox_model *m, int n_slots,
     p->sig = sig.v;
     p->n_sig = sig.n;
     ox_status st = plan_build(p, m, n_slots, slot_value, n_inputs, inputs, max_bytes, born,
-                              n_born, err);
+                              n_born, c->keep, c->n_keep, err);
     if (st) {
         plan_free(p);
         return st;

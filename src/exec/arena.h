@@ -29,11 +29,21 @@ typedef struct ox_arena_plan {
     uint64_t used;        /* LRU tick */
 } ox_arena_plan;
 
+/* A value (by name) the executor reads later than its graph uses say:
+ * planned as if node `until` (index in the main graph's node list) read it
+ * too (a lazy Concat's parts, exec.c). */
+typedef struct ox_arena_keep {
+    const char *value;
+    int until;
+} ox_arena_keep;
+
 typedef struct ox_arena_cache {
     ox_arena_plan *e[OX_ARENA_CACHE];
     int n;
     uint64_t tick;
     int built, hits;      /* cumulative */
+    ox_arena_keep *keep;  /* owned by the executor's main plan; may be NULL */
+    int n_keep;
 } ox_arena_cache;
 
 /* The plan for these inputs (built on first sight of their signature), or

@@ -101,6 +101,7 @@ struct ox_dnnl_node {
     /* Gemm */
     bool ta, tb;
     float alpha, beta;
+    struct parts_cache *pc;    /* lazy Concat input: one primitive per part */
     pthread_mutex_t lock;
     entry cache[NCACHE];
     int next_victim;
@@ -409,12 +410,15 @@ static void entry_clear(entry *e)
     memset(e, 0, sizeof *e);
 }
 
+static void parts_free(ox_dnnl_node *d);
+
 void ox_dnnl_free(ox_dnnl_node *d)
 {
     if (!d)
         return;
     for (int i = 0; i < NCACHE; i++)
         entry_clear(&d->cache[i]);
+    parts_free(d);
     pthread_mutex_destroy(&d->lock);
     free(d);
 }
@@ -1192,6 +1196,213 @@ static bool run_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
     return true;
 }
 
+
+/* ---- lazy channel Concat: a Conv on the parts of its input ---------------------- */
+
+#define MAXPARTS 8
+
+typedef struct parts_cache {
+    int n;
+    int64_t key[MAXPARTS * 4 + 3];
+    bool declined;
+    const void *wfrom;         /* the weights the slices were cut from */
+    /* Weight slices: plain structs over malloc'd floats (read by build_conv
+     * only; no tensor buffer, so steady-state runs count no allocation). */
+    ox_tensor wslice[MAXPARTS];
+    ox_buffer wbuf[MAXPARTS];
+    entry e[MAXPARTS];
+} parts_cache;
+
+static _Thread_local const ox_tensor *const *tl_parts;
+static _Thread_local int tl_parts_n;
+static _Thread_local ox_dnnl_fill_fn tl_fill;
+static _Thread_local void *tl_fill_user;
+static atomic_long g_parts_runs;
+
+long ox_dnnl_parts_runs(void)
+{
+    return atomic_load(&g_parts_runs);
+}
+
+void ox_dnnl_set_parts(const ox_tensor *const *parts, int n, ox_dnnl_fill_fn fill, void *user)
+{
+    tl_parts = parts;
+    tl_parts_n = parts && fill ? n : 0;
+    tl_fill = fill;
+    tl_fill_user = user;
+}
+
+bool ox_dnnl_conv_splittable(const ox_dnnl_node *d)
+{
+    return d && d->kind == K_CONV && !d->z_input && d->group == 1 && d->w_const &&
+           d->node->n_inputs >= 2;
+}
+
+/* The parts path declined: the concatenation is written into input 0 and
+ * the node runs as usual. True (with *st) only when that failed. */
+static bool parts_fill(ox_status *st)
+{
+    if (!tl_parts_n)
+        return false;
+    ox_dnnl_fill_fn fill = tl_fill;
+    void *user = tl_fill_user;
+    ox_dnnl_set_parts(NULL, 0, NULL, NULL);
+    ox_status s = fill(user);
+    if (s == OX_OK)
+        return false;
+    *st = s;
+    return true;
+}
+
+static void parts_clear(parts_cache *pc)
+{
+    for (int i = 0; i < MAXPARTS; i++) {
+        entry_clear(&pc->e[i]);
+        free(pc->wbuf[i].data);
+        memset(&pc->wbuf[i], 0, sizeof pc->wbuf[i]);
+        memset(&pc->wslice[i], 0, sizeof pc->wslice[i]);
+    }
+    pc->n = 0;
+    pc->declined = false;
+    pc->wfrom = NULL;
+}
+
+static void parts_free(ox_dnnl_node *d)
+{
+    if (d->pc) {
+        parts_clear(d->pc);
+        free(d->pc);
+        d->pc = NULL;
+    }
+}
+
+/* One primitive per part: part i reads its NHWC part and the weights of its
+ * input channels [off, off + C_i) (a private copy, packed once), and all
+ * write the one NHWC output, the later ones through a `sum` post-op on it;
+ * the bias and the activation go with the last. Built when the parts'
+ * shapes change; declined (false) unless every primitive is NHWC to NHWC
+ * without reorders. */
+static bool parts_build(ox_dnnl_node *d, const ox_kernel_ctx *c, parts_cache *pc)
+{
+    const ox_tensor *w = in_f32(c, 1), *b = in_f32(c, 2);
+    int n = tl_parts_n;
+    if (!w || w->rank != 4 || (c->n_in > 2 && c->in[2] && !b) || n > MAXPARTS)
+        return false;
+    int64_t M = w->dims[0], Ct = w->dims[1], kk = w->dims[2] * w->dims[3], off = 0;
+    const float *wd = ox_tensor_data(w);
+    for (int i = 0; i < n; i++) {
+        const ox_tensor *x = tl_parts[i];
+        if (!x || x->dtype != OX_DT_FLOAT || x->rank != 4 || !ox_tensor_data(x))
+            return false;
+        int64_t Ci = x->dims[1], dims[4] = {M, Ci, w->dims[2], w->dims[3]};
+        if (off + Ci > Ct)
+            return false;
+        size_t nb = (size_t)(M * Ci * kk) * sizeof(float);
+        float *wp = malloc(nb ? nb : 1);
+        if (!wp)
+            return false;
+        for (int64_t m = 0; m < M; m++)
+            memcpy(wp + m * Ci * kk, wd + (m * Ct + off) * kk, (size_t)(Ci * kk) * sizeof(float));
+        pc->wbuf[i] = (ox_buffer){.refcount = 1, .data = wp, .size = nb};
+        ox_tensor *ws = &pc->wslice[i];
+        *ws = (ox_tensor){.dtype = OX_DT_FLOAT, .rank = 4, .numel = M * Ci * kk,
+                          .buf = &pc->wbuf[i], .nbytes = nb};
+        memcpy(ws->dims, dims, sizeof dims);
+        off += Ci;
+        ox_rval rx = {.kind = OX_RV_TENSOR, .t = (ox_tensor *)x};
+        ox_rval rw = {.kind = OX_RV_TENSOR, .t = ws};
+        ox_rval rb = {.kind = OX_RV_TENSOR, .t = (ox_tensor *)b};
+        ox_rval *fin[3] = {&rx, &rw, b ? &rb : NULL};
+        ox_kernel_ctx fc = *c;
+        fc.in = fin;
+        fc.n_in = i == n - 1 && b ? 3 : 2;
+        ox_dnnl_node dd = *d;
+        dd.z_input = i > 0;     /* the sum of the parts so far */
+        if (i < n - 1)
+            dd.act.n = 0;
+        tl_in_nhwc = true;
+        tl_z_nhwc = true;
+        entry *e = &pc->e[i];
+        bool ok = build_conv(&dd, &fc, e) && e->prim && !e->blocked && !e->r_z;
+        tl_z_nhwc = false;
+        if (!ok)
+            return false;
+        if (i > 0 && memcmp(e->out_dims, pc->e[0].out_dims, sizeof e->out_dims))
+            return false;
+    }
+    pc->wfrom = wd;
+    return off == Ct;
+}
+
+static bool run_parts_locked(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st)
+{
+    int n = tl_parts_n;
+    const ox_tensor *x = in_f32(c, 0), *w = in_f32(c, 1);
+    if (!ox_dnnl_conv_splittable(d) || !tl_in_nhwc || !d->out_nhwc || n < 2 || n > MAXPARTS ||
+        !x || !w)
+        return false;
+    int64_t key[MAXPARTS * 4 + 3];
+    int nk = 0;
+    key[nk++] = n;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < 4; j++)
+            key[nk++] = tl_parts[i]->rank == 4 ? tl_parts[i]->dims[j] : -1;
+    key[nk++] = (int64_t)(c->n_in > 2 && c->in[2]);
+    /* oneDNN fixes a primitive's thread split when it is made: a team
+     * capped by the load guard must not leave the node serial. */
+    key[nk++] = tl_threads;
+    if (!d->pc && !(d->pc = calloc(1, sizeof *d->pc)))
+        return false;
+    parts_cache *pc = d->pc;
+    if (pc->n != nk || memcmp(pc->key, key, (size_t)nk * sizeof *key)) {
+        parts_clear(pc);
+        pc->n = nk;
+        memcpy(pc->key, key, (size_t)nk * sizeof *key);
+        pc->declined = !parts_build(d, c, pc);
+    }
+    /* An overridden weight initializer: the concatenation and our kernel. */
+    if (pc->declined || ox_tensor_data(w) != pc->wfrom)
+        return false;
+    const entry *last = &pc->e[n - 1];
+    ox_tensor *y = ox_kernel_output(c, 0, OX_DT_FLOAT, last->out_rank, last->out_dims);
+    const ox_tensor *const *parts = tl_parts;
+    ox_dnnl_set_parts(NULL, 0, NULL, NULL);   /* taken: nothing to fill any more */
+    if (!y) {
+        *st = c->err && c->err->status ? c->err->status : OX_ENOMEM;
+        return true;
+    }
+    float *yp = ox_tensor_mutable_data(y);
+    const ox_tensor *b = last->has_bias ? ox_kernel_in(c, 2) : NULL;
+    bool ok = yp != NULL || y->numel == 0;
+    for (int i = 0; ok && i < n; i++) {
+        const entry *e = &pc->e[i];
+        dnnl_memory_t ms[4] = {0};
+        ok = dnnl_memory_create(&ms[0], &e->src_md, g_engine, (void *)ox_tensor_data(parts[i])) ==
+                 dnnl_success &&
+             dnnl_memory_create(&ms[1], &e->wei_md, g_engine,
+                                e->packed ? e->packed : pc->wbuf[i].data) ==
+                 dnnl_success &&
+             dnnl_memory_create(&ms[2], &e->dst_md, g_engine, yp) == dnnl_success &&
+             (!b || dnnl_memory_create(&ms[3], &e->bias_md, g_engine, (void *)ox_tensor_data(b)) ==
+                        dnnl_success);
+        dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, ms[0]}, {DNNL_ARG_WEIGHTS, ms[1]},
+                                   {DNNL_ARG_DST, ms[2]}, {DNNL_ARG_BIAS, ms[3]}};
+        ok = ok && dnnl_primitive_execute(e->prim, tl_stream, i == n - 1 && b ? 4 : 3, args) ==
+                       dnnl_success;
+        for (int j = 0; j < 4; j++)
+            if (ms[j])
+                dnnl_memory_destroy(ms[j]);
+    }
+    ok = ok && dnnl_stream_wait(tl_stream) == dnnl_success;
+    if (!ok)
+        *st = ox_errorf(c->err, OX_EINVAL, "oneDNN primitive failed");
+    atomic_fetch_add(&g_runs, 1);
+    atomic_fetch_add(&g_parts_runs, 1);
+    if (d->act.n)
+        atomic_fetch_add(&g_runs_act, 1);
+    return true;
+}
+
 /* oneDNN's BLAS-like SGEMM (its JIT AVX-512 GEMM, row-major) for the GEMMs
  * our kernels issue themselves: com.microsoft Attention's projection and
  * per-head products, convolution fallbacks. Its OpenMP team is the pool's
@@ -1263,7 +1474,7 @@ bool ox_dnnl_run_ex(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st, bool in_nh
     *st = OX_OK;
     *out_nhwc = false;
     if (!d || !g_engine || !stream_ready())
-        return false;
+        return parts_fill(st);
     /* Before creating primitives too: oneDNN sizes its work split and
      * scratchpads by the thread count it sees then. The team is the pool's
      * size (the one thread policy, threadpool.h); our loops run on the same
@@ -1276,7 +1487,11 @@ bool ox_dnnl_run_ex(ox_dnnl_node *d, ox_kernel_ctx *c, ox_status *st, bool in_nh
     pthread_mutex_lock(&d->lock);
     tl_in_nhwc = in_nhwc;
     tl_z_nhwc = z_nhwc && d->z_input;
-    bool r = run_locked(d, c, st);
+    bool r = false;
+    if (tl_parts_n && !(r = run_parts_locked(d, c, st)))
+        r = parts_fill(st);   /* materialized; an error ends the node */
+    if (!r)
+        r = run_locked(d, c, st);
     tl_in_nhwc = false;
     tl_z_nhwc = false;
     pthread_mutex_unlock(&d->lock);
@@ -1332,6 +1547,12 @@ bool ox_dnnl_set_bias(ox_dnnl_node *d, const ox_tensor *bias)
     return false;
 }
 void ox_dnnl_free(ox_dnnl_node *d) { (void)d; }
+void ox_dnnl_set_parts(const ox_tensor *const *parts, int n, ox_dnnl_fill_fn fill, void *user)
+{
+    (void)parts, (void)n, (void)fill, (void)user;
+}
+bool ox_dnnl_conv_splittable(const ox_dnnl_node *d) { (void)d; return false; }
+long ox_dnnl_parts_runs(void) { return 0; }
 bool ox_dnnl_sgemm(int threads, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                    const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
                    float *C, int64_t ldc)

@@ -78,6 +78,20 @@ bool ox_dnnl_has_z(const ox_dnnl_node *d);
 bool ox_dnnl_set_bias(ox_dnnl_node *d, const ox_tensor *bias);
 void ox_dnnl_free(ox_dnnl_node *d);
 
+/* Lazy channel Concat (exec.c, docs/EXECUTOR.md "Lazy channel Concat"):
+ * input 0 of the next Conv this thread runs is the concatenation, never
+ * written, of these NHWC parts. A group-1 2-D Conv without Z
+ * (ox_dnnl_conv_splittable) is linear in its input channels, so it runs as
+ * one primitive per part on the matching slice of its weights, each adding
+ * into the output (a `sum` post-op; bias and activation on the last).
+ * When that path declines, fill(user) writes the concatenation into input
+ * 0 first and the node runs as usual. Cleared by each run. */
+typedef ox_status (*ox_dnnl_fill_fn)(void *user);
+void ox_dnnl_set_parts(const ox_tensor *const *parts, int n, ox_dnnl_fill_fn fill, void *user);
+bool ox_dnnl_conv_splittable(const ox_dnnl_node *d);
+/* Test hook: Conv runs on parts. */
+long ox_dnnl_parts_runs(void);
+
 /* Test hook: primitives executed by this process, and how many of them
  * carried an activation post-op (zeros without oneDNN). */
 void ox_dnnl_counts(long *runs, long *with_act);

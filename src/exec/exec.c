@@ -85,6 +85,11 @@ typedef struct plan_node {
     /* The kernel writes every element of its outputs (writes_every_element):
      * their arena slots are not zeroed first. */
     bool writes_all;
+    /* Lazy channel Concat (plan_lazy_concat): on the Concat, the last plan
+     * index through which its parts must stay intact (0: not lazy); on a
+     * reader of its output, 1 + the Concat's plan index (0: none). */
+    int lazy_last, cat_of;
+    int64_t lazy_conv_m;   /* the Concat's Conv readers' largest output channels */
 } plan_node;
 
 typedef struct ox_plan {
@@ -946,6 +951,113 @@ static void plan_nhwc_ops(ox_plan *p)
     pmap_free(&at);
 }
 
+
+/* Lazy channel Concat (docs/EXECUTOR.md "Lazy channel Concat"): a Concat
+ * planned channels-last whose readers all can take its parts directly
+ * (a channels-last pooling, or a oneDNN group-1 Conv without Z, reading it
+ * at input 0) is not copied: its output slot gets a tensor of the right
+ * shape that nothing writes, and those readers read the parts (pooling
+ * each into its channel slice of the output, the Conv as one primitive per
+ * part summing into its output). Any other use materializes it first
+ * (lazy_fill). The parts live until the last reader (last_use). */
+/* The arena's memory plan must keep the parts alive as long: each part is
+ * listed (ox_arena_keep) with every node that reads the Concat or carries a
+ * reader's output on (its fused activation, its chain's taken nodes). */
+static void lazy_keep(ox_arena_cache *ac, const ox_plan *p, const plan_node *cat, int r)
+{
+    const ox_graph *g = p->graph;
+    int idx = -1;
+    for (int j = 0; j < g->n_nodes && idx < 0; j++)
+        if (g->nodes[j] == p->nodes[r].node)
+            idx = j;
+    ox_arena_keep *nk = idx < 0 ? NULL
+                                : realloc(ac->keep, (size_t)(ac->n_keep + cat->n_in) * sizeof *nk);
+    if (!nk)
+        return;   /* the run-time overlap check then keeps the Concat a copy */
+    ac->keep = nk;
+    for (int i = 0; i < cat->n_in; i++) {
+        const ox_value *v = p->slot_value[cat->in[i].slot];
+        if (v && v->name && v->name[0])
+            ac->keep[ac->n_keep++] = (ox_arena_keep){v->name, idx};
+    }
+}
+
+static void plan_lazy_concat(ox_plan *p, int *last_use, ox_arena_cache *ac)
+{
+    if (ox__env_on("ONNXSCOPE_NO_LAZY_CONCAT"))
+        return;
+    for (int k = 0; k < p->n_nodes; k++) {
+        plan_node *pn = &p->nodes[k];
+        if (pn->nhwc_kind != OX_NHWC_CONCAT || pn->skip || pn->folded || pn->fused_away ||
+            pn->n_in < 2 || pn->n_in > 8 || pn->n_out != 1 || pn->out[0] < 0)
+            continue;
+        bool ok = true;
+        for (int i = 0; ok && i < pn->n_in; i++) {
+            ok = pn->in[i].depth == 0 && !p->consts[pn->in[i].slot];
+            for (int j = 0; ok && j < i; j++)
+                ok = pn->in[j].slot != pn->in[i].slot;
+        }
+        const ox_value *v = pn->node->outputs[0];
+        ok = ok && v && !v->is_output && v->n_uses > 0;
+        int last = k, lastr = k;
+        int64_t m_max = 0;
+        for (int u = 0; ok && u < v->n_uses; u++) {
+            int r = -1;
+            for (int j = k + 1; j < p->n_nodes && r < 0; j++)
+                if (p->nodes[j].node == v->uses[u].node)
+                    r = j;
+            const plan_node *rn = r >= 0 ? &p->nodes[r] : NULL;
+            ok = rn && v->uses[u].input == 0 && !rn->skip && !rn->folded && !rn->fused_away &&
+                 rn->in[0].depth == 0 && rn->in[0].slot == pn->out[0] &&
+                 (rn->cat_of == 0 || rn->cat_of == k + 1);
+            for (int i = 1; ok && i < rn->n_in; i++)
+                ok = rn->node->inputs[i] != v;
+            ok = ok && ((rn->nhwc_kind == OX_NHWC_POOL && rn->n_in == 1) ||
+                        (rn->dnnl && ox_dnnl_conv_splittable(rn->dnnl)));
+            if (!ok)
+                break;
+            if (rn->dnnl) {
+                /* Its output channels (the weights' dim 0), for lazy_concat. */
+                const ox_rval *w = rn->in[1].depth == 0 ? p->consts[rn->in[1].slot] : NULL;
+                ok = w && w->kind == OX_RV_TENSOR && w->t && w->t->rank >= 1;
+                if (!ok)
+                    break;
+                if (w->t->dims[0] > m_max)
+                    m_max = w->t->dims[0];
+            }
+            lastr = r > lastr ? r : lastr;
+            /* The reader's output may be placed on a taken node's slot. */
+            int end = r > rn->act_k ? r : rn->act_k;
+            for (int j = 0; rn->chain && j < rn->chain->n_taken; j++)
+                end = rn->chain->taken[j] > end ? rn->chain->taken[j] : end;
+            last = end > last ? end : last;
+        }
+        if (!ok)
+            continue;
+        pn->lazy_last = last;
+        pn->lazy_conv_m = m_max;
+        pn->writes_all = true;   /* the copy, when it happens, writes it all */
+        for (int u = 0; u < v->n_uses; u++)
+            for (int j = k + 1; j < p->n_nodes; j++)
+                if (p->nodes[j].node == v->uses[u].node)
+                    p->nodes[j].cat_of = k + 1;
+        for (int i = 0; i < pn->n_in; i++)
+            if (last_use[pn->in[i].slot] < lastr)
+                last_use[pn->in[i].slot] = lastr;
+        for (int u = 0; ac && u < v->n_uses; u++)
+            for (int j = k + 1; j < p->n_nodes; j++) {
+                const plan_node *rn = &p->nodes[j];
+                if (rn->node != v->uses[u].node)
+                    continue;
+                lazy_keep(ac, p, pn, j);
+                if (rn->act_k >= 0)
+                    lazy_keep(ac, p, pn, rn->act_k);
+                for (int t = 0; rn->chain && t < rn->chain->n_taken; t++)
+                    lazy_keep(ac, p, pn, rn->chain->taken[t]);
+            }
+    }
+}
+
 static void plan_dnnl(const ox_exec *e, ox_plan *p)
 {
     for (int k = 0; k < p->n_nodes; k++) {
@@ -1418,6 +1530,8 @@ static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_err
         plan_dnnl(e, p);
         if (!ox__env_on("ONNXSCOPE_NO_BIAS_FUSE"))
             plan_dnnl_bias(e, p);
+        if (!e->opts.keep_intermediates)
+            plan_lazy_concat(p, last_use, g == e->model->graph ? &e->arenas : NULL);
         if (g == e->model->graph && !ox__env_on("ONNXSCOPE_NO_CHAIN_BORN"))
             plan_born(p);
     }
@@ -1749,6 +1863,8 @@ static int chain_direct_slot(const frame *f, const plan_node *pn, const ox_rval 
  * the folded weights, Z and the post-ops when the baked-in constants are
  * still the run's; else our Conv on NCHW inputs and then each taken node's
  * own kernel, so results never depend on which path ran. */
+static ox_status lazy_fill_inputs(ox_exec *e, frame *f, const plan_node *pn);
+
 static ox_status run_chain(ox_exec *e, frame *f, const plan_node *pn, ox_kernel_ctx *ctx)
 {
     const conv_chain *c = pn->chain;
@@ -1804,6 +1920,8 @@ static ox_status run_chain(ox_exec *e, frame *f, const plan_node *pn, ox_kernel_
     }
     /* Our kernels read NCHW: channels-last inputs converted first. */
     ox_rval **in = (ox_rval **)ctx->in;   /* run_frame's own array */
+    if (st == OX_OK && (st = lazy_fill_inputs(e, f, pn)))
+        return ox_errorf(ctx->err, st, "lazy Concat: cannot write its output");
     ox_rval *saved[4] = {0}, *plain[4] = {0};
     for (int i = 0; f->nhwc && i < pn->n_in && st == OX_OK; i++)
         if (pn->in[i].depth == 0 && f->nhwc[pn->in[i].slot]) {
@@ -1902,6 +2020,8 @@ static ox_status run_kernel(ox_exec *e, frame *f, const plan_node *pn, ox_kernel
     }
     /* Our kernels read NCHW: a channels-last input (its oneDNN or
      * channels-last reader declined it at run time) is converted first. */
+    if ((st = lazy_fill_inputs(e, f, pn)))
+        return ox_errorf(ctx->err, st, "lazy Concat: cannot write its output");
     enum { MAXCV = 64 };
     ox_rval *plain[MAXCV], *saved[MAXCV];
     int n_cv = 0;
@@ -2034,6 +2154,151 @@ static void release_after(const ox_exec *e, frame *f, const plan_node *pn)
         }
         f->vals[s] = f->plan->consts[s];
     }
+}
+
+
+/* ---- lazy channel Concat at run time (plan_lazy_concat) ---------------------- */
+
+/* f->nhwc bit 2: the slot holds a lazy Concat's output, not written yet. */
+#define NHWC_UNFILLED 2
+
+typedef struct lazy_fill_ctx {
+    ox_exec *e;
+    frame *f;
+    const plan_node *cat;
+} lazy_fill_ctx;
+
+static int lazy_parts(const frame *f, const plan_node *cat, const ox_tensor **parts)
+{
+    for (int i = 0; i < cat->n_in; i++) {
+        const ox_rval *v = frame_get(f, cat->in[i]);
+        if (!v || v->kind != OX_RV_TENSOR || !v->t)
+            return -1;
+        parts[i] = v->t;
+    }
+    return cat->n_in;
+}
+
+/* Writes the Concat's output now (a reader that needs the concatenation). */
+static ox_status lazy_fill(ox_exec *e, frame *f, const plan_node *cat)
+{
+    int s = cat->out[0];
+    if (!(f->nhwc[s] & NHWC_UNFILLED))
+        return OX_OK;
+    const ox_tensor *parts[8];
+    ox_rval *y = f->vals[s];
+    f->nhwc[s] &= (unsigned char)~NHWC_UNFILLED;
+    if (lazy_parts(f, cat, parts) < 0 || !y || !y->t ||
+        !ox_nhwc_concat_into(e->pool, parts, cat->n_in, y->t))
+        return OX_EINVAL;
+    return OX_OK;
+}
+
+static ox_status lazy_fill_cb(void *user)
+{
+    lazy_fill_ctx *lc = user;
+    return lazy_fill(lc->e, lc->f, lc->cat);
+}
+
+/* Materializes every unfilled lazy Concat node pn reads (our kernels). */
+static ox_status lazy_fill_inputs(ox_exec *e, frame *f, const plan_node *pn)
+{
+    for (int i = 0; f->nhwc && i < pn->n_in; i++) {
+        if (pn->in[i].depth != 0 || !(f->nhwc[pn->in[i].slot] & NHWC_UNFILLED))
+            continue;
+        for (int k = 0; k < f->plan->n_nodes; k++) {
+            const plan_node *c = &f->plan->nodes[k];
+            if (c->lazy_last && c->out[0] == pn->in[i].slot) {
+                ox_status st = lazy_fill(e, f, c);
+                if (st)
+                    return st;
+            }
+        }
+    }
+    return OX_OK;
+}
+
+/* The lazy Concat itself: true when left unwritten (its output is a tensor
+ * of the right shape, marked unfilled). Only when every part arrived NHWC
+ * and, in an arena, no node up to lazy_last writes bytes of a part. */
+static bool lazy_concat(frame *f, const plan_node *pn, ox_kernel_ctx *ctx, ox_status *st)
+{
+    const ox_tensor *parts[8];
+    if (!f->nhwc || lazy_parts(f, pn, parts) < 0)
+        return false;
+    int64_t od[4] = {parts[0]->dims[0], 0, parts[0]->dims[2], parts[0]->dims[3]};
+    for (int i = 0; i < pn->n_in; i++) {
+        const ox_tensor *x = parts[i];
+        if (!(f->nhwc[pn->in[i].slot] & 1) || x->dtype != OX_DT_FLOAT || x->rank != 4 ||
+            x->dims[0] != od[0] || x->dims[2] != od[2] || x->dims[3] != od[3])
+            return false;
+        od[1] += x->dims[1];
+    }
+    /* A Conv reader on n parts writes its output n times (the later parts
+     * add to it): worth it while those extra (n - 1) outputs are smaller
+     * than the Concat, whose copy they replace. SqueezeNet's squeeze convs
+     * (16-64 channels from 128-512) are; its classifier (1000 from 512) is
+     * not: 1.28 -> 1.43 ms on 2 threads in a fire module ending in it
+     * (docs/PERFORMANCE.md). Spatial sizes taken as equal (pads "same"). */
+    if ((int64_t)(pn->n_in - 1) * pn->lazy_conv_m >= od[1])
+        return false;
+    const ox_arena_plan *ap = f->arena;
+    int k = (int)(pn - f->plan->nodes);
+    for (int m = k + 1; ap && m <= pn->lazy_last && m < f->plan->n_nodes; m++) {
+        const plan_node *mn = &f->plan->nodes[m];
+        for (int o = 0; o < mn->n_out; o++) {
+            int s = mn->out[o];
+            if (s < 0 || s >= ap->n_slots || ap->off[s] < 0)
+                continue;
+            const char *b0 = (const char *)ap->buf->data + ap->off[s], *b1 = b0 + ap->nbytes[s];
+            for (int i = 0; i < pn->n_in; i++)
+                if (arena_overlaps(ap, frame_get(f, pn->in[i]), b0, b1))
+                    return false;
+        }
+    }
+    ox_tensor *y = ox_kernel_output(ctx, 0, OX_DT_FLOAT, 4, od);
+    if (!y) {
+        *st = ctx->err && ctx->err->status ? ctx->err->status : OX_ENOMEM;
+        return true;
+    }
+    f->nhwc[pn->out[0]] = 1 | NHWC_UNFILLED;
+    ox_nhwc_count_lazy();
+    *st = OX_OK;
+    return true;
+}
+
+/* run_kernel, with the lazy Concat's two sides: the Concat, and a reader
+ * of an unfilled one (parts to its channels-last pooling or its oneDNN
+ * Conv; anything else materializes it first). */
+static ox_status run_lazy(ox_exec *e, frame *f, const plan_node *pn, ox_kernel_ctx *ctx)
+{
+    ox_status st = OX_OK;
+    if (pn->lazy_last && lazy_concat(f, pn, ctx, &st))
+        return st;
+    const plan_node *cat = pn->cat_of ? &f->plan->nodes[pn->cat_of - 1] : NULL;
+    if (!cat || !f->nhwc || !(f->nhwc[cat->out[0]] & NHWC_UNFILLED)) {
+        if ((st = lazy_fill_inputs(e, f, pn)))
+            return ox_errorf(ctx->err, st, "lazy Concat: cannot write its output");
+        return run_kernel(e, f, pn, ctx);
+    }
+    const ox_tensor *parts[8];
+    int n = lazy_parts(f, cat, parts);
+    if (n > 0 && pn->nhwc_kind == OX_NHWC_POOL) {
+        if (ox_nhwc_pool_parts(ctx, parts, n, &st)) {
+            if (st == OX_OK && pn->out[0] >= 0)
+                f->nhwc[pn->out[0]] = 1;
+            return st;
+        }
+    } else if (n > 0 && pn->dnnl) {
+        lazy_fill_ctx lc = {e, f, cat};
+        ox_dnnl_set_parts(parts, n, lazy_fill_cb, &lc);
+        st = run_kernel(e, f, pn, ctx);
+        ox_dnnl_set_parts(NULL, 0, NULL, NULL);
+        return st;
+    }
+    if ((st = lazy_fill(e, f, cat)))
+        return ox_errorf(ctx->err, st, "lazy Concat: cannot write its output");
+    return run_kernel(e, f, pn, ctx);
 }
 
 /* Copies slot s of a CUDA run to the host when only the device has it. */
@@ -2208,7 +2473,7 @@ static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
         f->cur_out = out;
         memset(f->placed, 0, sizeof f->placed);
         int64_t hook_t0 = e->opts.node_hook ? hook_now_ns() : 0;
-        ox_status st = run_kernel(e, f, pn, &ctx);
+        ox_status st = run_lazy(e, f, pn, &ctx);
         /* The first error recorded is the cause (a kernel reports a refused
          * allocation as "cannot allocate": the ceiling said why). */
         if (st && kerr.status)
@@ -2410,6 +2675,7 @@ void ox_exec_free(ox_exec *e)
     free(e->plans);
     ox_thread_pool_free(e->pool);
     ox_arena_cache_free(&e->arenas);
+    free(e->arenas.keep);
     ox_cuda_plan_free(e->cplan);
     ox_cuda_rt_free(e->cuda);
     ox_model_free(e->inlined);

@@ -36,4 +36,17 @@ long ox_nhwc_runs(void);
  * only (as before these kernels), for comparison. */
 bool ox_nhwc_ops_enabled(void);
 
+/* Lazy channel Concat (exec.c plan_lazy_concat, docs/EXECUTOR.md "Lazy
+ * channel Concat"): its NHWC parts stay in their own slots and readers take
+ * them directly. ox_nhwc_pool_parts runs a planned channels-last pooling
+ * node whose input 0 is such a Concat on the parts (each pooled into its
+ * channel slice of the output); false, touching nothing, when it declines.
+ * ox_nhwc_concat_into writes the concatenation into y (materializing it for
+ * a reader that cannot take parts); false when the shapes do not fit. */
+bool ox_nhwc_pool_parts(ox_kernel_ctx *c, const ox_tensor *const *parts, int n, ox_status *st);
+bool ox_nhwc_concat_into(ox_thread_pool *pool, const ox_tensor *const *parts, int n, ox_tensor *y);
+/* Test hooks: Concats left lazy, materialized later, pools run on parts. */
+void ox_nhwc_lazy_counts(long *lazy, long *filled, long *pool_parts);
+void ox_nhwc_count_lazy(void);
+
 #endif

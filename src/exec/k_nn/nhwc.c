@@ -100,6 +100,51 @@ static ox_status run_pool(ox_kernel_ctx *c, const ox_tensor *x)
     return OX_OK;
 }
 
+/* Global pooling over a channel range [c0, c1) of every image: each pixel's
+ * slice of C is contiguous, so a thread's channel range reads contiguous
+ * runs; split over channels (a classifier's 1000 x 13 x 13 ran on one
+ * thread and did not scale). */
+typedef struct global_job {
+    bool avg;
+    int64_t N, C, HW;
+    const float *X;
+    float *Y;
+} global_job;
+
+static void global_chans(void *ctx, int64_t c0, int64_t c1)
+{
+    const global_job *j = ctx;
+    enum { CB = 256 };
+    double acc[CB];
+    for (int64_t n = 0; n < j->N; n++) {
+        const float *xn = j->X + n * j->HW * j->C;
+        float *yn = j->Y + n * j->C;
+        for (int64_t b0 = c0; b0 < c1; b0 += CB) {
+            int64_t b1 = b0 + CB < c1 ? b0 + CB : c1, nb = b1 - b0;
+            if (j->avg) {
+                /* The plain kernel sums in double; so does this (per channel). */
+                for (int64_t ch = 0; ch < nb; ch++)
+                    acc[ch] = 0.0;
+                for (int64_t p = 0; p < j->HW; p++)
+                    for (int64_t ch = 0; ch < nb; ch++)
+                        acc[ch] += xn[p * j->C + b0 + ch];
+                for (int64_t ch = 0; ch < nb; ch++)
+                    yn[b0 + ch] = (float)(j->HW ? acc[ch] / (double)j->HW : 0.0);
+            } else if (j->HW == 0) {
+                for (int64_t ch = b0; ch < b1; ch++)
+                    yn[ch] = -INFINITY;   /* the plain kernel's empty maximum */
+            } else {
+                memcpy(yn + b0, xn + b0, (size_t)nb * sizeof *yn);
+                for (int64_t p = 1; p < j->HW; p++)
+                    for (int64_t ch = b0; ch < b1; ch++) {
+                        float v = xn[p * j->C + ch], m = yn[ch];
+                        yn[ch] = (v > m || v != v) ? v : m;
+                    }
+            }
+        }
+    }
+}
+
 static ox_status run_global(ox_kernel_ctx *c, const ox_tensor *x)
 {
     bool avg = !strcmp(c->node->op_type, "GlobalAveragePool");
@@ -113,35 +158,12 @@ static ox_status run_global(ox_kernel_ctx *c, const ox_tensor *x)
         return OX_OK;
     if (!Y)
         return NN_NOMEM(c);
-    const float *X = ox_tensor_data(x);
-    /* The plain kernel sums in double; so does this (per channel). */
-    double *acc = avg ? malloc((size_t)C * sizeof *acc) : NULL;
-    if (avg && !acc)
-        return NN_NOMEM(c);
-    for (int64_t n = 0; n < N; n++) {
-        const float *xn = X + n * HW * C;
-        float *yn = Y + n * C;
-        if (avg) {
-            for (int64_t ch = 0; ch < C; ch++)
-                acc[ch] = 0.0;
-            for (int64_t p = 0; p < HW; p++)
-                for (int64_t ch = 0; ch < C; ch++)
-                    acc[ch] += xn[p * C + ch];
-            for (int64_t ch = 0; ch < C; ch++)
-                yn[ch] = (float)(HW ? acc[ch] / (double)HW : 0.0);
-        } else if (HW == 0) {
-            for (int64_t ch = 0; ch < C; ch++)
-                yn[ch] = -INFINITY;   /* the plain kernel's empty maximum */
-        } else {
-            memcpy(yn, xn, (size_t)C * sizeof *yn);
-            for (int64_t p = 1; p < HW; p++)
-                for (int64_t ch = 0; ch < C; ch++) {
-                    float v = xn[p * C + ch], m = yn[ch];
-                    yn[ch] = (v > m || v != v) ? v : m;
-                }
-        }
-    }
-    free(acc);
+    global_job j = {avg, N, C, HW, ox_tensor_data(x), Y};
+    /* Chunks of 64 channels (whole cache lines per pixel), at least about
+     * 16K inputs each. */
+    int64_t per = N * HW > 0 ? 16384 / (N * HW) : C;
+    int64_t grain = per < 64 ? 64 : (per + 63) / 64 * 64;
+    ox_parallel_for(c->pool, C, grain, global_chans, &j);
     return OX_OK;
 }
 
@@ -221,5 +243,118 @@ bool ox_nhwc_run(ox_nhwc_kind k, ox_kernel_ctx *c, ox_status *st)
     else
         return false;
     atomic_fetch_add(&g_runs, 1);
+    return true;
+}
+
+/* ---- lazy channel Concat (exec.c, plan_lazy_concat) ---------------------------- */
+
+static atomic_long g_lazy, g_filled, g_pool_parts;
+
+void ox_nhwc_lazy_counts(long *lazy, long *filled, long *pool_parts)
+{
+    *lazy = atomic_load(&g_lazy);
+    *filled = atomic_load(&g_filled);
+    *pool_parts = atomic_load(&g_pool_parts);
+}
+
+void ox_nhwc_count_lazy(void)
+{
+    atomic_fetch_add(&g_lazy, 1);
+}
+
+/* True when parts are n float32 rank-4 NHWC tensors that differ in dim 1
+ * only; *C gets the sum of their channels. */
+static bool parts_ok(const ox_tensor *const *parts, int n, int64_t *C)
+{
+    *C = 0;
+    if (n < 1 || n > 64)
+        return false;
+    for (int i = 0; i < n; i++) {
+        const ox_tensor *x = parts[i];
+        if (!x || x->dtype != OX_DT_FLOAT || x->rank != 4 || (!ox_tensor_data(x) && x->numel) ||
+            x->dims[0] != parts[0]->dims[0] || x->dims[2] != parts[0]->dims[2] ||
+            x->dims[3] != parts[0]->dims[3])
+            return false;
+        *C += x->dims[1];
+    }
+    return true;
+}
+
+bool ox_nhwc_concat_into(ox_thread_pool *pool, const ox_tensor *const *parts, int n, ox_tensor *y)
+{
+    const float *xs[64];
+    int64_t cs[64], C;
+    if (!parts_ok(parts, n, &C) || !y || y->dtype != OX_DT_FLOAT || y->rank != 4 ||
+        y->dims[1] != C || y->numel != parts[0]->numel / (parts[0]->dims[1] ? parts[0]->dims[1] : 1) * C)
+        return false;
+    float *Y = ox_tensor_mutable_data(y);
+    if (!y->numel)
+        return true;
+    if (!Y)
+        return false;
+    for (int i = 0; i < n; i++)
+        xs[i] = ox_tensor_data(parts[i]), cs[i] = parts[i]->dims[1];
+    cat_job j = {n, xs, cs, C, Y};
+    ox_parallel_for(pool, y->dims[0] * y->dims[2] * y->dims[3], C ? 1 + 16384 / C : 1, cat_pixels, &j);
+    atomic_fetch_add(&g_filled, 1);
+    return true;
+}
+
+typedef struct pool_parts_job {
+    const nn_pool2d *g;
+    int n;
+    const float *const *x;
+    const int64_t *cs, *co;   /* channels and output channel offset per part */
+    int64_t C;
+    float *Y;
+} pool_parts_job;
+
+static void pool_parts_rows(void *ctx, int64_t r0, int64_t r1)
+{
+    const pool_parts_job *j = ctx;
+    for (int i = 0; i < j->n; i++)
+        nn_pool2d_nhwc_ys(j->g, j->cs[i], j->x[i], j->Y + j->co[i], j->C, r0, r1);
+}
+
+bool ox_nhwc_pool_parts(ox_kernel_ctx *c, const ox_tensor *const *parts, int n, ox_status *st)
+{
+    *st = OX_OK;
+    int64_t C;
+    const ox_tensor *x = ox_kernel_in(c, 0);
+    if (!c->node || c->n_in != 1 || ox_nhwc_kind_of(c->node) != OX_NHWC_POOL || !x ||
+        !parts_ok(parts, n, &C) || x->rank != 4 || x->dims[1] != C || x->dims[0] != parts[0]->dims[0] ||
+        x->dims[2] != parts[0]->dims[2] || x->dims[3] != parts[0]->dims[3])
+        return false;
+    nn_pool2d g;
+    bool avg = !strcmp(c->node->op_type, "AveragePool");
+    /* The geometry from the (unfilled) concatenation: only its shape is read. */
+    if ((*st = nn_pool2d_geom(c, x, avg, &g)))
+        return true;
+    int64_t od[4] = {x->dims[0], C, g.OH, g.OW};
+    ox_tensor *y = ox_kernel_output(c, 0, OX_DT_FLOAT, 4, od);
+    if (!y) {
+        *st = NN_ST(c);
+        return true;
+    }
+    float *Y = ox_tensor_mutable_data(y);
+    if (!y->numel)
+        return true;
+    if (!Y) {
+        *st = NN_NOMEM(c);
+        return true;
+    }
+    const float *xs[64];
+    int64_t cs[64], co[64], off = 0;
+    for (int i = 0; i < n; i++) {
+        xs[i] = ox_tensor_data(parts[i]);
+        cs[i] = parts[i]->dims[1];
+        co[i] = off;
+        off += cs[i];
+    }
+    pool_parts_job j = {&g, n, xs, cs, co, C, Y};
+    int64_t row = g.OW * C, grain = row ? 1 + 16384 / row : 1;
+    ox_parallel_for(c->pool, x->dims[0] * g.OH, grain, pool_parts_rows, &j);
+    atomic_fetch_add(&g_runs, 1);
+    atomic_fetch_add(&g_pool_parts, 1);
     return true;
 }

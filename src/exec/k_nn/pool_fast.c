@@ -233,6 +233,14 @@ OX__EW_CLONES bool nn_pool2d_nchw(const nn_pool2d *g, const float *X, float *Y, 
 OX__EW_CLONES void nn_pool2d_nhwc(const nn_pool2d *g, int64_t C, const float *X, float *Y,
                                   int64_t r0, int64_t r1)
 {
+    nn_pool2d_nhwc_ys(g, C, X, Y, C, r0, r1);
+}
+
+/* ys: floats between output pixels (C, or more when Y is a channel slice
+ * of a wider NHWC tensor: a lazy Concat's part, exec.c). */
+OX__EW_CLONES void nn_pool2d_nhwc_ys(const nn_pool2d *g, int64_t C, const float *X, float *Y,
+                                     int64_t ys, int64_t r0, int64_t r1)
+{
     const int64_t H = g->H, W = g->W, OH = g->OH, OW = g->OW;
     for (int64_t r = r0; r < r1; r++) {
         int64_t n = r / OH, oy = r % OH;
@@ -241,7 +249,7 @@ OX__EW_CLONES void nn_pool2d_nhwc(const nn_pool2d *g, int64_t C, const float *X,
             nrp += iy0 + ky * g->dh < H + g->peh;
         const float *xn = X + n * H * W * C;
         for (int64_t ox = 0; ox < OW; ox++) {
-            float *y = Y + (r * OW + ox) * C;
+            float *y = Y + (r * OW + ox) * ys;
             int64_t ix0 = ox * g->sw - g->pl, taps = 0, ncp = 0;
             for (int64_t kx = 0; kx < g->kw; kx++)
                 ncp += ix0 + kx * g->dw < W + g->pew;

@@ -32,6 +32,8 @@ bool nn_pool2d_nchw(const nn_pool2d *g, const float *X, float *Y, int64_t p0, in
  * rows r = n * OH + oy in [r0, r1), vectorized over the C channels. */
 void nn_pool2d_nhwc(const nn_pool2d *g, int64_t C, const float *X, float *Y, int64_t r0,
                     int64_t r1);
+void nn_pool2d_nhwc_ys(const nn_pool2d *g, int64_t C, const float *X, float *Y, int64_t ys,
+                       int64_t r0, int64_t r1);
 
 /* The 2-D geometry of a MaxPool/AveragePool node for a rank-4 input x, from
  * the node's attributes (pool.c; same rules as the kernels). Errors are
