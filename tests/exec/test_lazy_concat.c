@@ -204,8 +204,7 @@ static void lazy_case(enum reader rd, int threads)
         ox_tensor_free(inputs[0]);
         m = ox_model_new();
         ox_model_set_opset(m, "", 17);
-        g = ox_graph_new(m, NULL);
-        m->graph = g;
+        g = m->graph;
         x = ox_graph_value(g, "x");
         x->type = ox_type_new_tensor(OX_DT_FLOAT, 4, xd);
         assert_int_equal(ox_graph_add_input(g, x), OX_OK);
@@ -333,8 +332,7 @@ static void test_global_pool_split(void **state)
         ox_model *m = ox_model_new();
         assert_non_null(m);
         ox_model_set_opset(m, "", 17);
-        ox_graph *g = ox_graph_new(m, NULL);
-        m->graph = g;
+        ox_graph *g = m->graph; /* ox_model_new made it */
         int64_t xd[4] = {N, C, H, W};
         ox_value *x = ox_graph_value(g, "x");
         x->type = ox_type_new_tensor(OX_DT_FLOAT, 4, xd);
