@@ -13,98 +13,13 @@
 
 namespace {
 
-constexpr int kThreads = 256;
-
-// Shapes and strides travel by value in a kernel parameter (no device
-// allocation per launch).
-struct Dims {
-    int rank;
-    int64_t d[OX_CK_MAX_RANK];
-};
-struct Strides {
-    int64_t s[OX_CK_MAX_RANK];
-};
-
-Dims make_dims(int rank, const int64_t *d)
-{
-    Dims r{};
-    r.rank = rank;
-    for (int i = 0; i < rank && i < OX_CK_MAX_RANK; i++)
-        r.d[i] = d[i];
-    return r;
-}
-
-Strides make_str(int rank, const int64_t *s)
-{
-    Strides r{};
-    for (int i = 0; i < rank && i < OX_CK_MAX_RANK; i++)
-        r.s[i] = s ? s[i] : 0;
-    return r;
-}
-
-unsigned grid_for(int64_t n)
-{
-    int64_t b = (n + kThreads - 1) / kThreads;
-    if (b < 1)
-        b = 1;
-    // Grid-stride loops cover the rest.
-    return (unsigned)(b > 65535 * 16 ? 65535 * 16 : b);
-}
+// kThreads, Dims/Strides, grid_for, unary_op, binary_op and the elementwise
+// kernels: shared with the float16 kernels (kernels_half.cu).
+#include "kern_ops.cuh"
 
 int done(void)
 {
     return (int)cudaGetLastError();
-}
-
-// unary_op, binary_op: shared with the float16 kernels (kernels_half.cu).
-#include "kern_ops.cuh"
-
-__global__ void k_unary(int op, const float *x, float *y, int64_t n, float a, float b)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = unary_op(op, x[i], a, b);
-}
-
-__global__ void k_binary(int op, const float *a, const float *b, float *y, Dims d,
-                         Strides as, Strides bs, int64_t n)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t r = i, ia = 0, ib = 0;
-        for (int k = d.rank - 1; k >= 0; k--) {
-            int64_t q = r % d.d[k];
-            r /= d.d[k];
-            ia += q * as.s[k];
-            ib += q * bs.s[k];
-        }
-        y[i] = binary_op(op, a[ia], b[ib]);
-    }
-}
-
-// Same-shape operands: no index decomposition.
-__global__ void k_binary_flat(int op, const float *a, const float *b, float *y, int64_t n)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = binary_op(op, a[i], b[i]);
-}
-
-__global__ void k_where(const uint8_t *c, const uint32_t *x, const uint32_t *z, uint32_t *y,
-                        Dims d, Strides cs, Strides xs, Strides zs, int64_t n)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t r = i, ic = 0, ix = 0, iz = 0;
-        for (int k = d.rank - 1; k >= 0; k--) {
-            int64_t q = r % d.d[k];
-            r /= d.d[k];
-            ic += q * cs.s[k];
-            ix += q * xs.s[k];
-            iz += q * zs.s[k];
-        }
-        y[i] = c[ic] ? x[ix] : z[iz];
-    }
 }
 
 template <typename T>
@@ -561,7 +476,7 @@ int ox_ck_unary(int op, const float *x, float *y, int64_t n, float a, float b, v
 {
     if (n <= 0)
         return 0;
-    k_unary<<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(op, x, y, n, a, b);
+    k_unary<float><<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(op, x, y, n, a, b);
     return done();
 }
 
@@ -580,9 +495,9 @@ int ox_ck_binary(int op, const float *a, const float *b, float *y, int rank,
         c *= dims[k];
     }
     if (flat) {
-        k_binary_flat<<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(op, a, b, y, n);
+        k_binary_flat<float><<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(op, a, b, y, n);
     } else {
-        k_binary<<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(
+        k_binary<float><<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(
             op, a, b, y, make_dims(rank, dims), make_str(rank, astr), make_str(rank, bstr), n);
     }
     return done();
@@ -594,7 +509,7 @@ int ox_ck_where(const uint8_t *c, const void *x, const void *z, void *y, int ran
 {
     if (n <= 0)
         return 0;
-    k_where<<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(
+    k_where<uint32_t><<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(
         c, (const uint32_t *)x, (const uint32_t *)z, (uint32_t *)y, make_dims(rank, dims),
         make_str(rank, cstr), make_str(rank, xstr), make_str(rank, zstr), n);
     return done();

@@ -17,41 +17,7 @@ namespace {
 
 #include "kern_ops.cuh"
 
-constexpr int kThreads = 256;
 constexpr int kRow = 256;   // threads per row kernel (a multiple of 32)
-
-struct Dims {
-    int rank;
-    int64_t d[OX_CK_MAX_RANK];
-};
-struct Strides {
-    int64_t s[OX_CK_MAX_RANK];
-};
-
-Dims dims_of(int rank, const int64_t *d)
-{
-    Dims r{};
-    r.rank = rank;
-    for (int i = 0; i < rank && i < OX_CK_MAX_RANK; i++)
-        r.d[i] = d[i];
-    return r;
-}
-
-Strides strides_of(int rank, const int64_t *s)
-{
-    Strides r{};
-    for (int i = 0; i < rank && i < OX_CK_MAX_RANK; i++)
-        r.s[i] = s ? s[i] : 0;
-    return r;
-}
-
-unsigned grid_n(int64_t n)
-{
-    int64_t b = (n + kThreads - 1) / kThreads;
-    if (b < 1)
-        b = 1;
-    return (unsigned)(b > 65535 * 16 ? 65535 * 16 : b);
-}
 
 unsigned grid_rows(int64_t rows)
 {
@@ -91,53 +57,6 @@ __device__ float block_reduce(float v, float *red)
     for (int w = 1; w < kRow / 32; w++)
         v = Max ? fmaxf(v, red[w]) : v + red[w];
     return v;
-}
-
-__global__ void kh_unary(int op, const __half *x, __half *y, int64_t n, float a, float b)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = st(unary_op(op, ld(x, i), a, b));
-}
-
-__global__ void kh_binary(int op, const __half *a, const __half *b, __half *y, Dims d,
-                          Strides as, Strides bs, int64_t n)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t r = i, ia = 0, ib = 0;
-        for (int k = d.rank - 1; k >= 0; k--) {
-            int64_t q = r % d.d[k];
-            r /= d.d[k];
-            ia += q * as.s[k];
-            ib += q * bs.s[k];
-        }
-        y[i] = st(binary_op(op, ld(a, ia), ld(b, ib)));
-    }
-}
-
-__global__ void kh_binary_flat(int op, const __half *a, const __half *b, __half *y, int64_t n)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x)
-        y[i] = st(binary_op(op, ld(a, i), ld(b, i)));
-}
-
-__global__ void kh_where(const uint8_t *c, const uint16_t *x, const uint16_t *z, uint16_t *y,
-                         Dims d, Strides cs, Strides xs, Strides zs, int64_t n)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t r = i, ic = 0, ix = 0, iz = 0;
-        for (int k = d.rank - 1; k >= 0; k--) {
-            int64_t q = r % d.d[k];
-            r /= d.d[k];
-            ic += q * cs.s[k];
-            ix += q * xs.s[k];
-            iz += q * zs.s[k];
-        }
-        y[i] = c[ic] ? x[ix] : z[iz];
-    }
 }
 
 // Cast: every type widened to double on load (float16 exactly), stored
@@ -363,7 +282,7 @@ int ox_ckh_unary(int op, const uint16_t *x, uint16_t *y, int64_t n, float a, flo
 {
     if (n <= 0)
         return 0;
-    kh_unary<<<grid_n(n), kThreads, 0, (cudaStream_t)stream>>>(op, (const __half *)x,
+    k_unary<__half><<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(op, (const __half *)x,
                                                                (__half *)y, n, a, b);
     return launched();
 }
@@ -383,12 +302,12 @@ int ox_ckh_binary(int op, const uint16_t *a, const uint16_t *b, uint16_t *y, int
     }
     cudaStream_t s = (cudaStream_t)stream;
     if (flat)
-        kh_binary_flat<<<grid_n(n), kThreads, 0, s>>>(op, (const __half *)a, (const __half *)b,
+        k_binary_flat<__half><<<grid_for(n), kThreads, 0, s>>>(op, (const __half *)a, (const __half *)b,
                                                       (__half *)y, n);
     else
-        kh_binary<<<grid_n(n), kThreads, 0, s>>>(op, (const __half *)a, (const __half *)b,
-                                                 (__half *)y, dims_of(rank, dims),
-                                                 strides_of(rank, astr), strides_of(rank, bstr),
+        k_binary<__half><<<grid_for(n), kThreads, 0, s>>>(op, (const __half *)a, (const __half *)b,
+                                                 (__half *)y, make_dims(rank, dims),
+                                                 make_str(rank, astr), make_str(rank, bstr),
                                                  n);
     return launched();
 }
@@ -399,9 +318,9 @@ int ox_ckh_where(const uint8_t *c, const void *x, const void *z, void *y, int ra
 {
     if (n <= 0)
         return 0;
-    kh_where<<<grid_n(n), kThreads, 0, (cudaStream_t)stream>>>(
-        c, (const uint16_t *)x, (const uint16_t *)z, (uint16_t *)y, dims_of(rank, dims),
-        strides_of(rank, cstr), strides_of(rank, xstr), strides_of(rank, zstr), n);
+    k_where<uint16_t><<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(
+        c, (const uint16_t *)x, (const uint16_t *)z, (uint16_t *)y, make_dims(rank, dims),
+        make_str(rank, cstr), make_str(rank, xstr), make_str(rank, zstr), n);
     return launched();
 }
 
@@ -411,11 +330,11 @@ int ox_ckh_cast(const void *x, int from, void *y, int to, int64_t n, void *strea
         return 0;
     cudaStream_t s = (cudaStream_t)stream;
     if (from == OX_CK_T_F16 && to == OX_CK_T_F32)
-        kh_to_f32<<<grid_n(n), kThreads, 0, s>>>((const __half *)x, (float *)y, n);
+        kh_to_f32<<<grid_for(n), kThreads, 0, s>>>((const __half *)x, (float *)y, n);
     else if (from == OX_CK_T_F32 && to == OX_CK_T_F16)
-        kh_from_f32<<<grid_n(n), kThreads, 0, s>>>((const float *)x, (__half *)y, n);
+        kh_from_f32<<<grid_for(n), kThreads, 0, s>>>((const float *)x, (__half *)y, n);
     else
-        kh_cast<<<grid_n(n), kThreads, 0, s>>>(x, from, y, to, n);
+        kh_cast<<<grid_for(n), kThreads, 0, s>>>(x, from, y, to, n);
     return launched();
 }
 
@@ -426,8 +345,8 @@ int ox_ckh_reduce(int op, const uint16_t *x, uint16_t *y, int64_t n_out, int nk,
     if (n_out <= 0)
         return 0;
     kh_reduce<<<grid_rows(n_out), kRow, 0, (cudaStream_t)stream>>>(
-        op, (const __half *)x, (__half *)y, n_out, dims_of(nk, kdims), strides_of(nk, kstr),
-        dims_of(nr, rdims), strides_of(nr, rstr), n_red);
+        op, (const __half *)x, (__half *)y, n_out, make_dims(nk, kdims), make_str(nk, kstr),
+        make_dims(nr, rdims), make_str(nr, rstr), n_red);
     return launched();
 }
 
@@ -462,7 +381,7 @@ int ox_ckh_batchnorm(const uint16_t *x, uint16_t *y, const uint16_t *scale,
     int64_t total = n * c * inner;
     if (total <= 0)
         return 0;
-    kh_batchnorm<<<grid_n(total), kThreads, 0, (cudaStream_t)stream>>>(
+    kh_batchnorm<<<grid_for(total), kThreads, 0, (cudaStream_t)stream>>>(
         (const __half *)x, (__half *)y, (const __half *)scale, (const __half *)bias,
         (const __half *)mean, (const __half *)var, eps, n, c, inner);
     return launched();
@@ -473,7 +392,7 @@ int ox_ckh_bias_act(uint16_t *y, const uint16_t *bias, int64_t n, int64_t c, int
 {
     if (n <= 0)
         return 0;
-    kh_bias_act<<<grid_n(n), kThreads, 0, (cudaStream_t)stream>>>(
+    kh_bias_act<<<grid_for(n), kThreads, 0, (cudaStream_t)stream>>>(
         (__half *)y, (const __half *)bias, n, c, inner, act, a, b);
     return launched();
 }
@@ -485,7 +404,7 @@ int ox_ckh_pool2d(const uint16_t *x, uint16_t *y, int64_t n, int64_t c, int64_t 
     int64_t total = n * c * oh * ow;
     if (total <= 0)
         return 0;
-    kh_pool2d<<<grid_n(total), kThreads, 0, (cudaStream_t)stream>>>(
+    kh_pool2d<<<grid_for(total), kThreads, 0, (cudaStream_t)stream>>>(
         (const __half *)x, (__half *)y, n, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, ph1, pw1,
         dh, dw, avg, count_pad);
     return launched();
