@@ -26,28 +26,7 @@
 #include "onnxscope/exec.h"
 #include "onnxscope/ir.h"
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static uint32_t rnd(void)
-{
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(rng >> 33);
-}
-
-static int64_t rint_in(int64_t lo, int64_t hi)
-{
-    return lo + (int64_t)(rnd() % (uint32_t)(hi - lo + 1));
-}
-
-static ox_tensor *rand_tensor(int rank, const int64_t *dims)
-{
-    ox_tensor *t = ox_tensor_new(OX_DT_FLOAT, rank, dims);
-    assert_non_null(t);
-    float *d = ox_tensor_data(t);
-    for (int64_t i = 0; i < t->numel; i++)
-        d[i] = (float)((int)(rnd() % 2001) - 1000) / 1000.0f;
-    return t;
-}
+#include "test_rand.h"
 
 typedef struct spec {
     const char *op, *domain;
@@ -89,20 +68,20 @@ static ox_model *build(const spec *s, ox_tensor **inputs, int *n_inputs)
     ox_value *x = ox_graph_value(g, "x");
     x->type = ox_type_new_tensor(OX_DT_FLOAT, s->xr, s->xd);
     assert_int_equal(ox_graph_add_input(g, x), OX_OK);
-    inputs[(*n_inputs)++] = rand_tensor(s->xr, s->xd);
+    inputs[(*n_inputs)++] = rand_unit_tensor(s->xr, s->xd);
     ox_value *w = ox_graph_value(g, "w");
     if (s->w_input) {
         w->type = ox_type_new_tensor(OX_DT_FLOAT, s->wr, s->wd);
         assert_int_equal(ox_graph_add_input(g, w), OX_OK);
-        inputs[(*n_inputs)++] = rand_tensor(s->wr, s->wd);
+        inputs[(*n_inputs)++] = rand_unit_tensor(s->wr, s->wd);
     } else {
-        assert_int_equal(ox_graph_set_initializer(g, w, rand_tensor(s->wr, s->wd)), OX_OK);
+        assert_int_equal(ox_graph_set_initializer(g, w, rand_unit_tensor(s->wr, s->wd)), OX_OK);
     }
     ox_value *in[4] = {x, w, NULL, NULL};
     int nin = 2;
     if (s->br) {
         ox_value *b = ox_graph_value(g, "b");
-        assert_int_equal(ox_graph_set_initializer(g, b, rand_tensor(s->br, s->bd)), OX_OK);
+        assert_int_equal(ox_graph_set_initializer(g, b, rand_unit_tensor(s->br, s->bd)), OX_OK);
         in[2] = b;
         nin = 3;
     }
@@ -110,7 +89,7 @@ static ox_model *build(const spec *s, ox_tensor **inputs, int *n_inputs)
         ox_value *z = ox_graph_value(g, "z");
         z->type = ox_type_new_tensor(OX_DT_FLOAT, s->zr, s->zd);
         assert_int_equal(ox_graph_add_input(g, z), OX_OK);
-        inputs[(*n_inputs)++] = rand_tensor(s->zr, s->zd);
+        inputs[(*n_inputs)++] = rand_unit_tensor(s->zr, s->zd);
         in[3] = z;
         nin = 4;
     }
@@ -430,7 +409,7 @@ static void test_dtype_change(void **state)
     ox_value *ins[2] = {x, w};
     assert_non_null(ox_node_new(g, "MatMul", "", "mm", 2, ins, 1, &y));
     ox_graph_add_output(g, y);
-    ox_tensor *xf = rand_tensor(2, xd), *wf = rand_tensor(2, wd);
+    ox_tensor *xf = rand_unit_tensor(2, xd), *wf = rand_unit_tensor(2, wd);
     ox_tensor *xh = ox_tensor_new(OX_DT_FLOAT16, 2, xd), *wh = ox_tensor_new(OX_DT_FLOAT16, 2, wd);
     for (int64_t i = 0; i < xf->numel; i++)
         ox_tensor_set_f64(xh, i, ox_tensor_get_f64(xf, i));
@@ -489,7 +468,7 @@ static void test_sgemm_random(void **state)
         float alpha = (rnd() % 2) ? 1.0f : 0.75f;
         float beta = (float[]){0.0f, 1.0f, 0.5f}[rnd() % 3];
         int64_t ad[1] = {(ta ? K : M) * lda}, bd[1] = {(tb ? N : K) * ldb}, cd[1] = {M * ldc};
-        ox_tensor *A = rand_tensor(1, ad), *B = rand_tensor(1, bd), *C0 = rand_tensor(1, cd);
+        ox_tensor *A = rand_unit_tensor(1, ad), *B = rand_unit_tensor(1, bd), *C0 = rand_unit_tensor(1, cd);
         const float *a = ox_tensor_data(A), *b = ox_tensor_data(B), *c0 = ox_tensor_data(C0);
         float *got[2];
         ox_thread_pool *pool = ox_thread_pool_new(2);
@@ -559,7 +538,7 @@ static void test_ms_attention_random(void **state)
         ox_value *y = ox_graph_value(g, "y");
         x->type = ox_type_new_tensor(OX_DT_FLOAT, 3, xd);
         assert_int_equal(ox_graph_add_input(g, x), OX_OK);
-        ox_tensor *X = rand_tensor(3, xd), *W = rand_tensor(2, wd), *Bt = rand_tensor(1, bd);
+        ox_tensor *X = rand_unit_tensor(3, xd), *W = rand_unit_tensor(2, wd), *Bt = rand_unit_tensor(1, bd);
         assert_int_equal(ox_graph_set_initializer(g, w, ox_tensor_share(W)), OX_OK);
         assert_int_equal(ox_graph_set_initializer(g, bv, ox_tensor_share(Bt)), OX_OK);
         ox_tensor *Mk = ox_tensor_new(OX_DT_INT32, 2, md);
@@ -666,7 +645,7 @@ static void nhwc_case(bool override, bool fused_z)
         char nm[8];
         snprintf(nm, sizeof nm, "w%d", i);
         w[i] = ox_graph_value(g, nm);
-        wt[i] = rand_tensor(4, wds[i]);
+        wt[i] = rand_unit_tensor(4, wds[i]);
         assert_int_equal(ox_graph_set_initializer(g, w[i], ox_tensor_share(wt[i])), OX_OK);
     }
     if (override) {
@@ -695,8 +674,8 @@ static void nhwc_case(bool override, bool fused_z)
         ox_node_new(g, "Add", "", "add", 2, ai, 1, &y);
     }
     assert_int_equal(ox_graph_add_output(g, y), OX_OK);
-    ox_tensor *X = rand_tensor(4, xd);
-    ox_tensor *inputs[2] = {X, override ? rand_tensor(4, w2d) : NULL};
+    ox_tensor *X = rand_unit_tensor(4, xd);
+    ox_tensor *inputs[2] = {X, override ? rand_unit_tensor(4, w2d) : NULL};
     int threads = (int)(rnd() % 2) + 1;
     ox_rval *ref = run_model(m, inputs, override ? 2 : 1, threads, true);
     ox_rval *got = run_model(m, inputs, override ? 2 : 1, threads, false);
@@ -770,12 +749,12 @@ static void chain_case(int bn, int sum, int act, bool const_nodes, bool override
     ox_value *x = ox_graph_value(g, "x"), *y = ox_graph_value(g, "y");
     x->type = ox_type_new_tensor(OX_DT_FLOAT, 4, xd);
     assert_int_equal(ox_graph_add_input(g, x), OX_OK);
-    ox_value *w0 = const_value(g, "w0", rand_tensor(4, w0d), false);
+    ox_value *w0 = const_value(g, "w0", rand_unit_tensor(4, w0d), false);
     /* The chain's weights from a Constant node too (folded at plan time,
      * then packed by oneDNN like an initializer). */
-    ox_value *w1 = const_value(g, "w1", rand_tensor(4, w1d), const_nodes);
-    ox_value *w2 = const_value(g, "w2", rand_tensor(4, w2d), false);
-    ox_value *b1 = const_value(g, "b1", rand_tensor(1, md), false);
+    ox_value *w1 = const_value(g, "w1", rand_unit_tensor(4, w1d), const_nodes);
+    ox_value *w2 = const_value(g, "w2", rand_unit_tensor(4, w2d), false);
+    ox_value *b1 = const_value(g, "b1", rand_unit_tensor(1, md), false);
     ox_value *zc = ox_graph_value(g, "zc"), *cur = ox_graph_value(g, "c1");
     ox_value *i0[2] = {x, w0}, *i1[3] = {x, w1, b1};
     ox_node_new(g, "Conv", "", "conv_z", 2, i0, 1, &zc);
@@ -788,20 +767,20 @@ static void chain_case(int bn, int sum, int act, bool const_nodes, bool override
          * constant, then Add of a (1,M,1,1) one as the first operand. */
         int64_t sd[3] = {M, 1, 1}, td[4] = {1, M, 1, 1};
         ox_value *o1 = ox_graph_value(g, "mul_out"), *o2 = ox_graph_value(g, "add_out_c");
-        ox_value *mi[2] = {cur, const_value(g, "mul_s", rand_tensor(3, sd), const_nodes)};
+        ox_value *mi[2] = {cur, const_value(g, "mul_s", rand_unit_tensor(3, sd), const_nodes)};
         ox_node_new(g, "Mul", "", "mul", 2, mi, 1, &o1);
-        ox_value *ai[2] = {const_value(g, "add_t", rand_tensor(4, td), const_nodes), o1};
+        ox_value *ai[2] = {const_value(g, "add_t", rand_unit_tensor(4, td), const_nodes), o1};
         ox_node_new(g, "Add", "", "add_c", 2, ai, 1, &o2);
         cur = o2;
     } else if (bn) {
-        ox_tensor *var = rand_tensor(1, md);
+        ox_tensor *var = rand_unit_tensor(1, md);
         float *vp = ox_tensor_data(var);
         for (int64_t i = 0; i < M; i++)
             vp[i] = fabsf(vp[i]) + 0.1f;
-        scale_t = rand_tensor(1, md);
+        scale_t = rand_unit_tensor(1, md);
         ox_value *bi[5] = {cur, const_value(g, "bn_s", ox_tensor_share(scale_t), const_nodes && !override),
-                           const_value(g, "bn_b", rand_tensor(1, md), const_nodes),
-                           const_value(g, "bn_m", rand_tensor(1, md), const_nodes),
+                           const_value(g, "bn_b", rand_unit_tensor(1, md), const_nodes),
+                           const_value(g, "bn_m", rand_unit_tensor(1, md), const_nodes),
                            const_value(g, "bn_v", var, const_nodes)};
         if (override) {
             bi[1]->type = ox_type_new_tensor(OX_DT_FLOAT, 1, md);
@@ -835,7 +814,7 @@ static void chain_case(int bn, int sum, int act, bool const_nodes, bool override
     if (sum) {
         ox_node_new(g, "Conv", "", "conv_out", 2, i2, 1, &y);
     } else {
-        ox_value *yc = ox_graph_value(g, "yc"), *w3 = const_value(g, "w3", rand_tensor(4, w2d), false);
+        ox_value *yc = ox_graph_value(g, "yc"), *w3 = const_value(g, "w3", rand_unit_tensor(4, w2d), false);
         ox_value *i3[2] = {zc, w3}, *ai[2] = {NULL, NULL};
         ox_node_new(g, "Conv", "", "conv_out", 2, i2, 1, &yc);
         ox_value *yz = ox_graph_value(g, "yz");
@@ -844,11 +823,11 @@ static void chain_case(int bn, int sum, int act, bool const_nodes, bool override
         ox_node_new(g, "Add", "", "add_out", 2, ai, 1, &y);
     }
     assert_int_equal(ox_graph_add_output(g, y), OX_OK);
-    ox_tensor *X = rand_tensor(4, xd);
+    ox_tensor *X = rand_unit_tensor(4, xd);
     ox_tensor *inputs[2] = {X, NULL};
     if (override) {
         /* The run's own scale: other data than the initializer. */
-        inputs[1] = rand_tensor(1, md);
+        inputs[1] = rand_unit_tensor(1, md);
     }
     int threads = (int)(rnd() % 2) + 1;
     ox_rval *ref = run_model(m, inputs, override ? 2 : 1, threads, true);

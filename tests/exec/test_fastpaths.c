@@ -27,18 +27,8 @@
 #include "onnxscope/ir.h"
 #include "onnxscope/threadpool.h"
 
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-
-static uint32_t rnd(void)
-{
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(rng >> 33);
-}
-
-static int64_t rint_in(int64_t lo, int64_t hi)
-{
-    return lo + (int64_t)(rnd() % (uint32_t)(hi - lo + 1));
-}
+#define OX_TEST_SEED 0x2545f4914f6cdd1dull
+#include "test_rand.h"
 
 static float rfloat(float scale)
 {

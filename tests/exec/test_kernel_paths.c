@@ -29,28 +29,8 @@
 #include "onnxscope/exec.h"
 #include "onnxscope/ir.h"
 
-static uint64_t rng = 0x853c49e6748fea9bull;
-
-static uint32_t rnd(void)
-{
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(rng >> 33);
-}
-
-static int64_t rint_in(int64_t lo, int64_t hi)
-{
-    return lo + (int64_t)(rnd() % (uint32_t)(hi - lo + 1));
-}
-
-static ox_tensor *rand_tensor(int rank, const int64_t *dims)
-{
-    ox_tensor *t = ox_tensor_new(OX_DT_FLOAT, rank, dims);
-    assert_non_null(t);
-    float *d = ox_tensor_data(t);
-    for (int64_t i = 0; i < t->numel; i++)
-        d[i] = (float)((int)(rnd() % 2001) - 1000) / 1000.0f;
-    return t;
-}
+#define OX_TEST_SEED 0x853c49e6748fea9bull
+#include "test_rand.h"
 
 /* ---- reference values ----------------------------------------------------------- */
 
@@ -393,8 +373,8 @@ static void conv_case(int it, int nsp, int64_t N, int64_t C, int64_t M, const in
         xd[2 + i] = in[i], wd[2 + i] = g.k[i];
     mb b;
     mb_init(&b);
-    ox_tensor *X = rand_tensor(nsp + 2, xd), *W = rand_tensor(nsp + 2, wd);
-    ox_tensor *B = rnd() % 3 ? rand_tensor(1, &M) : NULL;
+    ox_tensor *X = rand_unit_tensor(nsp + 2, xd), *W = rand_unit_tensor(nsp + 2, wd);
+    ox_tensor *B = rnd() % 3 ? rand_unit_tensor(1, &M) : NULL;
     ox_value *ins[3] = {mb_input(&b, X), mb_init_val(&b, W), B ? mb_init_val(&b, B) : NULL};
     ox_value *y = mb_val(&b, "y");
     ox_node *n = ox_node_new(b.g, "Conv", "", "conv", B ? 3 : 2, ins, 1, &y);
@@ -460,9 +440,9 @@ static void test_conv_transpose(void **state)
         }
         mb b;
         mb_init(&b);
-        ox_tensor *X = rand_tensor(nsp + 2, xd), *W = rand_tensor(nsp + 2, wd);
+        ox_tensor *X = rand_unit_tensor(nsp + 2, xd), *W = rand_unit_tensor(nsp + 2, wd);
         int64_t M = Mg * group;
-        ox_tensor *B = rnd() % 2 ? rand_tensor(1, &M) : NULL;
+        ox_tensor *B = rnd() % 2 ? rand_unit_tensor(1, &M) : NULL;
         ox_value *ins[3] = {mb_input(&b, X), mb_init_val(&b, W), B ? mb_init_val(&b, B) : NULL};
         ox_value *y = mb_val(&b, "y");
         ox_node *n = ox_node_new(b.g, "ConvTranspose", "", "convt", B ? 3 : 2, ins, 1, &y);
@@ -512,7 +492,7 @@ static void test_matmul(void **state)
         bool b_const = rnd() % 2;
         mb b;
         mb_init(&b);
-        ox_tensor *A = rand_tensor(ra, ad), *Bt = rand_tensor(rb, bd);
+        ox_tensor *A = rand_unit_tensor(ra, ad), *Bt = rand_unit_tensor(rb, bd);
         ox_tensor *Bkeep = b_const ? Bt : NULL;
         ox_value *ins[2] = {mb_input(&b, A), b_const ? mb_init_val(&b, Bt) : mb_input(&b, Bt)};
         ox_value *y = mb_val(&b, "y");
@@ -600,8 +580,8 @@ static void test_gemm(void **state)
         }
         mb b;
         mb_init(&b);
-        ox_tensor *A = rand_tensor(2, ad), *Bt = rand_tensor(2, bd);
-        ox_tensor *Ct = cr >= 0 ? rand_tensor(cr, cd) : NULL;
+        ox_tensor *A = rand_unit_tensor(2, ad), *Bt = rand_unit_tensor(2, bd);
+        ox_tensor *Ct = cr >= 0 ? rand_unit_tensor(cr, cd) : NULL;
         ox_value *ins[3] = {mb_input(&b, A), b_const ? mb_init_val(&b, Bt) : mb_input(&b, Bt), NULL};
         if (Ct)
             ins[2] = c_const ? mb_init_val(&b, Ct) : mb_input(&b, Ct);
@@ -669,7 +649,7 @@ static void test_nhwc_chains(void **state)
         mb b;
         mb_init(&b);
         int64_t xd[4] = {N, C, in[0], in[1]};
-        ox_tensor *X = rand_tensor(4, xd);
+        ox_tensor *X = rand_unit_tensor(4, xd);
         ox_value *cur = mb_input(&b, X);
         ref rcur = ref_of(X);
         ref rfirst = {0};
@@ -687,8 +667,8 @@ static void test_nhwc_chains(void **state)
                 if (g.s[i] > 1 && conv_out(sp[i], g.k[i], g.s[i], g.d[i], g.pb[i], g.pe[i]) < 3)
                     g.s[i] = 1;
             int64_t wd[4] = {m, c / g.group, g.k[0], g.k[1]};
-            ox_tensor *W = keep[nkeep++] = rand_tensor(4, wd);
-            ox_tensor *B = keep[nkeep++] = rand_tensor(1, &m);
+            ox_tensor *W = keep[nkeep++] = rand_unit_tensor(4, wd);
+            ox_tensor *B = keep[nkeep++] = rand_unit_tensor(1, &m);
             bool last = k == nconv - 1;
             ox_value *y = mb_val(&b, "v");
             if (last && fused_z) {
@@ -698,7 +678,7 @@ static void test_nhwc_chains(void **state)
                 int64_t o1 = conv_out(sp[1], g.k[1], g.s[1], g.d[1], g.pb[1], g.pe[1]);
                 if (first && rfirst.dims[2] == o0 && rfirst.dims[3] == o1) {
                     int64_t zwd[4] = {m, rfirst.dims[1], 1, 1};
-                    ox_tensor *ZW = keep[nkeep++] = rand_tensor(4, zwd);
+                    ox_tensor *ZW = keep[nkeep++] = rand_unit_tensor(4, zwd);
                     ox_value *z = mb_val(&b, "z");
                     ox_value *zi[2] = {first, mb_init_val(&b, ZW)};
                     ox_node_new(b.g, "Conv", "", z->name, 2, zi, 1, &z);
@@ -744,7 +724,7 @@ static void test_nhwc_chains(void **state)
             int64_t axes[2] = {2, 3};
             ox_node_set_attr_ints(rn, "axes", 2, axes);
             int64_t pwd[4] = {rcur.dims[1], rfirst.dims[1], 1, 1};
-            ox_tensor *PW = keep[nkeep++] = rand_tensor(4, pwd);
+            ox_tensor *PW = keep[nkeep++] = rand_unit_tensor(4, pwd);
             ox_value *pi[2] = {mean, mb_init_val(&b, PW)};
             ox_node_new(b.g, "Conv", "", proj->name, 2, pi, 1, &proj);
             ox_value *ai[2] = {cur, proj};

@@ -38,28 +38,7 @@
 #include "onnxscope/exec.h"
 #include "onnxscope/ir.h"
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static uint32_t rnd(void)
-{
-    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(rng >> 33);
-}
-
-static int64_t rint_in(int64_t lo, int64_t hi)
-{
-    return lo + (int64_t)(rnd() % (uint32_t)(hi - lo + 1));
-}
-
-static ox_tensor *rand_tensor(int rank, const int64_t *dims)
-{
-    ox_tensor *t = ox_tensor_new(OX_DT_FLOAT, rank, dims);
-    assert_non_null(t);
-    float *d = ox_tensor_data(t);
-    for (int64_t i = 0; i < t->numel; i++)
-        d[i] = (float)((int)(rnd() % 2001) - 1000) / 1000.0f;
-    return t;
-}
+#include "test_rand.h"
 
 enum mode { PLAIN, COPY, LAZY };
 
@@ -101,12 +80,12 @@ static ox_value *conv(ox_graph *g, const char *name, ox_value *x, int64_t cin, i
     int64_t wd[4] = {cout, cin / group, k, k}, bd[1] = {cout};
     snprintf(nm, sizeof nm, "%s_w", name);
     ox_value *w = ox_graph_value(g, nm);
-    assert_int_equal(ox_graph_set_initializer(g, w, rand_tensor(4, wd)), OX_OK);
+    assert_int_equal(ox_graph_set_initializer(g, w, rand_unit_tensor(4, wd)), OX_OK);
     if (wv)
         *wv = w;
     snprintf(nm, sizeof nm, "%s_b", name);
     ox_value *b = ox_graph_value(g, nm);
-    assert_int_equal(ox_graph_set_initializer(g, b, rand_tensor(1, bd)), OX_OK);
+    assert_int_equal(ox_graph_set_initializer(g, b, rand_unit_tensor(1, bd)), OX_OK);
     snprintf(nm, sizeof nm, "%s_out", name);
     ox_value *y = ox_graph_value(g, nm), *in[3] = {x, w, b};
     ox_node *n = ox_node_new(g, "Conv", "", name, 3, in, 1, &y);
@@ -179,7 +158,7 @@ static void lazy_case(enum reader rd, int threads)
     ox_value *x = ox_graph_value(g, "x");
     x->type = ox_type_new_tensor(OX_DT_FLOAT, 4, xd);
     assert_int_equal(ox_graph_add_input(g, x), OX_OK);
-    ox_tensor *inputs[2] = {rand_tensor(4, xd), NULL};
+    ox_tensor *inputs[2] = {rand_unit_tensor(4, xd), NULL};
     int n_in = 1;
     int64_t S = rint_in(1, 24);
     ox_value *sq = conv(g, "sq", x, C, S, 1, 1, true, NULL);
@@ -208,7 +187,7 @@ static void lazy_case(enum reader rd, int threads)
         x = ox_graph_value(g, "x");
         x->type = ox_type_new_tensor(OX_DT_FLOAT, 4, xd);
         assert_int_equal(ox_graph_add_input(g, x), OX_OK);
-        inputs[0] = rand_tensor(4, xd);
+        inputs[0] = rand_unit_tensor(4, xd);
         sq = conv(g, "sq", x, C, S, 1, 1, true, NULL);
         int64_t E = rint_in(1, 40);
         for (int i = 0; i < np; i++) {
@@ -258,7 +237,7 @@ static void lazy_case(enum reader rd, int threads)
         int64_t wd[4] = {M, Ccat, 1, 1};
         w->type = ox_type_new_tensor(OX_DT_FLOAT, 4, wd);
         assert_int_equal(ox_graph_add_input(g, w), OX_OK);
-        inputs[n_in++] = rand_tensor(4, wd);
+        inputs[n_in++] = rand_unit_tensor(4, wd);
     }
     for (int i = 0; i < n_out; i++)
         assert_int_equal(ox_graph_add_output(g, outs[i]), OX_OK);
@@ -339,7 +318,7 @@ static void test_global_pool_split(void **state)
         assert_int_equal(ox_graph_add_input(g, x), OX_OK);
         ox_value *y = tail(g, "gp", conv(g, "c", x, C, M, rnd() % 2 ? 3 : 1, 1, true, NULL));
         assert_int_equal(ox_graph_add_output(g, y), OX_OK);
-        ox_tensor *in = rand_tensor(4, xd);
+        ox_tensor *in = rand_unit_tensor(4, xd);
         ox_rval *r[1] = {0}, *l[1] = {0};
         int threads = 1 + i % 2;
         set_mode(PLAIN);
