@@ -357,6 +357,11 @@ void ox_node_remove_attr(ox_node *n, const char *name);
 bool ox_node_is_default_domain(const ox_node *n);
 /* True if op_type matches and domain is default. */
 bool ox_node_is(const ox_node *n, const char *op_type);
+/* An ONNX random op (RandomNormal/Uniform[Like], Multinomial, Bernoulli):
+ * its outputs differ from run to run, so it is never folded. */
+bool ox_node_is_random(const ox_node *n);
+/* A node with a graph attribute (If, Loop, Scan...). */
+bool ox_node_has_subgraph(const ox_node *n);
 
 void ox_attr_free_contents(ox_attr *a);
 void ox_attr_copy(ox_attr *dst, const ox_attr *src, ox_graph *parent_scope);

@@ -1156,17 +1156,8 @@ static void plan_born(ox_plan *p)
 
 static bool foldable_op(const ox_node *n)
 {
-    static const char *const never[] = {
-        "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
-        "Multinomial", "Bernoulli", "Dropout", NULL,
-    };
-    for (int i = 0; never[i]; i++)
-        if (!strcmp(n->op_type, never[i]))
-            return false;
-    for (int a = 0; a < n->n_attrs; a++)
-        if (n->attrs[a].type == OX_ATTR_GRAPH || n->attrs[a].type == OX_ATTR_GRAPHS)
-            return false;
-    return true;
+    /* Dropout: random in training mode. */
+    return !ox_node_is_random(n) && !ox_node_is(n, "Dropout") && !ox_node_has_subgraph(n);
 }
 
 /* Initializers count even when they are also graph inputs (IR < 4): a run

@@ -984,3 +984,21 @@ bool ox_node_is(const ox_node *n, const char *op_type)
     return n && op_type && n->op_type && default_domain(n->domain) &&
            strcmp(n->op_type, op_type) == 0;
 }
+
+bool ox_node_is_random(const ox_node *n)
+{
+    static const char *const ops[] = {"RandomNormal", "RandomUniform", "RandomNormalLike",
+                                      "RandomUniformLike", "Multinomial", "Bernoulli", NULL};
+    for (int i = 0; ops[i]; i++)
+        if (ox_node_is(n, ops[i]))
+            return true;
+    return false;
+}
+
+bool ox_node_has_subgraph(const ox_node *n)
+{
+    for (int a = 0; n && a < n->n_attrs; a++)
+        if (n->attrs[a].type == OX_ATTR_GRAPH || n->attrs[a].type == OX_ATTR_GRAPHS)
+            return true;
+    return false;
+}

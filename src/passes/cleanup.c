@@ -262,7 +262,7 @@ static uint64_t node_hash(const ox_node *n)
 
 static bool cse_candidate(const ox_node *n)
 {
-    if (ox__pass_op_random(n) || n->n_outputs < 1 || !n->op_type)
+    if (ox_node_is_random(n) || n->n_outputs < 1 || !n->op_type)
         return false;
     for (int a = 0; a < n->n_attrs; a++)
         if (n->attrs[a].type == OX_ATTR_GRAPH || n->attrs[a].type == OX_ATTR_GRAPHS)

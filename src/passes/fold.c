@@ -61,14 +61,6 @@ static bool outputs_unused(const ox_node *n)
     return true;
 }
 
-static bool has_graph_attr(const ox_node *n)
-{
-    for (int a = 0; a < n->n_attrs; a++)
-        if (n->attrs[a].type == OX_ATTR_GRAPH || n->attrs[a].type == OX_ATTR_GRAPHS)
-            return true;
-    return false;
-}
-
 /* Whether a fold growing the model by `growth` bytes fits the per-node
  * limit and what is left of the run's total (see ox_pass_ctx); takes it. */
 static bool take_growth(ox_pass_ctx *c, int64_t growth)
@@ -181,7 +173,7 @@ static ox_status pass_fold_shape_values(ox_pass_ctx *c, ox_graph *g, ox_error *e
         if (ox__pass_gone(n))
             continue;
         if (n->n_outputs < 1 || outputs_are_graph_outputs(n) || outputs_unused(n) ||
-            ox__pass_op_random(n) || has_graph_attr(n) || ox_node_is(n, "Constant") ||
+            ox_node_is_random(n) || ox_node_has_subgraph(n) || ox_node_is(n, "Constant") ||
             (n->outputs[0] && ox_ptrmap_get(&taint, n->outputs[0])))
             continue;
         bool ok = true;
@@ -251,8 +243,8 @@ static ox_status pass_constant_folding(ox_pass_ctx *c, ox_graph *g, ox_error *er
         if (ox__pass_gone(n))
             continue;
         if (n->n_inputs < 1 || n->n_outputs < 1 || n->n_outputs > 16 ||
-            outputs_are_graph_outputs(n) || outputs_unused(n) || ox__pass_op_random(n) ||
-            has_graph_attr(n) || ox_node_is(n, "Constant") || !n->op_type)
+            outputs_are_graph_outputs(n) || outputs_unused(n) || ox_node_is_random(n) ||
+            ox_node_has_subgraph(n) || ox_node_is(n, "Constant") || !n->op_type)
             continue;
         /* Training-mode Dropout draws random masks. */
         if (ox_node_is(n, "Dropout") && n->n_inputs > 2 && n->inputs[2])

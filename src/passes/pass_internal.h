@@ -166,7 +166,5 @@ ox_value *ox__pass_new_init(ox_graph *g, const char *hint, ox_tensor *t);
 /* An int64 1-D tensor holding v[0..n). */
 ox_tensor *ox__pass_i64_tensor(int n, const int64_t *v);
 
-/* True for ops whose result is not a function of the inputs alone. */
-bool ox__pass_op_random(const ox_node *n);
 
 #endif

@@ -301,18 +301,6 @@ ox_tensor *ox__pass_i64_tensor(int n, const int64_t *v)
     return t;
 }
 
-bool ox__pass_op_random(const ox_node *n)
-{
-    static const char *ops[] = {"RandomNormal", "RandomUniform", "RandomNormalLike",
-                                "RandomUniformLike", "Multinomial", "Bernoulli", NULL};
-    if (!ox_node_is_default_domain(n))
-        return false;
-    for (int i = 0; ops[i]; i++)
-        if (!strcmp(n->op_type, ops[i]))
-            return true;
-    return false;
-}
-
 void ox__pass_note(ox_pass_ctx *c, const char *fmt, ...)
 {
     if (c->note)

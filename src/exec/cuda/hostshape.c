@@ -34,17 +34,8 @@ static int64_t value_bytes(const ox_value *v)
 /* Random ops differ per run; subgraphs are not evaluated here. */
 static bool deterministic(const ox_node *n)
 {
-    static const char *const never[] = {
-        "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
-        "Multinomial", "Bernoulli", "Dropout", NULL,
-    };
-    for (int i = 0; never[i]; i++)
-        if (!strcmp(n->op_type, never[i]))
-            return false;
-    for (int a = 0; a < n->n_attrs; a++)
-        if (n->attrs[a].type == OX_ATTR_GRAPH || n->attrs[a].type == OX_ATTR_GRAPHS)
-            return false;
-    return true;
+    /* Dropout: random in training mode. */
+    return !ox_node_is_random(n) && !ox_node_is(n, "Dropout") && !ox_node_has_subgraph(n);
 }
 
 /* The same rule as the arena's signature (arena.c keyed_by_value): small
