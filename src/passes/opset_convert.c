@@ -45,9 +45,37 @@ const ox_tensor *ox__cv_const(const ox_value *v)
     return NULL;
 }
 
+/* A Constant's value_int(s) / value_float(s) attribute: inference knows
+ * them in the main graph, but function bodies (spox, onnxscript) are not
+ * inferred, so the attribute is read here. */
+static const ox_attr *const_list_attr(const ox_value *v, bool ints)
+{
+    if (!v || !v->producer || !ox_node_is(v->producer, "Constant"))
+        return NULL;
+    const ox_attr *a = ox_node_attr(v->producer, ints ? "value_ints" : "value_floats");
+    if (!a)
+        a = ox_node_attr(v->producer, ints ? "value_int" : "value_float");
+    if (!a || (a->ref_attr_name && a->ref_attr_name[0]))
+        return NULL;
+    if (a->type != (ints ? OX_ATTR_INTS : OX_ATTR_FLOATS) &&
+        a->type != (ints ? OX_ATTR_INT : OX_ATTR_FLOAT))
+        return NULL;
+    return a;
+}
+
 int ox__cv_ints(const ox_value *v, int64_t *out, int cap)
 {
     const ox_tensor *t = ox__cv_const(v);
+    const ox_attr *a = t ? NULL : const_list_attr(v, true);
+    if (a && a->type == OX_ATTR_INT && cap >= 1) {
+        out[0] = a->i;
+        return 1;
+    }
+    if (a && a->type == OX_ATTR_INTS && a->n <= cap) {
+        for (int i = 0; i < a->n; i++)
+            out[i] = a->ints[i];
+        return a->n;
+    }
     if (!t || t->rank > 1 || t->numel > cap || !ox_dtype_is_int(t->dtype))
         return -1;
     for (int64_t i = 0; i < t->numel; i++)
@@ -58,6 +86,16 @@ int ox__cv_ints(const ox_value *v, int64_t *out, int cap)
 int ox__cv_floats(const ox_value *v, float *out, int cap)
 {
     const ox_tensor *t = ox__cv_const(v);
+    const ox_attr *a = t ? NULL : const_list_attr(v, false);
+    if (a && a->type == OX_ATTR_FLOAT && cap >= 1) {
+        out[0] = a->f;
+        return 1;
+    }
+    if (a && a->type == OX_ATTR_FLOATS && a->n <= cap) {
+        for (int i = 0; i < a->n; i++)
+            out[i] = a->floats[i];
+        return a->n;
+    }
     if (!t || t->rank > 1 || t->numel > cap || t->dtype == OX_DT_STRING)
         return -1;
     for (int64_t i = 0; i < t->numel; i++)
@@ -479,6 +517,16 @@ static void collect(ox_graph *g, void *ctx)
     l->g[l->n++] = g;
 }
 
+/* The name of n's first attribute that refers to the caller's (function
+ * bodies only), or NULL. */
+static const char *ref_attr(const ox_node *n)
+{
+    for (int i = 0; i < n->n_attrs; i++)
+        if (n->attrs[i].ref_attr_name && n->attrs[i].ref_attr_name[0])
+            return n->attrs[i].name;
+    return NULL;
+}
+
 static ox_status convert_graph(ox__cv *c, ox_graph *g)
 {
     int count = g->n_nodes;
@@ -494,6 +542,10 @@ static ox_status convert_graph(ox__cv *c, ox_graph *g)
         if (!ox_node_is_default_domain(n))
             continue;
         int before = c->n_dead;
+        /* copied: the adapter may free the attribute */
+        char ref[64] = "";
+        if (ref_attr(n))
+            snprintf(ref, sizeof ref, "%s", ref_attr(n));
         const ox__cv_adapter *a = find_adapter(ox__cv_adapters, n->op_type);
         const ox__cv_adapter *e = find_adapter(ox__cv_expansions, n->op_type);
         /* Adapters and expansions read input 0 (every operator they serve
@@ -506,6 +558,12 @@ static ox_status convert_graph(ox__cv *c, ox_graph *g)
             /* Counted as adapted when its signature changed. */
             uint64_t before_fp = fingerprint(n);
             st = a->fn(c, n);
+            /* In a function body an attribute may be the caller's
+             * (ref_attr_name): its value is not known here, so a node
+             * whose rewrite would read it is refused, never guessed. */
+            if (!st && ref[0] && (c->n_dead != before || fingerprint(n) != before_fp))
+                st = ox__cv_refuse(c, n, "attribute '%s' refers to the calling node's "
+                                   "attribute, unknown inside the function", ref);
             if (!st && c->rep && c->n_dead == before && fingerprint(n) != before_fp)
                 c->rep->nodes_adapted++;
         }
@@ -514,7 +572,9 @@ static ox_status convert_graph(ox__cv *c, ox_graph *g)
         /* An operator the target lacks: its expansion, else a refusal. */
         const ox__opset_op *op = find_op(n->op_type);
         if (e && (!op || !version_at(op, c->to))) {
-            st = e->fn(c, n);
+            st = ref[0] ? ox__cv_refuse(c, n, "attribute '%s' refers to the calling node's "
+                                     "attribute, unknown inside the function", ref)
+                     : e->fn(c, n);
             continue;
         }
         st = check_node(c, n);
@@ -604,6 +664,37 @@ ox_status ox__opset_convert_io(ox_model *m, int64_t target, const ox_infer_opts 
     int first_new = m->next_node_id;
     for (int i = 0; i < l.n && !st; i++)
         st = convert_graph(&c, l.g[i]);
+    /* Model-local functions (PyTorch 2 dynamo, onnxscript) import the
+     * default domain themselves: their bodies are converted from their own
+     * opset and their import set to the target, or the result would mix
+     * opsets (which the executor's inlining refuses). */
+    for (int f = 0; f < m->n_functions && !st; f++) {
+        ox_function *fn = &m->functions[f];
+        ox_opset *imp = NULL;
+        for (int k = 0; k < fn->n_opsets; k++)
+            if (!fn->opsets[k].domain || !fn->opsets[k].domain[0] ||
+                !strcmp(fn->opsets[k].domain, "ai.onnx"))
+                imp = &fn->opsets[k];
+        if (!imp || !fn->body || imp->version == target)
+            continue;
+        if (imp->version < OX_OPSET_MIN || imp->version > OX_OPSET_MAX) {
+            st = ox_errorf(err, OX_EINVAL, "function %s has opset %lld; the converter reads "
+                           "opsets %d to %d", fn->name, (long long)imp->version, OX_OPSET_MIN,
+                           OX_OPSET_MAX);
+            break;
+        }
+        int before = l.n;
+        ox_graph_visit(fn->body, collect, &l);
+        if (l.oom) {
+            st = ox_errorf(err, OX_ENOMEM, "out of memory converting the opset");
+            break;
+        }
+        c.from = (int)imp->version;
+        for (int i = before; i < l.n && !st; i++)
+            st = convert_graph(&c, l.g[i]);
+        imp->version = target;
+    }
+    c.from = (int)from;
     free(c.dead);
     if (st) {
         free(l.g);

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Second round of models in other exporters' styles (exporter_models2.py)
+through every path test_exporters.py drives (run, optimize --check for
+both targets, --shape, +to_fp16, convert, bench, ONNX Runtime), plus the
+front ends that round did not drive: `check`, `info --json/--profile`
+(unknown cost stays unknown), `dot` (SVG and DOT, Graphviz parsing the
+DOT), `diff`, and `convert` to each opset the case lists (the result
+computes the references, passes ONNX's checker when 1.12's checker knows
+the opset, and runs in ONNX Runtime) or must refuse.
+
+Usage: test_exporters2.py [CASE ...] (ONNXSCOPE_BIN set by meson). Exits
+77 without python3's numpy/onnx; ONNX Runtime (NODE_PATH or
+/tmp/ort/node_modules) is skipped with a printed reason when absent."""
+import concurrent.futures
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_exporters as TE  # noqa: E402  (exits 77 without numpy/onnx)
+import exporter_models2 as EM2  # noqa: E402
+
+import onnx  # noqa: E402
+
+TE.EM = EM2       # one_case and run_ort read the case table through TE.EM
+fail, ox = TE.fail, TE.ox
+DOT = shutil.which("dot")
+
+
+def model_opset(m):
+    return next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), 0)
+
+
+def front_ends(name):
+    folder = os.path.join(TE.TMP, name)
+    model = os.path.join(folder, "model.onnx")
+    m = onnx.load(model)
+    p = ox("check", model)
+    if p.returncode != 0:
+        fail(f"{name}: check exit {p.returncode}: {(p.stderr or p.stdout).strip()[-300:]}")
+    p = ox("info", model, "--json")
+    if p.returncode != 0:
+        fail(f"{name}: info --json exit {p.returncode}: {p.stderr.strip()[-300:]}")
+    else:
+        j = json.loads(p.stdout)
+        inits = {t.name for t in m.graph.initializer}
+        want = [i.name for i in m.graph.input if i.name not in inits]
+        if [i["name"] for i in j["inputs"]] != want:
+            fail(f"{name}: info inputs {[i['name'] for i in j['inputs']]}, expected {want}")
+        symbolic = any(d.dim_param or not d.HasField("dim_value")
+                       for i in m.graph.input for d in i.type.tensor_type.shape.dim)
+        # Unknown dims: MACs unknown (null), never a made-up 0 or 1.
+        if symbolic and j["macs"] is not None:
+            fail(f"{name}: info --json macs {j['macs']} with symbolic input dims")
+    p = ox("info", model, "--profile")
+    if p.returncode != 0:
+        fail(f"{name}: info --profile exit {p.returncode}: {p.stderr.strip()[-300:]}")
+    for ext in ("svg", "dot"):
+        out = os.path.join(folder, f"graph.{ext}")
+        p = ox("dot", model, "-o", out)
+        if p.returncode != 0 or not os.path.getsize(out):
+            fail(f"{name}: dot -o .{ext} exit {p.returncode}: {p.stderr.strip()[-300:]}")
+    if DOT and os.path.exists(os.path.join(folder, "graph.dot")):
+        q = subprocess.run([DOT, "-Tsvg", "-o", os.devnull, os.path.join(folder, "graph.dot")],
+                           capture_output=True, text=True, timeout=120)
+        if q.returncode != 0:
+            fail(f"{name}: Graphviz rejects our DOT: {q.stderr.strip()[-300:]}")
+    opt = os.path.join(folder, "opt_ort.onnx")
+    if os.path.exists(opt):
+        p = ox("diff", model, opt)
+        if p.returncode != 0:
+            fail(f"{name}: diff exit {p.returncode}: {p.stderr.strip()[-300:]}")
+
+
+def conversions(name, ins, refs, in_checker):
+    folder = os.path.join(TE.TMP, name)
+    model = os.path.join(folder, "model.onnx")
+    jobs = [(model, f"{name}: original")]
+    for to in EM2.CONVERT.get(name, ()):
+        out = os.path.join(folder, f"convert{to}.onnx")
+        what = f"{name}: convert --opset {to}"
+        p = ox("convert", model, "-o", out, "--opset", str(to))
+        if p.returncode != 0:
+            fail(f"{what}: exit {p.returncode}: {p.stderr.strip()[-400:]}")
+            continue
+        if to <= 17:   # the newest opset ONNX 1.12's checker knows
+            why = TE.checker_ok(out)
+            if why:
+                fail(f"{what}: saved model fails ONNX's checker: {why}")
+        TE.run_ours(out, ins, refs, f"{what}: run")
+        jobs.append((out, what))
+    for to, text in EM2.REFUSE.get(name, {}).items():
+        p = ox("convert", model, "-o", os.path.join(folder, f"refused{to}.onnx"),
+               "--opset", str(to))
+        lines = [x for x in p.stderr.splitlines() if x.strip()]
+        if p.returncode != 1 or len(lines) != 1 or text not in lines[0]:
+            fail(f"{name}: convert --opset {to}: expected one refusal line with {text!r}, "
+                 f"got exit {p.returncode}: {p.stderr.strip()[-300:]!r}")
+    if TE.HAVE_ORT and len(jobs) > 1:
+        TE.run_ort(jobs, ins, refs)
+
+
+def one(name):
+    TE.one_case(name)
+    folder = os.path.join(TE.TMP, name)
+    m = onnx.load(os.path.join(folder, "model.onnx"))
+    ins = sorted((os.path.join(folder, f) for f in os.listdir(folder) if f.startswith("input_")))
+    ins = [(onnx.load_tensor(f).name, f) for f in ins]
+    with TE.GEN_LOCK:
+        _, _, _, refs, _ = EM2.write_case(name, folder)
+    front_ends(name)
+    conversions(name, ins, refs, model_opset(m))
+
+
+def main():
+    names = sys.argv[1:] or list(EM2.CASES)
+    if not TE.HAVE_ORT:
+        print(f"note: ONNX Runtime comparison skipped: no node or no "
+              f"{TE.NODE_PATH}/onnxruntime-node")
+    if not DOT:
+        print("note: Graphviz `dot` absent: our DOT output is not parsed")
+
+    def guarded(n):
+        try:
+            one(n)
+        except subprocess.TimeoutExpired as e:
+            fail(f"{n}: timed out: {e}")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(guarded, names))
+    print(f"{len(names)} cases, {len(TE.FAILS)} failures")
+    if not TE.FAILS:
+        shutil.rmtree(TE.TMP, ignore_errors=True)
+    else:
+        print(f"(models kept in {TE.TMP})")
+    sys.exit(1 if TE.FAILS else 0)
+
+
+if __name__ == "__main__":
+    main()
