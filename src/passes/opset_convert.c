@@ -549,8 +549,10 @@ static ox_status convert_graph(ox__cv *c, ox_graph *g)
         const ox__cv_adapter *a = find_adapter(ox__cv_adapters, n->op_type);
         const ox__cv_adapter *e = find_adapter(ox__cv_expansions, n->op_type);
         /* Adapters and expansions read input 0 (every operator they serve
-         * but Constant requires it): a malformed node is refused. */
-        if ((a || e) && (n->n_inputs == 0 || !n->inputs[0]) && !ox_node_is(n, "Constant")) {
+         * but Constant, and Scan-8 whose sequence_lens is optional,
+         * requires it): a malformed node is refused. */
+        if ((a || e) && (n->n_inputs == 0 || !n->inputs[0]) && !ox_node_is(n, "Constant") &&
+            !ox_node_is(n, "Scan")) {
             st = ox__cv_refuse(c, n, "its first input is missing");
             continue;
         }

@@ -93,6 +93,131 @@ CONVERT["dynamo_functions_opset18"] = (17, 13)
 REFUSE["dynamo_functions_opset18"] = {11: "refers to the calling node's attribute"}
 
 
+def _scan_body(w):
+    """s_out = s_in + x_i; outputs the running sum and x_i * w."""
+    return helper.make_graph(
+        [helper.make_node("Add", ["s_in", "xi"], ["s_out"]),
+         helper.make_node("Identity", ["s_out"], ["yo"]),
+         helper.make_node("Mul", ["xi", "w"], ["zo"])], "body",
+        [vi("s_in", [3]), vi("xi", [3])], [vi("s_out", [3]), vi("yo", [3]), vi("zo", [3])])
+
+
+@case
+def scan8_batch_no_lengths():
+    """Scan-8 (opset 8, IR 3): a batch axis and no sequence_lens (the
+    optional first input ""). Runs; converting to 9+ is refused for the
+    batch axis (before: refused as "its first input is missing")."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "xi"], ["s_out"]),
+         helper.make_node("Identity", ["s_out"], ["yo"])], "body",
+        [vi("s_in", [3]), vi("xi", [3])], [vi("s_out", [3]), vi("yo", [3])])
+    nodes = [helper.make_node("Scan", ["", "s0", "x"], ["sf", "ys"], body=body,
+                              num_scan_inputs=1)]
+    m = model(nodes, [vi("s0", [2, 3]), vi("x", [2, 4, 3])],
+              [vi("sf", [2, 3]), vi("ys", [2, 4, 3])], opset=8, ir=3)
+    s0, x = rnd(2, 3), rnd(2, 4, 3)
+    ys = s0[:, None, :].astype(np.float64) + np.cumsum(x.astype(np.float64), axis=1)
+    return m, {"s0": s0, "x": x}, [ys[:, -1], ys]
+
+
+REFUSE["scan8_batch_no_lengths"] = {9: "differ in their inputs (batch dim)"}
+NO_CONVERT17 = {"scan8_batch_no_lengths"}
+
+
+def _scan_axes_model(opset):
+    w = rnd(3)
+    nodes = [helper.make_node("Scan", ["s0", "x"], ["sf", "ys", "zs"], body=_scan_body(w),
+                              num_scan_inputs=1, scan_input_axes=[-1 if opset >= 11 else 1],
+                              scan_input_directions=[1], scan_output_axes=[0, 1],
+                              scan_output_directions=[1, 0])]
+    m = model(nodes, [vi("s0", [3]), vi("x", [3, 4])],
+              [vi("sf", [3]), vi("ys", [4, 3]), vi("zs", [3, 4])], inits=[init("w", w)],
+              opset=opset)
+    s0, x = rnd(3), rnd(3, 4)
+    xs = x.T[::-1].astype(np.float64)                  # the sequence, reversed
+    run = s0.astype(np.float64) + np.cumsum(xs, axis=0)
+    return m, {"s0": s0, "x": x}, [run[-1], run[::-1], (xs * w).T]
+
+
+@case
+def scan16_axes_directions():
+    """Scan-16 as TF2ONNX writes it: the scan axis last (-1), the input
+    read backwards, one output stacked in reverse on axis 0 and one on
+    axis 1; converted up to 21 and down to 11 (negative axes exist from
+    11)."""
+    return _scan_axes_model(16)
+
+
+CONVERT["scan16_axes_directions"] = (21, 11)
+
+
+@case
+def scan9_axes_directions():
+    """The same Scan at opset 9 (positive axes), converted up to 16."""
+    return _scan_axes_model(9)
+
+
+CONVERT["scan9_axes_directions"] = (16,)
+
+
+def _loop_scan_model():
+    body = helper.make_graph(
+        [helper.make_node("Add", ["v_in", "x"], ["v_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Mul", ["v_out", "v_out"], ["sc"])], "lb",
+        [vi("it", [], TensorProto.INT64), vi("cond_in", [], TensorProto.BOOL), vi("v_in", [2])],
+        [vi("cond_out", [], TensorProto.BOOL), vi("v_out", [2]), vi("sc", [2])])
+    nodes = [helper.make_node("Loop", ["trip", "cond", "v0"], ["vf", "scs"], body=body)]
+    return model(nodes, [vi("trip", [], TensorProto.INT64), vi("cond", [], TensorProto.BOOL),
+                         vi("v0", [2]), vi("x", [2])],
+                 [vi("vf", [2]), vi("scs", ["iters", 2])], opset=13)
+
+
+def _loop_feeds(trip, cond):
+    v0, x = rnd(2), rnd(2)
+    n = trip if cond else 0
+    vs = [v0.astype(np.float64) + x * (k + 1) for k in range(n)]
+    return {"trip": np.array(trip, np.int64), "cond": np.array(cond), "v0": v0, "x": x}, [
+        vs[-1] if vs else v0, np.array([v * v for v in vs]).reshape(n, 2)]
+
+
+@case
+def loop_zero_trips():
+    """A Loop with scan outputs run zero times (trip count 0): the carried
+    value is the initial one and the scan output is [0, 2]."""
+    feeds, refs = _loop_feeds(0, True)
+    return _loop_scan_model(), feeds, refs
+
+
+@case
+def loop_cond_false():
+    """The same Loop with a false initial condition and trip count 5: zero
+    iterations too."""
+    feeds, refs = _loop_feeds(5, False)
+    return _loop_scan_model(), feeds, refs
+
+
+CONVERT["loop_zero_trips"] = (11, 21)
+
+
+def _if_shapes(cond):
+    then_g = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["o"], axis=0)], "t",
+                               [], [vi("o", [4, 3])])
+    else_g = helper.make_graph([helper.make_node("Relu", ["x"], ["o"])], "e", [],
+                               [vi("o", [2, 3])])
+    nodes = [helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g),
+             helper.make_node("ReduceSum", ["y"], ["s"], keepdims=0)]
+    m = model(nodes, [vi("c", [], TensorProto.BOOL), vi("x", [2, 3])],
+              [vi("y", ["rows", 3]), vi("s", [])], opset=13)
+    x = rnd(2, 3)
+    y = np.concatenate([x, x]) if cond else np.maximum(x, 0)
+    return m, {"c": np.array(cond), "x": x}, [y, y.astype(np.float64).sum()]
+
+
+CASES["if_branch_shapes_then"] = lambda: _if_shapes(True)
+CASES["if_branch_shapes_else"] = lambda: _if_shapes(False)
+
+
 def write_case(name, folder):
     """As exporter_models.write_case, for this file's cases."""
     global RNG
