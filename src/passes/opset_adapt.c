@@ -904,6 +904,34 @@ static ox_status adapt_scan(ox__cv *c, ox_node *n)
 {
     if (ox__cv_up(c, 9) || ox__cv_down(c, 9))
         return ox__cv_refuse(c, n, "Scan-8 and Scan-9 differ in their inputs (batch dim)");
+    if (c->to >= 11)
+        return OX_OK;
+    /* Below 11 the scan axes must be non-negative: scan_input_axes index
+     * the last M inputs, scan_output_axes the outputs after the states. */
+    int m_in = (int)ox_node_attr_i(n, "num_scan_inputs", 0);
+    ox_attr *a = ox_node_attr(n, "scan_input_axes");
+    for (int i = 0; a && a->type == OX_ATTR_INTS && i < a->n; i++) {
+        if (a->ints[i] >= 0)
+            continue;
+        int k = n->n_inputs - m_in + i;
+        int r = k >= 0 && k < n->n_inputs ? ox__cv_rank(n->inputs[k]) : -1;
+        if (r < 0)
+            return ox__cv_refuse(c, n, "scan_input_axes are negative and the input's rank "
+                                 "is unknown");
+        a->ints[i] += r;
+    }
+    a = ox_node_attr(n, "scan_output_axes");
+    int n_states = n->n_inputs - m_in;
+    for (int i = 0; a && a->type == OX_ATTR_INTS && i < a->n; i++) {
+        if (a->ints[i] >= 0)
+            continue;
+        int k = n_states + i;
+        int r = k >= 0 && k < n->n_outputs ? ox__cv_rank(n->outputs[k]) : -1;
+        if (r < 0)
+            return ox__cv_refuse(c, n, "scan_output_axes are negative and the output's rank "
+                                 "is unknown");
+        a->ints[i] += r;
+    }
     return OX_OK;
 }
 

@@ -143,12 +143,12 @@ def _scan_axes_model(opset):
 def scan16_axes_directions():
     """Scan-16 as TF2ONNX writes it: the scan axis last (-1), the input
     read backwards, one output stacked in reverse on axis 0 and one on
-    axis 1; converted up to 21 and down to 11 (negative axes exist from
-    11)."""
+    axis 1; converted up to 21 and down to 11 and 9 (negative axes exist
+    from 11: at 9 they are made positive; before, -1 stayed)."""
     return _scan_axes_model(16)
 
 
-CONVERT["scan16_axes_directions"] = (21, 11)
+CONVERT["scan16_axes_directions"] = (21, 11, 9)
 
 
 @case

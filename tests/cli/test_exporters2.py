@@ -74,6 +74,20 @@ def front_ends(name):
             fail(f"{name}: diff exit {p.returncode}: {p.stderr.strip()[-300:]}")
 
 
+def negative_axes(g):
+    """'OP.attr' for every axis attribute of g (and its subgraphs) with a
+    negative value."""
+    bad = []
+    for n in g.node:
+        for a in n.attribute:
+            if a.name in ("axis", "axes", "scan_input_axes", "scan_output_axes") and (
+                    a.i < 0 or any(v < 0 for v in a.ints)):
+                bad.append(f"{n.op_type}.{a.name}")
+            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                bad += negative_axes(sub)
+    return bad
+
+
 def conversions(name, ins, refs, in_checker):
     folder = os.path.join(TE.TMP, name)
     model = os.path.join(folder, "model.onnx")
@@ -89,6 +103,10 @@ def conversions(name, ins, refs, in_checker):
             why = TE.checker_ok(out)
             if why:
                 fail(f"{what}: saved model fails ONNX's checker: {why}")
+        if to < 11:
+            neg = negative_axes(onnx.load(out).graph)
+            if neg:
+                fail(f"{what}: negative axes below opset 11 (allowed from 11): {neg}")
         TE.run_ours(out, ins, refs, f"{what}: run")
         jobs.append((out, what))
     for to, text in EM2.REFUSE.get(name, {}).items():
