@@ -12,6 +12,9 @@
 
 #include "onnxscope/ops.h"
 
+/* The IR version proto/onnx.proto describes. */
+#define OX_IR_VERSION_MAX 11
+
 static void add_issue(ox_check_report *r, bool warning, const char *fmt, va_list ap)
 {
     if (r->n_issues == r->cap) {
@@ -605,6 +608,39 @@ static void report_unknown_ops(checker *C)
                         C->n_unknown == 1 ? "" : "s", buf);
 }
 
+/* The newest default-domain opset the registry has a definition from. */
+static int newest_known_opset(void)
+{
+    int newest = 0;
+    const ox_op_schema *s;
+    for (int i = 0; (s = ox_op_at(i)); i++)
+        if ((!s->domain || !*s->domain) && s->since_version > newest)
+            newest = s->since_version;
+    return newest;
+}
+
+/* A model stamped with an opset newer than any definition we have would
+ * be run with the older semantics of any operator that changed since: a
+ * warning says so (ONNX Runtime refuses such models outright). The same
+ * for an IR version newer than proto/onnx.proto describes (fields it
+ * added are not read). */
+static void report_future_versions(checker *C)
+{
+    int64_t v = ox_model_opset(C->m, "");
+    if (v < 0)
+        v = ox_model_opset(C->m, "ai.onnx");
+    int newest = newest_known_opset();
+    if (newest > 0 && v > newest)
+        ox_check_report_add(C->r, true,
+                            "default-domain opset %lld is newer than the newest onnxscope knows "
+                            "(%d): operators are read with their opset-%d definitions",
+                            (long long)v, newest, newest);
+    if (C->m->ir_version > OX_IR_VERSION_MAX)
+        ox_check_report_add(C->r, true,
+                            "ir_version %lld is newer than onnxscope reads (%d): fields added "
+                            "since are ignored", (long long)C->m->ir_version, OX_IR_VERSION_MAX);
+}
+
 ox_status ox_check_model(const ox_model *m, ox_check_report *rep)
 {
     memset(rep, 0, sizeof *rep);
@@ -624,6 +660,7 @@ ox_status ox_check_model(const ox_model *m, ox_check_report *rep)
     }
     check_recursion(&C);
     report_unknown_ops(&C);
+    report_future_versions(&C);
     free(C.unknown);
     return rep->n_errors ? OX_EMODEL : OX_OK;
 }
