@@ -878,10 +878,57 @@ static int64_t softmax_cost(int64_t elems)
     return sat_mul(elems, 21);
 }
 
+/* ONNX Attention (opset 23+; the same op_type as com.microsoft's): Q, K,
+ * V as (B, heads, S, d) or (B, S, heads*d) with q_num_heads/kv_num_heads;
+ * past_key (input 4) adds its length to K's. Q.K^T and P.V per query head
+ * (grouped-query heads share K/V, not the work), the softmax on the
+ * scores. */
+static bool calc_onnx_attention(const ox_node *n, calc *c)
+{
+    int qr, kr, vr, pr;
+    int64_t qd[OX_MAX_RANK], kd[OX_MAX_RANK], vd[OX_MAX_RANK], pd[OX_MAX_RANK];
+    if (!value_shape(in_at(n, 0), &qr, qd) || !value_shape(in_at(n, 1), &kr, kd) ||
+        !value_shape(in_at(n, 2), &vr, vd) || qr != kr || qr != vr)
+        return false;
+    int64_t b, hq, s, l, dk, dv;
+    if (qr == 4) {
+        b = qd[0];
+        hq = qd[1];
+        s = qd[2];
+        dk = qd[3];
+        l = kd[2];
+        dv = vd[3];
+    } else if (qr == 3) {
+        hq = ox_node_attr_i(n, "q_num_heads", 0);
+        int64_t hkv = ox_node_attr_i(n, "kv_num_heads", 0);
+        if (hq < 1 || hkv < 1)
+            return false;
+        b = qd[0];
+        s = qd[1];
+        dk = qd[2] / hq;
+        l = kd[1];
+        dv = vd[2] / hkv;
+    } else {
+        return false;
+    }
+    if (in_at(n, 4)) {   /* past_key: (B, kv_heads, P, d) */
+        if (!value_shape(in_at(n, 4), &pr, pd) || pr != 4)
+            return false;
+        l = sat_add(l, pd[2]);
+    }
+    int64_t rows = sat_mul(sat_mul(b, hq), s);
+    c->macs = sat_add(sat_mul(sat_mul(rows, l), dk), sat_mul(sat_mul(rows, l), dv));
+    c->contraction = true;
+    c->extra_flops = softmax_cost(sat_mul(rows, l));
+    return true;
+}
+
 /* com.microsoft Attention: input [B,S,Hin] x weights [Hin, 3*H] for Q, K
  * and V, then Q.K^T and P.V over all heads, and the softmax. */
 static bool calc_attention(const ox_node *n, calc *c)
 {
+    if (ox_node_is_default_domain(n))
+        return calc_onnx_attention(n, c);
     int xr, wr;
     int64_t xd[OX_MAX_RANK], wd[OX_MAX_RANK];
     if (!value_shape(in_at(n, 0), &xr, xd) || xr != 3)

@@ -37,6 +37,7 @@ def aref(name, ref, typ):
 CASES = {}
 CONVERT = {}     # case -> opsets to convert to (and run)
 REFUSE = {}      # case -> {opset: text the one-line refusal must contain}
+MACS = {}        # case -> MACs `info --json` must report (docs/COST.md's rule)
 NO_ORT = {}
 EXTERNAL = set()
 
@@ -216,6 +217,62 @@ def _if_shapes(cond):
 
 CASES["if_branch_shapes_then"] = lambda: _if_shapes(True)
 CASES["if_branch_shapes_else"] = lambda: _if_shapes(False)
+
+
+def np_attention(q, k, v, causal=False, mask=None):
+    """ONNX Attention on 4-D (B, heads, S, d) inputs, float64: grouped
+    query heads share K/V head h // (Hq / Hkv); is_causal keeps the lower
+    triangle aligned top-left; a bool mask keeps True."""
+    q, k, v = (t.astype(np.float64) for t in (q, k, v))
+    rep = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
+    sc = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1])
+    s_len, l_len = sc.shape[-2:]
+    if causal:
+        sc = np.where(np.tril(np.ones((s_len, l_len), bool)), sc, -np.inf)
+    if mask is not None:
+        sc = np.where(mask, sc, -np.inf)
+    e = np.exp(sc - sc.max(-1, keepdims=True))
+    return (e / e.sum(-1, keepdims=True)) @ v
+
+
+@case
+def attention23_gqa_causal():
+    """The ONNX Attention of opset 23 as optimizers and new exporters
+    write it: 4 query heads over 2 key/value heads, causal, S=3 queries
+    over L=5 keys. Before, `info` gave it the com.microsoft Attention's
+    cost rule (the same op_type), which never applies to Q/K/V inputs:
+    MACs were unknown for a fully static model."""
+    nodes = [helper.make_node("Attention", ["q", "k", "v"], ["y"], is_causal=1)]
+    m = model(nodes, [vi("q", [1, 4, 3, 8]), vi("k", [1, 2, 5, 8]), vi("v", [1, 2, 5, 6])],
+              [vi("y", [1, 4, 3, 6])], opset=23, ir=10)
+    q, k, v = rnd(1, 4, 3, 8), rnd(1, 2, 5, 8), rnd(1, 2, 5, 6)
+    return m, {"q": q, "k": k, "v": v}, [np_attention(q, k, v, causal=True)]
+
+
+# Q.K^T (B*Hq*S*L*dk) + P.V (B*Hq*S*L*dv), docs/COST.md.
+MACS.update({"attention23_gqa_causal": 1 * 4 * 3 * 5 * 8 + 1 * 4 * 3 * 5 * 6})
+
+
+@case
+def attention23_3d_mask():
+    """ONNX Attention with 3-D inputs (heads from q_num_heads/kv_num_heads)
+    and a boolean mask broadcast over batch and heads."""
+    nodes = [helper.make_node("Attention", ["q", "k", "v", "mask"], ["y"], q_num_heads=4,
+                              kv_num_heads=2)]
+    m = model(nodes, [vi("q", [1, 3, 32]), vi("k", [1, 5, 16]), vi("v", [1, 5, 16]),
+                      vi("mask", [3, 5], TensorProto.BOOL)],
+              [vi("y", [1, 3, 32])], opset=23, ir=10)
+    q, k, v = rnd(1, 3, 32), rnd(1, 5, 16), rnd(1, 5, 16)
+    mask = np.array([[1, 0, 1, 1, 0], [1, 1, 1, 0, 0], [0, 0, 1, 1, 1]], bool)
+
+    def heads(t, h):
+        return t.reshape(1, t.shape[1], h, -1).transpose(0, 2, 1, 3)
+    y = np_attention(heads(q, 4), heads(k, 2), heads(v, 2), mask=mask)
+    return m, {"q": q, "k": k, "v": v, "mask": mask}, [y.transpose(0, 2, 1, 3).reshape(1, 3, 32)]
+
+
+MACS["attention23_3d_mask"] = 1 * 4 * 3 * 5 * 8 * 2
 
 
 def write_case(name, folder):

@@ -54,6 +54,8 @@ def front_ends(name):
         # Unknown dims: MACs unknown (null), never a made-up 0 or 1.
         if symbolic and j["macs"] is not None:
             fail(f"{name}: info --json macs {j['macs']} with symbolic input dims")
+        if name in EM2.MACS and j["macs"] != EM2.MACS[name]:
+            fail(f"{name}: info --json macs {j['macs']}, expected {EM2.MACS[name]}")
     p = ox("info", model, "--profile")
     if p.returncode != 0:
         fail(f"{name}: info --profile exit {p.returncode}: {p.stderr.strip()[-300:]}")
