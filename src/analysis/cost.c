@@ -215,6 +215,7 @@ typedef enum {
     K_ROIALIGN,  /* RoiAlign: 5 per sample, sampling_ratio^2 samples a bin */
     K_LINATT,    /* LinearAttention: 4 dk*dv per token and head */
     K_GEMMGELU,  /* GemmFastGelu: MatMul + bias + FastGelu */
+    K_AFFINE,    /* AffineGrid: a row of theta . (coords, 1) per output coordinate */
 } rule_kind;
 
 typedef struct rule {
@@ -235,7 +236,7 @@ static const rule rules[] = {
     {"Adagrad", K_ALLOUT, 6},
     {"Adam", K_ALLOUT, 5},
     {"Add", K_ELEM, OX_COST_ADD},
-    {"AffineGrid", K_ZERO, 0},
+    {"AffineGrid", K_AFFINE, 0},
     {"And", K_ELEM, OX_COST_CMP},
     {"ArgMax", K_IN, OX_COST_CMP},
     {"ArgMin", K_IN, OX_COST_CMP},
@@ -1346,6 +1347,15 @@ static void node_cost(const ox_node *n, ox_cost *out, int depth)
     case K_LINATT:
         ok = calc_linatt(n, &c);
         break;
+    case K_AFFINE: {
+        /* Output (N, [D,] H, W, k): each coordinate is a k+1 dot product. */
+        int orank;
+        int64_t od[OX_MAX_RANK];
+        ok = value_shape(out_at(n, 0), &orank, od) && orank >= 1 && numel_of(out_at(n, 0), &e);
+        if (ok)
+            c.macs = sat_mul(e, od[orank - 1] + 1);
+        break;
+    }
     case K_GEMMGELU:
         ok = calc_gemm_gelu(n, &c);
         break;

@@ -275,6 +275,24 @@ def attention23_3d_mask():
 MACS["attention23_3d_mask"] = 1 * 4 * 3 * 5 * 8 * 2
 
 
+@case
+def affinegrid20():
+    """AffineGrid (opset 20, spatial transformer networks) for 2-D grids:
+    align_corners=0, the size as a Constant value_ints (spox style). Its
+    cost was 0, undocumented: now k+1 per output coordinate."""
+    nodes = [helper.make_node("Constant", [], ["size"], value_ints=[2, 1, 3, 4]),
+             helper.make_node("AffineGrid", ["theta", "size"], ["grid"], align_corners=0)]
+    m = model(nodes, [vi("theta", [2, 2, 3])], [vi("grid", [2, 3, 4, 2])], opset=20)
+    theta = rnd(2, 2, 3)
+    xs = (2 * np.arange(4) + 1) / 4 - 1
+    ys = (2 * np.arange(3) + 1) / 3 - 1
+    base = np.stack([np.tile(xs, (3, 1)), np.tile(ys[:, None], (1, 4)), np.ones((3, 4))], -1)
+    return m, {"theta": theta}, [np.einsum("hwk,nck->nhwc", base, theta.astype(np.float64))]
+
+
+MACS["affinegrid20"] = 2 * 3 * 4 * 2 * 3
+
+
 def write_case(name, folder):
     """As exporter_models.write_case, for this file's cases."""
     global RNG
