@@ -623,10 +623,25 @@ static ox_status select_around(builder *b)
         if (*end == '\0' && idx >= 0 && idx < g->n_nodes)
             c = g->nodes[idx];
     }
+    /* An unnamed node as `info --profile` and the viewer show it: OP_INDEX
+     * (PyTorch and spox leave most nodes unnamed). */
+    const char *us = c ? NULL : strrchr(want, '_');
+    if (us && us[1]) {
+        char *end;
+        long idx = strtol(us + 1, &end, 10);
+        const ox_graph *g = b->ix.graphs[0];
+        if (*end == '\0' && idx >= 0 && idx < g->n_nodes) {
+            const ox_node *n = g->nodes[idx];
+            if ((!n->name || !*n->name) && n->op_type &&
+                strlen(n->op_type) == (size_t)(us - want) &&
+                !strncmp(n->op_type, want, (size_t)(us - want)))
+                c = n;
+        }
+    }
     if (!c)
         return ox_errorf(b->err, OX_EINVAL,
-                         "--around: no node named '%s' (and not an index 0..%d of the "
-                         "main graph)", want, b->ix.graphs[0]->n_nodes - 1);
+                         "--around: no node named '%s' (nor OP_INDEX of an unnamed node, "
+                         "nor an index 0..%d of the main graph)", want, b->ix.graphs[0]->n_nodes - 1);
     if (b->o->radius < 0)
         return ox_errorf(b->err, OX_EINVAL, "--radius must be >= 0");
     b->centre = c;

@@ -64,6 +64,14 @@ def front_ends(name):
         p = ox("dot", model, "-o", out)
         if p.returncode != 0 or not os.path.getsize(out):
             fail(f"{name}: dot -o .{ext} exit {p.returncode}: {p.stderr.strip()[-300:]}")
+    # An unnamed node by the name `info --profile` shows for it (OP_INDEX).
+    unnamed = [f"{n.op_type}_{k}" for k, n in enumerate(m.graph.node) if not n.name]
+    if unnamed:
+        p = ox("dot", model, "-o", os.path.join(folder, "around.svg"), "--around",
+               unnamed[-1], "--radius", "1")
+        if p.returncode != 0:
+            fail(f"{name}: dot --around {unnamed[-1]} exit {p.returncode}: "
+                 f"{p.stderr.strip()[-300:]}")
     if DOT and os.path.exists(os.path.join(folder, "graph.dot")):
         q = subprocess.run([DOT, "-Tsvg", "-o", os.devnull, os.path.join(folder, "graph.dot")],
                            capture_output=True, text=True, timeout=120)
