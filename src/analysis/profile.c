@@ -302,22 +302,77 @@ const char *ox_fmt_bytes(int64_t n, bool known, char *buf, size_t len)
     return buf;
 }
 
-/* Shortens s to at most w characters, keeping both ends ("a...z"). */
+/* Terminal columns of the UTF-8 code point at s (its length in *n): 2 for
+ * the East Asian wide and fullwidth blocks, else 1. Names come from model
+ * files (Paddle2ONNX, spox and hand-made models carry non-ASCII ones). */
+static int cp_cols(const char *s, int *n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    unsigned c = p[0];
+    int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 1;
+    for (int k = 1; k < len; k++)
+        if ((p[k] & 0xC0) != 0x80)
+            len = 1;   /* not UTF-8: one byte, one column */
+    *n = len;
+    if (len == 1)
+        return 1;
+    unsigned cp = len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
+    for (int k = 1; k < len; k++)
+        cp = cp << 6 | (p[k] & 0x3F);
+    bool wide = (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF) ||
+                (cp >= 0xAC00 && cp <= 0xD7A3) || (cp >= 0xF900 && cp <= 0xFAFF) ||
+                (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60) ||
+                (cp >= 0xFFE0 && cp <= 0xFFE6) || (cp >= 0x1F300 && cp <= 0x1F64F) ||
+                (cp >= 0x20000 && cp <= 0x3FFFD);
+    return wide ? 2 : 1;
+}
+
+static int str_cols(const char *s)
+{
+    int cols = 0, n;
+    for (; *s; s += n)
+        cols += cp_cols(s, &n);
+    return cols;
+}
+
+/* Shortens s to at most w columns, keeping both ends ("a...z") and whole
+ * UTF-8 code points. */
 static const char *clip(const char *s, int w, char *buf, size_t len)
 {
     int l = (int)strlen(s);
-    if (l <= w || w < 5 || (size_t)w + 1 > len)
+    if (str_cols(s) <= w || w < 5 || (size_t)w * 4 + 4 > len)
         return s;
-    int head = (w - 3) / 2, tail = w - 3 - head;
-    snprintf(buf, len, "%.*s...%s", head, s, s + l - tail);
+    int head = (w - 3) / 2, tail = w - 3 - head, cols = 0, n;
+    const char *h = s;
+    while (*h && cols + cp_cols(h, &n) <= head) {
+        cols += cp_cols(h, &n);
+        h += n;
+    }
+    /* The tail: the shortest suffix starting on a code point that fits. */
+    const char *t = s + l;
+    for (const char *q = h; *q; q += n) {
+        if (str_cols(q) <= tail) {
+            t = q;
+            break;
+        }
+        cp_cols(q, &n);
+    }
+    snprintf(buf, len, "%.*s...%s", (int)(h - s), s, t);
     return buf;
+}
+
+/* s left-aligned in w columns (printf's %-Ns pads bytes, not columns). */
+static void put_col(FILE *f, const char *s, int w)
+{
+    int pad = w - str_cols(s);
+    fprintf(f, "%s%*s", s, pad > 0 ? pad : 0, "");
 }
 
 void ox_profile_print(FILE *f, const ox_profile *p, int max_rows)
 {
     if (!f || !p)
         return;
-    char a[64], b[64], c[64], d[64], e[160], s[160];
+    char a[64], b[64], c[64], d[160], e[160], s[160];
     fprintf(f, "%5s  %-32s %-20s %-24s %10s %7s %10s %11s\n", "#", "name", "op",
             "output shape", "MACs", "%", "params", "memory");
     int n = max_rows > 0 && max_rows < p->n_rows ? max_rows : p->n_rows;
@@ -328,9 +383,13 @@ void ox_profile_print(FILE *f, const ox_profile *p, int max_rows)
             snprintf(pct, sizeof pct, "%.2f", r->macs_pct);
         else
             snprintf(pct, sizeof pct, "?");
-        fprintf(f, "%5d  %-32s %-20s %-24s %10s %7s %10s %11s\n", r->index,
-                clip(r->name, 32, e, sizeof e), clip(r->op, 20, s, sizeof s),
-                clip(r->out_shapes, 24, d, sizeof d),
+        fprintf(f, "%5d  ", r->index);
+        put_col(f, clip(r->name, 32, e, sizeof e), 32);
+        fputc(' ', f);
+        put_col(f, clip(r->op, 20, s, sizeof s), 20);
+        fputc(' ', f);
+        put_col(f, clip(r->out_shapes, 24, d, sizeof d), 24);
+        fprintf(f, " %10s %7s %10s %11s\n",
                 ox_fmt_cost(r->macs, 0, r->known, r->upper, 0, a, sizeof a), pct,
                 ox_fmt_count(r->params, true, b, sizeof b),
                 ox_fmt_bytes(r->memory_bytes, r->memory_known, c, sizeof c));

@@ -293,6 +293,29 @@ def affinegrid20():
 MACS["affinegrid20"] = 2 * 3 * 4 * 2 * 3
 
 
+@case
+def unicode_names():
+    """Names as hand-made, Paddle2ONNX and spox models may carry them:
+    CJK (two columns wide), an emoji, accents, quotes, spaces, a backslash
+    and DOT's special characters, longer than the profile's name column.
+    `info --profile` used to cut them mid-code point (invalid UTF-8) and
+    pad by bytes; DOT must stay parseable."""
+    names = ["ü名前", "卷积层_特征提取_第一阶段_残差块_批归一化_激活函数_输出",
+             "émoji😀 naïve café — über-long \"name\" ✓ <b>|{x}</b> that goes on",
+             "relu\\n 2"]
+    nodes, prev = [], "输入 x"
+    for k, nm in enumerate(names):
+        out = "y" if k == len(names) - 1 else f"值_{k} \"q\""
+        nodes.append(helper.make_node("Relu" if k % 2 else "Neg", [prev], [out], name=nm))
+        prev = out
+    m = model(nodes, [vi("输入 x", ["批次", 3])], [vi("y", ["批次", 3])], opset=13)
+    x = rnd(2, 3)
+    return m, {"输入 x": x}, [np.maximum(-np.maximum(-x, 0), 0)]
+
+
+PROFILE_COLUMNS = {"unicode_names"}   # cases whose info --profile columns are checked
+
+
 def write_case(name, folder):
     """As exporter_models.write_case, for this file's cases."""
     global RNG

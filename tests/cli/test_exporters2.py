@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import unicodedata
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_exporters as TE  # noqa: E402  (exits 77 without numpy/onnx)
@@ -31,6 +32,33 @@ DOT = shutil.which("dot")
 
 def model_opset(m):
     return next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), 0)
+
+
+def cols(text):
+    """Terminal columns of text (East Asian wide and fullwidth: 2)."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def profile_columns(name, model, m):
+    """info --profile on non-ASCII names: valid UTF-8, and every row's op
+    column starts at the same terminal column."""
+    raw = subprocess.run([TE.BIN, "info", model, "--profile"], capture_output=True,
+                         env=TE.ENV, timeout=120).stdout
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        fail(f"{name}: info --profile writes invalid UTF-8: {e}")
+        return
+    ops = {n.op_type for n in m.graph.node}
+    starts = set()
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) > 2 and parts[0].isdigit():
+            op = next((o for o in ops if f" {o} " in line), None)
+            if op:
+                starts.add(cols(line[:line.rindex(f" {op} ")]))
+    if len(starts) != 1:
+        fail(f"{name}: info --profile op column starts at columns {sorted(starts)}")
 
 
 def front_ends(name):
@@ -59,6 +87,8 @@ def front_ends(name):
     p = ox("info", model, "--profile")
     if p.returncode != 0:
         fail(f"{name}: info --profile exit {p.returncode}: {p.stderr.strip()[-300:]}")
+    elif name in getattr(EM2, "PROFILE_COLUMNS", ()):
+        profile_columns(name, model, m)
     for ext in ("svg", "dot"):
         out = os.path.join(folder, f"graph.{ext}")
         p = ox("dot", model, "-o", out)
@@ -177,6 +207,8 @@ def main():
             one(n)
         except subprocess.TimeoutExpired as e:
             fail(f"{n}: timed out: {e}")
+        except UnicodeDecodeError as e:   # our output read as text
+            fail(f"{n}: output is not valid UTF-8: {e}")
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         list(pool.map(guarded, [n for n in names if n != "future"]))
     if not sys.argv[1:] or "future" in sys.argv[1:]:
