@@ -1626,6 +1626,35 @@ static void dedup_totals(wlist *l, ox_model_cost *mc)
     }
 }
 
+/* Calls of model-local functions (PyTorch 2 dynamo: one per module) have
+ * no rule of their own, and their bodies' shapes depend on each call: the
+ * MAC/FLOP totals are taken from a clone with the calls inlined and
+ * inferred (the types m already has, --shape overrides included, carry
+ * over), when that knows more. Per-node rows keep the call unknown. */
+static void cost_calls_inlined(const ox_model *m, ox_model_cost *out)
+{
+    ox_model *c = ox_model_clone(m);
+    ox_error err = {0};
+    ox_model_cost ic;
+    ox_infer_opts io = {.no_value_info = true};
+    if (c && ox_model_inline_functions(c, &err) == OX_OK &&
+        ox_infer_model(c, &io, &err) == OX_OK && !ox_model_calls_functions(c) &&
+        ox_model_cost_compute(c, &ic, &err) == OX_OK && ic.n_unknown < out->n_unknown) {
+        out->macs = ic.macs;
+        out->flops = ic.flops;
+        out->macs_lower = ic.macs_lower;
+        out->flops_lower = ic.flops_lower;
+        out->n_upper = ic.n_upper;
+        out->known = ic.known;
+        out->n_unknown = ic.n_unknown;
+        out->n_no_rule = ic.n_no_rule;
+        out->bytes_read = ic.bytes_read;
+        out->bytes_written = ic.bytes_written;
+        out->bytes_known = ic.bytes_known;
+    }
+    ox_model_free(c);
+}
+
 ox_status ox_model_cost_compute(const ox_model *m, ox_model_cost *out,
                                 ox_error *err)
 {
@@ -1660,6 +1689,9 @@ ox_status ox_model_cost_compute(const ox_model *m, ox_model_cost *out,
         if (!c.bytes_known)
             out->bytes_known = false;
     }
+
+    if (out->n_unknown > 0 && ox_model_calls_functions(m))
+        cost_calls_inlined(m, out);
 
     wlist l = {0};
     collect_ctx cctx = {&l};

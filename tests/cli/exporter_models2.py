@@ -38,6 +38,7 @@ CASES = {}
 CONVERT = {}     # case -> opsets to convert to (and run)
 REFUSE = {}      # case -> {opset: text the one-line refusal must contain}
 MACS = {}        # case -> MACs `info --json` must report (docs/COST.md's rule)
+MACS_DIMS = {}   # case -> ([--dim/--shape args], MACs info --json must report with them)
 NO_ORT = {}
 EXTERNAL = set()
 
@@ -91,6 +92,11 @@ def dynamo_functions_opset18():
 
 
 CONVERT["dynamo_functions_opset18"] = (17, 13)
+# docs/COST.md weights at batch 2: Norm on 2x3x4 (24 elements) = ReduceMean
+# 24 + Sub 24 + Mul 24 + ReduceMean 24 + Add 6 + Sqrt 4*6 + Div 2*24 = 174;
+# Halves = Norm 174 + Sigmoid 19*24 + Mul 24; then Norm again. The calls
+# were unknown before (no rule for a function call).
+MACS_DIMS["dynamo_functions_opset18"] = (["--dim", "batch=2"], 174 + 19 * 24 + 24 + 174)
 REFUSE["dynamo_functions_opset18"] = {11: "refers to the calling node's attribute"}
 
 

@@ -84,6 +84,12 @@ def front_ends(name):
             fail(f"{name}: info --json macs {j['macs']} with symbolic input dims")
         if name in EM2.MACS and j["macs"] != EM2.MACS[name]:
             fail(f"{name}: info --json macs {j['macs']}, expected {EM2.MACS[name]}")
+    if name in getattr(EM2, "MACS_DIMS", {}):
+        args, want = EM2.MACS_DIMS[name]
+        p = ox("info", model, "--json", *args)
+        got = json.loads(p.stdout)["macs"] if p.returncode == 0 else f"exit {p.returncode}"
+        if got != want:
+            fail(f"{name}: info --json {' '.join(args)}: macs {got}, expected {want}")
     p = ox("info", model, "--profile")
     if p.returncode != 0:
         fail(f"{name}: info --profile exit {p.returncode}: {p.stderr.strip()[-300:]}")
