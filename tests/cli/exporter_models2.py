@@ -322,6 +322,154 @@ def unicode_names():
 PROFILE_COLUMNS = {"unicode_names"}   # cases whose info --profile columns are checked
 
 
+@case
+def spox_opset18_constants():
+    """spox's style at opset 18: every value named `_v_N`, Constant nodes
+    with value_ints / value_floats / value_float / value_int, Identity
+    chains, ReduceMean with axes as an input, Split by num_outputs (an
+    uneven last chunk), Shape with start/end, CastLike, Pad with an axes
+    input and negative axes, ScatterElements with a max reduction,
+    ReduceMax with empty axes and noop_with_empty_axes."""
+    c = helper.make_node
+    nodes = [
+        c("Constant", [], ["_v_0"], value_ints=[1]),
+        c("Identity", ["_v_0"], ["_v_1"]),
+        c("ReduceMean", ["x", "_v_1"], ["_v_2"], keepdims=1),            # [N,1,5]
+        c("Constant", [], ["_v_3"], value_floats=[0.5, 2.0, 3.0, 1.0, -1.0]),
+        c("Mul", ["_v_2", "_v_3"], ["_v_4"]),
+        c("Constant", [], ["_v_5"], value_float=1.5),
+        c("Add", ["_v_4", "_v_5"], ["_v_6"]),
+        c("Identity", ["_v_6"], ["mean_out"]),
+        c("Split", ["x"], ["_v_8", "_v_9", "_v_10"], axis=-1, num_outputs=3),  # 2, 2, 1
+        c("Constant", [], ["_v_11"], value_int=3),
+        c("CastLike", ["_v_11", "x"], ["_v_12"]),
+        c("Mul", ["_v_8", "_v_12"], ["split_out"]),
+        c("Shape", ["x"], ["shape_out"], start=1, end=-1),
+        c("Constant", [], ["_v_13"], value_ints=[1, 2, 0, 1]),
+        c("Constant", [], ["_v_14"], value_ints=[-1, 1]),
+        c("Pad", ["_v_9", "_v_13", "_v_5", "_v_14"], ["pad_out"], mode="constant"),
+        c("Constant", [], ["_v_15"], value_ints=[]),
+        c("ReduceMax", ["_v_10", "_v_15"], ["noop_out"], noop_with_empty_axes=1),
+        c("ScatterElements", ["x", "idx", "upd"], ["scatter_out"], axis=-1, reduction="max"),
+    ]
+    m = model(nodes, [vi("x", ["N", 4, 5]), vi("idx", ["N", 4, 2], TensorProto.INT64),
+                      vi("upd", ["N", 4, 2])],
+              [vi("mean_out", ["N", 1, 5]), vi("split_out", ["N", 4, 2]),
+               vi("shape_out", [1], TensorProto.INT64), vi("pad_out", ["N", 5, 3]),
+               vi("noop_out", ["N", 4, 1]), vi("scatter_out", ["N", 4, 5])], opset=18)
+    x = rnd(2, 4, 5)
+    idx = RNG.integers(-5, 5, size=(2, 4, 2)).astype(np.int64)
+    upd = rnd(2, 4, 2)
+    x64 = x.astype(np.float64)
+    sc = x64.copy()
+    for b in range(2):
+        for i in range(4):
+            for j in range(2):
+                k = idx[b, i, j] % 5
+                sc[b, i, k] = max(sc[b, i, k], upd[b, i, j])
+    pad = np.pad(x64[..., 2:4], ((0, 0), (2, 1), (1, 0)), constant_values=1.5)
+    return m, {"x": x, "idx": idx, "upd": upd}, [
+        x64.mean(1, keepdims=True) * np.array([0.5, 2, 3, 1, -1]) + 1.5, x64[..., :2] * 3,
+        np.array([4], np.int64), pad, x64[..., 4:], sc]
+
+
+CONVERT["spox_opset18_constants"] = (21,)
+REFUSE["spox_opset18_constants"] = {17: "needs opset 18"}
+
+
+@case
+def groupnorm_col2im_opset18():
+    """GroupNormalization-18 (scale and bias per group) and Col2Im (opset
+    18), both written by torch's dynamo exporter. Converting to 21 needs
+    per-channel scale: refused with the reason when it is an input."""
+    c = helper.make_node
+    nodes = [c("GroupNormalization", ["x", "s", "b"], ["gn"], num_groups=2, epsilon=1e-5),
+             c("Constant", [], ["isz"], value_ints=[5, 5]),
+             c("Constant", [], ["bs"], value_ints=[2, 2]),
+             c("Col2Im", ["cols", "isz", "bs"], ["img"], strides=[1, 1])]
+    m = model(nodes, [vi("x", [2, 4, 3, 3]), vi("s", [2]), vi("b", [2]), vi("cols", [1, 8, 16])],
+              [vi("gn", [2, 4, 3, 3]), vi("img", [1, 2, 5, 5])], opset=18)
+    x, sc, bi, cols = rnd(2, 4, 3, 3), rnd(2), rnd(2), rnd(1, 8, 16)
+    g = x.astype(np.float64).reshape(2, 2, -1)
+    g = (g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)
+    gn = (g * sc[None, :, None] + bi[None, :, None]).reshape(2, 4, 3, 3)
+    img = np.zeros((1, 2, 5, 5))
+    blocks = cols.astype(np.float64).reshape(1, 2, 2, 2, 4, 4)   # C, kh, kw, oh, ow
+    for i in range(2):
+        for j in range(2):
+            img[:, :, i:i + 4, j:j + 4] += blocks[:, :, i, j]
+    return m, {"x": x, "s": sc, "b": bi, "cols": cols}, [gn, img]
+
+
+REFUSE["groupnorm_col2im_opset18"] = {21: "per group to per channel",
+                                      17: "introduced in opset 18"}
+
+
+@case
+def empty_batch_dynamic():
+    """A batch of 0 (a valid, empty input) through Conv, Relu, ReduceSum
+    with axes, Flatten, MatMul, a Concat on the batch axis and Softmax, the
+    batch a symbolic dim; plus MatMul/Gemm with an inner dim of 0 (zeros,
+    and Gemm's C)."""
+    c = helper.make_node
+    w, mm, cc = rnd(4, 2, 3, 3), rnd(36, 5), rnd(3)
+    nodes = [c("Conv", ["x", "w"], ["cv"], pads=[1, 1, 1, 1]), c("Relu", ["cv"], ["r"]),
+             c("ReduceSum", ["r", "ax"], ["rs"], keepdims=1), c("Flatten", ["r"], ["f"]),
+             c("MatMul", ["f", "mm"], ["m1"]), c("Concat", ["m1", "m1"], ["cat"], axis=0),
+             c("Softmax", ["cat"], ["sm"], axis=-1),
+             c("MatMul", ["a", "b"], ["k0"]), c("Gemm", ["a", "b", "cc"], ["g0"])]
+    m = model(nodes, [vi("x", ["N", 2, 3, 3]), vi("a", [2, "K"]), vi("b", ["K", 3])],
+              [vi("rs", ["N", 1, 1, 3]), vi("sm", ["M", 5]), vi("k0", [2, 3]), vi("g0", [2, 3])],
+              inits=[init("w", w), init("ax", np.array([1, 2], np.int64)), init("mm", mm),
+                     init("cc", cc)], opset=13)
+    return m, {"x": np.zeros((0, 2, 3, 3), np.float32), "a": np.zeros((2, 0), np.float32),
+               "b": np.zeros((0, 3), np.float32)}, [
+        np.zeros((0, 1, 1, 3)), np.zeros((0, 5)), np.zeros((2, 3)), np.tile(cc, (2, 1))]
+
+
+@case
+def int32_indices_negative_axes():
+    """int32 indices and negative axes everywhere (TF2ONNX keeps int32):
+    Gather with negative indices, GatherElements, Slice with int32
+    starts/ends/axes/steps (INT32_MAX / INT32_MIN ends, negative steps),
+    TopK largest=0 on axis -1, OneHot with int32 indices and axis -1,
+    exclusive reverse CumSum with an int32 axis, a scalar Expand."""
+    c = helper.make_node
+    i32 = TensorProto.INT32
+    nodes = [c("Gather", ["x", "gi"], ["g"], axis=-1),
+             c("GatherElements", ["x", "ge"], ["e"], axis=-2),
+             c("Slice", ["x", "st", "en", "sa", "sp"], ["sl"]),
+             c("TopK", ["x", "k"], ["tv", "ti"], axis=-1, largest=0),
+             c("OneHot", ["oi", "od", "ov"], ["oh"], axis=-1),
+             c("CumSum", ["x", "ca"], ["cs"], reverse=1, exclusive=1),
+             c("Expand", ["s", "sh"], ["ex"])]
+    m = model(nodes, [vi("x", [5, 6]), vi("gi", [2, 2], i32), vi("ge", [2, 6], i32),
+                      vi("oi", [3], i32), vi("s", [])],
+              [vi("g", [5, 2, 2]), vi("e", [2, 6]), vi("sl", [2, 2]), vi("tv", [5, 2]),
+               vi("ti", [5, 2], TensorProto.INT64), vi("oh", [3, 4]), vi("cs", [5, 6]),
+               vi("ex", [2, 1, 3])],
+              inits=[init("st", np.array([-1, 2 ** 31 - 1], np.int32)),
+                     init("en", np.array([-2 ** 31, -7], np.int32)),
+                     init("sa", np.array([0, -1], np.int32)),
+                     init("sp", np.array([-3, -4], np.int32)),
+                     init("k", np.array([2], np.int64)), init("od", np.array(4, np.int32)),
+                     init("ov", np.array([0.5, 2], np.float32)),
+                     init("ca", np.array(-1, np.int32)),
+                     init("sh", np.array([2, 1, 3], np.int64))], opset=13)
+    x = rnd(5, 6)
+    gi = np.array([[-1, 0], [2, -6]], np.int32)
+    ge = RNG.integers(-5, 5, size=(2, 6)).astype(np.int32)
+    oi = np.array([1, -1, 3], np.int32)
+    srt = np.argsort(x, axis=-1, kind="stable")[:, :2]
+    csum = np.flip(np.cumsum(np.flip(x.astype(np.float64), -1), -1), -1) - x
+    oh = np.full((3, 4), 0.5)
+    for r_, v in enumerate(oi):
+        oh[r_, v % 4] = 2
+    return m, {"x": x, "gi": gi, "ge": ge, "oi": oi, "s": np.array(3.0, np.float32)}, [
+        x[:, gi % 6], np.take_along_axis(x, ge % 5, 0), x[-1::-3, -1::-4],
+        np.take_along_axis(x, srt, -1), srt.astype(np.int64), oh, csum, np.full((2, 1, 3), 3.0)]
+
+
 def write_case(name, folder):
     """As exporter_models.write_case, for this file's cases."""
     global RNG
