@@ -224,7 +224,18 @@ static ox_status exec_poll(const ox_exec *e, int64_t extra, ox_error *err)
 
 ox_status ox_kernel_poll(ox_kernel_ctx *c, int64_t extra_bytes)
 {
-    if (!c || !c->exec)
+    if (!c)
+        return OX_OK;
+    /* The per-call output cap (plan-time folding's FOLD_MAX_OUT) and the
+     * single-tensor limit bind kernels that allocate their own outputs
+     * (Resize) as ox_kernel_output binds the others. */
+    if (extra_bytes > 0 && ((c->max_output_bytes > 0 && extra_bytes > c->max_output_bytes) ||
+                            (uint64_t)extra_bytes > (uint64_t)max_tensor_bytes())) {
+        char bb[32];
+        return ox_errorf(c->err, OX_ERANGE, "%s of new tensors exceeds the limit",
+                         ox_fmt_bytes(extra_bytes, true, bb, sizeof bb));
+    }
+    if (!c->exec)
         return OX_OK;
     return exec_poll(c->exec, extra_bytes, c->err);
 }

@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_exporters as TE  # noqa: E402  (exits 77 without numpy/onnx)
 import exporter_models2 as EM2  # noqa: E402
 
+import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 
 TE.EM = EM2       # one_case and run_ort read the case table through TE.EM
@@ -200,6 +201,49 @@ def future_versions():
                  f"{text!r}: exit {p.returncode}, {p.stderr.strip()[-300:]!r}")
 
 
+def memory_bombs():
+    """Small models whose outputs are huge but valid (Resize by 30000 on
+    each axis from a constant image: plan-time folding; from an input;
+    Pad by 10^6): `run --max-memory 256M` refuses them with one line before
+    allocating. The child runs under a 1.5 GiB address-space limit, so an
+    allocation before the check shows as another error (the Resize kernel
+    allocated its own output unchecked: 3.5 GB filled, then refused)."""
+    import resource
+    from onnx import helper, numpy_helper
+    d = os.path.join(TE.TMP, "bombs")
+    os.makedirs(d, exist_ok=True)
+    print("== memory bombs", flush=True)
+    sc = numpy_helper.from_array(np.array([1, 1, 30000, 30000], np.float32), "sc")
+    img = numpy_helper.from_array(np.ones((1, 1, 1, 1), np.float32), "img")
+    pads = numpy_helper.from_array(np.array([0, 1000000, 0, 1000000], np.int64), "pads")
+    bombs = {
+        "resize_const_nearest": ([helper.make_node("Resize", ["img", "", "sc"], ["y"],
+                                                   mode="nearest")], [img, sc], []),
+        "resize_input_linear": ([helper.make_node("Resize", ["x", "", "sc"], ["y"],
+                                                  mode="linear")], [sc], ["x"]),
+        "pad_input": ([helper.make_node("Pad", ["x", "pads"], ["y"])], [pads], ["x"]),
+    }
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29))
+    for nm, (nodes, inits, ins) in bombs.items():
+        shape = [1, 1, 1, 1] if nm.startswith("resize") else [1000, 1000]
+        g = helper.make_graph(nodes, "g", [EM2.vi(i, shape) for i in ins], [EM2.vi("y", None)],
+                              initializer=inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 7
+        path = os.path.join(d, nm + ".onnx")
+        onnx.save(m, path)
+        p = subprocess.run([TE.BIN, "run", path, "--random", "--max-memory", "256M"],
+                           capture_output=True, text=True, env=TE.ENV, timeout=120,
+                           preexec_fn=limit)
+        lines = [x for x in p.stderr.splitlines() if x.strip()]
+        if p.returncode != 1 or len(lines) != 1 or not (
+                "--max-memory" in lines[0] or "exceeds the limit" in lines[0]):
+            fail(f"bomb {nm}: expected exit 1 and one line naming the limit, got exit "
+                 f"{p.returncode}: {p.stderr.strip()[-300:]!r}")
+
+
 def main():
     names = sys.argv[1:] or list(EM2.CASES)
     if not TE.HAVE_ORT:
@@ -216,9 +260,11 @@ def main():
         except UnicodeDecodeError as e:   # our output read as text
             fail(f"{n}: output is not valid UTF-8: {e}")
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        list(pool.map(guarded, [n for n in names if n != "future"]))
+        list(pool.map(guarded, [n for n in names if n not in ("future", "bombs")]))
     if not sys.argv[1:] or "future" in sys.argv[1:]:
         future_versions()
+    if not sys.argv[1:] or "bombs" in sys.argv[1:]:
+        memory_bombs()
     print(f"{len(names)} cases, {len(TE.FAILS)} failures")
     if not TE.FAILS:
         shutil.rmtree(TE.TMP, ignore_errors=True)

@@ -317,6 +317,16 @@ static ox_status run_resize(ox_kernel_ctx *c, const ox_tensor *x, const rs_opts 
     int64_t total;
     if (!ox_shape_numel(r, out_len, &total) || total > ((int64_t)1 << 34))
         return ox_errorf(c->err, OX_ESHAPE, "%s: output too large", ox_tk_op(c));
+    /* The output (and, interpolating, float staging of the same size) is
+     * allocated here, not by ox_kernel_output: the --max-memory ceiling is
+     * checked first, so a small input with huge scales is refused before
+     * any byte is touched (it used to fill gigabytes, then be refused). */
+    size_t out_bytes = 0;
+    if (x->dtype != OX_DT_STRING && !ox_dtype_nbytes(x->dtype, total, &out_bytes))
+        return ox_errorf(c->err, OX_ESHAPE, "%s: output too large", ox_tk_op(c));
+    int64_t need = (int64_t)out_bytes + (o->mode == M_NEAREST ? 0 : total * (int64_t)sizeof(float));
+    if ((st = ox_kernel_poll(c, need)) != OX_OK)
+        return st;
     for (int a = 0; a < r; a++) {
         ax[a].in_len = x->dims[a];
         ax[a].out_len = out_len[a];
