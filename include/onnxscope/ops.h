@@ -84,6 +84,14 @@ enum {
 };
 unsigned ox_op_facts(const char *domain, const char *op_type);
 
+/* Model-local functions importing another default-domain opset than the
+ * model's: where every default-domain operator a body uses (nested
+ * subgraphs included) has the same registry entry at both versions (ONNX
+ * checker's compatibility rule), the function's import is set to the
+ * model's, so that the calls can be inlined. Returns how many functions
+ * still differ. Meant for the inlined copies `run` and the cost model make. */
+int ox_op_align_function_opsets(ox_model *m);
+
 /* An op allowed to lack some facts (`missing`), and why. */
 typedef struct ox_op_exemption {
     const char *domain, *op_type;

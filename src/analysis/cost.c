@@ -1637,6 +1637,8 @@ static void cost_calls_inlined(const ox_model *m, ox_model_cost *out)
     ox_error err = {0};
     ox_model_cost ic;
     ox_infer_opts io = {.no_value_info = true};
+    if (c)
+        ox_op_align_function_opsets(c);
     if (c && ox_model_inline_functions(c, &err) == OX_OK &&
         ox_infer_model(c, &io, &err) == OX_OK && !ox_model_calls_functions(c) &&
         ox_model_cost_compute(c, &ic, &err) == OX_OK && ic.n_unknown < out->n_unknown) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "onnxscope/exec.h"
+#include "onnxscope/ops.h"
 #include "onnxscope/profile.h"
 #include "arena.h"
 #include "dnnl_backend.h"
@@ -2623,6 +2624,8 @@ ox_status ox_exec_new(ox_model *m, const ox_exec_opts *opts, ox_exec **out,
      * exist for operators only. The caller's model stays as it was. */
     if (ox_model_calls_functions(m)) {
         ox_model *c = ox_model_clone(m);
+        if (c)   /* a function at another opset whose operators are the same */
+            ox_op_align_function_opsets(c);
         ox_status ist = c ? ox_model_inline_functions(c, err)
                           : ox_errorf(err, OX_ENOMEM, "out of memory");
         if (ist) {

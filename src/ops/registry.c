@@ -972,3 +972,42 @@ bool ox_op_schema_attr(const ox_op_schema *s, int k, ox_op_attr_info *out)
     }
     return true;
 }
+
+typedef struct align_ctx {
+    int64_t theirs, mine;
+    bool same;
+} align_ctx;
+
+static void align_graph(ox_graph *g, void *ctx)
+{
+    align_ctx *a = ctx;
+    for (int i = 0; i < g->n_nodes && a->same; i++) {
+        const ox_node *n = g->nodes[i];
+        if (*norm_domain(n->domain))
+            continue;
+        if (ox_op_find("", n->op_type, a->theirs) != ox_op_find("", n->op_type, a->mine))
+            a->same = false;
+    }
+}
+
+int ox_op_align_function_opsets(ox_model *m)
+{
+    int64_t mine = m ? ox_model_opset(m, "") : -1;
+    int left = 0;
+    for (int i = 0; mine >= 0 && i < m->n_functions; i++) {
+        ox_function *f = &m->functions[i];
+        ox_opset *imp = NULL;
+        for (int k = 0; k < f->n_opsets; k++)
+            if (!*norm_domain(f->opsets[k].domain))
+                imp = &f->opsets[k];
+        if (!imp || imp->version == mine || !f->body)
+            continue;
+        align_ctx a = {imp->version, mine, true};
+        ox_graph_visit(f->body, align_graph, &a);
+        if (a.same)
+            imp->version = mine;
+        else
+            left++;
+    }
+    return left;
+}

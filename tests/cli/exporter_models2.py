@@ -470,6 +470,28 @@ def int32_indices_negative_axes():
         np.take_along_axis(x, srt, -1), srt.astype(np.int64), oh, csum, np.full((2, 1, 3), 3.0)]
 
 
+@case
+def function_opset17_in_model18():
+    """A local function importing opset 17 in an opset-18 model (a library
+    of onnxscript functions written for 17): Relu, ReduceSum (axes input)
+    and Add have the same definitions at 17 and 18, so ONNX's checker
+    accepts it and it must run (it was refused: "function Blk imports
+    opset 17 of the default domain, the model 18")."""
+    o = [helper.make_opsetid("", 17), helper.make_opsetid("pkg", 1)]
+    f = helper.make_function("pkg", "Blk", ["x"], ["y"], [
+        helper.make_node("Constant", [], ["ax"], value_ints=[-1]),
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("ReduceSum", ["r", "ax"], ["s"], keepdims=1),
+        helper.make_node("Add", ["r", "s"], ["y"])], o)
+    g = helper.make_graph([helper.make_node("Blk", ["x"], ["y"], domain="pkg")], "g",
+                          [vi("x", [2, 3])], [vi("y", [2, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18), o[1]], functions=[f])
+    m.ir_version = 8
+    x = rnd(2, 3)
+    r = np.maximum(x.astype(np.float64), 0)
+    return m, {"x": x}, [r + r.sum(-1, keepdims=True)]
+
+
 def write_case(name, folder):
     """As exporter_models.write_case, for this file's cases."""
     global RNG
