@@ -436,7 +436,7 @@ int ox_cmd_bench(int argc, char **argv)
         ox_threads_capped(&teams, &capped, &min_team);
         if (capped)
             printf("load guard: %lld of %lld parallel sections ran on fewer threads (down to "
-                   "%d) because the load average left fewer cores free "
+                   "%d) because other processes kept cores busy "
                    "(ONNXSCOPE_THREADS_LOAD_CAP=0: always %d)\n",
                    capped, teams, min_team, threads);
     }
