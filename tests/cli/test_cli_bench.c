@@ -122,6 +122,34 @@ static void test_known_flops(void **state)
     free(out);
 }
 
+/* A static model whose weights come from ConstantOfShape nodes (the
+ * backend suite's light models): bench's FLOPs are info's too, with no
+ * --shape/--dim given (they printed as unknown: nothing was inferred). */
+static void test_flops_without_shapes(void **state)
+{
+    (void)state;
+    const char *sh = ox_test_shared();
+    char m[1024], args[2048];
+    snprintf(m, sizeof m, "%s/onnx-backend/light/light_resnet50.onnx", sh ? sh : "");
+    if (!sh || access(m, R_OK) != 0) {
+        printf("skipped: %s not found (../shared absent)\n", m);
+        skip();
+    }
+    snprintf(args, sizeof args, "info %s --json", m);
+    json_t *info = run_json(args);
+    json_t *cost = json_object_get(info, "cost");
+    json_t *fl = cost ? json_object_get(cost, "flops") : json_object_get(info, "flops");
+    assert_true(json_is_integer(fl));
+    json_int_t info_flops = json_integer_value(fl);
+    assert_true(info_flops > 8000000000LL);   /* ResNet-50: 4.1 G multiply-adds */
+    json_decref(info);
+    snprintf(args, sizeof args, "bench %s --iters 1 --warmup 0 --threads 1 --no-profile --json", m);
+    json_t *o = run_json(args);
+    assert_true(json_is_integer(json_object_get(o, "flops")));
+    assert_int_equal(json_integer_value(json_object_get(o, "flops")), info_flops);
+    json_decref(o);
+}
+
 /* The If model is costed by its larger branch only: no exact FLOPs, so no
  * rate: null in JSON, '?' in text. */
 static void test_unknown_flops(void **state)
@@ -212,6 +240,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_known_flops),
         cmocka_unit_test(test_unknown_flops),
+        cmocka_unit_test(test_flops_without_shapes),
         cmocka_unit_test(test_peak_cache),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
