@@ -115,8 +115,9 @@ static json_t *stats_json(const char *path, const ox_bench_stats *s, int threads
     if (json_device == OX_DEVICE_CUDA)
         json_object_set_new(
             o, "cuda",
-            json_pack("{s:s, s:s, s:i, s:i, s:i}", "graph", graph_word(s->cuda_graph),
+            json_pack("{s:s, s:s, s:i, s:i, s:i, s:i}", "graph", graph_word(s->cuda_graph),
                       "graph_note", s->cuda_graph_note, "fp16_nodes", s->fp16_nodes,
+                      "float16_nodes", s->float16_nodes,
                       "epilogue_nodes", s->epilogue_nodes, "flash_nodes", s->flash_nodes));
     bool known = s->flops >= 0 && s->gflops >= 0;
     json_object_set_new(o, "flops", known ? json_integer((json_int_t)s->flops) : json_null());
@@ -205,8 +206,10 @@ static void print_placement(const char *label, const ox_bench_stats *s)
     if (s->plan_shape_nodes)
         printf("%s: %d of the CPU nodes are shape arithmetic computed once at plan time\n",
                label, s->plan_shape_nodes);
-    printf("%s: %s, %d GEMM epilogue(s), %d tiled attention node(s); CUDA Graph %s%s%s\n",
-           label, s->fp16_nodes ? "fp16" : "fp32", s->epilogue_nodes, s->flash_nodes,
+    printf("%s: %s, %d float16 node(s) of the model, %d GEMM epilogue(s), %d tiled attention "
+           "node(s); CUDA Graph %s%s%s\n",
+           label, s->fp16_nodes ? "fp16" : "fp32", s->float16_nodes, s->epilogue_nodes,
+           s->flash_nodes,
            graph_word(s->cuda_graph), s->cuda_graph_note[0] ? ": " : "", s->cuda_graph_note);
 }
 

@@ -340,6 +340,7 @@ static ox_status run_model(const job *j, int which, ox_model *m, ox_rval *const 
     s->cuda_graph = es.cuda_graph;
     memcpy(s->cuda_graph_note, es.cuda_graph_note, sizeof s->cuda_graph_note);
     s->fp16_nodes = es.fp16_nodes;
+    s->float16_nodes = es.float16_nodes;
     s->epilogue_nodes = es.epilogue_nodes;
     s->flash_nodes = es.flash_nodes;
     s->plan_shape_nodes = es.plan_shape_nodes;
