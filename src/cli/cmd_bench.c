@@ -166,9 +166,12 @@ static void print_compute(const char *label, const ox_bench_stats *s, const ox_p
         snprintf(frac, sizeof frac, "%.1f%%", 100 * s->gflops / peak->gflops);
     else
         snprintf(frac, sizeof frac, "?");
+    char on[48] = "";
+    if (peak->cores > 0 && peak->cores < peak->threads)
+        snprintf(on, sizeof on, " on %d core%s", peak->cores, peak->cores == 1 ? "" : "s");
     if (peak->gflops > 0)
-        printf(", %s of peak %.1f GFLOP/s (%d thread%s, %s, %s)\n", frac, peak->gflops,
-               peak->threads, peak->threads == 1 ? "" : "s", peak->isa,
+        printf(", %s of peak %.1f GFLOP/s (%d thread%s%s, %s, %s)\n", frac, peak->gflops,
+               peak->threads, peak->threads == 1 ? "" : "s", on, peak->isa,
                peak->from_cache ? "cached" : "measured now");
     else
         printf(", peak unknown\n");
@@ -267,7 +270,7 @@ int ox_cmd_bench(int argc, char **argv)
                 goto out;
             break;
         case 'j':
-            if (!parse_int("--threads", optarg, 0, &v)) {
+            if (!ox_cli_parse_long("--threads", optarg, 0, 4096, &v)) {
                 rc = 2;
                 goto out;
             }
@@ -403,9 +406,9 @@ int ox_cmd_bench(int argc, char **argv)
         json_object_set_new(
             o, "peak",
             peak.gflops > 0
-                ? json_pack("{s:f, s:i, s:s, s:s, s:b}", "gflops", peak.gflops, "threads",
-                            peak.threads, "isa", peak.isa, "cpu", peak.cpu, "cached",
-                            peak.from_cache)
+                ? json_pack("{s:f, s:i, s:i, s:s, s:s, s:b}", "gflops", peak.gflops,
+                            "threads", peak.threads, "cores", peak.cores, "isa", peak.isa,
+                            "cpu", peak.cpu, "cached", peak.from_cache)
                 : json_null());
         char *s =
             json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));

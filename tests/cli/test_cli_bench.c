@@ -227,6 +227,38 @@ static void test_peak_cache(void **state)
     assert_int_equal(ours, 1);
 }
 
+/* More threads than cores: the peak is the cores' (the same cache key as
+ * a run on exactly those cores), not a sum over threads sharing them; and
+ * an absurd thread count is a usage error, not a hang. */
+static void test_peak_oversubscribed(void **state)
+{
+    (void)state;
+    char m[512], args[1024];
+    sample("tiny_cnn.onnx", m, sizeof m);
+    snprintf(args, sizeof args, "bench %s --iters 1 --threads 64 --no-profile --json", m);
+    json_t *o = run_json(args);
+    json_t *peak = json_object_get(o, "peak");
+    assert_int_equal(json_integer_value(json_object_get(peak, "threads")), 64);
+    json_int_t cores = json_integer_value(json_object_get(peak, "cores"));
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    assert_true(cores >= 1 && cores <= 64 && (online < 1 || cores <= online));
+    double g64 = json_real_value(json_object_get(peak, "gflops"));
+    json_decref(o);
+    snprintf(args, sizeof args, "bench %s --iters 1 --threads %d --no-profile --json", m,
+             (int)cores);
+    o = run_json(args);
+    peak = json_object_get(o, "peak");
+    assert_true(json_is_true(json_object_get(peak, "cached")));
+    /* (the cache keeps three decimals) */
+    assert_true(fabs(json_real_value(json_object_get(peak, "gflops")) - g64) <= 1e-3);
+    json_decref(o);
+    char *out = NULL;
+    snprintf(args, sizeof args, "bench %s --iters 1 --threads 100000 --no-profile", m);
+    assert_int_equal(run(args, &out), 2);
+    assert_non_null(strstr(out, "--threads 100000"));
+    free(out);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || !ox_test_bin()) {
@@ -242,6 +274,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_unknown_flops),
         cmocka_unit_test(test_flops_without_shapes),
         cmocka_unit_test(test_peak_cache),
+        cmocka_unit_test(test_peak_oversubscribed),  /* after: it fills the cache */
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[128];
