@@ -75,6 +75,9 @@ json_t *ox_profile_to_json(const ox_profile *p);
 
 /* Formats n with a K/M/G/T suffix ("4.09G"), or "?" when !known. */
 const char *ox_fmt_count(int64_t n, bool known, char *buf, size_t len);
+/* Terminal columns of UTF-8 text (East Asian wide characters count two;
+ * bytes that are not UTF-8 one each): printf pads by bytes. */
+int ox_text_cols(const char *s);
 /* Formats bytes as "12.3 MiB", or "?" when !known. */
 const char *ox_fmt_bytes(int64_t n, bool known, char *buf, size_t len);
 

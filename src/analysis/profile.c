@@ -335,6 +335,11 @@ static int str_cols(const char *s)
     return cols;
 }
 
+int ox_text_cols(const char *s)
+{
+    return s ? str_cols(s) : 0;
+}
+
 /* Shortens s to at most w columns, keeping both ends ("a...z") and whole
  * UTF-8 code points. */
 static const char *clip(const char *s, int w, char *buf, size_t len)

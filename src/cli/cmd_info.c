@@ -145,7 +145,8 @@ static void print_values(const char *title, ox_value *const *v, int n)
     printf("%s:\n", title);
     for (int i = 0; i < n; i++) {
         char buf[256];
-        printf("  %-32s %s\n", v[i]->name,
+        int pad = 32 - ox_text_cols(v[i]->name);   /* columns, not bytes */
+        printf("  %s%*s %s\n", v[i]->name ? v[i]->name : "", pad > 0 ? pad : 0, "",
                v[i]->type ? ox_type_str(v[i]->type, buf, sizeof buf) : "?");
     }
 }

@@ -60,6 +60,11 @@ def profile_columns(name, model, m):
                 starts.add(cols(line[:line.rindex(f" {op} ")]))
     if len(starts) != 1:
         fail(f"{name}: info --profile op column starts at columns {sorted(starts)}")
+    # info's inputs/outputs: the type starts at column 35 whatever the name.
+    for v in list(m.graph.input) + list(m.graph.output):
+        line = next((x for x in text.splitlines() if x.startswith(f"  {v.name} ")), None)
+        if line is None or cols(line[:line.index(" float32")]) != 34:
+            fail(f"{name}: info's line for {v.name!r} is not aligned: {line!r}")
 
 
 def front_ends(name):
