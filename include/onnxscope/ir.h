@@ -34,6 +34,11 @@ typedef struct ox_dim {
     int64_t value;  /* -1 when not known */
     char *param;    /* symbol name or NULL */
     char *denotation;
+    /* A negative dim_value the file declared (-1 from some exporters):
+     * read as unknown (value -1), as ONNX Runtime reads it; `check` warns;
+     * written back as declared while the dim stays unknown and without a
+     * symbol (ONNX Runtime's saved models keep it too). 0: none. */
+    int64_t declared_neg;
 } ox_dim;
 
 struct ox_type {
@@ -53,6 +58,14 @@ void ox_type_free(ox_type *t);
 bool ox_type_is_static(const ox_type *t);
 /* Formats "float32[1,3,N,?]" into buf. */
 const char *ox_type_str(const ox_type *t, char *buf, size_t len);
+/* The dims of tensor type t (or of the tensor inside a sequence, optional
+ * or map) that the file declared negative and are still unknown: their
+ * count; *axis and *value the first's (either may be NULL). */
+int ox_type_declared_neg(const ox_type *t, int *axis, int64_t *value);
+/* The note `info` and the TUI show after such a type: "(axis 0 declared
+ * -1: unknown; see `check`)", "(axes 0, 2 declared negative: unknown; see
+ * `check`)", or "" when there is none. Returns buf. */
+const char *ox_type_neg_note(const ox_type *t, char *buf, size_t len);
 bool ox_type_equal(const ox_type *a, const ox_type *b);
 /* Declared types (ox_value.decl) against inferred ones.
  * compatible: nothing contradicts (same kind, element type and rank where

@@ -524,7 +524,7 @@ bool ox_infer_broadcast(const ox_type *a, const ox_type *b, ox_type *out)
     if (out->rank != r)
         return false;
     bool ok = true;
-    static const ox_dim one = { 1, NULL, NULL };
+    static const ox_dim one = {.value = 1};
     for (int i = 0; i < r; i++) {
         int ia = i - (r - a->rank), ib = i - (r - b->rank);
         const ox_dim *da = ia >= 0 ? &a->dims[ia] : &one;
