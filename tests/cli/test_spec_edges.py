@@ -8,6 +8,11 @@ output:
   any size there, and writes them back as declared when it saves a model; so
   `check` warns, `info` shows '?' with a note, `run` takes any size and
   `optimize` keeps the declared value (docs/INFERENCE.md);
+- Resize-11's roi: required at opsets 11-12 (omitted: refused, as onnx's
+  checker and ONNX Runtime refuse it), ignored unless
+  coordinate_transformation_mode is tf_crop_and_resize (an empty roi tensor
+  runs, as in ONNX Runtime), and there it needs its 2 x rank values (an
+  empty one refused, as ONNX Runtime refuses it) (docs/EXECUTOR.md);
 
 References are numpy computations of the operator's definition; ONNX Runtime
 (tests/cli/ort_run.js, NODE_PATH or /tmp/ort/node_modules) is a peer run
@@ -245,11 +250,117 @@ def negative_dims():
               f"{p.stderr}")
 
 
+# ---- Resize-11's roi ----------------------------------------------------------
+
+def resize_model(name, opset, roi, ctm, mode="nearest", roi_input=False):
+    """Resize of x [1,1,2,2] by scales [1,1,2,2]; roi: a list (an initializer,
+    [] an empty one), None (omitted: name ""), or with roi_input a graph
+    input."""
+    vi = helper.make_tensor_value_info
+    inits = [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]
+    ins = [vi("x", TensorProto.FLOAT, [1, 1, 2, 2])]
+    if roi_input:
+        ins.append(vi("roi", TensorProto.FLOAT, [None]))
+    elif roi is not None:
+        inits.append(numpy_helper.from_array(np.array(roi, np.float32), "roi"))
+    node = helper.make_node("Resize", ["x", "roi" if roi_input or roi is not None else "",
+                                       "scales"], ["y"], name="up", mode=mode,
+                            coordinate_transformation_mode=ctm)
+    g = helper.make_graph([node], "resize", ins, [vi("y", TensorProto.FLOAT, [1, 1, 4, 4])],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 6
+    return m, save(m, name)
+
+
+def resize_roi():
+    """Resize-11 declares roi (and scales) required, "only takes effect when
+    coordinate_transformation_mode is tf_crop_and_resize" (onnx.defs, the
+    spec's schema text); from opset 13 both are optional."""
+    print("== Resize roi", flush=True)
+    x = np.arange(1, 5, dtype=np.float32).reshape(1, 1, 2, 2)
+    feeds = {"x": x}
+    # An empty roi tensor where roi does not take effect: valid (onnx's
+    # checker, ONNX Runtime) and run. Nearest, asymmetric, x2: each pixel
+    # repeated (source index floor(i / 2)).
+    for opset in (11, 13):
+        m, path = resize_model(f"r{opset}_empty_roi.onnx", opset, [], "asymmetric")
+        check(checker(m, True) is None, f"resize {opset} empty roi: onnx checker {checker(m, True)}")
+        ref = x.repeat(2, axis=2).repeat(2, axis=3)
+        o = run_ort(path, feeds)
+        check(o is None or (not isinstance(o, str) and np.array_equal(o[0], ref)),
+              f"resize {opset} empty roi: ONNX Runtime {o}")
+        rc, outs, err = run_ours(path, feeds)
+        if check(rc == 0, f"resize {opset} empty roi: run exit {rc}: {err}"):
+            close(outs[0], ref, f"resize {opset} empty roi")
+    # Linear, half_pixel, empty roi: as ONNX Runtime computes it.
+    m, path = resize_model("r11_empty_roi_linear.onnx", 11, [], "half_pixel", mode="linear")
+    o = run_ort(path, feeds)
+    rc, outs, err = run_ours(path, feeds)
+    check(rc == 0, f"resize 11 linear empty roi: run exit {rc}: {err}")
+    if rc == 0 and o is not None and check(not isinstance(o, str), f"ONNX Runtime: {o}"):
+        close(outs[0], o[0], "resize 11 linear empty roi against ONNX Runtime")
+    # roi omitted at opset 11: a required input left empty. onnx's checker
+    # and ONNX Runtime refuse the model; so do check and the planner (one
+    # line naming the node).
+    m, path = resize_model("r11_no_roi.onnx", 11, None, "asymmetric")
+    check(checker(m, False) is not None, "resize 11 omitted roi: onnx's checker takes it")
+    o = run_ort(path, feeds)
+    check(o is None or isinstance(o, str), f"resize 11 omitted roi: ONNX Runtime runs it: {o}")
+    rc, outs, err = run_ours(path, feeds)
+    lines = err.strip().splitlines()
+    check(rc == 1 and len(lines) == 1 and "node 'up' (Resize)" in lines[0] and "roi" in lines[0] and
+          "opset 11" in lines[0], f"resize 11 omitted roi: run exit {rc}: {err}")
+    p = ox("check", path)
+    check(p.returncode == 1 and "node 'up' (Resize): input 1 is required but empty" in p.stderr,
+          f"resize 11 omitted roi: check exit {p.returncode}: {p.stderr}")
+    # ... while at opset 13 it is optional: ONNX Runtime and we run it.
+    m, path = resize_model("r13_no_roi_crop.onnx", 13, None, "tf_crop_and_resize", mode="linear")
+    check(checker(m, True) is None, f"resize 13 omitted roi: onnx checker {checker(m, True)}")
+    o = run_ort(path, feeds)
+    rc, outs, err = run_ours(path, feeds)
+    check(rc == 0 and ox("check", path).returncode == 0,
+          f"resize 13 omitted roi, tf_crop_and_resize: run exit {rc}: {err}")
+    if rc == 0 and o is not None and check(not isinstance(o, str), f"ONNX Runtime: {o}"):
+        close(outs[0], o[0], "resize 13 omitted roi, tf_crop_and_resize against ONNX Runtime")
+    # tf_crop_and_resize, where roi takes effect: an empty roi is no
+    # [start..., end...]; ONNX Runtime refuses it when it runs, we when the
+    # graph is planned (a constant) or when the node runs (an input).
+    for opset in (11, 13):
+        m, path = resize_model(f"r{opset}_empty_roi_crop.onnx", opset, [], "tf_crop_and_resize",
+                               mode="linear")
+        o = run_ort(path, feeds)
+        check(o is None or isinstance(o, str), f"resize {opset} crop empty roi: ONNX Runtime {o}")
+        rc, outs, err = run_ours(path, feeds)
+        lines = err.strip().splitlines()
+        check(rc == 1 and len(lines) == 1 and "node 'up' (Resize)" in lines[0] and
+              "tf_crop_and_resize needs roi of 8 values" in lines[0],
+              f"resize {opset} crop empty roi: run exit {rc}: {err}")
+    m, path = resize_model("r11_input_roi_crop.onnx", 11, None, "tf_crop_and_resize",
+                           mode="linear", roi_input=True)
+    empty = dict(feeds, roi=np.zeros(0, np.float32))
+    o = run_ort(path, empty)
+    check(o is None or isinstance(o, str), f"resize 11 crop empty roi input: ONNX Runtime {o}")
+    rc, outs, err = run_ours(path, empty)
+    lines = err.strip().splitlines()
+    check(rc == 1 and len(lines) == 1 and "'up'" in lines[0] and
+          "tf_crop_and_resize needs roi of 8 values" in lines[0],
+          f"resize 11 crop empty roi input: run exit {rc}: {err}")
+    # A full roi there: as ONNX Runtime crops.
+    full = dict(feeds, roi=np.array([0, 0, 0.25, 0, 1, 1, 1, 0.75], np.float32))
+    o = run_ort(path, full)
+    rc, outs, err = run_ours(path, full)
+    check(rc == 0, f"resize 11 crop roi input: run exit {rc}: {err}")
+    if rc == 0 and o is not None and check(not isinstance(o, str), f"ONNX Runtime: {o}"):
+        close(outs[0], o[0], "resize 11 crop roi input against ONNX Runtime")
+
+
 def main():
     if not HAVE_ORT:
         print(f"note: ONNX Runtime comparison skipped: no node or no "
               f"{NODE_PATH}/onnxruntime-node")
     negative_dims()
+    resize_roi()
     print(f"{len(FAILS)} failure(s)")
     if not FAILS:
         shutil.rmtree(TMP, ignore_errors=True)
