@@ -172,6 +172,12 @@ struct ox_value {
      * value: free it with ox_tensor_free when the value is freed; a clone
      * may share it with ox_tensor_share or leave it NULL. */
     ox_tensor *known;
+    /* Set by ox_model_mark_override_deps (inference calls it): the value's
+     * contents (override_dep) or its inferred shape (override_shape_dep)
+     * depend on an initializer a caller may override (ox_value_overridable),
+     * so known and the shape hold what the stored defaults give, not a
+     * constant. False on values made since. */
+    bool override_dep, override_shape_dep;
     int slot;             /* position in graph->values, kept by the graph */
 };
 
@@ -375,6 +381,29 @@ bool ox_node_is(const ox_node *n, const char *op_type);
 bool ox_node_is_random(const ox_node *n);
 /* A node with a graph attribute (If, Loop, Scan...). */
 bool ox_node_has_subgraph(const ox_node *n);
+
+/* An initializer a caller may override: listed as a graph input too, from
+ * IR 4 on (PyTorch's keep_initializers_as_inputs; before IR 4 every
+ * initializer is listed and is a constant). Its data is a default. */
+bool ox_value_overridable(const ox_value *v);
+/* v's contents when they are a constant no caller can change: a
+ * non-overridable initializer's data, or inference's known value when it
+ * depends on no overridable initializer (override_dep); NULL otherwise.
+ * What every reader of a constant (passes, constant lists, the planner's
+ * checks) takes, so that a fed value is never replaced by the default. */
+const ox_tensor *ox_value_constant(const ox_value *v);
+/* Marks override_dep / override_shape_dep on every value of m (subgraphs
+ * included): an overridable initializer's contents, and its shape unless
+ * its declared type is static (a feed must match it); through a node, the
+ * outputs' contents depend on whatever the inputs' do, Shape and Size
+ * outputs only on the input's shape; the outputs' shapes on the inputs'
+ * shapes and on the contents of inputs inference can read (integer lists,
+ * small floats, known values). Values in subgraphs of a model with any
+ * overridable initializer are all marked (conservative). */
+void ox_model_mark_override_deps(ox_model *m);
+/* The same for the outputs of one node from its inputs' marks (a node a
+ * pass made and ox_infer_node typed); marks are only ever added. */
+void ox_node_mark_override_deps(ox_node *n);
 
 void ox_attr_free_contents(ox_attr *a);
 void ox_attr_copy(ox_attr *dst, const ox_attr *src, ox_graph *parent_scope);

@@ -42,9 +42,9 @@ static ox_status check_resize(const ox_node *n, int64_t opset, const char *label
     if (strcmp(ct, "tf_crop_and_resize") || n->n_inputs < 2 || !n->inputs[1])
         return OX_OK;   /* roi omitted (opset 13+): the whole input, as ONNX Runtime */
     const ox_value *roi = n->inputs[1];
-    const ox_tensor *t = roi->init ? roi->init : roi->known;
+    const ox_tensor *t = ox_value_constant(roi);
     if (!t)
-        return OX_OK;   /* computed: the kernel checks it when it runs */
+        return OX_OK;   /* computed or overridable: the kernel checks it when it runs */
     /* The resized axes: the axes attribute (opset 18), else X's rank. */
     const int64_t *axes;
     int na = ox_node_attr_ints(n, "axes", &axes);

@@ -670,6 +670,8 @@ ox_graph *ox__graph_clone(const ox_graph *src, ox_model *m, ox_graph *parent,
             goto fail;
         if (sv->known)
             v->known = ox_tensor_share(sv->known);
+        v->override_dep = sv->override_dep;
+        v->override_shape_dep = sv->override_shape_dep;
     }
     if (src->n_inputs > 0) {
         g->inputs = ox__ir_xcalloc((size_t)src->n_inputs, sizeof(ox_value *));

@@ -13,6 +13,9 @@ output:
   coordinate_transformation_mode is tf_crop_and_resize (an empty roi tensor
   runs, as in ONNX Runtime), and there it needs its 2 x rank values (an
   empty one refused, as ONNX Runtime refuses it) (docs/EXECUTOR.md);
+- an initializer listed as a graph input (IR >= 4) that a caller overrides:
+  a constant list or If condition computed from it follows the fed value,
+  before and after optimize, as ONNX Runtime computes it (docs/PASSES.md);
 
 References are numpy computations of the operator's definition; ONNX Runtime
 (tests/cli/ort_run.js, NODE_PATH or /tmp/ort/node_modules) is a peer run
@@ -355,12 +358,120 @@ def resize_roi():
         close(outs[0], o[0], "resize 11 crop roi input against ONNX Runtime")
 
 
+# ---- overridable initializers feeding constant lists ---------------------------
+
+def ovr_model(name, variant):
+    """y = Reshape(Reshape(x [2,3], [6]), Cast(s)) with s int32 [2] = [3, 2];
+    variant "init_input": s an initializer listed as a graph input (IR 8: a
+    caller may override it), "input": s a plain graph input (how ONNX
+    Runtime is fed the override: its node binding ignores feeds for
+    initializers), "const": s an initializer only."""
+    vi = helper.make_tensor_value_info
+    inits = [numpy_helper.from_array(np.array([6], np.int64), "flat")]
+    ins = [vi("x", TensorProto.FLOAT, [2, 3])]
+    if variant != "const":
+        ins.append(vi("s", TensorProto.INT32, [2]))
+    if variant != "input":
+        inits.append(numpy_helper.from_array(np.array([3, 2], np.int32), "s"))
+    nodes = [helper.make_node("Reshape", ["x", "flat"], ["r1"]),
+             helper.make_node("Cast", ["s"], ["s64"], to=TensorProto.INT64),
+             helper.make_node("Reshape", ["r1", "s64"], ["y"])]
+    g = helper.make_graph(nodes, "ovr", ins, [vi("y", TensorProto.FLOAT, [None, None])],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return save(m, name)
+
+
+def if_model(name, variant):
+    """y = If(Cast(b) as bool, then x + 1, else x - 1), b int32 scalar = 1;
+    variants as ovr_model."""
+    vi = helper.make_tensor_value_info
+    one = numpy_helper.from_array(np.array(1, np.float32), "one")
+    then_g = helper.make_graph([helper.make_node("Add", ["x", "one"], ["t"])], "then", [],
+                               [vi("t", TensorProto.FLOAT, [3])])
+    else_g = helper.make_graph([helper.make_node("Sub", ["x", "one"], ["e"])], "else", [],
+                               [vi("e", TensorProto.FLOAT, [3])])
+    ins = [vi("x", TensorProto.FLOAT, [3])]
+    inits = [one]
+    if variant != "const":
+        ins.append(vi("b", TensorProto.INT32, []))
+    if variant != "input":
+        inits.append(numpy_helper.from_array(np.array(1, np.int32), "b"))
+    nodes = [helper.make_node("Cast", ["b"], ["c"], to=TensorProto.BOOL),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)]
+    g = helper.make_graph(nodes, "ovr_if", ins, [vi("y", TensorProto.FLOAT, [3])],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return save(m, name)
+
+
+def overridable_lists():
+    """An initializer listed as a graph input (IR >= 4) is a default the
+    caller may replace: a constant list computed from it (a Cast feeding a
+    Reshape's shape, an If condition) must follow the fed value before and
+    after optimize, as ONNX Runtime computes it for that value."""
+    print("== overridable initializers feeding constant lists", flush=True)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    cases = [("reshape", ovr_model, {"x": x}, "s",
+              [np.array([0, -1], np.int32), np.array([1, 6], np.int32)]),
+             ("if", if_model, {"x": np.array([1, 2, 3], np.float32)}, "b",
+              [np.array(0, np.int32)])]
+    for what, build, feeds, name, overrides in cases:
+        path = build(f"ovr_{what}.onnx", "init_input")
+        ref_path = build(f"ovr_{what}_input.onnx", "input")
+        opts = []
+        for level in ("basic", "extended"):
+            out = os.path.join(TMP, f"ovr_{what}_{level}.onnx")
+            p = ox("optimize", path, "-o", out, "--level", level)
+            if check(p.returncode == 0, f"{what}: optimize --level {level}: {p.stderr}"):
+                opts.append((level, out))
+        out = os.path.join(TMP, f"ovr_{what}_fp16.onnx")
+        if ox("optimize", path, "-o", out, "--passes", "+to_fp16").returncode == 0:
+            opts.append(("+to_fp16", out))
+        for val in overrides:
+            f = dict(feeds, **{name: val})
+            # The reference: ONNX Runtime on s (b) as a plain input, else numpy.
+            o = run_ort(ref_path, f)
+            if o is None or isinstance(o, str):
+                check(o is None, f"{what}: ONNX Runtime refuses the reference: {o}")
+                if what == "reshape":
+                    r1 = x.reshape(6)
+                    shape = [r1.shape[i] if v == 0 else v for i, v in enumerate(val)]
+                    o = [r1.reshape(shape)]
+                else:
+                    o = [feeds["x"] + 1 if val else feeds["x"] - 1]
+            for label, model in [("original", path)] + opts:
+                rc, outs, err = run_ours(model, f)
+                if check(rc == 0 and outs, f"{what} {label} {name}={val.tolist()}: exit {rc} {err}"):
+                    close(outs[0], o[0], f"{what} {label} {name}={val.tolist()}", tol=1e-2)
+        # The fed value is what --check compares with too.
+        args = []
+        for k, v in dict(feeds, **{name: overrides[0]}).items():
+            args += ["--input", f"{k}={tensor_file(k, v)}"]
+        p = ox("optimize", path, "-o", os.path.join(TMP, f"ovr_{what}_chk.onnx"), "--level",
+               "extended", "--check", "1", *args)
+        check(p.returncode == 0, f"{what}: optimize --check with the override: {p.stderr}")
+    # A plain initializer is a constant: the Reshape pair still fuses.
+    path = ovr_model("ovr_reshape_const.onnx", "const")
+    out = os.path.join(TMP, "ovr_reshape_const_opt.onnx")
+    p = ox("optimize", path, "-o", out, "--level", "extended")
+    if check(p.returncode == 0, f"const: optimize: {p.stderr}"):
+        n = len(onnx.load(out).graph.node)
+        check(n < 3, f"const: the Reshape pair of a constant shape is no longer fused ({n} nodes)")
+        rc, outs, err = run_ours(out, {"x": x})
+        if check(rc == 0, f"const: run: {err}"):
+            close(outs[0], x.reshape(3, 2), "const: optimized")
+
+
 def main():
     if not HAVE_ORT:
         print(f"note: ONNX Runtime comparison skipped: no node or no "
               f"{NODE_PATH}/onnxruntime-node")
     negative_dims()
     resize_roi()
+    overridable_lists()
     print(f"{len(FAILS)} failure(s)")
     if not FAILS:
         shutil.rmtree(TMP, ignore_errors=True)
