@@ -1010,25 +1010,29 @@ const ox_tensor *ox_value_constant(const ox_value *v)
     return v->override_dep ? NULL : v->known;
 }
 
-/* Whether shape inference can have read v's contents: what its known-value
- * table holds (integers up to 4096 elements, floats up to 64, any value with
- * a known value); an integer value of unknown size counts (a shape list). */
-static bool contents_readable(const ox_value *v)
+/* Whether shape inference can have read v's contents for n's output
+ * shapes: what its known-value table holds (integers up to 4096 elements,
+ * an integer value of unknown size counting as a shape list, anything with
+ * a known value); float contents only where they size the output (Resize
+ * and Upsample scales, Range), not a Conv bias or a BatchNorm scale. */
+static bool contents_readable(const ox_node *n, const ox_value *v)
 {
-    if (v->known)
+    bool float_sizes = ox_node_is(n, "Resize") || ox_node_is(n, "Upsample") ||
+                       ox_node_is(n, "Range");
+    if (v->known && (float_sizes || !ox_dtype_is_float(v->known->dtype)))
         return true;
     const ox_type *t = v->type;
     ox_dtype dt = v->init ? v->init->dtype : t && t->kind == OX_TYPE_TENSOR ? t->elem
                                                                            : OX_DT_UNDEFINED;
-    int64_t n = v->init ? v->init->numel : -1;
+    int64_t cnt = v->init ? v->init->numel : -1;
     if (!v->init && t && t->kind == OX_TYPE_TENSOR && ox_type_is_static(t)) {
-        n = 1;
-        for (int i = 0; i < t->rank && n <= 4096; i++)
-            n *= t->dims[i].value;
+        cnt = 1;
+        for (int i = 0; i < t->rank && cnt <= 4096; i++)
+            cnt *= t->dims[i].value;
     }
     if (ox_dtype_is_float(dt))
-        return n >= 0 && n <= 64;
-    return n < 0 || n <= 4096;   /* integers, bool; unknown: assume so */
+        return float_sizes && cnt >= 0 && cnt <= 64;
+    return cnt < 0 || cnt <= 4096;   /* integers, bool; unknown: assume so */
 }
 
 static void mark_all(ox_graph *g, void *ctx)
@@ -1064,7 +1068,7 @@ static bool node_marks(ox_node *n, bool any)
             if (!x)
                 continue;
             val |= x->override_dep || x->override_shape_dep;
-            shp |= x->override_shape_dep || (x->override_dep && contents_readable(x));
+            shp |= x->override_shape_dep || (x->override_dep && contents_readable(n, x));
         }
     }
     bool added = false;
