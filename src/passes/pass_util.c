@@ -36,6 +36,10 @@ int ox__pass_const_ints(const ox_value *v, int64_t *out, int cap)
 
 int ox__pass_static_shape(const ox_value *v, int64_t *dims)
 {
+    /* A shape inference computed from an overridable initializer's default
+     * (a Reshape to a fed shape) is not static: the feed decides it. */
+    if (v && v->override_shape_dep)
+        return -1;
     if (v && v->init) {
         for (int i = 0; i < v->init->rank; i++)
             dims[i] = v->init->dims[i];

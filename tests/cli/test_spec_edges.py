@@ -383,6 +383,25 @@ def ovr_model(name, variant):
     return save(m, name)
 
 
+def noop_model(name, variant):
+    """y = Relu(Reshape(x [2,3], s)), s int64 [2] = [2, 3]: with the stored
+    value the Reshape changes nothing (eliminate_noop's static shapes);
+    variants as ovr_model."""
+    vi = helper.make_tensor_value_info
+    ins = [vi("x", TensorProto.FLOAT, [2, 3])]
+    inits = []
+    if variant != "const":
+        ins.append(vi("s", TensorProto.INT64, [2]))
+    if variant != "input":
+        inits.append(numpy_helper.from_array(np.array([2, 3], np.int64), "s"))
+    nodes = [helper.make_node("Reshape", ["x", "s"], ["r"]), helper.make_node("Relu", ["r"], ["y"])]
+    g = helper.make_graph(nodes, "ovr_noop", ins, [vi("y", TensorProto.FLOAT, [None, None])],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return save(m, name)
+
+
 def if_model(name, variant):
     """y = If(Cast(b) as bool, then x + 1, else x - 1), b int32 scalar = 1;
     variants as ovr_model."""
@@ -410,14 +429,16 @@ def if_model(name, variant):
 def overridable_lists():
     """An initializer listed as a graph input (IR >= 4) is a default the
     caller may replace: a constant list computed from it (a Cast feeding a
-    Reshape's shape, an If condition) must follow the fed value before and
-    after optimize, as ONNX Runtime computes it for that value."""
+    Reshape's shape, an If condition) and a shape inferred from it (a
+    Reshape that is a no-op with the stored value) must follow the fed value
+    before and after optimize, as ONNX Runtime computes it for that value."""
     print("== overridable initializers feeding constant lists", flush=True)
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     cases = [("reshape", ovr_model, {"x": x}, "s",
               [np.array([0, -1], np.int32), np.array([1, 6], np.int32)]),
              ("if", if_model, {"x": np.array([1, 2, 3], np.float32)}, "b",
-              [np.array(0, np.int32)])]
+              [np.array(0, np.int32)]),
+             ("noop", noop_model, {"x": x}, "s", [np.array([3, 2], np.int64)])]
     for what, build, feeds, name, overrides in cases:
         path = build(f"ovr_{what}.onnx", "init_input")
         ref_path = build(f"ovr_{what}_input.onnx", "input")
@@ -440,6 +461,8 @@ def overridable_lists():
                     r1 = x.reshape(6)
                     shape = [r1.shape[i] if v == 0 else v for i, v in enumerate(val)]
                     o = [r1.reshape(shape)]
+                elif what == "noop":
+                    o = [np.maximum(x.reshape(val), 0)]
                 else:
                     o = [feeds["x"] + 1 if val else feeds["x"] - 1]
             for label, model in [("original", path)] + opts:
