@@ -3,13 +3,15 @@
 # per model and thread count, ROUNDS rounds of [ours as is, ours after
 # `optimize --level all --target ort`, ONNX Runtime], each one
 # `--warmup 3 --iters ITERS` (p50 of its runs); the table gives the median
-# of the rounds' p50s and the ratios of those medians, plus the 1-minute
-# load average at the start of the row (the machine is shared: only ratios
-# measured in the same run mean anything), and whether our load guard
-# (EXECUTOR.md, "Threads") ran some of our runs on fewer threads than asked.
+# of the rounds' p50s and the ratios of those medians, the spread of ONNX
+# Runtime's own round p50s (lowest-highest: how noisy the machine was for
+# both), the 1-minute load average at the start of the row (the machine is
+# shared: only ratios measured in the same run mean anything), and whether
+# our load guard (EXECUTOR.md, "Threads") ran some of our runs on fewer
+# threads than asked.
 # Issue 14's acceptance table. ONNXSCOPE_THREADS_LOAD_CAP=0 in the
 # environment measures without the guard.
-#   bench/ort_ratio.sh [ITERS] [ROUNDS] [THREADS...]    (defaults 20 3 "1 2")
+#   bench/ort_ratio.sh [ITERS] [ROUNDS] [THREADS...]    (defaults 20 5 "1 2")
 #   MODELS="a.onnx b.onnx" bench/ort_ratio.sh ...       (default: the list below)
 # Needs build/onnxscope (or $ONNXSCOPE_BIN), /usr/bin/python3 with onnx for
 # the generated ResNet-50, and onnxruntime-node under $ORT_NODE_PATH
@@ -18,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ITERS=${1:-20}
-ROUNDS=${2:-3}
+ROUNDS=${2:-5}
 shift 2 || shift $# || true
 THREADS=${*:-1 2}
 B=${ONNXSCOPE_BIN:-build/onnxscope}
@@ -63,8 +65,8 @@ ours() {  # model seq threads -> p50; notes in $TMP/capped when the load guard c
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : "-")}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b+0 > 0 && a+0 > 0) printf "%.2f", a/b; else printf "-" }'; }
 
-echo "| model | threads | ours as is p50 ms | ours optimized p50 ms | ORT p50 ms | as is / ORT | optimized / ORT | load | our load guard |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| model | threads | ours as is p50 ms | ours optimized p50 ms | ORT p50 ms | as is / ORT | optimized / ORT | ORT rounds | load | our load guard |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for m in "${models[@]}"; do
     seq=128
     case "$m" in *gpt2*) seq=64 ;; *tiny_transformer*) seq=16 ;; esac
@@ -86,6 +88,7 @@ for m in "${models[@]}"; do
         case "$m" in "$TMP"/*) name="resnet50_folded (bench/gen_resnet50.py)" ;; esac
         guard=-
         [ -f "$TMP/capped" ] && guard="capped to $(sort -n "$TMP/capped" | head -1)"
-        echo "| $name | $t | $ma | $mo | $mr | $(ratio "$ma" "$mr") | $(ratio "$mo" "$mr") | $load | $guard |"
+        spread=$(echo "${r[*]:-}" | tr ' ' '\n' | grep -v '^$' | sort -g | awk 'NR==1 {lo=$1} {hi=$1} END {print (NR ? lo "-" hi : "-")}')
+        echo "| $name | $t | $ma | $mo | $mr | $(ratio "$ma" "$mr") | $(ratio "$mo" "$mr") | $spread | $load | $guard |"
     done
 done

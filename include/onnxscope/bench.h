@@ -106,6 +106,7 @@ typedef struct ox_bench_stats {
     int cuda_graph;
     char cuda_graph_note[160];
     int fp16_nodes, epilogue_nodes, flash_nodes;
+    int float16_nodes;      /* ox_exec_stats.float16_nodes */
     int plan_shape_nodes;   /* ox_exec_stats.plan_shape_nodes */
 } ox_bench_stats;
 

@@ -192,6 +192,9 @@ typedef struct ox_exec_stats {
     int cuda_graph;
     char cuda_graph_note[160];
     int fp16_nodes, epilogue_nodes, flash_nodes;
+    /* CUDA: GPU nodes computing in float16 because the model's tensors are
+     * float16 (a to_fp16 model), where fp16_nodes counts --precision fp16's. */
+    int float16_nodes;
     /* CUDA: nodes whose values the plan computed on the host for these input
      * shapes (shape arithmetic; they do not run, counted in nodes_on[CPU]). */
     int plan_shape_nodes;

@@ -14,12 +14,17 @@
 typedef struct ox_peak {
     double gflops;         /* > 0 when known */
     int threads;
+    int cores;             /* threads measured: min(threads, physical cores) */
     const char *isa;       /* "avx512f", "avx2+fma" or "scalar": the path measured */
     bool from_cache;       /* read from the cache file rather than measured now */
     char cpu[128];         /* CPU model name ("unknown" when /proc/cpuinfo lacks it) */
 } ox_peak;
 
-/* The peak for `threads` threads (>= 1). recalibrate: measure even when a
+/* The peak for `threads` threads (>= 1), which is that of the physical
+ * cores when more threads than cores are asked (out->threads stays the
+ * count asked; out->cores says how many were measured): each thread's best
+ * chunk is summed, and threads sharing a core each find an undisturbed
+ * chunk, so 64 threads on 2 cores summed to 32 cores' peak. recalibrate: measure even when a
  * cached figure exists (and replace it); the environment variable
  * ONNXSCOPE_RECALIBRATE=1 does the same. Returns false only when nothing
  * could be measured (then out->gflops is 0). */

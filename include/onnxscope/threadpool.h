@@ -30,9 +30,14 @@ int ox_threads_default(void);
 /* The team a parallel region or oneDNN primitive of a pool of `want`
  * threads uses: `want`, unless the load guard (on by default;
  * ONNXSCOPE_THREADS_LOAD_CAP=0 turns it off, read once) caps it by the
- * cores the 1-minute load average leaves free, counting this process as
- * one (read at most once a second). Never silent: see ox_threads_capped. */
+ * cores other processes leave free: the machine's busy CPU time minus this
+ * process's own, over the last half second or more (read at most twice a
+ * second). Never silent: see ox_threads_capped. */
 int ox_threads_team(int want);
+/* The guard's rule: of ncpu cores, those free when other processes keep
+ * `others` cores busy on average (rounded: a core half used counts as free),
+ * at least 1 and at most ncpu. */
+int ox_threads_free_cores(int ncpu, double others);
 /* Whether the load guard is on. */
 bool ox_threads_load_cap(void);
 /* Since the process started: teams of more than one thread asked for,

@@ -115,8 +115,9 @@ static json_t *stats_json(const char *path, const ox_bench_stats *s, int threads
     if (json_device == OX_DEVICE_CUDA)
         json_object_set_new(
             o, "cuda",
-            json_pack("{s:s, s:s, s:i, s:i, s:i}", "graph", graph_word(s->cuda_graph),
+            json_pack("{s:s, s:s, s:i, s:i, s:i, s:i}", "graph", graph_word(s->cuda_graph),
                       "graph_note", s->cuda_graph_note, "fp16_nodes", s->fp16_nodes,
+                      "float16_nodes", s->float16_nodes,
                       "epilogue_nodes", s->epilogue_nodes, "flash_nodes", s->flash_nodes));
     bool known = s->flops >= 0 && s->gflops >= 0;
     json_object_set_new(o, "flops", known ? json_integer((json_int_t)s->flops) : json_null());
@@ -165,9 +166,12 @@ static void print_compute(const char *label, const ox_bench_stats *s, const ox_p
         snprintf(frac, sizeof frac, "%.1f%%", 100 * s->gflops / peak->gflops);
     else
         snprintf(frac, sizeof frac, "?");
+    char on[48] = "";
+    if (peak->cores > 0 && peak->cores < peak->threads)
+        snprintf(on, sizeof on, " on %d core%s", peak->cores, peak->cores == 1 ? "" : "s");
     if (peak->gflops > 0)
-        printf(", %s of peak %.1f GFLOP/s (%d thread%s, %s, %s)\n", frac, peak->gflops,
-               peak->threads, peak->threads == 1 ? "" : "s", peak->isa,
+        printf(", %s of peak %.1f GFLOP/s (%d thread%s%s, %s, %s)\n", frac, peak->gflops,
+               peak->threads, peak->threads == 1 ? "" : "s", on, peak->isa,
                peak->from_cache ? "cached" : "measured now");
     else
         printf(", peak unknown\n");
@@ -205,8 +209,10 @@ static void print_placement(const char *label, const ox_bench_stats *s)
     if (s->plan_shape_nodes)
         printf("%s: %d of the CPU nodes are shape arithmetic computed once at plan time\n",
                label, s->plan_shape_nodes);
-    printf("%s: %s, %d GEMM epilogue(s), %d tiled attention node(s); CUDA Graph %s%s%s\n",
-           label, s->fp16_nodes ? "fp16" : "fp32", s->epilogue_nodes, s->flash_nodes,
+    printf("%s: %s, %d float16 node(s) of the model, %d GEMM epilogue(s), %d tiled attention "
+           "node(s); CUDA Graph %s%s%s\n",
+           label, s->fp16_nodes ? "fp16" : "fp32", s->float16_nodes, s->epilogue_nodes,
+           s->flash_nodes,
            graph_word(s->cuda_graph), s->cuda_graph_note[0] ? ": " : "", s->cuda_graph_note);
 }
 
@@ -264,7 +270,7 @@ int ox_cmd_bench(int argc, char **argv)
                 goto out;
             break;
         case 'j':
-            if (!parse_int("--threads", optarg, 0, &v)) {
+            if (!ox_cli_parse_long("--threads", optarg, 0, 4096, &v)) {
                 rc = 2;
                 goto out;
             }
@@ -400,9 +406,9 @@ int ox_cmd_bench(int argc, char **argv)
         json_object_set_new(
             o, "peak",
             peak.gflops > 0
-                ? json_pack("{s:f, s:i, s:s, s:s, s:b}", "gflops", peak.gflops, "threads",
-                            peak.threads, "isa", peak.isa, "cpu", peak.cpu, "cached",
-                            peak.from_cache)
+                ? json_pack("{s:f, s:i, s:i, s:s, s:s, s:b}", "gflops", peak.gflops,
+                            "threads", peak.threads, "cores", peak.cores, "isa", peak.isa,
+                            "cpu", peak.cpu, "cached", peak.from_cache)
                 : json_null());
         char *s =
             json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
@@ -436,7 +442,7 @@ int ox_cmd_bench(int argc, char **argv)
         ox_threads_capped(&teams, &capped, &min_team);
         if (capped)
             printf("load guard: %lld of %lld parallel sections ran on fewer threads (down to "
-                   "%d) because the load average left fewer cores free "
+                   "%d) because other processes kept cores busy "
                    "(ONNXSCOPE_THREADS_LOAD_CAP=0: always %d)\n",
                    capped, teams, min_team, threads);
     }

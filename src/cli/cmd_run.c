@@ -247,10 +247,10 @@ int ox_cmd_run(int argc, char **argv)
         if (es.plan_shape_nodes)
             printf("cuda: %d of the CPU nodes are shape arithmetic computed once at plan time\n",
                    es.plan_shape_nodes);
-        printf("cuda: %s; %d fp16 node(s), %d GEMM epilogue(s), %d tiled attention node(s); "
-               "CUDA Graph %s%s%s\n",
+        printf("cuda: %s; %d fp16 node(s), %d float16 node(s) of the model, %d GEMM "
+               "epilogue(s), %d tiled attention node(s); CUDA Graph %s%s%s\n",
                fp16 ? "fp16 (float16 GEMM/Conv operands, float32 accumulation)" : "fp32",
-               es.fp16_nodes, es.epilogue_nodes, es.flash_nodes,
+               es.fp16_nodes, es.float16_nodes, es.epilogue_nodes, es.flash_nodes,
                es.cuda_graph == OX_CUDA_GRAPH_REPLAYED   ? "replayed"
                : es.cuda_graph == OX_CUDA_GRAPH_CAPTURED ? "captured (replayed by later runs)"
                                                          : "not used",

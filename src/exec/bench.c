@@ -252,11 +252,19 @@ static void report(const job *j, int which, int done, int total)
 }
 
 /* Applies --shape/--dim to m's input types so the executor plans (and
- * checks inputs) for the requested shapes. */
+ * checks inputs) for the requested shapes. Without them the model's own
+ * types are inferred through the graph all the same, for the cost model's
+ * FLOPs (a static model's cost printed as unknown before); a failure there
+ * only leaves the FLOPs unknown, as it would the executor's own checks. */
 static ox_status apply_shapes(const ox_bench_config *cfg, ox_model *m, ox_error *err)
 {
-    if (!cfg->shapes || (cfg->shapes->n_shapes == 0 && cfg->shapes->n_dims == 0))
+    if (!cfg->shapes || (cfg->shapes->n_shapes == 0 && cfg->shapes->n_dims == 0)) {
+        ox_infer_opts io = {0};
+        ox_error ierr = {0};
+        if (ox_infer_model(m, &io, &ierr) != OX_OK)
+            ox_error_clear(&ierr);
         return OX_OK;
+    }
     ox_infer_opts io = *cfg->shapes;
     io.reset = true;
     io.stats = NULL;
@@ -347,6 +355,7 @@ static ox_status run_model(const job *j, int which, ox_model *m, ox_rval *const 
     s->cuda_graph = es.cuda_graph;
     memcpy(s->cuda_graph_note, es.cuda_graph_note, sizeof s->cuda_graph_note);
     s->fp16_nodes = es.fp16_nodes;
+    s->float16_nodes = es.float16_nodes;
     s->epilogue_nodes = es.epilogue_nodes;
     s->flash_nodes = es.flash_nodes;
     s->plan_shape_nodes = es.plan_shape_nodes;

@@ -4,6 +4,7 @@
  * Best-of-chunks rather than the mean because the machine may be shared: a
  * chunk that ran undisturbed shows what the cores can do. */
 #include "onnxscope/peak.h"
+#include "onnxscope/threadpool.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -312,6 +313,9 @@ bool ox_peak_get(int threads, bool recalibrate, ox_peak *out)
     if (threads < 1)
         threads = 1;
     out->threads = threads;
+    if (threads > ox_threads_default())
+        threads = ox_threads_default();
+    out->cores = threads;
     cpu_model(out->cpu, sizeof out->cpu);
     int lanes;
     pick(&out->isa, &lanes);

@@ -115,7 +115,14 @@ const char *ox_threads_backend(void)
  * oversubscribed machine a member waiting for a descheduled one burns the
  * time that one needs (PERFORMANCE.md measured 2-thread runs 10-60x slower
  * than 1 thread at load 10-24 on 2 cores). On by default and never silent:
- * every capped team is counted (ox_threads_capped) and bench reports it. */
+ * every capped team is counted (ox_threads_capped) and bench reports it.
+ *
+ * It counts the cores OTHER processes keep busy, from CPU accounting: the
+ * machine's busy time in /proc/stat minus this process's own CPU time over
+ * the last window of at least half a second. The 1-minute load average it
+ * used before counts our own threads (a long 2-thread run on 2 cores
+ * pushed it to 2 and then capped itself) and sleepers in uninterruptible
+ * waits (this VM idles at load 1.0 with both cores free). */
 static atomic_llong g_teams, g_capped;
 static atomic_int g_min_team;
 
@@ -126,6 +133,89 @@ void ox_threads_capped(long long *teams, long long *capped, int *min_team)
     *min_team = atomic_load(&g_min_team);
 }
 
+int ox_threads_free_cores(int ncpu, double others)
+{
+    if (ncpu < 1)
+        ncpu = 1;
+    if (!(others > 0))   /* also NaN */
+        others = 0;
+    double f = ncpu - others + 0.5;   /* a core half used by others counts as free */
+    return f < 1 ? 1 : f > ncpu ? ncpu : (int)f;
+}
+
+/* /proc/stat's first line: busy seconds (user, system, irq, softirq, steal;
+ * not nice, whose processes yield to ours, nor idle/iowait) and the
+ * runnable count. False where there is no /proc/stat. */
+static bool read_proc_stat(double *busy_s, int *running)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f)
+        return false;
+    unsigned long long v[8] = {0};
+    char line[512];
+    bool ok = false;
+    *running = -1;
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "cpu ", 4))
+            ok = sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                        &v[3], &v[4], &v[5], &v[6], &v[7]) == 8;
+        else if (!strncmp(line, "procs_running ", 14))
+            *running = atoi(line + 14);
+    }
+    fclose(f);
+    long hz = sysconf(_SC_CLK_TCK);
+    if (!ok || hz <= 0)
+        return false;
+    /* user nice system idle iowait irq softirq steal */
+    *busy_s = (double)(v[0] + v[2] + v[5] + v[6] + v[7]) / (double)hz;
+    return true;
+}
+
+static double clock_s(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Free cores now, refreshed at most every half second (the first calls,
+ * before a first window of 0.1 s exists, count the runnable tasks other
+ * than this one). */
+static int free_cores(int want)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static atomic_int cached = 0;
+    static double next_check = 0, t0 = -1, busy0, self0;
+    if (pthread_mutex_trylock(&lock) != 0) {
+        int c = atomic_load(&cached);
+        return c > 0 ? c : want;   /* another thread is refreshing it */
+    }
+    double now = clock_s(CLOCK_MONOTONIC);
+    if (now >= next_check) {
+        /* The first window closes sooner: until then the runnable count,
+         * which also counts niced processes, stands in. */
+        next_check = now + (t0 < 0 ? 0.1 : 0.5);
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        int ncpu = n > 0 ? (int)n : want;
+        double busy, self = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+        int running;
+        int f = want;
+        if (read_proc_stat(&busy, &running)) {
+            if (t0 >= 0 && now - t0 >= 0.1)
+                f = ox_threads_free_cores(ncpu, ((busy - busy0) - (self - self0)) / (now - t0));
+            else if (running > 0)
+                f = ox_threads_free_cores(ncpu, running - 1);
+            t0 = now;
+            busy0 = busy;
+            self0 = self;
+        }
+        atomic_store(&cached, f);
+    }
+    int c = atomic_load(&cached);
+    pthread_mutex_unlock(&lock);
+    return c > 0 ? c : want;
+}
+
 int ox_threads_team(int want)
 {
     if (want <= 1)
@@ -133,21 +223,7 @@ int ox_threads_team(int want)
     atomic_fetch_add(&g_teams, 1);
     if (!ox_threads_load_cap())
         return want;
-    static atomic_int cached_free = 0;
-    static atomic_llong stamp = -1;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    long long now = (long long)ts.tv_sec;
-    if (atomic_load(&stamp) != now) {
-        double la[1];
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        int f = ncpu > 0 ? (int)ncpu : want;
-        if (getloadavg(la, 1) == 1)
-            f = (int)(ncpu - la[0] + 1.5);
-        atomic_store(&cached_free, f < 1 ? 1 : f);
-        atomic_store(&stamp, now);
-    }
-    int f = atomic_load(&cached_free);
+    int f = free_cores(want);
     if (f >= want)
         return want;
     atomic_fetch_add(&g_capped, 1);

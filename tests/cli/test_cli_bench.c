@@ -53,6 +53,20 @@ static char *cache_file(char *buf, size_t n)
     return buf;
 }
 
+/* `info --json`'s FLOPs of model m (must be known). */
+static json_int_t info_flops_of(const char *m)
+{
+    char args[2048];
+    snprintf(args, sizeof args, "info %s --json", m);
+    json_t *info = run_json(args);
+    json_t *cost = json_object_get(info, "cost");
+    json_t *fl = cost ? json_object_get(cost, "flops") : json_object_get(info, "flops");
+    assert_true(json_is_integer(fl));
+    json_int_t v = json_integer_value(fl);
+    json_decref(info);
+    return v;
+}
+
 /* Known FLOPs: the figure is info's, gflops = flops / p50, the fraction is
  * gflops / peak, and the top operator times fit in the profiled run. */
 static void test_known_flops(void **state)
@@ -60,14 +74,8 @@ static void test_known_flops(void **state)
     (void)state;
     char m[512], args[1024];
     sample("tiny_cnn.onnx", m, sizeof m);
-    snprintf(args, sizeof args, "info %s --json", m);
-    json_t *info = run_json(args);
-    json_t *cost = json_object_get(info, "cost");
-    json_t *fl = cost ? json_object_get(cost, "flops") : json_object_get(info, "flops");
-    assert_true(json_is_integer(fl));
-    json_int_t info_flops = json_integer_value(fl);
+    json_int_t info_flops = info_flops_of(m);
     assert_true(info_flops > 0);
-    json_decref(info);
 
     snprintf(args, sizeof args, "bench %s --iters 5 --threads 1 --json", m);
     json_t *o = run_json(args);
@@ -120,6 +128,28 @@ static void test_known_flops(void **state)
     assert_int_equal(run(args, &out), 0);
     assert_null(strstr(out, "top operator types"));
     free(out);
+}
+
+/* A static model whose weights come from ConstantOfShape nodes (the
+ * backend suite's light models): bench's FLOPs are info's too, with no
+ * --shape/--dim given (they printed as unknown: nothing was inferred). */
+static void test_flops_without_shapes(void **state)
+{
+    (void)state;
+    const char *sh = ox_test_shared();
+    char m[1024], args[2048];
+    snprintf(m, sizeof m, "%s/onnx-backend/light/light_resnet50.onnx", sh ? sh : "");
+    if (!sh || access(m, R_OK) != 0) {
+        printf("skipped: %s not found (../shared absent)\n", m);
+        skip();
+    }
+    json_int_t info_flops = info_flops_of(m);
+    assert_true(info_flops > 8000000000LL);   /* ResNet-50: 4.1 G multiply-adds */
+    snprintf(args, sizeof args, "bench %s --iters 1 --warmup 0 --threads 1 --no-profile --json", m);
+    json_t *o = run_json(args);
+    assert_true(json_is_integer(json_object_get(o, "flops")));
+    assert_int_equal(json_integer_value(json_object_get(o, "flops")), info_flops);
+    json_decref(o);
 }
 
 /* The If model is costed by its larger branch only: no exact FLOPs, so no
@@ -199,6 +229,38 @@ static void test_peak_cache(void **state)
     assert_int_equal(ours, 1);
 }
 
+/* More threads than cores: the peak is the cores' (the same cache key as
+ * a run on exactly those cores), not a sum over threads sharing them; and
+ * an absurd thread count is a usage error, not a hang. */
+static void test_peak_oversubscribed(void **state)
+{
+    (void)state;
+    char m[512], args[1024];
+    sample("tiny_cnn.onnx", m, sizeof m);
+    snprintf(args, sizeof args, "bench %s --iters 1 --threads 64 --no-profile --json", m);
+    json_t *o = run_json(args);
+    json_t *peak = json_object_get(o, "peak");
+    assert_int_equal(json_integer_value(json_object_get(peak, "threads")), 64);
+    json_int_t cores = json_integer_value(json_object_get(peak, "cores"));
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    assert_true(cores >= 1 && cores <= 64 && (online < 1 || cores <= online));
+    double g64 = json_real_value(json_object_get(peak, "gflops"));
+    json_decref(o);
+    snprintf(args, sizeof args, "bench %s --iters 1 --threads %d --no-profile --json", m,
+             (int)cores);
+    o = run_json(args);
+    peak = json_object_get(o, "peak");
+    assert_true(json_is_true(json_object_get(peak, "cached")));
+    /* (the cache keeps three decimals) */
+    assert_true(fabs(json_real_value(json_object_get(peak, "gflops")) - g64) <= 1e-3);
+    json_decref(o);
+    char *out = NULL;
+    snprintf(args, sizeof args, "bench %s --iters 1 --threads 100000 --no-profile", m);
+    assert_int_equal(run(args, &out), 2);
+    assert_non_null(strstr(out, "--threads 100000"));
+    free(out);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || !ox_test_bin()) {
@@ -212,7 +274,9 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_known_flops),
         cmocka_unit_test(test_unknown_flops),
+        cmocka_unit_test(test_flops_without_shapes),
         cmocka_unit_test(test_peak_cache),
+        cmocka_unit_test(test_peak_oversubscribed),  /* after: it fills the cache */
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[128];

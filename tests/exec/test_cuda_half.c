@@ -549,6 +549,15 @@ static void check_pair(const char *label, ox_model *m32, ox_model *m16, ox_rval 
         fail_msg("%s: cosine %.6f to the float32 outputs (< %.3f)", label, cmin, MIN_COSINE);
     if (half_nodes == 0)
         fail_msg("%s: to_fp16 made no float16 node", label);
+    /* The report's count of the model's own float16 nodes on the GPU
+     * (not --precision fp16's): none in float32, and in float16 at least one
+     * and no more than the model's float16 nodes or the GPU's nodes. */
+    printf("%s: %d float16 node(s) of the model on the GPU\n", label, s16.float16_nodes);
+    if (s32.float16_nodes != 0 || s16.float16_nodes < 1 || s16.float16_nodes > g->n_nodes ||
+        s16.float16_nodes > s16.nodes_on[1])
+        fail_msg("%s: float16 nodes on the GPU reported %d (float32 plan %d), model has %d, "
+                 "%d GPU nodes", label, s16.float16_nodes, s32.float16_nodes, half_nodes,
+                 s16.nodes_on[1]);
     /* Everything the float32 plan had on the GPU stays there. */
     if (s16.nodes_on[1] < s32.nodes_on[1])
         fail_msg("%s: %d nodes on the GPU in float16, %d in float32", label, s16.nodes_on[1],

@@ -73,6 +73,29 @@ static void test_pool(void **state)
 
 /* ---- registry ------------------------------------------------------------- */
 
+/* The load guard's rule: cores other processes keep busy (this process's
+ * own threads never count) leave the rest free, a half-used core counting
+ * as free; never below 1 or above the machine. */
+static void test_load_guard_rule(void **state)
+{
+    (void)state;
+    assert_int_equal(ox_threads_free_cores(2, 0.0), 2);
+    assert_int_equal(ox_threads_free_cores(2, 0.49), 2);
+    assert_int_equal(ox_threads_free_cores(2, 0.6), 1);
+    assert_int_equal(ox_threads_free_cores(2, 1.0), 1);
+    assert_int_equal(ox_threads_free_cores(2, 7.5), 1);
+    assert_int_equal(ox_threads_free_cores(8, 2.2), 6);
+    assert_int_equal(ox_threads_free_cores(8, -0.3), 8);   /* accounting jitter */
+    assert_int_equal(ox_threads_free_cores(0, 0.0), 1);
+    assert_int_equal(ox_threads_free_cores(4, 0.0 / 0.0), 4);
+    /* Whatever the machine's state, a team is never larger than asked
+     * nor smaller than 1. */
+    for (int want = 1; want <= 4; want++) {
+        int t = ox_threads_team(want);
+        assert_true(t >= 1 && t <= want);
+    }
+}
+
 static void test_registry(void **state)
 {
     (void)state;
@@ -454,6 +477,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pool),
+        cmocka_unit_test(test_load_guard_rule),
         cmocka_unit_test(test_registry),
         cmocka_unit_test(test_allclose),
         cmocka_unit_test(test_testdata_sequence),

@@ -12,6 +12,7 @@
 #include "runtime.h"
 #include "emulate.h"
 #include "graph.h"
+#include "place_half.h"
 
 /* The first members of both runtimes (ox_cuda_rt and emulate.c's), which
  * the entry points below read whichever one r is. */
@@ -1875,6 +1876,10 @@ void ox_cuda_rt_configure(ox_cuda_rt *r, bool fp16, bool graphs)
 void ox_cuda_plan_stats(const ox_cuda_plan *p, ox_exec_stats *s)
 {
     s->fp16_nodes = p->n_half;
+    s->float16_nodes = 0;
+    for (int k = 0; k < p->n_nodes; k++)
+        if (p->kind[k] != OX_CK_NONE && p->cnode[k] && ox_cuda_node_is_half(p->cnode[k]))
+            s->float16_nodes++;
     s->epilogue_nodes = p->n_epilogue;
     s->flash_nodes = p->n_flash;
     s->plan_shape_nodes = p->n_pconst;
