@@ -150,10 +150,28 @@ void ox_bench_stats_compute(ox_bench_stats *s);
 #define OX_CHECK_RTOL 1e-4
 #define OX_CHECK_ATOL 1e-5
 
+/* The floor of the equivalence check for float16 and bfloat16 outputs:
+ * each reordered operation (a BatchNorm folded into float16 weights) rounds
+ * to 11 (8) significant bits, so the lossless 1e-4 / 1e-5 fails every
+ * optimized float16 model; they get to_fp16's tolerance instead, bfloat16
+ * four times it (docs/CLI.md "optimize --check"). */
+#define OX_CHECK_HALF_RTOL 1e-2
+#define OX_CHECK_HALF_ATOL 1e-3
+
+/* The tolerance to judge an output with whose element types are a and b
+ * (the two sides; equal unless --fp16-io): *rtol / *atol raised to the
+ * float16 (bfloat16) floor when either side is float16 (bfloat16), else
+ * left alone. The one place `optimize --check`, `--bisect` and `matrix`
+ * take it from; a caller whose user gave --rtol/--atol does not call it. */
+void ox_check_tolerance(ox_dtype a, ox_dtype b, double *rtol, double *atol);
+
 /* Compares two output lists as the equivalence check does (a is the
- * reference); n outputs each, entries may be NULL. */
+ * reference); n outputs each, entries may be NULL. half_floor: each output
+ * is judged with ox_check_tolerance(its dtypes) from rtol/atol; false:
+ * rtol/atol exactly (user-given values, bench --compare). */
 void ox_bench_compare_outputs(int n, ox_rval *const *a, ox_rval *const *b,
-                              double rtol, double atol, ox_bench_check *out);
+                              double rtol, double atol, bool half_floor,
+                              ox_bench_check *out);
 
 /* Runs cfg->model once (after cfg->warmup untimed runs) with the executor's
  * per-node hook and writes a Chrome trace-event JSON (chrome://tracing,

@@ -19,7 +19,10 @@
 typedef struct ox_bisect_opts {
     const ox_input_opts *inputs;  /* --input/--fill/...; NULL: all random */
     int n_sets;                   /* input sets, seeds 0..n_sets-1 (< 1: 1) */
-    double rtol, atol;            /* both 0: 1e-4 / 1e-5, as optimize --check */
+    double rtol, atol;            /* both 0: 1e-4 / 1e-5 with the float16
+                                   * floor, as optimize --check */
+    bool half_floor;              /* float16/bfloat16 outputs judged with
+                                   * ox_check_tolerance (bench.h) */
     int64_t max_memory;           /* executor ceiling; 0: its default */
 } ox_bisect_opts;
 

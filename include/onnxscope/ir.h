@@ -34,6 +34,11 @@ typedef struct ox_dim {
     int64_t value;  /* -1 when not known */
     char *param;    /* symbol name or NULL */
     char *denotation;
+    /* A negative dim_value the file declared (-1 from some exporters):
+     * read as unknown (value -1), as ONNX Runtime reads it; `check` warns;
+     * written back as declared while the dim stays unknown and without a
+     * symbol (ONNX Runtime's saved models keep it too). 0: none. */
+    int64_t declared_neg;
 } ox_dim;
 
 struct ox_type {
@@ -53,6 +58,14 @@ void ox_type_free(ox_type *t);
 bool ox_type_is_static(const ox_type *t);
 /* Formats "float32[1,3,N,?]" into buf. */
 const char *ox_type_str(const ox_type *t, char *buf, size_t len);
+/* The dims of tensor type t (or of the tensor inside a sequence, optional
+ * or map) that the file declared negative and are still unknown: their
+ * count; *axis and *value the first's (either may be NULL). */
+int ox_type_declared_neg(const ox_type *t, int *axis, int64_t *value);
+/* The note `info` and the TUI show after such a type: "(axis 0 declared
+ * -1: unknown; see `check`)", "(axes 0, 2 declared negative: unknown; see
+ * `check`)", or "" when there is none. Returns buf. */
+const char *ox_type_neg_note(const ox_type *t, char *buf, size_t len);
 bool ox_type_equal(const ox_type *a, const ox_type *b);
 /* Declared types (ox_value.decl) against inferred ones.
  * compatible: nothing contradicts (same kind, element type and rank where
@@ -159,6 +172,12 @@ struct ox_value {
      * value: free it with ox_tensor_free when the value is freed; a clone
      * may share it with ox_tensor_share or leave it NULL. */
     ox_tensor *known;
+    /* Set by ox_model_mark_override_deps (inference calls it): the value's
+     * contents (override_dep) or its inferred shape (override_shape_dep)
+     * depend on an initializer a caller may override (ox_value_overridable),
+     * so known and the shape hold what the stored defaults give, not a
+     * constant. False on values made since. */
+    bool override_dep, override_shape_dep;
     int slot;             /* position in graph->values, kept by the graph */
 };
 
@@ -362,6 +381,29 @@ bool ox_node_is(const ox_node *n, const char *op_type);
 bool ox_node_is_random(const ox_node *n);
 /* A node with a graph attribute (If, Loop, Scan...). */
 bool ox_node_has_subgraph(const ox_node *n);
+
+/* An initializer a caller may override: listed as a graph input too, from
+ * IR 4 on (PyTorch's keep_initializers_as_inputs; before IR 4 every
+ * initializer is listed and is a constant). Its data is a default. */
+bool ox_value_overridable(const ox_value *v);
+/* v's contents when they are a constant no caller can change: a
+ * non-overridable initializer's data, or inference's known value when it
+ * depends on no overridable initializer (override_dep); NULL otherwise.
+ * What every reader of a constant (passes, constant lists, the planner's
+ * checks) takes, so that a fed value is never replaced by the default. */
+const ox_tensor *ox_value_constant(const ox_value *v);
+/* Marks override_dep / override_shape_dep on every value of m (subgraphs
+ * included): an overridable initializer's contents, and its shape unless
+ * its declared type is static (a feed must match it); through a node, the
+ * outputs' contents depend on whatever the inputs' do, Shape and Size
+ * outputs only on the input's shape; the outputs' shapes on the inputs'
+ * shapes and on the contents of inputs inference can read (integer lists,
+ * small floats, known values). Values in subgraphs of a model with any
+ * overridable initializer are all marked (conservative). */
+void ox_model_mark_override_deps(ox_model *m);
+/* The same for the outputs of one node from its inputs' marks (a node a
+ * pass made and ox_infer_node typed); marks are only ever added. */
+void ox_node_mark_override_deps(ox_node *n);
 
 void ox_attr_free_contents(ox_attr *a);
 void ox_attr_copy(ox_attr *dst, const ox_attr *src, ox_graph *parent_scope);

@@ -87,8 +87,10 @@ typedef struct ox_matrix_row {
     bool acc_known;
     bool acc_mismatch;        /* outputs differ in count, type or shape */
     bool within_check;        /* every element within `optimize --check`'s
-                               * tolerance (1e-5 + 1e-4 * |original|):
-                               * lossless up to float rounding */
+                               * tolerance (1e-5 + 1e-4 * |original|; a
+                               * float16 output 1e-3 + 1e-2 * |original|,
+                               * ox_check_tolerance): lossless up to float
+                               * rounding */
     double max_abs_err, max_rel_err;
     double cosine;            /* smallest over the float outputs (NAN: none) */
     double snr_db;            /* smallest over the float outputs */

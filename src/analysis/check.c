@@ -416,8 +416,32 @@ static int cmp_node_name(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
+/* Negative dim_values the file declared for v (ox_dim.declared_neg): ONNX
+ * 1.12's checker does not reject them, ONNX Runtime reads them as unknown
+ * and runs any size there, so a warning: the dim is unknown, not -1 wide. */
+static void warn_declared_neg(checker *C, const ox_value *v, const char *what, const char *gname)
+{
+    const ox_type *t = v->decl;
+    for (int depth = 0; t && t->inner && depth < 64; depth++)
+        t = t->inner;
+    for (int d = 0; t && t->has_shape && t->dims && d < t->rank; d++)
+        if (t->dims[d].declared_neg < 0)
+            ox_check_report_add(C->r, true,
+                                "%s: %s '%s' declares dim %lld at axis %d: a negative size, read "
+                                "as unknown (as ONNX Runtime does; write a dim_param or leave "
+                                "the dim empty)", gname, what, v->name,
+                                (long long)t->dims[d].declared_neg, d);
+}
+
 static void check_graph(checker *C, const ox_graph *g, const char *gname)
 {
+    for (int i = 0; i < g->n_inputs; i++)
+        warn_declared_neg(C, g->inputs[i], "input", gname);
+    for (int i = 0; i < g->n_values; i++)
+        if (g->values[i]->has_value_info && !g->values[i]->is_input && !g->values[i]->is_output)
+            warn_declared_neg(C, g->values[i], "value_info", gname);
+    for (int i = 0; i < g->n_outputs; i++)
+        warn_declared_neg(C, g->outputs[i], "output", gname);
     /* Definitions before use, in list order. */
     for (int i = 0; i < g->n_nodes; i++) {
         const ox_node *n = g->nodes[i];

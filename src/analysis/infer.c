@@ -524,7 +524,7 @@ bool ox_infer_broadcast(const ox_type *a, const ox_type *b, ox_type *out)
     if (out->rank != r)
         return false;
     bool ok = true;
-    static const ox_dim one = { 1, NULL, NULL };
+    static const ox_dim one = {.value = 1};
     for (int i = 0; i < r; i++) {
         int ia = i - (r - a->rank), ib = i - (r - b->rank);
         const ox_dim *da = ia >= 0 ? &a->dims[ia] : &one;
@@ -1211,6 +1211,9 @@ ox_status ox_infer_model(ox_model *m, const ox_infer_opts *opts, ox_error *err)
     rc = infer_graph(&st, m->graph);
     if (rc == OX_OK)
         ox_graph_visit(m->graph, visit_publish, &st);
+    /* Which known values and shapes come from an overridable initializer's
+     * default (ox_value_constant then gives no constant for them). */
+    ox_model_mark_override_deps(m);
     map_free(&st);
     if (opts && opts->stats)
         *opts->stats = st.stats;
@@ -1235,6 +1238,7 @@ ox_status ox_infer_node(ox_node *n, ox_error *err)
         ox_tensor_free(v->known);
         v->known = (slot && *slot) ? ox__kv_to_tensor(*slot) : NULL;
     }
+    ox_node_mark_override_deps(n);   /* a known value from a default is no constant */
     map_free(&st);
     return rc;
 }

@@ -212,7 +212,7 @@ static ox_status infer_scan8(ox_infer_node_ctx *c, ox_graph *body)
     if (nin < 0 || m < 0 || m > nin || body->n_inputs != nin)
         return ox__fail(c, "body signature does not match the Scan");
     int nstate = nin - (int)m;
-    ox_dim batch = { -1, NULL, NULL }, seq = { -1, NULL, NULL };
+    ox_dim batch = {.value = -1}, seq = {.value = -1};
     for (int i = 0; i < nin; i++) {
         const ox_type *t = ox__in_shape(c, 1 + i);
         set_value_type(body->inputs[i], drop_leading(t, i < nstate ? 1 : 2));

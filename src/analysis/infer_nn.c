@@ -21,7 +21,7 @@ static ox_status matmul_shape(ox_infer_node_ctx *c, const ox_type *a, const ox_t
         return ox__fail(c, "matmul of a scalar");
     int ra = a->rank, rb = b->rank;
     /* Promote 1-D operands as numpy does. */
-    ox_dim one = { 1, NULL, NULL };
+    ox_dim one = {.value = 1};
     const ox_dim *am, *ak, *bk, *bn;
     if (ra == 1) {
         am = &one;
@@ -674,7 +674,7 @@ ox_status ox__infer_rnn(ox_infer_node_ctx *c)
     int64_t h = ox_node_attr_i(c->n, "hidden_size", -1);
     if (h < 0 && r && r->rank == 3)
         h = ox__dimv(r, 2);
-    ox_dim seq = { -1, NULL, NULL }, batch = { -1, NULL, NULL };
+    ox_dim seq = {.value = -1}, batch = {.value = -1};
     if (x && x->rank == 3) {
         seq = x->dims[layout ? 1 : 0];
         batch = x->dims[layout ? 0 : 1];

@@ -77,6 +77,19 @@ static json_t *values_json(ox_value *const *v, int n)
         } else
             json_object_set_new(o, "dtype", json_null());
         json_object_set_new(o, "shape", shape_json(t));
+        /* Axes whose dim the file declared negative (null in "shape"). */
+        int axis = 0;
+        if (ox_type_declared_neg(t, &axis, NULL)) {
+            json_t *ax = json_array();
+            const ox_type *u = t;
+            for (int depth = 0; u->inner && depth < 64; depth++)
+                u = u->inner;
+            for (int d = 0; d < u->rank; d++)
+                if (u->dims[d].declared_neg < 0 && u->dims[d].value < 0 &&
+                    !(u->dims[d].param && *u->dims[d].param))
+                    json_array_append_new(ax, json_integer(d));
+            json_object_set_new(o, "declared_negative_axes", ax);
+        }
         json_array_append_new(a, o);
     }
     return a;
@@ -144,10 +157,13 @@ static void print_values(const char *title, ox_value *const *v, int n)
 {
     printf("%s:\n", title);
     for (int i = 0; i < n; i++) {
-        char buf[256];
+        char buf[256], note[128];
+        /* A dim the file declared negative shows as '?' with a note. */
+        ox_type_neg_note(v[i]->type, note, sizeof note);
         int pad = 32 - ox_text_cols(v[i]->name);   /* columns, not bytes */
-        printf("  %s%*s %s\n", v[i]->name ? v[i]->name : "", pad > 0 ? pad : 0, "",
-               v[i]->type ? ox_type_str(v[i]->type, buf, sizeof buf) : "?");
+        printf("  %s%*s %s%s%s\n", v[i]->name ? v[i]->name : "", pad > 0 ? pad : 0, "",
+               v[i]->type ? ox_type_str(v[i]->type, buf, sizeof buf) : "?", *note ? "   " : "",
+               note);
     }
 }
 

@@ -193,17 +193,10 @@ static void compare(const ox_rval *a, const ox_rval *b, const check_tol *tol, ch
     }
     bool close = true;
     double dot = 0, nx = 0, ny = 0;
-    /* A float16/bfloat16 output: each reordered operation (a BatchNorm
-     * folded into float16 weights, say) rounds to 11 (8) bits, so the
-     * lossless 1e-4 failed every optimized float16 export; the floor is
-     * to_fp16's tolerance (bfloat16: four times it). */
+    /* A float16/bfloat16 output: the check's float16 floor (bench.h). */
     double rt = tol->rtol, at = tol->atol;
-    bool half = x->dtype == OX_DT_FLOAT16 || y->dtype == OX_DT_FLOAT16;
-    bool bf = x->dtype == OX_DT_BFLOAT16 || y->dtype == OX_DT_BFLOAT16;
-    if (tol->half_floor && (half || bf)) {
-        rt = fmax(rt, bf ? 4e-2 : 1e-2);
-        at = fmax(at, bf ? 4e-3 : 1e-3);
-    }
+    if (tol->half_floor)
+        ox_check_tolerance(x->dtype, y->dtype, &rt, &at);
     for (int64_t i = 0; i < x->numel; i++) {
         double p = ox_tensor_get_f64(x, i), q = ox_tensor_get_f64(y, i);
         if (isfinite(p) && isfinite(q)) {
@@ -742,7 +735,8 @@ int ox_cmd_optimize(int argc, char **argv)
         }
         if (!chk.ok && bisect) {
             ox_bisect_opts bo = {.inputs = &inputs, .n_sets = n_check, .rtol = tol.rtol,
-                                 .atol = tol.atol, .max_memory = max_memory};
+                                 .atol = tol.atol, .half_floor = tol.half_floor,
+                                 .max_memory = max_memory};
             ox_error berr = {0};
             if (ox_pm_bisect(pm, conv ? conv : m, &bo, &bis, &berr) != OX_OK) {
                 ox_cli_error(path, "--bisect: %s", berr.msg);

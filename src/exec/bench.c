@@ -127,8 +127,21 @@ static void check_fail(ox_bench_check *c, const char *fmt, ...)
     c->ok = false;
 }
 
+void ox_check_tolerance(ox_dtype a, ox_dtype b, double *rtol, double *atol)
+{
+    double m = 0;   /* the floor's multiple of float16's */
+    if (a == OX_DT_BFLOAT16 || b == OX_DT_BFLOAT16)
+        m = 4;
+    else if (a == OX_DT_FLOAT16 || b == OX_DT_FLOAT16)
+        m = 1;
+    if (m > 0) {
+        *rtol = fmax(*rtol, m * OX_CHECK_HALF_RTOL);
+        *atol = fmax(*atol, m * OX_CHECK_HALF_ATOL);
+    }
+}
+
 static void compare_tensor(const ox_tensor *x, const ox_tensor *y, const char *what,
-                           double rtol, double atol, ox_bench_check *c)
+                           double rtol, double atol, bool half_floor, ox_bench_check *c)
 {
     if (x->dtype != y->dtype) {
         check_fail(c, "%s: dtype %s vs %s", what, ox_dtype_name(x->dtype), ox_dtype_name(y->dtype));
@@ -151,6 +164,8 @@ static void compare_tensor(const ox_tensor *x, const ox_tensor *y, const char *w
             check_fail(c, "%s: strings differ", what);
         return;
     }
+    if (half_floor)
+        ox_check_tolerance(x->dtype, y->dtype, &rtol, &atol);
     for (int64_t i = 0; i < x->numel; i++) {
         double a = ox_tensor_get_f64(x, i), b = ox_tensor_get_f64(y, i);
         if (isnan(a) && isnan(b))
@@ -170,7 +185,7 @@ static void compare_tensor(const ox_tensor *x, const ox_tensor *y, const char *w
 }
 
 static void compare_rval(const ox_rval *x, const ox_rval *y, const char *what, double rtol,
-                         double atol, ox_bench_check *c)
+                         double atol, bool half_floor, ox_bench_check *c)
 {
     if (!x || !y) {
         if (x != y) {
@@ -189,22 +204,22 @@ static void compare_rval(const ox_rval *x, const ox_rval *y, const char *what, d
             if (x->t != y->t)
                 check_fail(c, "%s: tensor on one side only", what);
         } else {
-            compare_tensor(x->t, y->t, what, rtol, atol, c);
+            compare_tensor(x->t, y->t, what, rtol, atol, half_floor, c);
         }
     }
     for (int i = 0; i < x->n_items; i++)
-        compare_rval(x->items[i], y->items[i], what, rtol, atol, c);
+        compare_rval(x->items[i], y->items[i], what, rtol, atol, half_floor, c);
 }
 
 void ox_bench_compare_outputs(int n, ox_rval *const *a, ox_rval *const *b, double rtol,
-                              double atol, ox_bench_check *out)
+                              double atol, bool half_floor, ox_bench_check *out)
 {
     memset(out, 0, sizeof *out);
     out->ok = true;
     for (int k = 0; k < n; k++) {
         char what[32];
         snprintf(what, sizeof what, "output %d", k);
-        compare_rval(a[k], b[k], what, rtol, atol, out);
+        compare_rval(a[k], b[k], what, rtol, atol, half_floor, out);
     }
 }
 
@@ -630,7 +645,8 @@ ox_status ox_bench_run(const ox_bench_config *cfg, ox_bench_result *r, ox_error 
             r->check.max_abs_err = INFINITY;
             snprintf(r->check.why, sizeof r->check.why, "%d outputs vs %d", no, nob);
         } else {
-            ox_bench_compare_outputs(no, oa, ob, cfg->rtol, cfg->atol, &r->check);
+            /* bench's --rtol/--atol (defaults 1e-3 / 1e-4) are taken as given. */
+            ox_bench_compare_outputs(no, oa, ob, cfg->rtol, cfg->atol, false, &r->check);
         }
     }
 out:

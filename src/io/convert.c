@@ -584,6 +584,8 @@ ox_type *ox_type_from_proto(const Onnx__TypeProto *tp, int depth)
             if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
                 d->dim_value >= 0)
                 t->dims[i].value = d->dim_value;
+            else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+                t->dims[i].declared_neg = d->dim_value;   /* unknown; kept for the saver */
             else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
                      d->dim_param)
                 t->dims[i].param = ox_strdup(d->dim_param);
@@ -723,6 +725,11 @@ static Onnx__TensorShapeProto *shape_to_proto(ox_pool *p, const ox_type *t)
         } else if (t->dims[i].param) {
             d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
             d->dim_param = ox_pool_strdup(p, t->dims[i].param);
+        } else if (t->dims[i].declared_neg < 0) {
+            /* Still unknown: the file's own negative value, as ONNX
+             * Runtime writes it back (docs/INFERENCE.md). */
+            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+            d->dim_value = t->dims[i].declared_neg;
         }
         if (t->dims[i].denotation)
             d->denotation = ox_pool_strdup(p, t->dims[i].denotation);

@@ -102,27 +102,26 @@ static ox_status problem(loader *L, const char *fmt, ...)
     return OX_OK;
 }
 
-/* Element types and dims the converter cannot represent (it maps them to
- * "undefined" and "unknown"): recorded for `check`. io: a graph input or
- * output of the main graph, which must name its element type. */
+/* Element types the converter cannot represent (it maps them to
+ * "undefined"): recorded for `check`. io: a graph input or output of the
+ * main graph, which must name its element type. A negative dim_value loads
+ * as unknown (ox_dim.declared_neg) and `check` warns about it (check.c):
+ * ONNX Runtime runs such a model. */
 static void scan_type(loader *L, const Onnx__TypeProto *tp, const char *gname,
                       const char *what, const char *name, bool io, int depth)
 {
     if (!tp || depth > 32)
         return;
-    const Onnx__TensorShapeProto *shape = NULL;
     bool has_elem = false;
     int32_t elem = 0;
     switch (tp->value_case) {
     case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE:
         has_elem = tp->tensor_type->has_elem_type;
         elem = tp->tensor_type->elem_type;
-        shape = tp->tensor_type->shape;
         break;
     case ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE:
         has_elem = tp->sparse_tensor_type->has_elem_type;
         elem = tp->sparse_tensor_type->elem_type;
-        shape = tp->sparse_tensor_type->shape;
         break;
     case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
         scan_type(L, tp->sequence_type->elem_type, gname, what, name, false, depth + 1);
@@ -144,13 +143,6 @@ static void scan_type(loader *L, const Onnx__TypeProto *tp, const char *gname,
                   (int)elem);
     else if (io && (!has_elem || elem == 0))
         add_issue(L->m, "%s: %s '%s' has no element type", gname, what, name);
-    for (size_t i = 0; shape && i < shape->n_dim; i++) {
-        const Onnx__TensorShapeProto__Dimension *d = shape->dim[i];
-        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
-            d->dim_value < 0)
-            add_issue(L->m, "%s: %s '%s' has a negative dim %lld at axis %zu", gname, what,
-                      name, (long long)d->dim_value, i);
-    }
 }
 
 static ox_kv *convert_kvs(Onnx__StringStringEntryProto *const *e, size_t n, int *out_n)

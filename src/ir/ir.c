@@ -995,6 +995,154 @@ bool ox_node_is_random(const ox_node *n)
     return false;
 }
 
+bool ox_value_overridable(const ox_value *v)
+{
+    return v && v->init && v->is_input &&
+           !(v->graph && v->graph->model && v->graph->model->ir_version < 4);
+}
+
+const ox_tensor *ox_value_constant(const ox_value *v)
+{
+    if (!v)
+        return NULL;
+    if (v->init)
+        return ox_value_overridable(v) ? NULL : v->init;
+    return v->override_dep ? NULL : v->known;
+}
+
+/* Whether shape inference can have read v's contents for n's output
+ * shapes: what its known-value table holds (integers up to 4096 elements,
+ * an integer value of unknown size counting as a shape list, anything with
+ * a known value); float contents only where they size the output (Resize
+ * and Upsample scales, Range), not a Conv bias or a BatchNorm scale. */
+static bool contents_readable(const ox_node *n, const ox_value *v)
+{
+    bool float_sizes = ox_node_is(n, "Resize") || ox_node_is(n, "Upsample") ||
+                       ox_node_is(n, "Range");
+    if (v->known && (float_sizes || !ox_dtype_is_float(v->known->dtype)))
+        return true;
+    const ox_type *t = v->type;
+    ox_dtype dt = v->init ? v->init->dtype : t && t->kind == OX_TYPE_TENSOR ? t->elem
+                                                                           : OX_DT_UNDEFINED;
+    int64_t cnt = v->init ? v->init->numel : -1;
+    if (!v->init && t && t->kind == OX_TYPE_TENSOR && ox_type_is_static(t)) {
+        cnt = 1;
+        for (int i = 0; i < t->rank && cnt <= 4096; i++)
+            cnt *= t->dims[i].value;
+    }
+    if (ox_dtype_is_float(dt))
+        return float_sizes && cnt >= 0 && cnt <= 64;
+    return cnt < 0 || cnt <= 4096;   /* integers, bool; unknown: assume so */
+}
+
+static void mark_all(ox_graph *g, void *ctx)
+{
+    (void)ctx;
+    for (int i = 0; i < g->n_values; i++)
+        if (g->values[i])
+            g->values[i]->override_dep = g->values[i]->override_shape_dep = true;
+}
+
+static bool has_overridable(const ox_graph *g)
+{
+    for (int i = 0; i < g->n_inputs; i++)
+        if (ox_value_overridable(g->inputs[i]))
+            return true;
+    return false;
+}
+
+/* Marks n's outputs from its inputs (ox_model_mark_override_deps' rules);
+ * any: the model has an overridable initializer (a node with a subgraph
+ * then depends on one). True when a mark was added. */
+static bool node_marks(ox_node *n, bool any)
+{
+    bool val = false, shp = false;
+    if (ox_node_has_subgraph(n)) {
+        val = shp = any;
+    } else if ((ox_node_is(n, "Shape") || ox_node_is(n, "Size")) && n->n_inputs > 0 &&
+               n->inputs[0]) {
+        val = shp = n->inputs[0]->override_shape_dep;
+    } else {
+        for (int i = 0; i < n->n_inputs; i++) {
+            const ox_value *x = n->inputs[i];
+            if (!x)
+                continue;
+            val |= x->override_dep || x->override_shape_dep;
+            shp |= x->override_shape_dep || (x->override_dep && contents_readable(n, x));
+        }
+    }
+    bool added = false;
+    for (int j = 0; j < n->n_outputs; j++) {
+        ox_value *o = n->outputs[j];
+        if (o && ((val && !o->override_dep) || (shp && !o->override_shape_dep))) {
+            o->override_dep |= val;
+            o->override_shape_dep |= shp;
+            added = true;
+        }
+    }
+    return added;
+}
+
+void ox_node_mark_override_deps(ox_node *n)
+{
+    if (!n)
+        return;
+    const ox_graph *g = n->graph;
+    while (g && g->parent)
+        g = g->parent;
+    node_marks(n, g && has_overridable(g));
+}
+
+static void clear_marks(ox_graph *g, void *ctx)
+{
+    (void)ctx;
+    for (int i = 0; i < g->n_values; i++)
+        if (g->values[i])
+            g->values[i]->override_dep = g->values[i]->override_shape_dep = false;
+}
+
+static void mark_graph(ox_graph *g, bool any)
+{
+    for (int i = 0; i < g->n_values; i++) {
+        ox_value *v = g->values[i];
+        if (!v)
+            continue;
+        v->override_dep = ox_value_overridable(v);
+        v->override_shape_dep = v->override_dep && !ox_type_is_static(v->decl ? v->decl : v->type);
+    }
+    if (!any)
+        return;
+    int *order = malloc(((size_t)g->n_nodes + 1) * sizeof *order);
+    bool sorted = order && ox_graph_topo_order(g, order, NULL, NULL) == OX_OK;
+    /* A fixed point when unsorted (a cycle, out of memory): monotone. */
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int k = 0; k < g->n_nodes; k++) {
+            ox_node *n = g->nodes[sorted ? order[k] : k];
+            if (ox_node_has_subgraph(n)) {
+                for (int a = 0; a < n->n_attrs; a++) {
+                    if (n->attrs[a].type == OX_ATTR_GRAPH && n->attrs[a].g)
+                        ox_graph_visit(n->attrs[a].g, mark_all, NULL);
+                    for (int j = 0; n->attrs[a].type == OX_ATTR_GRAPHS && j < n->attrs[a].n; j++)
+                        ox_graph_visit(n->attrs[a].graphs[j], mark_all, NULL);
+                }
+            }
+            changed |= node_marks(n, true) && !sorted;
+        }
+    }
+    free(order);
+}
+
+void ox_model_mark_override_deps(ox_model *m)
+{
+    if (!m || !m->graph)
+        return;
+    /* Every graph cleared, then the main graph marked (subgraphs of its
+     * nodes all marked when there is an overridable initializer). */
+    ox_graph_visit(m->graph, clear_marks, NULL);
+    mark_graph(m->graph, has_overridable(m->graph));
+}
+
 bool ox_node_has_subgraph(const ox_node *n)
 {
     for (int a = 0; n && a < n->n_attrs; a++)

@@ -51,6 +51,7 @@ ox_type *ox_type_clone(const ox_type *s)
         }
         for (int i = 0; i < s->rank; i++) {
             t->dims[i].value = s->dims[i].value;
+            t->dims[i].declared_neg = s->dims[i].declared_neg;
             t->dims[i].param = ox__ir_strdup(s->dims[i].param);
             t->dims[i].denotation = ox__ir_strdup(s->dims[i].denotation);
         }
@@ -166,6 +167,49 @@ const char *ox_type_str(const ox_type *t, char *buf, size_t len)
     buf[0] = '\0';
     size_t pos = 0;
     type_str(t, buf, len, &pos, 0);
+    return buf;
+}
+
+int ox_type_declared_neg(const ox_type *t, int *axis, int64_t *value)
+{
+    for (int depth = 0; t && t->inner && depth < 64; depth++)
+        t = t->inner;   /* sequence, optional, map: the tensor inside */
+    int n = 0;
+    for (int i = 0; t && t->has_shape && t->dims && i < t->rank; i++) {
+        const ox_dim *d = &t->dims[i];
+        if (d->declared_neg >= 0 || d->value >= 0 || (d->param && *d->param))
+            continue;
+        if (n++ == 0) {
+            if (axis)
+                *axis = i;
+            if (value)
+                *value = d->declared_neg;
+        }
+    }
+    return n;
+}
+
+const char *ox_type_neg_note(const ox_type *t, char *buf, size_t len)
+{
+    if (!buf || !len)
+        return "";
+    buf[0] = 0;
+    int axis = 0;
+    int64_t v = 0;
+    int n = ox_type_declared_neg(t, &axis, &v);
+    if (n == 1) {
+        snprintf(buf, len, "(axis %d declared %lld: unknown; see `check`)", axis, (long long)v);
+    } else if (n > 1) {
+        size_t pos = 0;
+        app(buf, len, &pos, "(axes");
+        for (int depth = 0; t->inner && depth < 64; depth++)
+            t = t->inner;
+        for (int i = 0, k = 0; i < t->rank; i++)
+            if (t->dims[i].declared_neg < 0 && t->dims[i].value < 0 &&
+                !(t->dims[i].param && *t->dims[i].param))
+                app(buf, len, &pos, "%s %d", k++ ? "," : "", i);
+        app(buf, len, &pos, " declared negative: unknown; see `check`)");
+    }
     return buf;
 }
 
@@ -626,6 +670,8 @@ ox_graph *ox__graph_clone(const ox_graph *src, ox_model *m, ox_graph *parent,
             goto fail;
         if (sv->known)
             v->known = ox_tensor_share(sv->known);
+        v->override_dep = sv->override_dep;
+        v->override_shape_dep = sv->override_shape_dep;
     }
     if (src->n_inputs > 0) {
         g->inputs = ox__ir_xcalloc((size_t)src->n_inputs, sizeof(ox_value *));

@@ -456,10 +456,15 @@ static const ox_op_schema ops_table[] = {
       "Sampling grid from affine matrices", ox__infer_affine_grid },
     { "", "Resize", 10, "X:T, scales:float", "Y:T", "mode:s=nearest", TA,
       "Resize by scales", ox__infer_resize },
-    { "", "Resize", 11, "X:T1, roi:T2?, scales:float?, sizes:int64?", "Y:T1",
+    /* Resize-11: roi and scales required (an empty tensor for "none"). */
+    { "", "Resize", 11, "X:T1, roi:T2, scales:float, sizes:int64?", "Y:T1",
       "coordinate_transformation_mode:s=half_pixel, cubic_coeff_a:f=-0.75, exclude_outside:i=0, "
       "extrapolation_value:f=0.0, mode:s=nearest, nearest_mode:s=round_prefer_floor", TA,
       "Resize by scales or to sizes", ox__infer_resize },
+    { "", "Resize", 13, "X:T1, roi:T2?, scales:float?, sizes:int64?", "Y:T1",
+      "coordinate_transformation_mode:s=half_pixel, cubic_coeff_a:f=-0.75, exclude_outside:i=0, "
+      "extrapolation_value:f=0.0, mode:s=nearest, nearest_mode:s=round_prefer_floor", TA,
+      "Resize by scales or to sizes (roi, scales optional)", ox__infer_resize },
     { "", "Resize", 18, "X:T1, roi:T2?, scales:float?, sizes:int64?", "Y:T1",
       "antialias:i=0, axes:ints, coordinate_transformation_mode:s=half_pixel, "
       "cubic_coeff_a:f=-0.75, exclude_outside:i=0, extrapolation_value:f=0.0, "

@@ -18,6 +18,7 @@ typedef struct bctx {
     ox_rval ***in;          /* [set][n_in] */
     ox_rval ***ref;         /* [set][n_out]: the original's outputs */
     double rtol, atol;
+    bool half_floor;
     int64_t max_memory;
     ox_bisect_result *r;
     /* the first diverging invocation (phase 1) */
@@ -72,7 +73,8 @@ static bool diverges(bctx *c, ox_model *cand, ox_bench_check *chk)
                 fail(chk, "the model fails", er.msg);
             } else {
                 ox_bench_check one;
-                ox_bench_compare_outputs(c->n_out, c->ref[s], out, c->rtol, c->atol, &one);
+                ox_bench_compare_outputs(c->n_out, c->ref[s], out, c->rtol, c->atol,
+                                         c->half_floor, &one);
                 if (one.max_abs_err > chk->max_abs_err)
                     chk->max_abs_err = one.max_abs_err;
                 if (one.max_rel_err > chk->max_rel_err)
@@ -262,11 +264,12 @@ ox_status ox_pm_bisect(ox_pass_manager *pm, const ox_model *m, const ox_bisect_o
     bctx c = {
         .orig = m, .n_sets = o.n_sets < 1 ? 1 : o.n_sets, .n_in = m->graph->n_inputs,
         .n_out = m->graph->n_outputs, .rtol = o.rtol, .atol = o.atol,
-        .max_memory = o.max_memory, .r = out,
+        .half_floor = o.half_floor, .max_memory = o.max_memory, .r = out,
     };
     if (c.rtol == 0 && c.atol == 0) {
         c.rtol = OX_CHECK_RTOL;
         c.atol = OX_CHECK_ATOL;
+        c.half_floor = true;
     }
     ox_status st = make_reference(&c, &o, err);
     ox_model *a = NULL;

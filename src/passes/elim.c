@@ -290,9 +290,8 @@ static ox_status pass_if_const(ox_pass_ctx *c, ox_graph *g, ox_error *err)
             continue;
         if (!ox_node_is(n, "If") || n->n_inputs < 1 || !n->inputs[0])
             continue;
-        const ox_tensor *t = ox__pass_const(n->inputs[0]);
-        if (!t)
-            t = n->inputs[0]->known;
+        /* Not a condition computed from an overridable initializer. */
+        const ox_tensor *t = ox_value_constant(n->inputs[0]);
         if (!t || t->numel != 1 || !ox_tensor_data(t) || t->dtype == OX_DT_STRING)
             continue;
         ox_attr *a = ox_node_attr(n, ox_tensor_get_f64(t, 0) != 0 ? "then_branch"

@@ -818,6 +818,9 @@ static ox_status run_pass(ox_pass_manager *pm, ox_model *m, const ox_pass *p, in
         return ox_errorf(err, OX_ENOMEM, "out of memory");
     }
     ox_status st = OX_OK;
+    /* What depends on an overridable initializer, for this graph as it is
+     * now (ox_value_constant: the passes never take its default). */
+    ox_model_mark_override_deps(m);
     /* Parents come first in the visit order: walk it backwards. A parent
      * pass may free subgraphs listed before it, never those after. */
     for (int i = l.n - 1; i >= 0 && !st && ox__pass_may(&c); i--) {

@@ -32,9 +32,13 @@ const ox_tensor *ox__cv_const(const ox_value *v)
 {
     if (!v)
         return NULL;
-    const ox_tensor *t = ox_infer_known_value(v);
+    /* Not an overridable initializer's default, nor a value computed from
+     * one: moved into an attribute it would ignore what a caller feeds. */
+    const ox_tensor *t = ox_value_constant(v);
     if (t)
         return t;
+    if (v->init || v->override_dep)
+        return NULL;
     /* A Constant node with a tensor value (inference may not have run on
      * this value yet: it was made by an adapter). */
     if (v->producer && ox_node_is(v->producer, "Constant")) {

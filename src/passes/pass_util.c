@@ -9,13 +9,9 @@
 
 const ox_tensor *ox__pass_const(const ox_value *v)
 {
-    if (!v || !v->init)
-        return NULL;
-    /* Before IR 4 every initializer is listed as a graph input and is
-     * still a constant; from IR 4 on such a listing makes it overridable. */
-    if (v->is_input && !(v->graph && v->graph->model && v->graph->model->ir_version < 4))
-        return NULL;
-    return v->init;
+    /* An initializer, not an overridable one (ox_value_overridable: listed
+     * as a graph input from IR 4 on). */
+    return v && v->init ? ox_value_constant(v) : NULL;
 }
 
 void ox__pass_list_init(ox_graph *g, ox_value *v)
@@ -26,11 +22,10 @@ void ox__pass_list_init(ox_graph *g, ox_value *v)
 
 int ox__pass_const_ints(const ox_value *v, int64_t *out, int cap)
 {
-    const ox_tensor *t = ox__pass_const(v);
-    /* Inference's value of an overridable initializer is its default, not
-     * what a caller feeds: not a constant either. */
-    if (!t && v && !(v->init && v->is_input))
-        t = v->known;
+    /* Inference's value of an overridable initializer, or of anything
+     * computed from one (a Cast or Concat of it feeding a Reshape's shape),
+     * is the default, not what a caller feeds: no constant. */
+    const ox_tensor *t = ox_value_constant(v);
     if (!t || t->rank > 1 || !ox_dtype_is_int(t->dtype) || ox_dtype_bits(t->dtype) < 8 ||
         t->numel > cap || !ox_tensor_data(t))
         return -1;
@@ -41,6 +36,10 @@ int ox__pass_const_ints(const ox_value *v, int64_t *out, int cap)
 
 int ox__pass_static_shape(const ox_value *v, int64_t *dims)
 {
+    /* A shape inference computed from an overridable initializer's default
+     * (a Reshape to a fed shape) is not static: the feed decides it. */
+    if (v && v->override_shape_dep)
+        return -1;
     if (v && v->init) {
         for (int i = 0; i < v->init->rank; i++)
             dims[i] = v->init->dims[i];

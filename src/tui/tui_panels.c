@@ -545,15 +545,17 @@ static void io_draw_row(tui *t, int row, int y, int w, bool sel)
     ox_value *v = io_value(t, row, &in);
     if (!v)
         return;
-    char tb[1024];
+    char tb[1024], note[128];
     int slot = sel ? OX_SLOT_UI_SELECTED : OX_SLOT_UI_NORMAL;
     if (sel)
         tui_fill(y, 0, w, slot, t);
     int nw = io_name_cols(t, w);
     tui_putf(y, 0, 5, slot, t, "%-4s ", in ? "in" : "out");
     tui_put(y, 5, nw, slot, t, v->name);
-    tui_putf(y, 6 + nw, w - 6 - nw, slot, t, "%s%s", tui_value_type(v, tb, sizeof tb),
-             in && find_override(t, v->name) ? "   (override)" : "");
+    /* A dim the file declared negative: '?' and the note `info` prints. */
+    ox_type_neg_note(v->type, note, sizeof note);
+    tui_putf(y, 6 + nw, w - 6 - nw, slot, t, "%s%s%s%s", tui_value_type(v, tb, sizeof tb),
+             in && find_override(t, v->name) ? "   (override)" : "", *note ? "   " : "", note);
 }
 
 static bool io_match(tui *t, int row, const char *q)

@@ -53,6 +53,20 @@ static char *cache_file(char *buf, size_t n)
     return buf;
 }
 
+/* `info --json`'s FLOPs of model m (must be known). */
+static json_int_t info_flops_of(const char *m)
+{
+    char args[2048];
+    snprintf(args, sizeof args, "info %s --json", m);
+    json_t *info = run_json(args);
+    json_t *cost = json_object_get(info, "cost");
+    json_t *fl = cost ? json_object_get(cost, "flops") : json_object_get(info, "flops");
+    assert_true(json_is_integer(fl));
+    json_int_t v = json_integer_value(fl);
+    json_decref(info);
+    return v;
+}
+
 /* Known FLOPs: the figure is info's, gflops = flops / p50, the fraction is
  * gflops / peak, and the top operator times fit in the profiled run. */
 static void test_known_flops(void **state)
@@ -60,14 +74,8 @@ static void test_known_flops(void **state)
     (void)state;
     char m[512], args[1024];
     sample("tiny_cnn.onnx", m, sizeof m);
-    snprintf(args, sizeof args, "info %s --json", m);
-    json_t *info = run_json(args);
-    json_t *cost = json_object_get(info, "cost");
-    json_t *fl = cost ? json_object_get(cost, "flops") : json_object_get(info, "flops");
-    assert_true(json_is_integer(fl));
-    json_int_t info_flops = json_integer_value(fl);
+    json_int_t info_flops = info_flops_of(m);
     assert_true(info_flops > 0);
-    json_decref(info);
 
     snprintf(args, sizeof args, "bench %s --iters 5 --threads 1 --json", m);
     json_t *o = run_json(args);
@@ -135,14 +143,8 @@ static void test_flops_without_shapes(void **state)
         printf("skipped: %s not found (../shared absent)\n", m);
         skip();
     }
-    snprintf(args, sizeof args, "info %s --json", m);
-    json_t *info = run_json(args);
-    json_t *cost = json_object_get(info, "cost");
-    json_t *fl = cost ? json_object_get(cost, "flops") : json_object_get(info, "flops");
-    assert_true(json_is_integer(fl));
-    json_int_t info_flops = json_integer_value(fl);
+    json_int_t info_flops = info_flops_of(m);
     assert_true(info_flops > 8000000000LL);   /* ResNet-50: 4.1 G multiply-adds */
-    json_decref(info);
     snprintf(args, sizeof args, "bench %s --iters 1 --warmup 0 --threads 1 --no-profile --json", m);
     json_t *o = run_json(args);
     assert_true(json_is_integer(json_object_get(o, "flops")));

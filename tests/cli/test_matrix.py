@@ -149,6 +149,35 @@ def test_agrees_with_bench_and_check(o):
               f"{ck['max_abs_err']}")
 
 
+def test_float16_tolerance():
+    """A float16 model: the lossless levels reorder float16 arithmetic (the
+    BatchNorms folded into float16 Conv weights round to 11 bits), so the
+    within-tolerance column judges float16 outputs with optimize --check's
+    float16 floor, 1e-3 + 1e-2 |ref| (docs/CLI.md), not 1e-5 + 1e-4 |ref|."""
+    m16 = os.path.join(TMP, "cnn_f16.onnx")
+    run("optimize", CNN, "-o", m16, "--passes", "to_fp16", "--fp16-io")
+    info = json.loads(run("info", m16, "--json").stdout)
+    check([o["dtype"] for o in info["outputs"]] == ["float16"], f"f16: output dtype {info['outputs']}")
+    o = json.loads(run("matrix", m16, "--strategies", "original,basic", "--iters", "2",
+                       "--seed", "0", "--json").stdout)
+    r = {x["strategy"]: x for x in o["rows"]}["basic"]
+    acc = r["accuracy"]
+    # The case needs a float16 rounding difference beyond the float32 atol
+    # (else both tolerances accept it and it tests nothing) ...
+    check(CHECK_ATOL < acc["max_abs_err"] <= 1e-3, f"f16: basic max abs err {acc['max_abs_err']}")
+    # ... that the float16 floor's atol alone covers: within.
+    check(acc["within_check_tolerance"] is True, f"f16: basic within the check tolerance {acc}")
+    ck = json.loads(run("optimize", m16, "-o", os.path.join(TMP, "cnn_f16_basic.onnx"), "--level",
+                        "basic", "--check", "1", "--json").stdout)["check"]
+    check(ck["ok"] and abs(ck["max_abs_err"] - acc["max_abs_err"]) <= 1e-9,
+          f"f16: optimize --check agrees {ck}")
+    # An explicit tolerance wins over the floor: --atol 1e-5 --rtol 1e-4 refuse it.
+    p = run("optimize", m16, "-o", os.path.join(TMP, "cnn_f16_strict.onnx"), "--level", "basic",
+            "--check", "1", "--rtol", "1e-4", "--atol", "1e-5", "--json", ok=False)
+    check(p.returncode == 1 and json.loads(p.stdout)["check"]["ok"] is False,
+          f"f16: explicit --rtol/--atol exit {p.returncode}")
+
+
 def bench(model, threads):
     return json.loads(run("bench", model, "--json", "--iters", "10", "--threads", str(threads),
                           "--no-profile", "--seed", "0").stdout)
@@ -323,6 +352,7 @@ def test_interrupt():
 def main():
     o = test_json()
     test_agrees_with_bench_and_check(o)
+    test_float16_tolerance()
     test_csv_markdown()
     test_why_rows()
     test_fixed_batch()

@@ -155,6 +155,60 @@ static void test_compare_different(void **state)
     unlink(path);
 }
 
+/* One output of n values of type dt. */
+static ox_rval *vals(ox_dtype dt, int n, const double *v)
+{
+    int64_t d = n;
+    ox_tensor *t = ox_tensor_new(dt, 1, &d);
+    assert_non_null(t);
+    for (int i = 0; i < n; i++)
+        ox_tensor_set_f64(t, i, v[i]);
+    return ox_rval_tensor(t);
+}
+
+/* The check's float16/bfloat16 floor (ox_check_tolerance, docs/CLI.md
+ * "What --check accepts"): 1 vs 1 + 2^-10 (one float16 ulp) is outside
+ * 1e-5 + 1e-4*|ref| but inside 1e-3 + 1e-2*|ref|; 1 vs 1 + 2^-5 (four
+ * bfloat16 ulps) is inside only bfloat16's 4e-3 + 4e-2*|ref|. */
+static void test_compare_half_floor(void **state)
+{
+    (void)state;
+    static const double ref[2] = {1.0, 2.0}, f16[2] = {1.0009765625, 2.0}, bf[2] = {1.03125, 2.0};
+    struct {
+        ox_dtype dt;
+        const double *out;
+        bool half_floor, ok;
+    } c[] = {
+        {OX_DT_FLOAT16, f16, false, false},   /* the float32 tolerance */
+        {OX_DT_FLOAT16, f16, true, true},
+        {OX_DT_FLOAT, f16, true, false},      /* float32 outputs: no floor */
+        {OX_DT_FLOAT16, bf, true, false},     /* outside float16's floor */
+        {OX_DT_BFLOAT16, bf, true, true},
+        {OX_DT_BFLOAT16, bf, false, false},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        ox_rval *a = vals(c[i].dt, 2, ref), *b = vals(c[i].dt, 2, c[i].out);
+        ox_bench_check ck;
+        ox_bench_compare_outputs(1, &a, &b, OX_CHECK_RTOL, OX_CHECK_ATOL, c[i].half_floor, &ck);
+        if (ck.ok != c[i].ok)
+            fail_msg("case %zu: ok %d, want %d (%s)", i, ck.ok, c[i].ok, ck.why);
+        assert_true(ck.max_abs_err == c[i].out[0] - 1.0);
+        ox_rval_free(a);
+        ox_rval_free(b);
+    }
+    /* --fp16-io: a float16 output against the original's float32 one. */
+    double rt = OX_CHECK_RTOL, at = OX_CHECK_ATOL;
+    ox_check_tolerance(OX_DT_FLOAT, OX_DT_FLOAT16, &rt, &at);
+    assert_true(rt == 1e-2 && at == 1e-3);
+    /* A looser tolerance stays. */
+    rt = 0.5, at = 0.25;
+    ox_check_tolerance(OX_DT_BFLOAT16, OX_DT_BFLOAT16, &rt, &at);
+    assert_true(rt == 0.5 && at == 0.25);
+    rt = OX_CHECK_RTOL, at = OX_CHECK_ATOL;
+    ox_check_tolerance(OX_DT_DOUBLE, OX_DT_DOUBLE, &rt, &at);
+    assert_true(rt == OX_CHECK_RTOL && at == OX_CHECK_ATOL);
+}
+
 typedef struct cancel_state {
     atomic_int flag;
     int calls;
@@ -353,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_iters_and_order),
         cmocka_unit_test(test_compare_self),
         cmocka_unit_test(test_compare_different),
+        cmocka_unit_test(test_compare_half_floor),
         cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_cli_json),

@@ -773,6 +773,82 @@ static void test_scale(void **state)
     ox_model_free(c);
 }
 
+/* Overridable initializers (IR >= 4, listed as graph inputs) and what
+ * depends on them (ox_model_mark_override_deps, ox_value_constant): a Conv
+ * fed an overridable weight computes other contents but keeps its shape
+ * (a feed must match the declared [2,3,1,1]), so Shape of it stays a
+ * constant; a Reshape to an overridable shape changes shape, so Shape of
+ * that does not; a Cast of the shape is no constant either. */
+static void test_override_marks(void **state)
+{
+    (void)state;
+    ox_model *m = ox_model_new();
+    m->ir_version = 8;
+    ox_graph *g = m->graph;
+    static const int64_t xd[4] = {1, 3, 4, 4}, wd[4] = {2, 3, 1, 1}, two = 2;
+    ox_value *x = ox_graph_value(g, "x"), *w = ox_graph_value(g, "w");
+    ox_value *s = ox_graph_value(g, "s"), *c = ox_graph_value(g, "c");
+    x->type = ox_type_new_tensor(OX_DT_FLOAT, 4, xd);
+    w->type = ox_type_new_tensor(OX_DT_FLOAT, 4, wd);
+    w->init = ox_tensor_new(OX_DT_FLOAT, 4, wd);
+    s->type = ox_type_new_tensor(OX_DT_INT64, 1, &two);
+    s->init = ox_tensor_new(OX_DT_INT64, 1, &two);
+    c->type = ox_type_new_tensor(OX_DT_INT64, 1, &two);
+    c->init = ox_tensor_new(OX_DT_INT64, 1, &two);
+    ox_graph_add_input(g, x);
+    ox_graph_add_input(g, w);
+    ox_graph_add_input(g, s);
+    ox_value *y = ox_graph_value(g, "y"), *sy = ox_graph_value(g, "sy");
+    ox_value *r = ox_graph_value(g, "r"), *sr = ox_graph_value(g, "sr");
+    ox_value *cs = ox_graph_value(g, "cs"), *q = ox_graph_value(g, "q");
+    ox_value *in2[2] = {x, w};
+    ox_node_new(g, "Conv", "", "conv", 2, in2, 1, &y);
+    unary(g, "Shape", "shape_y", y, sy);
+    in2[0] = y;
+    in2[1] = s;
+    ox_node_new(g, "Reshape", "", "reshape_s", 2, in2, 1, &r);
+    unary(g, "Shape", "shape_r", r, sr);
+    unary(g, "Cast", "cast_s", s, cs);
+    in2[1] = c;
+    ox_node_new(g, "Reshape", "", "reshape_c", 2, in2, 1, &q);
+    ox_graph_add_output(g, sy);
+    ox_graph_add_output(g, sr);
+    ox_graph_add_output(g, cs);
+    ox_graph_add_output(g, q);
+    /* Stand-ins for inference's types and known values. */
+    static const int64_t yd[4] = {1, 2, 4, 4};
+    y->type = ox_type_new_tensor(OX_DT_FLOAT, 4, yd);
+    sy->known = ox_tensor_new(OX_DT_INT64, 1, (const int64_t[]){4});
+    sr->known = ox_tensor_new(OX_DT_INT64, 1, (const int64_t[]){2});
+    cs->known = ox_tensor_new(OX_DT_INT64, 1, &two);
+    ox_model_mark_override_deps(m);
+    assert_true(ox_value_overridable(w) && ox_value_overridable(s));
+    assert_false(ox_value_overridable(x) || ox_value_overridable(c));
+    assert_null(ox_value_constant(w));
+    assert_null(ox_value_constant(s));
+    assert_ptr_equal(ox_value_constant(c), c->init);
+    assert_true(y->override_dep && !y->override_shape_dep);
+    assert_ptr_equal(ox_value_constant(sy), sy->known);
+    assert_true(r->override_dep && r->override_shape_dep);
+    assert_null(ox_value_constant(sr));
+    assert_null(ox_value_constant(cs));
+    assert_false(q->override_shape_dep);
+    /* A node a pass adds is marked from its inputs. */
+    ox_value *cs2 = ox_graph_value(g, "cs2");
+    ox_node *n2 = unary(g, "Cast", "cast_s2", s, cs2);
+    cs2->known = ox_tensor_new(OX_DT_INT64, 1, &two);
+    assert_non_null(ox_value_constant(cs2));
+    ox_node_mark_override_deps(n2);
+    assert_null(ox_value_constant(cs2));
+    /* Before IR 4 every initializer is listed as an input and is constant. */
+    m->ir_version = 3;
+    ox_model_mark_override_deps(m);
+    assert_ptr_equal(ox_value_constant(s), s->init);
+    assert_non_null(ox_value_constant(sr));
+    assert_non_null(ox_value_constant(cs2));
+    ox_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -787,6 +863,7 @@ int main(void)
         cmocka_unit_test(test_alloc_failure),
         cmocka_unit_test(test_attrs_types),
         cmocka_unit_test(test_scale),
+        cmocka_unit_test(test_override_marks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -476,6 +476,12 @@ ox_status ox_tk_resize(ox_kernel_ctx *c)
         sc_t = NULL;
     if (sz_t && sz_t->numel == 0)
         sz_t = NULL;
+    /* An empty roi means none, except where it takes effect: tf_crop_and_
+     * resize needs its 2 x axes values (refused as ONNX Runtime does; a
+     * constant one already when planned, plan_check.c). */
+    if (roi_t && roi_t->numel == 0 && o.ct == CT_TF_CROP)
+        return ox_errorf(c->err, OX_EINVAL, "Resize: tf_crop_and_resize needs roi of %d values, "
+                         "got 0", 2 * na);
     if (roi_t && roi_t->numel == 0)
         roi_t = NULL;
     if (!!sc_t == !!sz_t)
