@@ -178,9 +178,11 @@ static double clock_s(clockid_t id)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Free cores now, refreshed at most every half second (the first calls,
- * before a first window of 0.1 s exists, count the runnable tasks other
- * than this one). */
+/* Free cores now, refreshed at most every half second. Before a first
+ * window of 0.1 s exists, only a runnable count (other than this thread)
+ * of at least every core caps: one instant's count is noisy (a kworker, a
+ * process exiting), and capping on it ran a 20-run SqueezeNet benchmark's
+ * first 0.1 s, a third of it, on one thread on an idle machine. */
 static int free_cores(int want)
 {
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -203,7 +205,7 @@ static int free_cores(int want)
         if (read_proc_stat(&busy, &running)) {
             if (t0 >= 0 && now - t0 >= 0.1)
                 f = ox_threads_free_cores(ncpu, ((busy - busy0) - (self - self0)) / (now - t0));
-            else if (running > 0)
+            else if (running - 1 >= ncpu)   /* every core clearly taken */
                 f = ox_threads_free_cores(ncpu, running - 1);
             t0 = now;
             busy0 = busy;
