@@ -144,24 +144,18 @@ int ox_threads_free_cores(int ncpu, double others)
 }
 
 /* /proc/stat's first line: busy seconds (user, system, irq, softirq, steal;
- * not nice, whose processes yield to ours, nor idle/iowait) and the
- * runnable count. False where there is no /proc/stat. */
-static bool read_proc_stat(double *busy_s, int *running)
+ * not nice, whose processes yield to ours, nor idle/iowait). False where
+ * there is no /proc/stat. */
+static bool read_proc_stat(double *busy_s)
 {
     FILE *f = fopen("/proc/stat", "r");
     if (!f)
         return false;
     unsigned long long v[8] = {0};
     char line[512];
-    bool ok = false;
-    *running = -1;
-    while (fgets(line, sizeof line, f)) {
-        if (!strncmp(line, "cpu ", 4))
-            ok = sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
-                        &v[3], &v[4], &v[5], &v[6], &v[7]) == 8;
-        else if (!strncmp(line, "procs_running ", 14))
-            *running = atoi(line + 14);
-    }
+    bool ok = fgets(line, sizeof line, f) && !strncmp(line, "cpu ", 4) &&
+              sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                     &v[3], &v[4], &v[5], &v[6], &v[7]) == 8;
     fclose(f);
     long hz = sysconf(_SC_CLK_TCK);
     if (!ok || hz <= 0)
@@ -169,6 +163,32 @@ static bool read_proc_stat(double *busy_s, int *running)
     /* user nice system idle iowait irq softirq steal */
     *busy_s = (double)(v[0] + v[2] + v[5] + v[6] + v[7]) / (double)hz;
     return true;
+}
+
+/* The runnable tasks other than the calling thread, from /proc/loadavg's
+ * "running/total" field: the median of five reads 0.1 ms apart, so that a
+ * kworker's or an exiting process's instant does not count while a busy
+ * process, always runnable, does. -1 where unreadable. */
+static int others_running(void)
+{
+    int v[5], n = 0;
+    for (int k = 0; k < 5; k++) {
+        if (k)
+            nanosleep(&(struct timespec){0, 100000}, NULL);
+        FILE *f = fopen("/proc/loadavg", "r");
+        if (!f)
+            return -1;
+        double l1, l5, l15;
+        int run, total;
+        if (fscanf(f, "%lf %lf %lf %d/%d", &l1, &l5, &l15, &run, &total) == 5) {
+            int x = run - 1, i = n++;
+            for (; i > 0 && v[i - 1] > x; i--)   /* insertion sort */
+                v[i] = v[i - 1];
+            v[i] = x;
+        }
+        fclose(f);
+    }
+    return n ? v[n / 2] : -1;
 }
 
 static double clock_s(clockid_t id)
@@ -179,10 +199,11 @@ static double clock_s(clockid_t id)
 }
 
 /* Free cores now, refreshed at most every half second. Before a first
- * window of 0.1 s exists, only a runnable count (other than this thread)
- * of at least every core caps: one instant's count is noisy (a kworker, a
- * process exiting), and capping on it ran a 20-run SqueezeNet benchmark's
- * first 0.1 s, a third of it, on one thread on an idle machine. */
+ * window of 0.1 s exists, the median runnable count (others_running): a
+ * single instant's count capped a 20-run SqueezeNet benchmark's first
+ * 0.1 s, a third of it, on an idle machine, and counting nothing there ran
+ * a 0.06 ms model's whole benchmark on a contended 2-thread team beside one
+ * busy process. */
 static int free_cores(int want)
 {
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -200,13 +221,13 @@ static int free_cores(int want)
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         int ncpu = n > 0 ? (int)n : want;
         double busy, self = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-        int running;
         int f = want;
-        if (read_proc_stat(&busy, &running)) {
+        if (read_proc_stat(&busy)) {
+            int others;
             if (t0 >= 0 && now - t0 >= 0.1)
                 f = ox_threads_free_cores(ncpu, ((busy - busy0) - (self - self0)) / (now - t0));
-            else if (running - 1 >= ncpu)   /* every core clearly taken */
-                f = ox_threads_free_cores(ncpu, running - 1);
+            else if ((others = others_running()) > 0)
+                f = ox_threads_free_cores(ncpu, others);
             t0 = now;
             busy0 = busy;
             self0 = self;
