@@ -1857,13 +1857,18 @@ def write_case(name, folder):
                         location="model.weights", size_threshold=64)
     else:
         onnx.save_model(m, path)
+    return path, write_inputs(folder, feeds), feeds, refs, m
+
+
+def write_inputs(folder, feeds):
+    """Each feed as folder/input_K.pb; [(name, path)] in feed order."""
     ins = []
     for k, (nm, v) in enumerate(feeds.items()):
         p = os.path.join(folder, f"input_{k}.pb")
         with open(p, "wb") as f:
             f.write(numpy_helper.from_array(np.asarray(v), nm).SerializeToString())
         ins.append((nm, p))
-    return path, ins, feeds, refs, m
+    return ins
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import zlib
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import exporter_models as EM  # noqa: E402
@@ -500,13 +500,7 @@ def write_case(name, folder):
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "model.onnx")
     onnx.save_model(m, path)
-    ins = []
-    for k, (nm, v) in enumerate(feeds.items()):
-        p = os.path.join(folder, f"input_{k}.pb")
-        with open(p, "wb") as f:
-            f.write(numpy_helper.from_array(np.asarray(v), nm).SerializeToString())
-        ins.append((nm, p))
-    return path, ins, feeds, refs, m
+    return path, EM.write_inputs(folder, feeds), feeds, refs, m
 
 
 if __name__ == "__main__":
