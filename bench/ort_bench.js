@@ -2,7 +2,9 @@
 // bench/dnnl_bench.sh (never a build or test dependency). Run with
 // NODE_PATH pointing at a folder holding onnxruntime-node:
 //   node ort_bench.js MODEL THREADS WARMUP ITERS NAME:TYPE:DxDxD[:MAX] ...
-// TYPE float (uniform -1..1) or int64 (0..MAX-1, default 2: masks/ids).
+// TYPE float (uniform -1..1), int64 or int32 (0..MAX-1, default 2: masks/ids),
+// or bool (true with probability 3/4, and always on the diagonal of a square
+// last pair of dims, so no mask row is empty).
 // Prints "min p50" in ms (nearest-rank p50 of ITERS timed runs), with ONNX
 // Runtime's default graph optimizations, intraOpNumThreads = THREADS,
 // sequential execution.
@@ -23,6 +25,15 @@ async function main() {
       const d = new Float32Array(n);
       for (let i = 0; i < n; i++) d[i] = rnd() * 2 - 1;
       feeds[name] = new ort.Tensor('float32', d, shape);
+    } else if (type === 'bool') {
+      const d = new Uint8Array(n), w = shape[shape.length - 1], h = shape.length > 1 ? shape[shape.length - 2] : 0;
+      for (let i = 0; i < n; i++) d[i] = (rnd() < 0.75 || (h === w && Math.floor(i / w) % h === i % w)) ? 1 : 0;
+      feeds[name] = new ort.Tensor('bool', d, shape);
+    } else if (type === 'int32') {
+      const m = Number(max || 2);
+      const d = new Int32Array(n);
+      for (let i = 0; i < n; i++) d[i] = Math.floor(rnd() * m);
+      feeds[name] = new ort.Tensor('int32', d, shape);
     } else {
       const m = Number(max || 2);
       const d = new BigInt64Array(n);

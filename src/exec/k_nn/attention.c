@@ -1,177 +1,63 @@
 /* Attention family: ONNX Attention (opset 23/24: GQA, causal with past,
  * boolean or additive masks, softcap, qk_matmul_output modes, KV cache),
  * RotaryEmbedding (opset 23), and the basic forms of com.microsoft
- * Attention and MultiHeadAttention. One scalar core serves all of them. */
+ * Attention and MultiHeadAttention. The three attention ops only check
+ * shapes and describe their operands in place (strides, masks read through
+ * broadcast strides) for the shared core, attn_core.c. */
 #include "nn_common.h"
-#include "attn_fast.h"
+#include "attn_core.h"
 #include "onnxscope/threadpool.h"
-
-/* Q [B,Hq,Sq,hs], K [B,Hkv,T,hs], V [B,Hkv,T,vs] (contiguous floats). */
-typedef struct attn_args {
-    int64_t B, Hq, Hkv, Sq, T, hs, vs;
-    const float *Q, *K, *V;
-    const float *bias;     /* [B,Hq,Sq,T] additive, or NULL */
-    bool causal;
-    const int64_t *offset; /* per-batch causal offset (j <= i + offset[b]) */
-    float scale, softcap;
-    float *Y;              /* [B,Hq,Sq,vs] */
-    float *qk;             /* [B,Hq,Sq,T] or NULL */
-    int qk_mode;
-    const float *kbias;    /* [B,T] additive per key (a key padding mask), or
-                            * NULL: spares a [B,H,Sq,T] bias for masks that
-                            * depend on the key alone */
-    /* Optional element strides (batch, head, row) of Q, K, V and Y; all 0
-     * means the contiguous head-major layout above. Lets com.microsoft
-     * Attention read heads straight out of its [B,S,3*D] projection and
-     * write [B,S,D] without head copies. */
-    int64_t q_st[3], k_st[3], v_st[3], y_st[3];
-} attn_args;
-
-/* Fills zero strides with the contiguous [B,H,S,d] layout. */
-static void attn_strides(attn_args *a)
-{
-    if (a->q_st[2] == 0) {
-        a->q_st[0] = a->Hq * a->Sq * a->hs, a->q_st[1] = a->Sq * a->hs, a->q_st[2] = a->hs;
-        a->y_st[0] = a->Hq * a->Sq * a->vs, a->y_st[1] = a->Sq * a->vs, a->y_st[2] = a->vs;
-        a->k_st[0] = a->Hkv * a->T * a->hs, a->k_st[1] = a->T * a->hs, a->k_st[2] = a->hs;
-        a->v_st[0] = a->Hkv * a->T * a->vs, a->v_st[1] = a->T * a->vs, a->v_st[2] = a->vs;
-    }
-}
-
-typedef struct attn_job {
-    const attn_args *a;
-    bool failed;
-} attn_job;
-
-/* Rows of (batch, head) pairs [b0, b1): each owns its score scratch. */
-static void attn_rows(void *ctx, int64_t b0, int64_t b1)
-{
-    attn_job *job = ctx;
-    const attn_args *a = job->a;
-    float *s = malloc((size_t)(a->T + 1) * sizeof(float));
-    float *raw = malloc((size_t)(a->T + 1) * sizeof(float));
-    if (!s || !raw) {
-        free(s);
-        free(raw);
-        job->failed = true;
-        return;
-    }
-    int64_t rep = a->Hq / a->Hkv;
-    float sq = sqrtf(a->scale);
-    for (int64_t bh = b0; bh < b1; bh++) {
-        int64_t b = bh / a->Hq, h = bh % a->Hq, hk = h / rep;
-        const float *Kh = a->K + b * a->k_st[0] + hk * a->k_st[1];
-        const float *Vh = a->V + b * a->v_st[0] + hk * a->v_st[1];
-        for (int64_t i = 0; i < a->Sq; i++) {
-            const float *q = a->Q + b * a->q_st[0] + h * a->q_st[1] + i * a->q_st[2];
-            const float *bias = a->bias ? a->bias + ((b * a->Hq + h) * a->Sq + i) * a->T : NULL;
-            float mx = -INFINITY;
-            for (int64_t j = 0; j < a->T; j++) {
-                const float *k = Kh + j * a->k_st[2];
-                float d = 0;
-                /* The reference scales both operands by sqrt(scale). */
-                for (int64_t e = 0; e < a->hs; e++) d += (q[e] * sq) * (k[e] * sq);
-                if (a->softcap > 0) d = a->softcap * tanhf(d / a->softcap);
-                raw[j] = d;
-                float v = d + (bias ? bias[j] : 0.0f) + (a->kbias ? a->kbias[b * a->T + j] : 0.0f);
-                if (a->causal && j > i + (a->offset ? a->offset[b] : 0)) v = -INFINITY;
-                s[j] = v;
-                if (v > mx) mx = v;
-            }
-            float *qo = a->qk ? a->qk + ((b * a->Hq + h) * a->Sq + i) * a->T : NULL;
-            if (qo && a->qk_mode <= 1) memcpy(qo, raw, (size_t)a->T * sizeof(float));
-            if (qo && a->qk_mode == 2) memcpy(qo, s, (size_t)a->T * sizeof(float));
-            double sum = 0;
-            for (int64_t j = 0; j < a->T; j++) {
-                s[j] = (mx == -INFINITY) ? 0.0f : expf(s[j] - mx);
-                sum += s[j];
-            }
-            /* A fully masked row yields zeros, not NaN. */
-            for (int64_t j = 0; j < a->T; j++) s[j] = sum > 0 ? (float)(s[j] / sum) : 0.0f;
-            if (qo && a->qk_mode == 3) memcpy(qo, s, (size_t)a->T * sizeof(float));
-            float *y = a->Y + b * a->y_st[0] + h * a->y_st[1] + i * a->y_st[2];
-            for (int64_t e = 0; e < a->vs; e++) y[e] = 0;
-            for (int64_t j = 0; j < a->T; j++) {
-                float p = s[j];
-                if (p == 0.0f) continue;
-                const float *v = Vh + j * a->v_st[2];
-                for (int64_t e = 0; e < a->vs; e++) y[e] += p * v[e];
-            }
-        }
-    }
-    free(s);
-    free(raw);
-}
-
-/* The common case (no softcap, no QK output) per (batch, head): the scores
- * of all queries as one GEMM (scale * Q K^T), bias and causal mask added,
- * a vectorized softmax per row, then one GEMM with V. Same results as
- * attn_rows up to float rounding: the scale multiplies the dot product
- * instead of both operands. Scratch: one Sq x T block per worker. */
-static void attn_rows_gemm(void *ctx, int64_t b0, int64_t b1)
-{
-    attn_job *job = ctx;
-    const attn_args *a = job->a;
-    float *S = malloc((size_t)(a->Sq * a->T + 1) * sizeof(float));
-    if (!S) {
-        job->failed = true;
-        return;
-    }
-    int64_t rep = a->Hq / a->Hkv;
-    for (int64_t bh = b0; bh < b1; bh++) {
-        int64_t b = bh / a->Hq, h = bh % a->Hq, hk = h / rep;
-        const float *Qh = a->Q + b * a->q_st[0] + h * a->q_st[1];
-        const float *Kh = a->K + b * a->k_st[0] + hk * a->k_st[1];
-        const float *Vh = a->V + b * a->v_st[0] + hk * a->v_st[1];
-        nn_sgemm(false, true, a->Sq, a->T, a->hs, a->scale, Qh, a->q_st[2], Kh, a->k_st[2], 0.0f,
-                 S, a->T);
-        for (int64_t i = 0; i < a->Sq; i++) {
-            float *row = S + i * a->T;
-            if (a->bias) {
-                const float *bias = a->bias + ((b * a->Hq + h) * a->Sq + i) * a->T;
-                for (int64_t j = 0; j < a->T; j++) row[j] += bias[j];
-            }
-            if (a->kbias) {
-                const float *kb = a->kbias + b * a->T;
-                for (int64_t j = 0; j < a->T; j++) row[j] += kb[j];
-            }
-            if (a->causal) {
-                int64_t last = i + (a->offset ? a->offset[b] : 0);
-                for (int64_t j = last + 1 > 0 ? last + 1 : 0; j < a->T; j++) row[j] = -INFINITY;
-            }
-            ox__attn_softmax_row(row, a->T);
-        }
-        nn_sgemm(false, false, a->Sq, a->vs, a->T, 1.0f, S, a->T, Vh, a->v_st[2], 0.0f,
-                 a->Y + b * a->y_st[0] + h * a->y_st[1], a->y_st[2]);
-    }
-    free(S);
-}
-
-static ox_status attn_core(ox_kernel_ctx *c, attn_args *a)
-{
-    attn_strides(a);
-    attn_job job = {a, false};
-    bool gemm = !(a->softcap > 0) && !a->qk && a->T > 0 && a->Sq > 0 && a->hs > 0;
-    ox_parallel_for(c->pool, a->B * a->Hq, 1, gemm ? attn_rows_gemm : attn_rows, &job);
-    return job.failed ? NN_NOMEM(c) : OX_OK;
-}
-
-/* [B, S, H*hs] -> [B, H, S, hs] (to4 = true) or back. */
-static void heads_split(const float *src, float *dst, int64_t B, int64_t S, int64_t H,
-                        int64_t hs, bool to4)
-{
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t s = 0; s < S; s++)
-            for (int64_t h = 0; h < H; h++) {
-                size_t n = (size_t)hs * sizeof(float);
-                if (to4) memcpy(dst + ((b * H + h) * S + s) * hs, src + ((b * S + s) * H + h) * hs, n);
-                else memcpy(dst + ((b * S + s) * H + h) * hs, src + ((b * H + h) * S + s) * hs, n);
-            }
-}
 
 static bool want_out(const ox_kernel_ctx *c, int i)
 {
     return i < c->n_out && (!c->node || (c->node->n_outputs > i && c->node->outputs[i]));
+}
+
+/* Staging floats on the kernel's own thread: its per-thread scratch (so a
+ * steady run allocates nothing) up to 16 MiB, the heap beyond, so that one
+ * huge attention does not pin its size for the thread's life. */
+enum { STAGE_MAX_FLOATS = 4 << 20 };
+typedef struct stage {
+    float *p;
+    bool heap;
+} stage;
+
+static float *stage_get(stage *s, size_t n)
+{
+    s->heap = n > STAGE_MAX_FLOATS;
+    s->p = s->heap ? malloc((n + 1) * sizeof(float)) : nn_scratch(4, n + 1);
+    return s->p;
+}
+
+static void stage_done(stage *s)
+{
+    if (s->heap) free(s->p);
+    s->p = NULL;
+}
+
+/* The strides of a [B, S, H*d] tensor read as heads, or of [B, H, S, d]. */
+static void strides3(int64_t *st, int64_t S, int64_t H, int64_t d)
+{
+    st[0] = S * H * d, st[1] = d, st[2] = H * d;
+}
+
+static void strides4(int64_t *st, int64_t S, int64_t H, int64_t d)
+{
+    st[0] = H * S * d, st[1] = S * d, st[2] = d;
+}
+
+/* present = concat(past, new) along the sequence, [B, H, P+L, d]. */
+static void write_present(float *dst, const float *past, int64_t P, const float *nw,
+                          const int64_t *nst, int64_t B, int64_t H, int64_t L, int64_t d)
+{
+    size_t f = sizeof(float);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++) {
+            float *o = dst + (b * H + h) * (P + L) * d;
+            if (P) memcpy(o, past + (b * H + h) * P * d, (size_t)(P * d) * f);
+            for (int64_t j = 0; j < L; j++)
+                memcpy(o + (P + j) * d, nw + b * nst[0] + h * nst[1] + j * nst[2], (size_t)d * f);
+        }
 }
 
 NN_KERNEL(attention)
@@ -211,119 +97,95 @@ NN_KERNEL(attention)
         P = pk->dims[2];
     }
     int64_t T = P + L;
+    if (nonpad && nonpad->numel != B) return NN_FAIL(c, "nonpad_kv_seqlen must have %lld entries", (long long)B);
+    int64_t md[4] = {1, 1, 1, 1};
+    if (mask) {
+        if (mask->rank < 1 || mask->rank > 4) return NN_FAIL(c, "attn_mask rank must be 1..4");
+        for (int i = 0; i < mask->rank; i++) md[4 - mask->rank + i] = mask->dims[i];
+        int64_t full[3] = {B, Hq, Sq};
+        for (int i = 0; i < 3; i++)
+            if (md[i] != 1 && md[i] != full[i]) return NN_FAIL(c, "attn_mask does not broadcast");
+        if (md[3] > T) return NN_FAIL(c, "attn_mask longer than the key sequence");
+        if (mask->dtype != OX_DT_BOOL && !nn_is_float_dt(mask->dtype))
+            return NN_FAIL(c, "attn_mask must be bool or float");
+    }
     float scale = nn_attr_f(c, "scale", 0.0f);
     if (!c->node || !ox_node_attr(c->node, "scale")) scale = 1.0f / sqrtf((float)hs);
     float *tmp[6] = {0};
-    float *Q4 = NULL, *K4 = NULL, *V4 = NULL, *Y4 = NULL, *bias = NULL, *QK = NULL;
-    int64_t *off = NULL;
+    int64_t pb_stack[128], *per_b = NULL;
+    nn_fout o[4] = {0};
+    bool have[4] = {0};
     ox_status st = OX_OK;
     const float *Qf = nn_load_f32(c, q, &tmp[0]);
     const float *Kf = Qf ? nn_load_f32(c, k, &tmp[1]) : NULL;
     const float *Vf = Kf ? nn_load_f32(c, v, &tmp[2]) : NULL;
     const float *PK = (Vf && pk) ? nn_load_f32(c, pk, &tmp[3]) : NULL;
     const float *PV = (PK && pv) ? nn_load_f32(c, pv, &tmp[4]) : NULL;
-    if (!Vf || (pk && !PV)) { st = NN_ST(c); goto done; }
-    size_t f = sizeof(float);
-    Q4 = malloc((size_t)(B * Hq * Sq * hs + 1) * f);
-    K4 = malloc((size_t)(B * Hkv * T * hs + 1) * f);
-    V4 = malloc((size_t)(B * Hkv * T * vs + 1) * f);
-    Y4 = malloc((size_t)(B * Hq * Sq * vs + 1) * f);
-    off = calloc((size_t)B + 1, sizeof(int64_t));
-    if (!Q4 || !K4 || !V4 || !Y4 || !off) { st = NN_NOMEM(c); goto done; }
-    /* Present K/V = concat(past, new) along the sequence axis. */
-    {
-        float *Kn = r3 ? malloc((size_t)(B * Hkv * L * hs + 1) * f) : NULL;
-        float *Vn = r3 ? malloc((size_t)(B * Hkv * L * vs + 1) * f) : NULL;
-        if (r3 && (!Kn || !Vn)) { free(Kn); free(Vn); st = NN_NOMEM(c); goto done; }
-        if (r3) {
-            heads_split(Qf, Q4, B, Sq, Hq, hs, true);
-            heads_split(Kf, Kn, B, L, Hkv, hs, true);
-            heads_split(Vf, Vn, B, L, Hkv, vs, true);
-        } else {
-            memcpy(Q4, Qf, (size_t)(B * Hq * Sq * hs) * f);
-        }
-        const float *kn = r3 ? Kn : Kf, *vn = r3 ? Vn : Vf;
-        for (int64_t bh = 0; bh < B * Hkv; bh++) {
-            if (P) {
-                memcpy(K4 + bh * T * hs, PK + bh * P * hs, (size_t)(P * hs) * f);
-                memcpy(V4 + bh * T * vs, PV + bh * P * vs, (size_t)(P * vs) * f);
-            }
-            memcpy(K4 + (bh * T + P) * hs, kn + bh * L * hs, (size_t)(L * hs) * f);
-            memcpy(V4 + (bh * T + P) * vs, vn + bh * L * vs, (size_t)(L * vs) * f);
-        }
-        free(Kn);
-        free(Vn);
-    }
-    bool causal = nn_attr_i(c, "is_causal", 0) != 0;
-    for (int64_t b = 0; b < B; b++) off[b] = P;
-    if (nonpad && nonpad->numel != B) { st = NN_FAIL(c, "nonpad_kv_seqlen must have %lld entries", (long long)B); goto done; }
-    if (nonpad && !pk)
-        for (int64_t b = 0; b < B; b++) off[b] = nn_get_i(nonpad, b) - Sq;
-    if (mask || nonpad) {
-        int64_t n = B * Hq * Sq * T;
-        bias = calloc((size_t)n + 1, f);
-        if (!bias) { st = NN_NOMEM(c); goto done; }
-        if (mask) {
-            if (mask->rank < 1 || mask->rank > 4) { st = NN_FAIL(c, "attn_mask rank must be 1..4"); goto done; }
-            int64_t md[4] = {1, 1, 1, 1};
-            for (int i = 0; i < mask->rank; i++) md[4 - mask->rank + i] = mask->dims[i];
-            int64_t full[4] = {B, Hq, Sq, T};
-            for (int i = 0; i < 3; i++)
-                if (md[i] != 1 && md[i] != full[i]) { st = NN_FAIL(c, "attn_mask does not broadcast"); goto done; }
-            if (md[3] > T) { st = NN_FAIL(c, "attn_mask longer than the key sequence"); goto done; }
-            bool isb = mask->dtype == OX_DT_BOOL;
-            float *tm = NULL;
-            const float *M = isb ? NULL : nn_load_f32(c, mask, &tm);
-            if (!isb && !M) { st = NN_ST(c); goto done; }
-            const uint8_t *Mb = isb ? ox_tensor_data(mask) : NULL;
-            for (int64_t b = 0; b < B; b++)
-                for (int64_t h = 0; h < Hq; h++)
-                    for (int64_t i = 0; i < Sq; i++)
-                        for (int64_t j = 0; j < T; j++) {
-                            float val;
-                            if (j >= md[3]) val = -INFINITY; /* padded columns */
-                            else {
-                                int64_t mi = (((md[0] == 1 ? 0 : b) * md[1] + (md[1] == 1 ? 0 : h)) * md[2] +
-                                              (md[2] == 1 ? 0 : i)) * md[3] + j;
-                                val = isb ? (Mb && Mb[mi] ? 0.0f : -INFINITY) : M[mi];
-                            }
-                            bias[((b * Hq + h) * Sq + i) * T + j] = val;
-                        }
-            free(tm);
-        }
-        if (nonpad)
-            for (int64_t b = 0; b < B; b++) {
-                int64_t np = nn_get_i(nonpad, b);
-                for (int64_t r = 0; r < Hq * Sq; r++)
-                    for (int64_t j = np < 0 ? 0 : np; j < T; j++) bias[(b * Hq * Sq + r) * T + j] = -INFINITY;
-            }
-    }
-    bool want_qk = want_out(c, 3);
-    if (want_qk && !(QK = malloc((size_t)(B * Hq * Sq * T + 1) * f))) { st = NN_NOMEM(c); goto done; }
-    attn_args a = {B, Hq, Hkv, Sq, T, hs, vs, Q4, K4, V4, bias, causal, off, scale,
-                   nn_attr_f(c, "softcap", 0.0f), Y4, QK, (int)nn_attr_i(c, "qk_matmul_output_mode", 0)};
-    if ((st = attn_core(c, &a))) goto done;
-    nn_fout o;
+    const float *MF = (Vf && mask && mask->dtype != OX_DT_BOOL) ? nn_load_f32(c, mask, &tmp[5]) : NULL;
+    if (!Vf || (pk && !PV) || (mask && mask->dtype != OX_DT_BOOL && !MF)) { st = NN_ST(c); goto done; }
+    attn_args a = {.B = B, .Hq = Hq, .Hkv = Hkv, .Sq = Sq, .T = T, .hs = hs, .vs = vs, .Q = Qf,
+                   .causal = nn_attr_i(c, "is_causal", 0) != 0, .scale = scale,
+                   .softcap = nn_attr_f(c, "softcap", 0.0f),
+                   .qk_mode = (int)nn_attr_i(c, "qk_matmul_output_mode", 0)};
+    int64_t kst[3], vst[3];
     if (r3) {
-        int64_t od[3] = {B, Sq, Hq * vs};
-        if ((st = nn_fout_new(c, 0, q->dtype, 3, od, &o))) goto done;
-        heads_split(Y4, o.f, B, Sq, Hq, vs, false);
+        strides3(a.q_st, Sq, Hq, hs), strides3(kst, L, Hkv, hs), strides3(vst, L, Hkv, vs);
+        strides3(a.y_st, Sq, Hq, vs);
     } else {
-        int64_t od[4] = {B, Hq, Sq, vs};
-        if ((st = nn_fout_new(c, 0, q->dtype, 4, od, &o))) goto done;
-        memcpy(o.f, Y4, (size_t)(B * Hq * Sq * vs) * f);
+        strides4(a.q_st, Sq, Hq, hs), strides4(kst, L, Hkv, hs), strides4(vst, L, Hkv, vs);
+        strides4(a.y_st, Sq, Hq, vs);
     }
-    nn_fout_done(&o);
-    for (int oi = 1; oi <= 3; oi++) {
+    /* The cache and the new keys are two segments: never concatenated
+     * unless present_key/present_value are wanted. */
+    if (P) {
+        a.seg[a.nseg++] = (attn_seg){PK, PV, P, {Hkv * P * hs, P * hs, hs}, {Hkv * P * vs, P * vs, vs}};
+    }
+    a.seg[a.nseg++] = (attn_seg){Kf, Vf, L, {kst[0], kst[1], kst[2]}, {vst[0], vst[1], vst[2]}};
+    if (mask) {
+        a.mask = (attn_mask){MF, MF ? NULL : ox_tensor_data(mask),
+                             {md[0] == 1 ? 0 : md[1] * md[2] * md[3], md[1] == 1 ? 0 : md[2] * md[3],
+                              md[2] == 1 ? 0 : md[3]},
+                             md[3]};
+    }
+    /* Causal rows end at the cache's end plus their index; with
+     * nonpad_kv_seqlen (no cache), at the batch's key length minus Sq. */
+    per_b = B <= 64 ? pb_stack : malloc((size_t)(2 * B + 1) * sizeof(int64_t));
+    if (!per_b) { st = NN_NOMEM(c); goto done; }
+    for (int64_t b = 0; b < B; b++) per_b[b] = P;
+    if (nonpad) {
+        for (int64_t b = 0; b < B; b++) {
+            per_b[B + b] = nn_get_i(nonpad, b);
+            if (!pk) per_b[b] = per_b[B + b] - Sq;
+        }
+        a.kv_len = per_b + B;
+    }
+    a.offset = per_b;
+    int64_t yd[4] = {B, Hq, Sq, vs}, y3[3] = {B, Sq, Hq * vs};
+    if ((st = nn_fout_new(c, 0, q->dtype, r3 ? 3 : 4, r3 ? y3 : yd, &o[0]))) goto done;
+    have[0] = true;
+    a.Y = o[0].f;
+    if (want_out(c, 3)) {
+        int64_t qd[4] = {B, Hq, Sq, T};
+        if ((st = nn_fout_new(c, 3, q->dtype, 4, qd, &o[3]))) goto done;
+        have[3] = true;
+        a.qk = o[3].f;
+    }
+    if ((st = ox__attn_run(c, &a))) goto done;
+    for (int oi = 1; oi <= 2; oi++) {
         if (!want_out(c, oi)) continue;
-        int64_t od[4] = {B, oi == 3 ? Hq : Hkv, oi == 3 ? Sq : T, oi == 1 ? hs : oi == 2 ? vs : T};
-        if ((st = nn_fout_new(c, oi, q->dtype, 4, od, &o))) goto done;
-        memcpy(o.f, oi == 1 ? K4 : oi == 2 ? V4 : QK, (size_t)nn_prod(od, 4) * f);
-        nn_fout_done(&o);
+        int64_t d = oi == 1 ? hs : vs, od[4] = {B, Hkv, T, d};
+        if ((st = nn_fout_new(c, oi, oi == 1 ? k->dtype : v->dtype, 4, od, &o[oi]))) goto done;
+        have[oi] = true;
+        write_present(o[oi].f, oi == 1 ? PK : PV, P, oi == 1 ? Kf : Vf, oi == 1 ? kst : vst, B, Hkv, L, d);
     }
 done:
+    for (int i = 0; i < 4; i++)
+        if (have[i]) {
+            if (st) nn_fout_drop(&o[i]);
+            else nn_fout_done(&o[i]);
+        }
     for (int i = 0; i < 6; i++) free(tmp[i]);
-    free(Q4); free(K4); free(V4); free(Y4); free(bias); free(QK); free(off);
+    if (per_b != pb_stack) free(per_b);
     return st;
 }
 
@@ -407,13 +269,19 @@ NN_KERNEL(ms_multihead_attention)
     int64_t B = q->dims[0], S = q->dims[1], D = q->dims[2], L = k->dims[1], Dv = v->dims[2];
     if (H < 1 || D % H || Dv % H || k->dims[2] != D || v->dims[1] != L || k->dims[0] != B || v->dims[0] != B)
         return NN_FAIL(c, "shapes do not match num_heads");
+    if (bi && bi->numel != 2 * D + Dv) return NN_FAIL(c, "bias size mismatch");
+    if (ab && (ab->rank != 4 || ab->dims[2] != S || ab->dims[3] != L ||
+               (ab->dims[0] != 1 && ab->dims[0] != B) || (ab->dims[1] != 1 && ab->dims[1] != H)))
+        return NN_FAIL(c, "attention_bias shape mismatch");
+    if (kpm && !(kpm->rank == 2 && kpm->dims[0] == B && kpm->dims[1] == L))
+        return nn_fail(c, OX_EUNSUPPORTED, "only 2-D key_padding_mask is supported");
     int64_t hs = D / H, vs = Dv / H;
     float scale = nn_attr_f(c, "scale", 0.0f);
     if (scale == 0.0f) scale = 1.0f / sqrtf((float)hs);
     float mfv = nn_attr_f(c, "mask_filter_value", -10000.0f);
-    size_t f = sizeof(float);
-    float *tmp[6] = {0}, *Qb = NULL, *Kb = NULL, *Vb = NULL, *Q4 = NULL, *K4 = NULL, *V4 = NULL,
-          *Y4 = NULL, *bias = NULL;
+    float *tmp[5] = {0};
+    stage sg = {0};
+    nn_fout o;
     ox_status st = OX_OK;
     const float *Qf = nn_load_f32(c, q, &tmp[0]);
     const float *Kf = Qf ? nn_load_f32(c, k, &tmp[1]) : NULL;
@@ -421,55 +289,44 @@ NN_KERNEL(ms_multihead_attention)
     const float *Bf = (Vf && bi) ? nn_load_f32(c, bi, &tmp[3]) : NULL;
     const float *ABf = (Vf && ab) ? nn_load_f32(c, ab, &tmp[4]) : NULL;
     if (!Vf || (bi && !Bf) || (ab && !ABf)) { st = NN_ST(c); goto done; }
-    if (bi && bi->numel != 2 * D + Dv) { st = NN_FAIL(c, "bias size mismatch"); goto done; }
-    Qb = malloc((size_t)(B * S * D + 1) * f); Kb = malloc((size_t)(B * L * D + 1) * f);
-    Vb = malloc((size_t)(B * L * Dv + 1) * f); Q4 = malloc((size_t)(B * S * D + 1) * f);
-    K4 = malloc((size_t)(B * L * D + 1) * f); V4 = malloc((size_t)(B * L * Dv + 1) * f);
-    Y4 = malloc((size_t)(B * S * Dv + 1) * f);
-    bias = calloc((size_t)(B * H * S * L + 1), f);
-    if (!Qb || !Kb || !Vb || !Q4 || !K4 || !V4 || !Y4 || !bias) { st = NN_NOMEM(c); goto done; }
-    for (int64_t i = 0; i < B * S * D; i++) Qb[i] = Qf[i] + (Bf ? Bf[i % D] : 0.0f);
-    for (int64_t i = 0; i < B * L * D; i++) Kb[i] = Kf[i] + (Bf ? Bf[D + i % D] : 0.0f);
-    for (int64_t i = 0; i < B * L * Dv; i++) Vb[i] = Vf[i] + (Bf ? Bf[2 * D + i % Dv] : 0.0f);
-    heads_split(Qb, Q4, B, S, H, hs, true);
-    heads_split(Kb, K4, B, L, H, hs, true);
-    heads_split(Vb, V4, B, L, H, vs, true);
-    if (ab) {
-        if (ab->rank != 4 || ab->dims[2] != S || ab->dims[3] != L ||
-            (ab->dims[0] != 1 && ab->dims[0] != B) || (ab->dims[1] != 1 && ab->dims[1] != H)) {
-            st = NN_FAIL(c, "attention_bias shape mismatch");
-            goto done;
-        }
+    /* Staged: Q, K, V plus their bias (only with a bias), the padding mask
+     * as an additive row per key. */
+    size_t nq = bi ? (size_t)(B * S * D) : 0, nk = bi ? (size_t)(B * L * D) : 0;
+    size_t nv = bi ? (size_t)(B * L * Dv) : 0, nm = kpm ? (size_t)(B * L) : 0;
+    float *buf = stage_get(&sg, nq + nk + nv + nm);
+    if (!buf) { st = NN_NOMEM(c); goto done; }
+    if (bi) {
+        float *Qb = buf, *Kb = buf + nq, *Vb = Kb + nk;
+        for (size_t i = 0; i < nq; i++) Qb[i] = Qf[i] + Bf[i % (size_t)D];
+        for (size_t i = 0; i < nk; i++) Kb[i] = Kf[i] + Bf[D + i % (size_t)D];
+        for (size_t i = 0; i < nv; i++) Vb[i] = Vf[i] + Bf[2 * D + i % (size_t)Dv];
+        Qf = Qb, Kf = Kb, Vf = Vb;
     }
-    if (kpm && !(kpm->rank == 2 && kpm->dims[0] == B && kpm->dims[1] == L)) {
-        st = nn_fail(c, OX_EUNSUPPORTED, "only 2-D key_padding_mask is supported");
-        goto done;
-    }
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t h = 0; h < H; h++)
-            for (int64_t i = 0; i < S; i++)
-                for (int64_t j = 0; j < L; j++) {
-                    float val = 0;
-                    if (ab) val += ABf[(((ab->dims[0] == 1 ? 0 : b) * ab->dims[1] + (ab->dims[1] == 1 ? 0 : h)) * S + i) * L + j];
-                    if (kpm && nn_get_i(kpm, b * L + j) == 0) val += mfv;
-                    bias[((b * H + h) * S + i) * L + j] = val;
-                }
-    attn_args a = {B, H, H, S, L, hs, vs, Q4, K4, V4, bias, nn_attr_i(c, "unidirectional", 0) != 0,
-                   NULL, scale, 0.0f, Y4, NULL, 0};
-    if ((st = attn_core(c, &a))) goto done;
+    float *kbias = kpm ? buf + nq + nk + nv : NULL;
+    for (size_t i = 0; i < nm; i++) kbias[i] = nn_get_i(kpm, (int64_t)i) == 0 ? mfv : 0.0f;
+    attn_args a = {.B = B, .Hq = H, .Hkv = H, .Sq = S, .T = L, .hs = hs, .vs = vs, .Q = Qf,
+                   .q_st = {S * D, hs, D}, .nseg = 1, .kbias = kbias,
+                   .causal = nn_attr_i(c, "unidirectional", 0) != 0, .scale = scale,
+                   .y_st = {S * Dv, vs, Dv}};
+    a.seg[0] = (attn_seg){Kf, Vf, L, {L * D, hs, D}, {L * Dv, vs, Dv}};
+    if (ab)
+        a.mask = (attn_mask){ABf, NULL,
+                             {ab->dims[0] == 1 ? 0 : ab->dims[1] * S * L, ab->dims[1] == 1 ? 0 : S * L, L},
+                             L};
     int64_t od[3] = {B, S, Dv};
-    nn_fout o;
     if ((st = nn_fout_new(c, 0, q->dtype, 3, od, &o))) goto done;
-    heads_split(Y4, o.f, B, S, H, vs, false);
-    nn_fout_done(&o);
+    a.Y = o.f;
+    if ((st = ox__attn_run(c, &a))) nn_fout_drop(&o);
+    else nn_fout_done(&o);
 done:
-    for (int i = 0; i < 6; i++) free(tmp[i]);
-    free(Qb); free(Kb); free(Vb); free(Q4); free(K4); free(V4); free(Y4); free(bias);
+    for (int i = 0; i < 5; i++) free(tmp[i]);
+    stage_done(&sg);
     return st;
 }
 
 /* com.microsoft Attention: input [B,S,Din] x weights [Din, 3*D] + bias, with
- * optional mask_index (1-D key lengths or 2-D 0/1 mask) and unidirectional. */
+ * optional mask_index (1-D key lengths or 2-D 0/1 mask), attention_bias and
+ * unidirectional. The heads are read in place from the projection. */
 NN_KERNEL(ms_attention)
 {
     const ox_tensor *x = ox_kernel_in(c, 0), *w = ox_kernel_in(c, 1), *bi = ox_kernel_in(c, 2);
@@ -489,73 +346,59 @@ NN_KERNEL(ms_attention)
     int64_t Dq = qkvs[0], Dk = qkvs[1], Dv = qkvs[2];
     if (Dq + Dk + Dv != Wn || H < 1 || Dq % H || Dv % H || Dq != Dk) return NN_FAIL(c, "bad hidden sizes");
     if (bi && bi->numel != Wn) return NN_FAIL(c, "bias size mismatch");
+    /* attention_bias [B or 1, H or 1, S, S] is added to the scores. */
+    if (ab && (ab->rank != 4 || (ab->dims[0] != 1 && ab->dims[0] != B) ||
+               (ab->dims[1] != 1 && ab->dims[1] != H) || ab->dims[2] != S || ab->dims[3] != S))
+        return NN_FAIL(c, "attention_bias shape mismatch");
+    if (mi && !(mi->rank == 1 && mi->numel >= B) && !(mi->rank == 2 && mi->dims[0] == B && mi->dims[1] == S))
+        return nn_fail(c, OX_EUNSUPPORTED, "mask_index form unsupported");
     int64_t hs = Dq / H, vs = Dv / H;
     float scale = nn_attr_f(c, "scale", 0.0f);
     if (scale == 0.0f) scale = 1.0f / sqrtf((float)hs);
     float mfv = nn_attr_f(c, "mask_filter_value", -10000.0f);
-    size_t f = sizeof(float);
-    float *t0 = NULL, *t1 = NULL, *t2 = NULL, *P = NULL, *bias = NULL, *kbias = NULL;
+    float *t0 = NULL, *t1 = NULL, *t2 = NULL, *t3 = NULL;
+    stage sg = {0};
+    nn_fout o;
     ox_status st = OX_OK;
     const float *X = nn_load_f32(c, x, &t0);
     const float *W = X ? nn_load_f32(c, w, &t1) : NULL;
     const float *Bf = (W && bi) ? nn_load_f32(c, bi, &t2) : NULL;
-    if (!W || (bi && !Bf)) { st = NN_ST(c); goto done; }
-    P = malloc((size_t)(B * S * Wn + 1) * f);
-    /* A full [B,H,S,S] bias only for attention_bias; mask_index masks keys
-     * per batch, a [B,S] additive row. */
-    if (ab) bias = calloc((size_t)(B * H * S * S + 1), f);
-    if (mi) kbias = calloc((size_t)(B * S + 1), f);
-    if (!P || (ab && !bias) || (mi && !kbias)) {
-        st = NN_NOMEM(c);
-        goto done;
-    }
-    /* The projection [B*S, Q|K|V] plus its bias; the heads are then read in
-     * place from it (strides), never copied out. */
+    const float *AB = (W && ab) ? nn_load_f32(c, ab, &t3) : NULL;
+    if (!W || (bi && !Bf) || (ab && !AB)) { st = NN_ST(c); goto done; }
+    /* Staged: the projection [B*S, Q|K|V] with its bias, and mask_index as
+     * an additive row per key ([B, S]). */
+    size_t np = (size_t)(B * S * Wn), nm = mi ? (size_t)(B * S) : 0;
+    float *P = stage_get(&sg, np + nm);
+    if (!P) { st = NN_NOMEM(c); goto done; }
     nn_sgemm_mt(c->pool, false, false, B * S, Wn, Din, 1.0f, X, Din, W, Wn, 0.0f, P, Wn);
     if (Bf)
         for (int64_t r = 0; r < B * S; r++) {
             float *pr = P + r * Wn;
             for (int64_t e = 0; e < Wn; e++) pr[e] += Bf[e];
         }
-    if (ab) {
-        /* attention_bias [B or 1, H or 1, S, S] is added to the scores. */
-        if (ab->rank != 4 || (ab->dims[0] != 1 && ab->dims[0] != B) ||
-            (ab->dims[1] != 1 && ab->dims[1] != H) || ab->dims[2] != S || ab->dims[3] != S) {
-            st = NN_FAIL(c, "attention_bias shape mismatch");
-            goto done;
+    float *kbias = mi ? P + np : NULL;
+    for (int64_t b = 0; mi && b < B; b++)
+        for (int64_t j = 0; j < S; j++) {
+            bool masked = mi->rank == 1 ? j >= nn_get_i(mi, b) : nn_get_i(mi, b * S + j) == 0;
+            kbias[b * S + j] = masked ? mfv : 0.0f;
         }
-        float *tab = NULL;
-        const float *AB = nn_load_f32(c, ab, &tab);
-        if (!AB) { st = NN_ST(c); goto done; }
-        for (int64_t b = 0; b < B; b++)
-            for (int64_t h = 0; h < H; h++)
-                for (int64_t i = 0; i < S * S; i++)
-                    bias[(b * H + h) * S * S + i] +=
-                        AB[((ab->dims[0] == 1 ? 0 : b) * ab->dims[1] + (ab->dims[1] == 1 ? 0 : h)) * S * S + i];
-        free(tab);
-    }
-    if (mi) {
-        for (int64_t b = 0; b < B; b++)
-            for (int64_t j = 0; j < S; j++) {
-                bool masked;
-                if (mi->rank == 1 && mi->numel >= B) masked = j >= nn_get_i(mi, b);
-                else if (mi->rank == 2 && mi->dims[0] == B && mi->dims[1] == S) masked = nn_get_i(mi, b * S + j) == 0;
-                else { st = nn_fail(c, OX_EUNSUPPORTED, "mask_index form unsupported"); goto done; }
-                if (masked) kbias[b * S + j] = mfv;
-            }
-    }
-    int64_t od[3] = {B, S, Dv};
-    nn_fout o;
-    if ((st = nn_fout_new(c, 0, x->dtype, 3, od, &o))) goto done;
-    attn_args a = {B, H, H, S, S, hs, vs, P, P + Dq, P + Dq + Dk, bias,
-                   nn_attr_i(c, "unidirectional", 0) != 0, NULL, scale, 0.0f, o.f, NULL, 0, kbias,
-                   .q_st = {S * Wn, hs, Wn}, .k_st = {S * Wn, hs, Wn}, .v_st = {S * Wn, vs, Wn},
+    attn_args a = {.B = B, .Hq = H, .Hkv = H, .Sq = S, .T = S, .hs = hs, .vs = vs, .Q = P,
+                   .q_st = {S * Wn, hs, Wn}, .nseg = 1, .kbias = kbias,
+                   .causal = nn_attr_i(c, "unidirectional", 0) != 0, .scale = scale,
                    .y_st = {S * Dv, vs, Dv}};
-    st = attn_core(c, &a);
-    if (st) nn_fout_drop(&o);
+    a.seg[0] = (attn_seg){P + Dq, P + Dq + Dk, S, {S * Wn, hs, Wn}, {S * Wn, vs, Wn}};
+    if (ab)
+        a.mask = (attn_mask){AB, NULL,
+                             {ab->dims[0] == 1 ? 0 : ab->dims[1] * S * S, ab->dims[1] == 1 ? 0 : S * S, S},
+                             S};
+    int64_t od[3] = {B, S, Dv};
+    if ((st = nn_fout_new(c, 0, x->dtype, 3, od, &o))) goto done;
+    a.Y = o.f;
+    if ((st = ox__attn_run(c, &a))) nn_fout_drop(&o);
     else nn_fout_done(&o);
 done:
-    free(t0); free(t1); free(t2); free(P); free(bias); free(kbias);
+    free(t0); free(t1); free(t2); free(t3);
+    stage_done(&sg);
     return st;
 }
 

@@ -142,13 +142,14 @@ void nn_sgemm_mt(struct ox_thread_pool *pool, bool trans_a, bool trans_b, int64_
                  const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
 /* Per-thread scratch buffer `slot` (0: GEMM packed B, 1: convolution
- * im2col tiles, 2: GEMM packed A) of at least nfloats floats, 64-byte
+ * im2col tiles, 2: GEMM packed A, 3: attention score tiles, 4: attention
+ * staging on the kernel's own thread) of at least nfloats floats, 64-byte
  * aligned, kept for the thread's life and freed when it exits. Fresh pages
  * cost a page fault each (tens of us on virtual machines), so per-call
  * malloc/free of big buffers dominated small GEMMs. NULL when out of
  * memory. A buffer stays valid until the same thread asks for the same
  * slot again. */
-#define NN_SCRATCH_SLOTS 3
+#define NN_SCRATCH_SLOTS 5
 float *nn_scratch(int slot, size_t nfloats);
 
 /* Integer GEMM for the quantized ops: C[M,N] (int32) = sum_k (A-za)(B-zb),
