@@ -24,16 +24,12 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 
-ours() {  # binary model threads -> "p50 rssMiB"
-    "$1" bench "$2" --threads "$3" --warmup 2 --iters "$ITERS" --no-profile --json 2>/dev/null |
-        awk -F'[:,]' '/"p50"/ {p=$2} /"peak_rss_bytes"/ {r=$2} END {printf "%.3f %.0f\n", p, r / 1048576}'
-}
+ours() { ox_p50_rss "$ITERS" "$1" "$2" "$3"; }  # binary model threads
 theirs() {  # model threads specs... -> p50
     local m=$1 t=$2; shift 2
     NODE_PATH=$ORT node bench/ort_bench.js "$m" "$t" 2 "$ITERS" "$@" | awk '{print $2}'
 }
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : "-")}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b+0 > 0 && a+0 > 0) printf "%.2f", a/b; else printf "-" }'; }
+. bench/lib.sh
 
 echo "| model | S | threads | ours p50 ms | ours peak RSS MiB | old p50 ms | old peak RSS MiB | ORT p50 ms | ours / ORT | old / ORT |"
 echo "|---|---|---|---|---|---|---|---|---|---|"

@@ -62,8 +62,7 @@ ours() {  # model seq threads -> p50; notes in $TMP/capped when the load guard c
             /"p50"/ {p=$2} /"capped_sections"/ {c=$2+0} /"min_team"/ {m=$2+0}
             END {printf "%.3f\n", p; if (c > 0) print m > cap}'
 }
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : "-")}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b+0 > 0 && a+0 > 0) printf "%.2f", a/b; else printf "-" }'; }
+. bench/lib.sh
 
 echo "| model | threads | ours as is p50 ms | ours optimized p50 ms | ORT p50 ms | as is / ORT | optimized / ORT | ORT rounds | load | our load guard |"
 echo "|---|---|---|---|---|---|---|---|---|---|"

@@ -168,11 +168,17 @@ typedef struct ox_exec_stats {
     int arena_outputs;      /* node outputs placed in the arena */
     int heap_outputs;       /* node outputs on the heap (no slot, mismatch,
                              * non-tensor, or a kernel's own view) */
-    int arena_copies;       /* views of arena bytes copied (aliasing rule) */
+    int arena_copies;       /* views of arena bytes copied to the heap
+                             * (aliasing rule) */
+    int slot_copies;        /* views of arena bytes copied into the view's
+                             * own planned slot instead (no allocation;
+                             * counted in arena_outputs) */
     int output_copies;      /* graph outputs copied out of the arena */
     int inplace_slots;      /* outputs planned onto their input's bytes */
     int plans_built;        /* signatures planned so far (this executor) */
     int folded_nodes;       /* main-graph nodes computed once at plan time */
+    int ew_fused_nodes;     /* main-graph nodes computed inside the one pass of
+                             * an elementwise group's root (plan_ew_fuse) */
     int arena_views;        /* view outputs (Reshape...) kept on their own
                              * planned slot, which is their input's bytes */
     int64_t heap_allocs;    /* tensor buffers allocated on the heap while the

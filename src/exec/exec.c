@@ -17,6 +17,7 @@
 #include "arena.h"
 #include "dnnl_backend.h"
 #include "nhwc_kernels.h"
+#include "ew_fuse.h"
 #include "gelu_chain.h"
 #include "plan_check.h"
 #include "cuda/place.h"
@@ -92,6 +93,9 @@ typedef struct plan_node {
      * reader of its output, 1 + the Concat's plan index (0: none). */
     int lazy_last, cat_of;
     int64_t lazy_conv_m;   /* the Concat's Conv readers' largest output channels */
+    /* The root of an elementwise group (plan_ew_fuse): its inputs are the
+     * group's leaves and it computes the whole group in one pass. */
+    struct ox_ew_prog *ew;
 } plan_node;
 
 typedef struct ox_plan {
@@ -107,6 +111,7 @@ typedef struct ox_plan {
     int n_outputs;
     slot_ref *out_refs;   /* graph outputs */
     int n_folded;         /* nodes folded at plan time */
+    int n_ew_fused;       /* nodes computed inside an elementwise group's pass */
     bool fold_overridable; /* some read an initializer that is a graph input */
     /* Main graph with oneDNN chains: per node, the node its outputs are made
      * with (plan_born; ox_memplan_opts.born), or NULL. */
@@ -295,6 +300,7 @@ static void plan_free(ox_plan *p)
         free(p->nodes[i].release);
         ox_dnnl_free(p->nodes[i].dnnl);
         conv_chain_free(p->nodes[i].chain);
+        ox_ew_prog_free(p->nodes[i].ew);
         if (p->nodes[i].state)
             p->nodes[i].state->free(p->nodes[i].state);
     }
@@ -976,23 +982,36 @@ static void plan_nhwc_ops(ox_plan *p)
 /* The arena's memory plan must keep the parts alive as long: each part is
  * listed (ox_arena_keep) with every node that reads the Concat or carries a
  * reader's output on (its fused activation, its chain's taken nodes). */
-static void lazy_keep(ox_arena_cache *ac, const ox_plan *p, const plan_node *cat, int r)
+static int graph_index(const ox_plan *p, const ox_node *n)
 {
     const ox_graph *g = p->graph;
-    int idx = -1;
-    for (int j = 0; j < g->n_nodes && idx < 0; j++)
-        if (g->nodes[j] == p->nodes[r].node)
-            idx = j;
-    ox_arena_keep *nk = idx < 0 ? NULL
-                                : realloc(ac->keep, (size_t)(ac->n_keep + cat->n_in) * sizeof *nk);
+    for (int j = 0; j < g->n_nodes; j++)
+        if (g->nodes[j] == n)
+            return j;
+    return -1;
+}
+
+/* Plans value v as read by plan node r too (ox_arena_keep); false when it
+ * cannot be listed (no name, out of memory). */
+static bool keep_value(ox_arena_cache *ac, const ox_plan *p, const ox_value *v, int r)
+{
+    int idx = graph_index(p, p->nodes[r].node);
+    if (idx < 0 || !v || !v->name || !v->name[0])
+        return false;
+    ox_arena_keep *nk = realloc(ac->keep, (size_t)(ac->n_keep + 1) * sizeof *nk);
     if (!nk)
-        return;   /* the run-time overlap check then keeps the Concat a copy */
+        return false;
     ac->keep = nk;
-    for (int i = 0; i < cat->n_in; i++) {
-        const ox_value *v = p->slot_value[cat->in[i].slot];
-        if (v && v->name && v->name[0])
-            ac->keep[ac->n_keep++] = (ox_arena_keep){v->name, idx};
-    }
+    ac->keep[ac->n_keep++] = (ox_arena_keep){v->name, idx};
+    return true;
+}
+
+static void lazy_keep(ox_arena_cache *ac, const ox_plan *p, const plan_node *cat, int r)
+{
+    /* A part that cannot be listed: the run-time overlap check then keeps
+     * the Concat a copy. */
+    for (int i = 0; i < cat->n_in; i++)
+        keep_value(ac, p, p->slot_value[cat->in[i].slot], r);
 }
 
 static void plan_lazy_concat(ox_plan *p, int *last_use, ox_arena_cache *ac)
@@ -1316,6 +1335,201 @@ static void plan_gelu_chains(ox_plan *p)
     }
 }
 
+/* ---- elementwise groups in one pass (ew_fuse.h) ---------------------------- */
+
+static ox_status ew_fused_kernel(ox_kernel_ctx *c)
+{
+    const frame *f = c->priv;
+    if (!f || !f->cur || !f->cur->ew)
+        return ox_errorf(c->err, OX_EINVAL, "fused elementwise group without its program");
+    return ox_ew_prog_run(c, f->cur->ew);
+}
+
+/* A value known not to be float32 (a plan constant's or initializer's
+ * dtype, or the type inference or the file gave it): shape arithmetic on
+ * int64 would take the group's slow path on every run. */
+static bool known_non_float(const ox_plan *p, int slot, const ox_value *v)
+{
+    const ox_rval *c = slot >= 0 && slot < p->n_slots ? p->consts[slot] : NULL;
+    if (c && c->kind == OX_RV_TENSOR && c->t)
+        return c->t->dtype != OX_DT_FLOAT;
+    if (v && v->init)
+        return v->init->dtype != OX_DT_FLOAT;
+    return v && v->type && v->type->kind == OX_TYPE_TENSOR && v->type->elem != OX_DT_FLOAT &&
+           v->type->elem != OX_DT_UNDEFINED;
+}
+
+/* A node a group may take: one of ew_fuse's ops on its own kernel, not
+ * already part of another plan-time rewrite (oneDNN primitive or its
+ * fused activation, Conv chain, channels-last op, lazy Concat, GELU chain,
+ * folded). */
+static bool ew_candidate(const ox_plan *p, int k, const int *in_group)
+{
+    const plan_node *pn = &p->nodes[k];
+    if (in_group[k] || pn->folded || pn->skip || pn->fused_away || pn->dnnl || pn->act_k >= 0 ||
+        pn->chain || pn->nhwc_kind || pn->lazy_last || pn->cat_of || pn->ew || pn->n_out != 1 ||
+        pn->out[0] < 0 || pn->n_in != pn->node->n_inputs || !ox_ew_fusable(pn->node, pn->opset))
+        return false;
+    if (pn->fn != ox_kernel_lookup("", pn->node->op_type, pn->opset))
+        return false;
+    for (int i = 0; i < pn->n_in; i++)
+        if (pn->in[i].depth != 0 || known_non_float(p, pn->in[i].slot, pn->node->inputs[i]))
+            return false;
+    return !known_non_float(p, pn->out[0], pn->node->outputs[0]);
+}
+
+static int ew_member_pos(const int *list, int n, int k)
+{
+    for (int i = 0; i < n; i++)
+        if (list[i] == k)
+            return i;
+    return -1;
+}
+
+/* Groups of elementwise nodes computed by their root in one pass: grown
+ * from each root (latest first) through producers whose output only group
+ * members read (no graph output, no subgraph reader), up to
+ * OX_EW_MAX_MEMBERS nodes and OX_EW_MAX_LEAVES external operands. A Pow's
+ * exponent stays an operand (its kernel picks x*x for a one-element 2).
+ * The leaves are read when the root runs, so each lives until then
+ * (last_use, and ox_arena_keep for the arena's plan). */
+static void plan_ew_fuse(ox_plan *p, int *last_use, ox_arena_cache *ac)
+{
+    int n = p->n_nodes;
+    int *prod = malloc(((size_t)p->n_slots + 1) * sizeof *prod);
+    int *in_group = calloc((size_t)n + 1, sizeof *in_group);
+    unsigned char *sub_read = calloc((size_t)p->n_slots + 1, 1);
+    vlist imp = {0};
+    if (!prod || !in_group || !sub_read)
+        goto out;
+    for (int s = 0; s < p->n_slots; s++)
+        prod[s] = -1;
+    for (int k = 0; k < n; k++) {
+        const plan_node *pn = &p->nodes[k];
+        for (int i = 0; i < pn->n_out; i++)
+            if (pn->out[i] >= 0)
+                prod[pn->out[i]] = k;
+        imp.n = 0;
+        if (ox_node_has_subgraph(pn->node) && !node_implicit_inputs(pn->node, &imp))
+            goto out;
+        for (int i = 0; i < imp.n; i++) {
+            int s = pmap_get(&p->slots, imp.v[i]);
+            if (s >= 0)
+                sub_read[s] = 1;
+        }
+    }
+    for (int r = n - 1; r >= 0; r--) {
+        if (!ew_candidate(p, r, in_group))
+            continue;
+        int list[OX_EW_MAX_MEMBERS], cnt = 1;
+        list[0] = r;
+        for (bool grew = true; grew && cnt < OX_EW_MAX_MEMBERS;) {
+            grew = false;
+            for (int mi = 0; mi < cnt && cnt < OX_EW_MAX_MEMBERS; mi++) {
+                const plan_node *m = &p->nodes[list[mi]];
+                for (int i = 0; i < m->n_in && cnt < OX_EW_MAX_MEMBERS; i++) {
+                    if (i == 1 && ox_node_is(m->node, "Pow"))
+                        continue;
+                    int s = m->in[i].slot, pk = prod[s];
+                    const ox_value *v = p->slot_value[s];
+                    if (pk < 0 || ew_member_pos(list, cnt, pk) >= 0 || sub_read[s] || !v ||
+                        v->is_output || p->consts[s] || !ew_candidate(p, pk, in_group))
+                        continue;
+                    bool inside = v->n_uses > 0;
+                    for (int u = 0; inside && u < v->n_uses; u++) {
+                        bool found = false;
+                        for (int j = 0; j < cnt && !found; j++)
+                            found = v->uses[u].node == p->nodes[list[j]].node;
+                        inside = found;
+                    }
+                    if (!inside)
+                        continue;
+                    list[cnt++] = pk;
+                    grew = true;
+                }
+            }
+        }
+        if (cnt < 2)
+            continue;
+        /* Plan order is a topological order. */
+        for (int a = 1; a < cnt; a++)
+            for (int b = a; b > 0 && list[b - 1] > list[b]; b--) {
+                int t = list[b];
+                list[b] = list[b - 1];
+                list[b - 1] = t;
+            }
+        ox_ew_member mem[OX_EW_MAX_MEMBERS];
+        slot_ref leaves[OX_EW_MAX_LEAVES];
+        int nl = 0;
+        bool ok = true;
+        for (int a = 0; a < cnt && ok; a++) {
+            const plan_node *m = &p->nodes[list[a]];
+            mem[a] = (ox_ew_member){m->node, m->fn, m->opset, {0, 0}};
+            for (int i = 0; i < m->n_in && ok; i++) {
+                int pos = ew_member_pos(list, cnt, prod[m->in[i].slot]);
+                if (pos >= 0 && prod[m->in[i].slot] >= 0) {
+                    mem[a].src[i] = -1 - pos;
+                    continue;
+                }
+                int l = 0;
+                while (l < nl && leaves[l].slot != m->in[i].slot)
+                    l++;
+                if (l == nl) {
+                    if (nl == OX_EW_MAX_LEAVES) {
+                        ok = false;
+                        break;
+                    }
+                    leaves[nl++] = m->in[i];
+                }
+                mem[a].src[i] = l;
+            }
+        }
+        /* Every leaf must outlive its last reader until the root runs. */
+        for (int l = 0; l < nl && ok; l++) {
+            int s = leaves[l].slot;
+            const ox_value *v = p->slot_value[s];
+            bool planned = v && !v->is_input && !p->consts[s];
+            if (planned && last_use[s] < r && !(v->name && v->name[0]))
+                ok = false;
+        }
+        ox_ew_prog *prog = ok ? ox_ew_prog_new(cnt, mem, nl) : NULL;
+        slot_ref *in = prog ? calloc((size_t)nl + 1, sizeof *in) : NULL;
+        if (!in) {
+            ox_ew_prog_free(prog);
+            continue;
+        }
+        for (int l = 0; l < nl; l++) {
+            int s = leaves[l].slot;
+            const ox_value *v = p->slot_value[s];
+            in[l] = leaves[l];
+            if (last_use[s] < r) {
+                last_use[s] = r;
+                if (ac && v && !v->is_input && !p->consts[s])
+                    keep_value(ac, p, v, r);
+            }
+        }
+        plan_node *root = &p->nodes[r];
+        free(root->in);
+        root->in = in;
+        root->n_in = nl;
+        root->fn = ew_fused_kernel;
+        root->ew = prog;
+        root->writes_all = true;
+        for (int a = 0; a < cnt; a++) {
+            in_group[list[a]] = 1;
+            if (list[a] != r) {
+                p->nodes[list[a]].fused_away = true;
+                p->n_ew_fused++;
+            }
+        }
+    }
+out:
+    free(prod);
+    free(in_group);
+    free(sub_read);
+    free(imp.v);
+}
+
 /* A MatMul on oneDNN whose only reader is Add(product, constant row) (the
  * bias of a linear layer as exported): the primitive adds the row itself
  * and the Add becomes a skip node, like a fused activation (act_k). The Add
@@ -1530,6 +1744,10 @@ static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_err
         if (g == e->model->graph && !ox__env_on("ONNXSCOPE_NO_CHAIN_BORN"))
             plan_born(p);
     }
+    if (g == e->model->graph && !e->opts.keep_intermediates &&
+        e->opts.device != OX_DEVICE_CUDA && !ox__env_on("ONNXSCOPE_NO_CHAIN_FUSE") &&
+        !ox__env_on("ONNXSCOPE_NO_EW_FUSE"))
+        plan_ew_fuse(p, last_use, &e->arenas);
     /* Release lists, and which outputs someone will read. */
     for (int s = 0; s < p->n_slots; s++) {
         int k = last_use[s];
@@ -1797,6 +2015,34 @@ static bool own_slot_view(const ox_arena_plan *ap, int s, const ox_rval *v)
     const ox_tensor *t = v->t;
     return t->dtype == ap->dtype[s] && (int64_t)t->nbytes == ap->nbytes[s] &&
            ox_tensor_data(t) == (const char *)ap->buf->data + ap->off[s];
+}
+
+/* A view of other arena bytes (a Reshape whose input lives on, so the
+ * in-place rule could not put its slot there) copied into the value's own
+ * planned slot instead of onto the heap: the plan reserved those bytes for
+ * it, so the run allocates nothing. False (nothing done) when the slot does
+ * not fit the tensor exactly. */
+static bool arena_slot_copy(const ox_arena_plan *ap, int s, ox_rval *v)
+{
+    if (!ap || s < 0 || s >= ap->n_slots || ap->off[s] < 0 || !v || v->kind != OX_RV_TENSOR ||
+        !v->t || v->n_items || !ox_arena_holds(ap, v->t))
+        return false;
+    ox_tensor *t = v->t;
+    if (t->dtype != ap->dtype[s] || (int64_t)t->nbytes != ap->nbytes[s] || t->nbytes == 0 ||
+        ap->off[s] + ap->nbytes[s] > ap->bytes)
+        return false;
+    char *data = (char *)ap->buf->data + ap->off[s];
+    ox_buffer *b = ox_buffer_writable_view(ap->buf, data, t->nbytes);
+    ox_tensor *c = b ? ox_tensor_new_view(t->dtype, t->rank, t->dims, b, 0) : NULL;
+    ox_buffer_release(b);
+    if (!c)
+        return false;
+    /* Planned bytes never overlap a value live beside this one; memmove
+     * all the same, in case a dying input shared part of them. */
+    memmove(data, ox_tensor_data(t), t->nbytes);
+    ox_tensor_free(t);
+    v->t = c;
+    return true;
 }
 
 /* True when tensor t lies in the arena and overlaps [b0, b1). */
@@ -2444,7 +2690,9 @@ static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
         for (int i = 0; i < pn->n_in; i++) {
             in[i] = frame_get(f, pn->in[i]);
             if (!in[i] && pn->in[i].depth >= 0) {
-                const ox_value *v = pn->node->inputs[i];
+                /* (A fused root's inputs are its group's operands.) */
+                const ox_value *v = pn->in[i].depth == 0 ? p->slot_value[pn->in[i].slot]
+                                    : i < pn->node->n_inputs ? pn->node->inputs[i] : NULL;
                 ox_status st = ox_errorf(err, OX_EINVAL,
                                          "node '%s' (%s): input '%s' has no value",
                                          node_label(pn->node), pn->node->op_type,
@@ -2501,6 +2749,10 @@ static ox_status run_frame(ox_exec *e, frame *f, ox_error *err)
                     f->stats->arena_outputs++;
                 } else if (own_slot_view(f->arena, pn->out[i], out[i])) {
                     f->stats->arena_views++;   /* a view planned onto its input */
+                    continue;
+                } else if (!mine && arena_slot_copy(f->arena, pn->out[i], out[i])) {
+                    f->stats->arena_outputs++;
+                    f->stats->slot_copies++;
                     continue;
                 } else {
                     f->stats->heap_outputs++;
@@ -2814,6 +3066,7 @@ ox_status ox_exec_run(ox_exec *e, int n_inputs, ox_rval *const *inputs,
     if (hold) {
         e->stats.heap_allocs = ox_buffer_allocs() - allocs0;
         e->stats.folded_nodes = p->n_folded;
+        e->stats.ew_fused_nodes = p->n_ew_fused;
     }
     /* Graph outputs the GPU made come to the host. */
     for (int i = 0; !st && f.cuda && i < n_outputs && i < p->n_outputs; i++)
