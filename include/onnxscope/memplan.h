@@ -22,9 +22,13 @@ typedef struct ox_memplan_opts {
      * [0, i) says node i runs as one with node born[i] (the executor's fused
      * Conv epilogue chains write the chain's last value when the Conv runs),
      * so node i's outputs live from step born[i]; any other value keeps its
-     * producer's step. */
+     * producer's step. born[i] == OX_MEMPLAN_UNMADE: node i's outputs are
+     * never made (the executor computes them inside a later node: an
+     * elementwise group's members, a GELU chain's), so they get no slots. */
     const int *born;
 } ox_memplan_opts;
+
+enum { OX_MEMPLAN_UNMADE = -2 };
 
 /* Defaults: inputs included, weights computed by nodes (Constant,
  * ConstantOfShape of a constant shape, Identity of an initializer ...)

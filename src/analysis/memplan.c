@@ -313,6 +313,8 @@ ox_status ox_memplan_build(const ox_graph *g, const ox_memplan_opts *opts,
             continue;
         if (!o.include_constants && ox_node_is(nd, "Constant"))
             continue;
+        if (o.born && o.born[i] == OX_MEMPLAN_UNMADE)
+            continue;
         for (int j = 0; j < nd->n_outputs && st == OX_OK; j++) {
             const ox_value *v = nd->outputs[j];
             /* Constant subexpressions (ConstantOfShape weights, Identity of

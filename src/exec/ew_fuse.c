@@ -110,7 +110,7 @@ int ox_ew_prog_members(const ox_ew_prog *p)
 /* ---- the loops: the kernels' float expressions (unary.c, binary.c) ---------- */
 
 #define BIN(NAME, EXPR)                                                       \
-    OX__EW_CLONES static void NAME(const float *a, const float *b, float *y, int64_t n) \
+    static inline __attribute__((always_inline)) void NAME(const float *a, const float *b, float *y, int64_t n) \
     {                                                                         \
         for (int64_t i = 0; i < n; i++) {                                     \
             float x = a[i], z = b[i];                                         \
@@ -119,7 +119,7 @@ int ox_ew_prog_members(const ox_ew_prog *p)
         }                                                                     \
     }
 #define UN(NAME, EXPR)                                                        \
-    OX__EW_CLONES static void NAME(const float *a, float *y, int64_t n)        \
+    static inline __attribute__((always_inline)) void NAME(const float *a, float *y, int64_t n)        \
     {                                                                         \
         for (int64_t i = 0; i < n; i++) {                                     \
             float x = a[i];                                                   \
@@ -176,7 +176,7 @@ typedef struct ew_job {
 
 /* Elements b .. e of a pass's domain, in blocks that never cross a row or a
  * column. */
-static void ew_chunk(void *ctx, int64_t b, int64_t e)
+OX__EW_CLONES static void ew_chunk(void *ctx, int64_t b, int64_t e)
 {
     const ew_job *j = ctx;
     float regs[OX_EW_MAX_MEMBERS][BLK] __attribute__((aligned(64)));

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "onnxscope/exec.h"
+#include "onnxscope/memplan.h"
 #include "onnxscope/ops.h"
 #include "onnxscope/profile.h"
 #include "arena.h"
@@ -1175,6 +1176,31 @@ static void plan_born(ox_plan *p)
         free(b);
 }
 
+/* Nodes computed inside a later one (members of an elementwise group or
+ * of a GELU chain: fused_away) never make their outputs, so the memory plan
+ * gives those values no bytes (ox_memplan_opts.born, OX_MEMPLAN_UNMADE):
+ * a LayerNorm tail's intermediates otherwise held full-size slots (and kept
+ * the in-place rule off), 19 MB of arena where the node-by-node plan needs
+ * 13. */
+static void plan_unmade(ox_plan *p)
+{
+    bool any = false;
+    for (int k = 0; k < p->n_nodes && !any; k++)
+        any = p->nodes[k].fused_away && !p->nodes[k].folded;
+    if (!any)
+        return;
+    if (!p->born) {
+        p->born = malloc(((size_t)p->n_nodes + 1) * sizeof *p->born);
+        if (!p->born)
+            return;   /* planned with their slots: more bytes, never wrong */
+        for (int k = 0; k < p->n_nodes; k++)
+            p->born[k] = k;
+    }
+    for (int k = 0; k < p->n_nodes; k++)
+        if (p->nodes[k].fused_away && !p->nodes[k].folded)
+            p->born[k] = OX_MEMPLAN_UNMADE;
+}
+
 /* Plan-time folding (EXECUTOR.md): a main-graph node whose inputs are all
  * constants for the plan (initializers that are not graph inputs, or values
  * folded before it) is run once here with the plain kernels, and its outputs
@@ -1378,6 +1404,41 @@ static bool ew_candidate(const ox_plan *p, int k, const int *in_group)
     return !known_non_float(p, pn->out[0], pn->node->outputs[0]);
 }
 
+/* Whether one pass beats the member kernels (PERFORMANCE.md "Elementwise
+ * groups", AVX-512 Zen 4 host): it does when a member costs more than a
+ * load and a store per element (Div, Pow, Sqrt, Reciprocal, Exp, Log,
+ * Tanh, Sigmoid, Erf) or when the output fits the caches; a chain of Adds,
+ * Muls, Subs and sign ops on a known output over 4 MiB ran 1.1-1.4x slower
+ * in one pass than as in-place kernels (memory-bound either way, and the
+ * kernels' in-place passes stay in cache). Unknown sizes group. */
+static bool ew_worth(const ox_plan *p, const int *list, int cnt, int root)
+{
+    static const char *const heavy[] = {"Div", "Pow", "Sqrt", "Reciprocal", "Exp", "Log",
+                                        "Tanh", "Sigmoid", "Erf", NULL};
+    for (int a = 0; a < cnt; a++)
+        for (int h = 0; heavy[h]; h++)
+            if (!strcmp(p->nodes[list[a]].node->op_type, heavy[h]))
+                return true;
+    (void)root;
+    /* The largest element count any value of the group is known to have
+     * (its members' outputs and operands: the output has the largest). */
+    for (int a = 0; a < cnt; a++) {
+        const ox_node *nd = p->nodes[list[a]].node;
+        for (int i = -1; i < nd->n_inputs; i++) {
+            const ox_value *v = i < 0 ? nd->outputs[0] : nd->inputs[i];
+            const ox_type *t = v ? (v->type ? v->type : v->decl) : NULL;
+            if (!t || t->kind != OX_TYPE_TENSOR || !ox_type_is_static(t))
+                continue;
+            int64_t n = 1;
+            for (int d = 0; d < t->rank; d++)
+                n = n <= INT64_MAX / (t->dims[d].value + 1) ? n * t->dims[d].value : INT64_MAX;
+            if (n > (int64_t)(4u << 20) / 4)
+                return false;
+        }
+    }
+    return true;
+}
+
 static int ew_member_pos(const int *list, int n, int k)
 {
     for (int i = 0; i < n; i++)
@@ -1449,7 +1510,7 @@ static void plan_ew_fuse(ox_plan *p, int *last_use, ox_arena_cache *ac)
                 }
             }
         }
-        if (cnt < 2)
+        if (cnt < 2 || !ew_worth(p, list, cnt, r))
             continue;
         /* Plan order is a topological order. */
         for (int a = 1; a < cnt; a++)
@@ -1748,6 +1809,8 @@ static ox_status build_plan(ox_exec *e, const ox_graph *g, ox_plan **out, ox_err
         e->opts.device != OX_DEVICE_CUDA && !ox__env_on("ONNXSCOPE_NO_CHAIN_FUSE") &&
         !ox__env_on("ONNXSCOPE_NO_EW_FUSE"))
         plan_ew_fuse(p, last_use, &e->arenas);
+    if (g == e->model->graph)
+        plan_unmade(p);
     /* Release lists, and which outputs someone will read. */
     for (int s = 0; s < p->n_slots; s++) {
         int k = last_use[s];

@@ -408,6 +408,43 @@ static void test_known_dtypes_not_grouped(void **state)
     }
 }
 
+/* Cheap members only (Add, Relu, Mul) where some value of the group is
+ * known to exceed 4 MiB run as kernels (one pass measured slower there);
+ * the same chain on smaller or unknown sizes, or with a Tanh, is a group. */
+static void test_size_rule(void **state)
+{
+    (void)state;
+    for (int cs = 0; cs < 4; cs++) {
+        gb b;
+        gb_init(&b);
+        int64_t big[2] = {1024, 1025}, small[2] = {64, 33}, r1[1] = {1025};
+        const int64_t *d = cs == 1 ? small : big;
+        if (cs == 1) r1[0] = 33;
+        ox_value *x = input(&b, rand_t(2, d, false));
+        if (cs == 2) {   /* nothing says how large */
+            ox_type_free(x->type);
+            x->type = NULL;
+        }
+        ox_value *a = op(&b, "Relu", op(&b, "Add", x, init(&b, rand_t(1, r1, false))), NULL);
+        if (cs == 3) a = op(&b, "Tanh", a, NULL);
+        ox_value *y = op(&b, "Mul", a, init(&b, scalar_t(0.5f, 0)));
+        if (cs != 2) y->type = ox_type_new_tensor(OX_DT_FLOAT, 2, d);
+        assert_int_equal(ox_graph_add_output(b.g, y), OX_OK);
+        ox_rval *fast = NULL, *plain = NULL;
+        int fa = -1, fb = 0;
+        run(&b, true, 1, 1, &fast, &fa);
+        run(&b, false, 1, 1, &plain, &fb);
+        int want = cs == 0 ? 0 : cs == 3 ? 3 : 2;
+        if (fa != want)
+            fail_msg("case %d: %d nodes grouped, want %d", cs, fa, want);
+        same_bits(fast, plain, "size rule", cs);
+        ox_rval_free(fast);
+        ox_rval_free(plain);
+        for (int i = 0; i < b.n_in; i++) ox_tensor_free(b.in[i]);
+        ox_model_free(b.m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -416,6 +453,7 @@ int main(void)
         cmocka_unit_test(test_leaf_lifetime),
         cmocka_unit_test(test_fallbacks),
         cmocka_unit_test(test_known_dtypes_not_grouped),
+        cmocka_unit_test(test_size_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
