@@ -1,6 +1,7 @@
 # Helpers the bench/ scripts share (sourced, not run).
 # median: of the whitespace-separated numbers on stdin ("-" when none).
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : "-")}'; }
+# (no grep: an empty list must not fail a `set -o pipefail` script)
+median() { tr ' ' '\n' | awk 'NF' | sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : "-")}'; }
 # ratio A B: A/B to two decimals, "-" when either is missing or zero.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b+0 > 0 && a+0 > 0) printf "%.2f", a/b; else printf "-" }'; }
 # ox_p50_rss ITERS BINARY MODEL THREADS [ENV=VALUE...]: "p50_ms rss_MiB" of
