@@ -1411,7 +1411,7 @@ static bool ew_candidate(const ox_plan *p, int k, const int *in_group)
  * Muls, Subs and sign ops on a known output over 4 MiB ran 1.1-1.4x slower
  * in one pass than as in-place kernels (memory-bound either way, and the
  * kernels' in-place passes stay in cache). Unknown sizes group. */
-static bool ew_worth(const ox_plan *p, const int *list, int cnt, int root)
+static bool ew_worth(const ox_plan *p, const int *list, int cnt)
 {
     static const char *const heavy[] = {"Div", "Pow", "Sqrt", "Reciprocal", "Exp", "Log",
                                         "Tanh", "Sigmoid", "Erf", NULL};
@@ -1419,7 +1419,6 @@ static bool ew_worth(const ox_plan *p, const int *list, int cnt, int root)
         for (int h = 0; heavy[h]; h++)
             if (!strcmp(p->nodes[list[a]].node->op_type, heavy[h]))
                 return true;
-    (void)root;
     /* The largest element count any value of the group is known to have
      * (its members' outputs and operands: the output has the largest). */
     for (int a = 0; a < cnt; a++) {
@@ -1510,7 +1509,7 @@ static void plan_ew_fuse(ox_plan *p, int *last_use, ox_arena_cache *ac)
                 }
             }
         }
-        if (cnt < 2 || !ew_worth(p, list, cnt, r))
+        if (cnt < 2 || !ew_worth(p, list, cnt))
             continue;
         /* Plan order is a topological order. */
         for (int a = 1; a < cnt; a++)
