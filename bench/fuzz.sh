@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer harness of tests/fuzz for MINUTES minutes each
 # (default 10) and prints each one's executions, coverage and findings.
-#   bench/fuzz.sh [MINUTES] [HARNESS...]     harnesses: load infer passes opset theme
+#   bench/fuzz.sh [MINUTES] [HARNESS...]     harnesses: load infer passes opset exec theme
 # Environment: JOBS (harnesses run at once, default 1), BUILD (default
 # build-fuzz, configured with CC=clang -Dfuzz=true), SHARED (test data,
 # default ../shared), NICE (default 10).
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 MINUTES=${1:-10}
 shift || true
 HARNESSES=("$@")
-[ ${#HARNESSES[@]} -gt 0 ] || HARNESSES=(load infer passes opset theme)
+[ ${#HARNESSES[@]} -gt 0 ] || HARNESSES=(load infer passes opset exec theme)
 BUILD=${BUILD:-build-fuzz}
 SHARED=${SHARED:-../shared}
 JOBS=${JOBS:-1}
@@ -25,8 +25,8 @@ case "$MINUTES" in
 esac
 for h in "${HARNESSES[@]}"; do
     case "$h" in
-        load|infer|passes|opset|theme) ;;
-        *) echo "fuzz.sh: unknown harness '$h' (load, infer, passes, opset, theme)" >&2; exit 2 ;;
+        load|infer|passes|opset|exec|theme) ;;
+        *) echo "fuzz.sh: unknown harness '$h' (load, infer, passes, opset, exec, theme)" >&2; exit 2 ;;
     esac
 done
 command -v clang >/dev/null || { echo "fuzz.sh: clang is needed (libFuzzer)" >&2; exit 2; }

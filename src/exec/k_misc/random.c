@@ -32,11 +32,20 @@ static double next_normal(rng *r)
     return sqrt(-2.0 * log(u1)) * cos(2 * M_PI * u2);
 }
 
+/* `seed` is a float attribute: a value within int64's range seeds as its
+ * integer part (seed=5.0 and seed=5.7 draw alike, as before), anything else
+ * (NaN, infinities, |seed| >= 2^63, whose conversion is undefined) by its
+ * bits. */
 static rng seeded(const ox_node *n)
 {
     rng r;
     float s = ox_node_attr_f(n, "seed", 0.0f);
-    r.s = (uint32_t)(int64_t)s ^ 0x9E3779B9u;
+    uint32_t u;
+    if (s > -9.2e18f && s < 9.2e18f)
+        u = (uint32_t)(int64_t)s;
+    else
+        memcpy(&u, &s, sizeof u);
+    r.s = u ^ 0x9E3779B9u;
     return r;
 }
 
