@@ -536,12 +536,21 @@ ox_status ox__infer_einsum(ox_infer_node_ctx *c)
     bool out_ell = false;
     if (p[0] == '-' && p[1] == '>') {
         p += 2;
+        bool in_out[128] = { false };
         for (; *p && no < 127; p++) {
             if (*p == '.') {
+                if (out_ell)
+                    return ox__fail(c, "equation's output has two ellipses");
                 out_ell = true;
                 out[no++] = '.';
                 p += 2;
             } else if (*p != ' ') {
+                unsigned char ch = (unsigned char)*p;
+                /* As numpy and the kernel: an output label appears once. */
+                if (ch < 128 && in_out[ch])
+                    return ox__fail(c, "output label '%c' repeated in equation", *p);
+                if (ch < 128)
+                    in_out[ch] = true;
                 out[no++] = *p;
             }
         }

@@ -316,6 +316,34 @@ static void test_kernel_only_ops(void **state)
     ox_model_free(m);
 }
 
+/* Einsum: a valid equation gets its shape; one whose output repeats a
+ * label is refused, as numpy and the kernel refuse it. */
+static void test_einsum_output_labels(void **state)
+{
+    (void)state;
+    const char *eqs[] = { "bij,jk->bik", "bij,jk->bbik" };
+    for (int e = 0; e < 2; e++) {
+        ox_error err = { 0 };
+        ox_model *m = new_model(13);
+        ox_graph *g = m->graph;
+        const int64_t dx[] = { 5, 2, 3 }, dy[] = { 3, 4 };
+        ox_value *in[] = { input(g, "x", OX_DT_FLOAT, 3, dx, NULL),
+                           input(g, "y", OX_DT_FLOAT, 2, dy, NULL) };
+        ox_node *n = node1(g, "Einsum", 2, in, "z");
+        ox_node_set_attr_s(n, "equation", eqs[e]);
+        ox_infer_opts o = { .strict = true };
+        ox_status st = ox_infer_model(m, &o, &err);
+        if (e == 0) {
+            assert_int_equal(st, OX_OK);
+            assert_type(g, "z", "float32[5,2,4]");
+        } else {
+            assert_int_not_equal(st, OX_OK);
+            assert_non_null(strstr(err.msg, "repeated"));
+        }
+        ox_model_free(m);
+    }
+}
+
 static void test_unknown_op(void **state)
 {
     (void)state;
@@ -693,6 +721,7 @@ int main(void)
         cmocka_unit_test(test_local_function),
         cmocka_unit_test(test_opts_parse),
         cmocka_unit_test(test_loop),
+        cmocka_unit_test(test_einsum_output_labels),
         cmocka_unit_test(test_fuzz_all_ops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -598,6 +598,15 @@ static void test_einsum(void **state)
     in_f(&k, 1, 2, db, B);
     assert_int_not_equal(ox_nn_k_einsum(&k.ctx), OX_OK);
     kc_free(&k);
+
+    /* A label repeated in the output is refused (it overflowed the GEMM
+     * route's output permutation: fuzz_exec). */
+    kc_init(&k, "Einsum", 12, 1);
+    attr_s(&k, "equation", "bij,bkj->bbki");
+    in_f(&k, 0, 3, d3a, P);
+    in_f(&k, 1, 3, d3b, Q);
+    assert_int_not_equal(ox_nn_k_einsum(&k.ctx), OX_OK);
+    kc_free(&k);
 }
 
 /* ---- recurrent ------------------------------------------------------------------------- */

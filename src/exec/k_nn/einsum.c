@@ -193,8 +193,14 @@ NN_KERNEL(einsum)
     if (arrow) {
         const char *o = arrow + 2;
         if (!parse_term(o, strlen(o), -1, E, &out)) return NN_FAIL(c, "bad output term");
-        for (int j = 0; j < out.n; j++)
+        bool once[NL] = {0};
+        for (int j = 0; j < out.n; j++) {
             if (size[out.lab[j]] < 0) return NN_FAIL(c, "output label not in inputs");
+            /* "ij->ii" has no meaning (numpy refuses it too); the GEMM
+             * route's output permutation assumes distinct labels. */
+            if (once[out.lab[j]]) return NN_FAIL(c, "output label repeated");
+            once[out.lab[j]] = true;
+        }
     } else {
         out.n = 0;
         for (int l = ELL0; l < ELL0 + E; l++) out.lab[out.n++] = l;
