@@ -545,12 +545,13 @@ ox_status ox__infer_einsum(ox_infer_node_ctx *c)
                 out[no++] = '.';
                 p += 2;
             } else if (*p != ' ') {
-                unsigned char ch = (unsigned char)*p;
                 /* As numpy and the kernel: an output label appears once. */
-                if (ch < 128 && in_out[ch])
-                    return ox__fail(c, "output label '%c' repeated in equation", *p);
-                if (ch < 128)
+                unsigned char ch = (unsigned char)*p;
+                if (ch < 128) {
+                    if (in_out[ch])
+                        return ox__fail(c, "output label '%c' repeated in equation", *p);
                     in_out[ch] = true;
+                }
                 out[no++] = *p;
             }
         }

@@ -29,34 +29,21 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-static bool graph_random(const ox_graph *g, int depth)
+static void note_random(ox_graph *g, void *ctx)
 {
-    if (!g || depth > 64)
-        return true;
-    for (int k = 0; k < g->n_nodes; k++) {
-        const ox_node *n = g->nodes[k];
-        if (ox_node_is_random(n))
-            return true;
-        for (int a = 0; a < n->n_attrs; a++) {
-            const ox_attr *at = &n->attrs[a];
-            if (at->g && graph_random(at->g, depth + 1))
-                return true;
-            for (int j = 0; j < at->n && at->graphs; j++)
-                if (graph_random(at->graphs[j], depth + 1))
-                    return true;
-        }
-    }
-    return false;
+    for (int k = 0; k < g->n_nodes; k++)
+        if (ox_node_is_random(g->nodes[k]))
+            *(bool *)ctx = true;
 }
 
-static bool model_random(const ox_model *m)
+/* Any random op in the main graph, its subgraphs or a local function. */
+static bool model_random(ox_model *m)
 {
-    if (graph_random(m->graph, 0))
-        return true;
+    bool any = false;
+    ox_graph_visit(m->graph, note_random, &any);
     for (int f = 0; f < m->n_functions; f++)
-        if (graph_random(m->functions[f].body, 0))
-            return true;
-    return false;
+        ox_graph_visit(m->functions[f].body, note_random, &any);
+    return any;
 }
 
 /* One run on a fresh or a reused executor; outs[] gets the outputs. */
